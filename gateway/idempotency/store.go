@@ -1,0 +1,216 @@
+// Package idempotency holds the domain of the gateway's exactly-once layer:
+// the record states, the decision a store takes for one request in one atomic
+// step, and the Store interface that every backend (Redis, the embedded file
+// store) implements. The backends live in sub-packages named after what they
+// store into; storetest is the conformance suite they all pass.
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// State is the state of an idempotency record.
+type State string
+
+// Record states, as the admin API shows them.
+const (
+	StateInProgress State = "IN_PROGRESS"
+	StateCompleted  State = "COMPLETED"
+	StateUnknown    State = "UNKNOWN"
+)
+
+// LeaseExpiry is a tool's policy for an IN_PROGRESS record whose lease
+// expired because its gateway died.
+type LeaseExpiry string
+
+// Lease expiry policies.
+const (
+	// LeaseExpiryRerun takes the record over and runs the tool again.
+	LeaseExpiryRerun LeaseExpiry = "rerun"
+	// LeaseExpiryUnknown turns the record UNKNOWN: the tool must never run
+	// twice, so a human decides.
+	LeaseExpiryUnknown LeaseExpiry = "unknown"
+)
+
+// Errors a Store returns. Any other error means the store could not be
+// reached or failed; the gateway answers 503 and runs nothing.
+var (
+	// ErrLeaseLost: the caller is no longer the record's owner (its lease
+	// expired and another request took over, or an operator deleted it).
+	ErrLeaseLost = errors.New("idempotency: lease lost")
+	// ErrNotFound: no record under that scope.
+	ErrNotFound = errors.New("idempotency: record not found")
+)
+
+// Scope names one record: a tenant never sees another tenant's records.
+type Scope struct {
+	Tenant string
+	Tool   string
+	Key    string // the unquoted Idempotency-Key
+}
+
+// Step names one step of an agent session, for the step guard.
+type Step struct {
+	SessionID string
+	Index     uint64
+}
+
+// ClaimRequest asks the store to decide what to do with one request.
+type ClaimRequest struct {
+	Scope Scope
+	// Fingerprint is lowercase hex SHA-256 of the canonical arguments.
+	Fingerprint string
+	// Step, when non-nil, is the agent step of the call. It is used for the
+	// step guard (when StepGuard is set) and, in a sharded store, to keep the
+	// record and its step entry together.
+	Step      *Step
+	StepGuard bool
+	// ExecutionID and Owner are minted by the caller for a new claim (first
+	// claim or takeover); they are ignored otherwise.
+	ExecutionID string
+	Owner       string
+	// LockTTL is the lease: how long the claim stays IN_PROGRESS without renewal.
+	LockTTL time.Duration
+	// ReplayTTL is how long an UNKNOWN record lives (a COMPLETED one gets its
+	// TTL from Complete).
+	ReplayTTL time.Duration
+	// LeaseExpiry says what happens to an IN_PROGRESS record whose lease expired.
+	LeaseExpiry LeaseExpiry
+}
+
+// Outcome is what the store decided.
+type Outcome int
+
+// The decisions of a claim.
+const (
+	// OutcomeClaimed: the caller owns a new IN_PROGRESS record and must run
+	// the tool (Decision.TakenOver tells a takeover from a first claim).
+	OutcomeClaimed Outcome = iota + 1
+	// OutcomeReplay: COMPLETED with the same fingerprint; Decision.Response
+	// holds the stored response.
+	OutcomeReplay
+	// OutcomeInProgress: IN_PROGRESS, lease alive; Decision.RetryAfter is the
+	// remaining lease.
+	OutcomeInProgress
+	// OutcomeKeyReused: a record exists under the key with another fingerprint.
+	OutcomeKeyReused
+	// OutcomeStepConflict: the step is held by another key; Decision.Conflict
+	// names the earlier call.
+	OutcomeStepConflict
+	// OutcomeUnknown: the record is UNKNOWN (possibly just now, because the
+	// lease expired under LeaseExpiryUnknown).
+	OutcomeUnknown
+)
+
+// String names the outcome for logs and tests.
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeClaimed:
+		return "claimed"
+	case OutcomeReplay:
+		return "replay"
+	case OutcomeInProgress:
+		return "in_progress"
+	case OutcomeKeyReused:
+		return "key_reused"
+	case OutcomeStepConflict:
+		return "step_conflict"
+	case OutcomeUnknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// StoredResponse is a tool outcome kept for replay.
+type StoredResponse struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Lease is the caller's ownership of an IN_PROGRESS record.
+type Lease struct {
+	Scope        Scope
+	Step         *Step // as in the ClaimRequest, so Release can free the step
+	Owner        string
+	FencingToken int64
+	ExecutionID  string
+}
+
+// StepHolder names the call that holds a step (for step_conflict).
+type StepHolder struct {
+	Tool        string
+	ExecutionID string
+}
+
+// Decision is the result of Claim.
+type Decision struct {
+	Outcome Outcome
+	// Lease is set for OutcomeClaimed.
+	Lease Lease
+	// TakenOver is set when the claim took over an expired lease.
+	TakenOver bool
+	// ExecutionID is the record's execution id (for Claimed, Replay,
+	// InProgress and Unknown).
+	ExecutionID string
+	// Response is set for OutcomeReplay.
+	Response *StoredResponse
+	// RetryAfter is the remaining lease, for OutcomeInProgress.
+	RetryAfter time.Duration
+	// Conflict is set for OutcomeStepConflict.
+	Conflict *StepHolder
+}
+
+// Record is a stored record, as the admin API shows it.
+type Record struct {
+	Scope          Scope
+	State          State
+	Fingerprint    string
+	ExecutionID    string
+	FencingToken   int64
+	CreatedAt      time.Time
+	ExpiresAt      time.Time // when the record disappears
+	LeaseExpiresAt time.Time // IN_PROGRESS only
+	Response       *StoredResponse // COMPLETED only
+}
+
+// Store is the idempotency backend. Every method is one atomic step.
+type Store interface {
+	// Claim looks up the record and decides, in one atomic operation, whether
+	// the caller runs the tool (and then creates or takes over the
+	// IN_PROGRESS record), replays, waits or is refused. There is never a
+	// separate "read, then lock" sequence.
+	//
+	// Order of the decision: a record under the key decides first (other
+	// fingerprint → KeyReused whatever its state; COMPLETED → Replay;
+	// UNKNOWN → Unknown; IN_PROGRESS alive → InProgress; IN_PROGRESS expired
+	// → takeover or UNKNOWN per LeaseExpiry). Without a record, the step
+	// guard applies: a step held by a live record under another key →
+	// StepConflict. Otherwise a new record is claimed and the step is bound
+	// to it.
+	//
+	// Every claim (first or takeover) gets a fencing token larger than any
+	// earlier token of the same scope, even across deletions of the record.
+	Claim(ctx context.Context, req ClaimRequest) (Decision, error)
+	// Renew extends the lease to ttl from now if the caller still owns it,
+	// else ErrLeaseLost.
+	Renew(ctx context.Context, lease Lease, ttl time.Duration) error
+	// Complete stores the response as COMPLETED for ttl if the caller still
+	// owns the record, else ErrLeaseLost (and changes nothing). The step
+	// entry lives as long as the record.
+	Complete(ctx context.Context, lease Lease, resp StoredResponse, ttl time.Duration) error
+	// Release deletes the record (and frees its step) if the caller still
+	// owns it, so a retry runs the tool again; else ErrLeaseLost.
+	Release(ctx context.Context, lease Lease) error
+	// Get returns the record under scope, or ErrNotFound.
+	Get(ctx context.Context, scope Scope) (Record, error)
+	// Delete removes the record under scope (and frees its step), or
+	// returns ErrNotFound.
+	Delete(ctx context.Context, scope Scope) error
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}

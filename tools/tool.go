@@ -1,0 +1,86 @@
+// Package tools defines what a tool is to the gateway: the Tool interface,
+// the request a tool receives and the response it returns, and the registry
+// that plugins add themselves to from init, the way database/sql drivers do.
+//
+// Package tools never imports the gateway: a plugin depends on this package
+// only, so it can live in its own module.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Tool is one callable tool. Implementations must be safe for concurrent use:
+// the gateway calls Call from many goroutines at once.
+type Tool interface {
+	// Spec describes the tool: its name, description, input schema and policy.
+	Spec() Spec
+	// Call runs the tool once. ctx is cancelled when the tool's timeout
+	// expires, when the client's request is abandoned after the tool was
+	// claimed, or when the gateway loses the lease on the idempotency record
+	// (another gateway may then run the tool; use Request.FencingToken to
+	// reject the stale writer in the backend).
+	//
+	// A returned Response with a status of 2xx–4xx is recorded and replayed to
+	// every retry of the same call; a 5xx response or an error is not recorded,
+	// so a retry runs the tool again.
+	Call(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Spec is the static description of a tool.
+type Spec struct {
+	// Name matches ^[a-z0-9][a-z0-9_-]{0,63}$ and is the {tool} of the URL.
+	Name string
+	// Description is shown to models in discovery.
+	Description string
+	// InputSchema is the JSON Schema (draft 2020-12 unless it says otherwise
+	// with $schema) the arguments must satisfy. Empty means "any object".
+	InputSchema json.RawMessage
+	// ReadOnly tools need no idempotency key: nothing is stored and the tool
+	// runs on every call.
+	ReadOnly bool
+}
+
+// Request is what a tool receives for one execution.
+type Request struct {
+	// Arguments are the exact bytes the client sent (a JSON object that has
+	// already been validated against the tool's schema).
+	Arguments json.RawMessage
+	// Tenant is the authenticated caller ("anonymous" without auth).
+	Tenant string
+	// SessionID and StepIndex come from Agent-Session-Id / Agent-Step-Index;
+	// HasStep reports whether they were sent.
+	SessionID string
+	StepIndex uint64
+	HasStep   bool
+	// IdempotencyKey is the (unquoted) key of the call; empty for read-only tools.
+	IdempotencyKey string
+	// ExecutionID is the ULID minted when the call was claimed; a replay
+	// returns it to the client again.
+	ExecutionID string
+	// FencingToken grows with every claim of the same idempotency record. A
+	// backend that remembers the largest token it has seen for a key can
+	// reject writes from an older owner whose lease was lost. Zero for
+	// read-only tools.
+	FencingToken int64
+}
+
+// Response is the outcome of a tool that ran to the end.
+type Response struct {
+	// Status is the HTTP status the client receives (100–599).
+	Status int
+	// ContentType defaults to application/json when empty.
+	ContentType string
+	// Body is sent unchanged, and replayed byte for byte.
+	Body []byte
+}
+
+// JSON builds a Response with an application/json body from v.
+func JSON(status int, v any) (*Response, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: status, ContentType: "application/json", Body: b}, nil
+}
