@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Outcomes, the values of the "outcome" label and log field. The set is
+// fixed so no label value ever comes from user input.
+const (
+	outcomeExecuted       = "executed"
+	outcomeReplayed       = "replayed"
+	outcomeInProgress     = "in_progress"
+	outcomeKeyReused      = "key_reused"
+	outcomeKeyMismatch    = "key_mismatch"
+	outcomeStepConflict   = "step_conflict"
+	outcomeOutcomeUnknown = "outcome_unknown"
+	outcomeInvalid        = "invalid"
+	outcomeUnauthorized   = "unauthorized"
+	outcomeNotFound       = "not_found"
+	outcomeToolError      = "tool_error"
+	outcomeStoreError     = "store_error"
+	outcomeOther          = "other"
+)
+
+// requestInfo collects what the handlers learn about a request, for the one
+// log line and the metrics written when it ends.
+type requestInfo struct {
+	tool      string // a configured tool name, or "" (→ "unknown")
+	tenant    string
+	keyPrefix string
+	outcome   string
+}
+
+type requestInfoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// setOutcome records the tool (when known) and the outcome of the request.
+func setOutcome(ctx context.Context, tool, outcome string) {
+	if info := infoFrom(ctx); info != nil {
+		if tool != "" {
+			info.tool = tool
+		}
+		info.outcome = outcome
+	}
+}
+
+func setTenant(ctx context.Context, tenant string) {
+	if info := infoFrom(ctx); info != nil {
+		info.tenant = tenant
+	}
+}
+
+// setKey records the first characters of the key: enough to correlate log
+// lines, never the whole key (a key can be replayed by whoever reads it).
+func setKey(ctx context.Context, key string) {
+	if info := infoFrom(ctx); info != nil {
+		info.keyPrefix = key[:min(len(key), 8)]
+	}
+}
+
+// statusRecorder remembers the status written.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// accessLog writes one structured line per request and the request metrics.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{}
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		elapsed := time.Since(start)
+
+		tool := info.tool
+		if tool == "" {
+			tool = "unknown"
+		}
+		outcome := info.outcome
+		if outcome == "" {
+			outcome = outcomeOther
+		}
+		tenant := info.tenant
+		if tenant == "" {
+			tenant = AnonymousTenant
+		}
+		if info.outcome != "" {
+			// Only tool API calls count as requests; health checks and
+			// scrapes would drown the series.
+			s.metrics.observeRequest(tool, outcome, elapsed)
+		}
+		s.log.LogAttrs(r.Context(), levelFor(rec.status), "request",
+			stringAttr("request_id", RequestIDFrom(r.Context())),
+			stringAttr("method", r.Method),
+			stringAttr("route", routeOf(r)),
+			stringAttr("tenant", tenant),
+			stringAttr("tool", tool),
+			stringAttr("key_prefix", info.keyPrefix),
+			stringAttr("outcome", outcome),
+			intAttr("status", rec.status),
+			durationAttr("duration_ms", elapsed),
+		)
+	})
+}

@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// adminRecord is the admin API's view of a record.
+type adminRecord struct {
+	Tenant         string `json:"tenant"`
+	Tool           string `json:"tool"`
+	Key            string `json:"key"`
+	State          string `json:"state"`
+	Fingerprint    string `json:"fingerprint"`
+	ExecutionID    string `json:"execution_id"`
+	FencingToken   int64  `json:"fencing_token"`
+	CreatedAt      string `json:"created_at"`
+	ExpiresAt      string `json:"expires_at"`
+	LeaseExpiresAt string `json:"lease_expires_at,omitempty"`
+	ResponseStatus int    `json:"response_status,omitempty"`
+}
+
+// adminScope reads tenant, tool and key from the path. The key is the rest
+// of the path, so keys containing '/' work when sent percent-encoded.
+func adminScope(r *http.Request) (idempotency.Scope, bool) {
+	key := chi.URLParam(r, "*")
+	if r.URL.RawPath != "" {
+		unescaped, err := url.PathUnescape(key)
+		if err != nil {
+			return idempotency.Scope{}, false
+		}
+		key = unescaped
+	}
+	key, _ = unquoteKey(key)
+	scope := idempotency.Scope{Tenant: chi.URLParam(r, "tenant"), Tool: chi.URLParam(r, "tool"), Key: key}
+	if scope.Tenant == "" || scope.Tool == "" || !validKey(key, KeyModeOpaque) || strings.ContainsAny(scope.Tenant+scope.Tool, "/") {
+		return idempotency.Scope{}, false
+	}
+	return scope, true
+}
+
+// handleAdminGet shows one record.
+func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
+	scope, ok := adminScope(r)
+	if !ok {
+		writeProblem(w, newProblem(http.StatusNotFound, CodeRecordNotFound, "no record under that path"))
+		return
+	}
+	rec, err := s.store.Get(r.Context(), scope)
+	if s.adminStoreError(w, r, err) {
+		return
+	}
+	out := adminRecord{
+		Tenant:       rec.Scope.Tenant,
+		Tool:         rec.Scope.Tool,
+		Key:          rec.Scope.Key,
+		State:        string(rec.State),
+		Fingerprint:  rec.Fingerprint,
+		ExecutionID:  rec.ExecutionID,
+		FencingToken: rec.FencingToken,
+		CreatedAt:    rec.CreatedAt.UTC().Format(time.RFC3339),
+		ExpiresAt:    rec.ExpiresAt.UTC().Format(time.RFC3339),
+	}
+	if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() {
+		out.LeaseExpiresAt = rec.LeaseExpiresAt.UTC().Format(time.RFC3339)
+	}
+	if rec.State == idempotency.StateCompleted && rec.Response != nil {
+		out.ResponseStatus = rec.Response.Status
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleAdminDelete removes one record so the next call runs the tool: the
+// way out of UNKNOWN after a human checked the side effect.
+func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
+	scope, ok := adminScope(r)
+	if !ok {
+		writeProblem(w, newProblem(http.StatusNotFound, CodeRecordNotFound, "no record under that path"))
+		return
+	}
+	err := s.store.Delete(r.Context(), scope)
+	if s.adminStoreError(w, r, err) {
+		return
+	}
+	s.log.InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", scope.Key[:min(8, len(scope.Key))])
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// adminStoreError writes the problem for a failed store call; false if err is nil.
+func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, idempotency.ErrNotFound):
+		writeProblem(w, newProblem(http.StatusNotFound, CodeRecordNotFound, "no record under that path"))
+	default:
+		s.log.ErrorContext(r.Context(), "admin: store failed", "error", err)
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeStoreUnavailable, "the idempotency store is unreachable").withRetryAfter(1))
+	}
+	return true
+}

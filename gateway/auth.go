@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+type tenantKey struct{}
+
+// tenantFrom returns the authenticated tenant of the request.
+func tenantFrom(ctx context.Context) string {
+	if t, ok := ctx.Value(tenantKey{}).(string); ok {
+		return t
+	}
+	return AnonymousTenant
+}
+
+// bearerTokenHash returns SHA-256 of the request's bearer token.
+func bearerTokenHash(r *http.Request) ([sha256.Size]byte, bool) {
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return [sha256.Size]byte{}, false
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return [sha256.Size]byte{}, false
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256([]byte(token)), true
+}
+
+// authenticate resolves the tenant from the bearer token (when auth is
+// configured) before anything else of the tool API runs, so a request
+// without a valid token touches nothing.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if len(s.opts.Tenants) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sum, ok := bearerTokenHash(r)
+		tenant := ""
+		if ok {
+			// Compare against every tenant, in constant time each, so the
+			// time taken says nothing about which hash was close.
+			for _, t := range s.opts.Tenants {
+				if subtle.ConstantTimeCompare(sum[:], t.TokenSHA256[:]) == 1 && tenant == "" {
+					tenant = t.Name
+				}
+			}
+		}
+		if tenant == "" {
+			s.unauthorized(w, r)
+			return
+		}
+		setTenant(r.Context(), tenant)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
+}
+
+// authenticateAdmin guards the admin API with its own token.
+func (s *Server) authenticateAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sum, ok := bearerTokenHash(r)
+		if !ok || subtle.ConstantTimeCompare(sum[:], s.opts.AdminTokenSHA256[:]) != 1 {
+			s.unauthorized(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	setOutcome(r.Context(), "", outcomeUnauthorized)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgateway"`)
+	writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthorized, "send a valid bearer token"))
+}

@@ -1,0 +1,652 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+func forEachStore(t *testing.T, f func(t *testing.T, kind storeKind)) {
+	for _, kind := range allStores {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			f(t, kind)
+		})
+	}
+}
+
+func TestFreshCallThenReplayIsByteForByte(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("provision")
+		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			// Odd spacing and a custom content type: the replay must keep both.
+			return &tools.Response{Status: 201, ContentType: "application/vnd.test+json; charset=utf-8", Body: []byte(`{"id" : "r-1",  "exec":"` + req.ExecutionID + `"}`)}, nil
+		}
+		h := newHarness(t, kind, []tools.Tool{tool})
+		c := callSpec{tool: "provision", session: "sess-1", step: 4, args: `{"size": 3, "name":"db"}`}
+
+		first := h.do(c)
+		if first.status != 201 {
+			t.Fatalf("first status %d: %s", first.status, first.body)
+		}
+		if got := first.header.Get("Idempotent-Replayed"); got != "false" {
+			t.Fatalf("Idempotent-Replayed = %q, want false", got)
+		}
+		execID := first.header.Get("Tool-Execution-Id")
+		if _, err := ulid.ParseStrict(execID); err != nil {
+			t.Fatalf("Tool-Execution-Id %q is not a ULID: %v", execID, err)
+		}
+		for i := 0; i < 3; i++ {
+			again := h.do(c)
+			if again.status != 201 || !bytes.Equal(again.body, first.body) {
+				t.Fatalf("replay %d: %d %s, want 201 %s", i, again.status, again.body, first.body)
+			}
+			if again.header.Get("Content-Type") != "application/vnd.test+json; charset=utf-8" {
+				t.Fatalf("replayed Content-Type %q", again.header.Get("Content-Type"))
+			}
+			if again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("Tool-Execution-Id") != execID {
+				t.Fatalf("replay headers: replayed=%q exec=%q, want true %s", again.header.Get("Idempotent-Replayed"), again.header.Get("Tool-Execution-Id"), execID)
+			}
+			if again.header.Get("X-Request-Id") == first.header.Get("X-Request-Id") {
+				t.Fatal("X-Request-Id repeated across requests")
+			}
+		}
+		// Member order and whitespace do not change the derived key: the same
+		// step with reordered arguments replays too.
+		reordered := h.do(callSpec{tool: "provision", session: "sess-1", step: 4, args: `{"name":"db","size":3}`})
+		if reordered.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("reordered arguments did not replay: %d %s", reordered.status, reordered.body)
+		}
+		if n := tool.total.Load(); n != 1 {
+			t.Fatalf("tool ran %d times, want 1", n)
+		}
+		if h.counter("provision", "executed") != 1 || h.counter("provision", "replayed") != 4 {
+			t.Fatalf("metrics executed=%v replayed=%v", h.counter("provision", "executed"), h.counter("provision", "replayed"))
+		}
+	})
+}
+
+func TestOutcomesThatAreNotRecordedRunAgain(t *testing.T) {
+	cases := []struct {
+		name       string
+		behave     func(ctx context.Context, req *tools.Request) (*tools.Response, error)
+		wantStatus int
+		wantCode   string // problem code, "" when the tool's own body passes through
+	}{
+		{"500 from the tool", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 503, Body: []byte(`{"busy":true}`)}, nil
+		}, 503, ""},
+		{"429 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 429, Body: []byte(`{"slow":"down"}`)}, nil
+		}, 429, ""},
+		{"408 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 408, Body: []byte(`{}`)}, nil
+		}, 408, ""},
+		{"425 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 425, Body: []byte(`{}`)}, nil
+		}, 425, ""},
+		{"error", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return nil, context.Canceled
+		}, 500, gateway.CodeToolFailed},
+		{"panic", func(context.Context, *tools.Request) (*tools.Response, error) {
+			panic("boom")
+		}, 500, gateway.CodeToolFailed},
+		{"upstream unreachable", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return nil, tools.ErrUpstreamUnreachable
+		}, 502, gateway.CodeUpstreamUnreachable},
+		{"timeout", func(ctx context.Context, _ *tools.Request) (*tools.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, 504, gateway.CodeToolTimeout},
+	}
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				tool := newTestTool("flaky")
+				tool.behave = tc.behave
+				h := newHarness(t, kind, []tools.Tool{tool}, withPolicy("flaky", gateway.ToolPolicy{Timeout: 200 * time.Millisecond}))
+				c := callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":1}`}
+				var execIDs []string
+				for i := 0; i < 2; i++ {
+					r := h.do(c)
+					if r.status != tc.wantStatus {
+						t.Fatalf("attempt %d: status %d, want %d: %s", i, r.status, tc.wantStatus, r.body)
+					}
+					if tc.wantCode != "" {
+						p := wantProblem(t, r, tc.wantStatus, tc.wantCode)
+						if p["retryable"] != true {
+							t.Fatalf("%s must be retryable", tc.wantCode)
+						}
+					}
+					if r.header.Get("Idempotent-Replayed") != "false" || r.header.Get("Tool-Execution-Id") == "" {
+						t.Fatalf("executed response lacks execution headers: %v", r.header)
+					}
+					execIDs = append(execIDs, r.header.Get("Tool-Execution-Id"))
+				}
+				if n := tool.total.Load(); n != 2 {
+					t.Fatalf("tool ran %d times, want 2 (nothing recorded)", n)
+				}
+				if execIDs[0] == execIDs[1] {
+					t.Fatal("a new claim must mint a new execution id")
+				}
+				// After the release the step is free again: no step_conflict
+				// for another call of the same step.
+				tool.behave = nil
+				other := h.do(callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":2}`})
+				if other.status != 200 {
+					t.Fatalf("step not freed after release: %d %s", other.status, other.body)
+				}
+			})
+		}
+	})
+}
+
+func TestFourXXIsRecordedAndReplayed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("strict")
+		tool.behave = func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 404, Body: []byte(`{"error":"no such zone"}`)}, nil
+		}
+		h := newHarness(t, kind, []tools.Tool{tool})
+		c := callSpec{tool: "strict", session: "s", step: 9, args: `{"zone":"x"}`}
+		first := h.do(c)
+		second := h.do(c)
+		if first.status != 404 || second.status != 404 || !bytes.Equal(first.body, second.body) {
+			t.Fatalf("want the 404 replayed: %d %s / %d %s", first.status, first.body, second.status, second.body)
+		}
+		if second.header.Get("Idempotent-Replayed") != "true" || tool.total.Load() != 1 {
+			t.Fatalf("4xx not replayed: replayed=%q runs=%d", second.header.Get("Idempotent-Replayed"), tool.total.Load())
+		}
+	})
+}
+
+func TestKeyReusedAndStepConflict(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("create")
+		other := newTestTool("delete")
+		h := newHarness(t, kind, []tools.Tool{tool, other})
+		first := h.do(callSpec{tool: "create", session: "s1", step: 2, args: `{"n":1}`})
+		if first.status != 200 {
+			t.Fatalf("first: %d %s", first.status, first.body)
+		}
+		key := first.header.Get("Tool-Execution-Id")
+
+		// Same key, other arguments (opaque keys can do this; in derived
+		// mode it takes a key that no longer matches, so the step guard and
+		// mismatch check come first — use the same key with a forged body
+		// via opaque mode below).
+		mismatch := h.do(callSpec{tool: "create", session: "s1", step: 2, args: `{"n":2}`, key: derivedKey(t, "s1", 2, "create", `{"n":1}`)})
+		wantProblem(t, mismatch, 422, gateway.CodeIdempotencyKeyMismatch)
+
+		// Another call in the same step: step_conflict naming the first call.
+		conflict := h.do(callSpec{tool: "delete", session: "s1", step: 2, args: `{"n":1}`})
+		p := wantProblem(t, conflict, 422, gateway.CodeStepConflict)
+		if p["tool"] != "create" || p["execution_id"] != key {
+			t.Fatalf("step_conflict names %v/%v, want create/%s", p["tool"], p["execution_id"], key)
+		}
+		if p["retryable"] != false {
+			t.Fatal("step_conflict is not retryable")
+		}
+		if other.total.Load() != 0 {
+			t.Fatal("the conflicting tool ran")
+		}
+		// A different session's same step is independent.
+		if r := h.do(callSpec{tool: "delete", session: "s2", step: 2, args: `{"n":1}`}); r.status != 200 {
+			t.Fatalf("other session: %d %s", r.status, r.body)
+		}
+	})
+}
+
+func TestOpaqueModeKeyReuse(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("charge")
+		h := newHarness(t, kind, []tools.Tool{tool}, withKeyMode(gateway.KeyModeOpaque))
+		quoted := h.do(callSpec{tool: "charge", args: `{"amount":10}`, key: `"order-17/charge"`})
+		if quoted.status != 200 {
+			t.Fatalf("quoted key: %d %s", quoted.status, quoted.body)
+		}
+		// The unquoted form is the same key.
+		plain := h.do(callSpec{tool: "charge", args: `{"amount":10}`, key: `order-17/charge`})
+		if plain.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("unquoted key did not replay the quoted one: %d %s", plain.status, plain.body)
+		}
+		reused := h.do(callSpec{tool: "charge", args: `{"amount":11}`, key: `order-17/charge`})
+		p := wantProblem(t, reused, 422, gateway.CodeIdempotencyKeyReused)
+		if p["retryable"] != false {
+			t.Fatal("key_reused is not retryable")
+		}
+		if tool.total.Load() != 1 {
+			t.Fatalf("tool ran %d times", tool.total.Load())
+		}
+		// Opaque mode still applies the step guard when the Agent-* headers come.
+		a := h.do(callSpec{tool: "charge", args: `{"amount":1}`, key: "k-a", headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "3"}})
+		b := h.do(callSpec{tool: "charge", args: `{"amount":2}`, key: "k-b", headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "3"}})
+		if a.status != 200 {
+			t.Fatalf("opaque with step: %d %s", a.status, a.body)
+		}
+		wantProblem(t, b, 422, gateway.CodeStepConflict)
+		// A lone Agent-Step-Index in opaque mode asks for its session.
+		wantProblem(t, h.do(callSpec{tool: "charge", args: `{}`, key: "k-c", headers: map[string]string{"Agent-Step-Index": "3"}}), 400, gateway.CodeAgentSessionMissing)
+	})
+}
+
+func TestTenantsAreIsolated(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("provision")
+		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(map[string]string{"acme": "tok-acme", "globex": "tok-globex"}))
+		c := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":1}`}
+
+		c.token = ""
+		wantProblem(t, h.do(c), 401, gateway.CodeUnauthorized)
+		c.token = "wrong"
+		wantProblem(t, h.do(c), 401, gateway.CodeUnauthorized)
+		if tool.total.Load() != 0 {
+			t.Fatal("tool ran without auth")
+		}
+
+		c.token = "tok-acme"
+		a := h.do(c)
+		c.token = "tok-globex"
+		b := h.do(c)
+		if a.status != 200 || b.status != 200 {
+			t.Fatalf("tenants: %d %s / %d %s", a.status, a.body, b.status, b.body)
+		}
+		if b.header.Get("Idempotent-Replayed") != "false" || a.header.Get("Tool-Execution-Id") == b.header.Get("Tool-Execution-Id") {
+			t.Fatal("tenant globex replayed tenant acme's record")
+		}
+		// No step conflict across tenants either.
+		c2 := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":2}`, token: "tok-globex"}
+		wantProblem(t, h.do(c2), 422, gateway.CodeStepConflict) // globex's own step 1 is taken
+		c3 := callSpec{tool: "provision", session: "shared", step: 2, args: `{"x":2}`, token: "tok-acme"}
+		if r := h.do(c3); r.status != 200 {
+			t.Fatalf("acme step 2: %d %s", r.status, r.body)
+		}
+		if tool.total.Load() != 3 {
+			t.Fatalf("tool ran %d times, want 3", tool.total.Load())
+		}
+		// Discovery needs auth too.
+		if r := h.get("/api/tools/v1", ""); r.status != 401 {
+			t.Fatalf("discovery without token: %d", r.status)
+		}
+		if r := h.get("/api/tools/v1", "tok-acme"); r.status != 200 {
+			t.Fatalf("discovery with token: %d", r.status)
+		}
+	})
+}
+
+func TestConcurrentIdenticalRequestsRunOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fires 4000 requests")
+	}
+	for _, kind := range allStores {
+		for _, mode := range []string{"instant", "sleepy"} {
+			t.Run(string(kind)+"/"+mode, func(t *testing.T) {
+				tool := newTestTool("work")
+				if mode == "sleepy" {
+					tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+						time.Sleep(30 * time.Millisecond)
+						return tools.JSON(200, map[string]any{"exec": req.ExecutionID})
+					}
+				}
+				h := newHarness(t, kind, []tools.Tool{tool})
+				const keys, dup = 200, 10
+				type result struct {
+					step   uint64
+					status int
+					exec   string
+					body   string
+					retry  string
+					code   string
+				}
+				results := make(chan result, keys*dup)
+				var wg sync.WaitGroup
+				sem := make(chan struct{}, 64)
+				for k := 0; k < keys; k++ {
+					for d := 0; d < dup; d++ {
+						wg.Add(1)
+						go func(step uint64) {
+							defer wg.Done()
+							sem <- struct{}{}
+							defer func() { <-sem }()
+							r, err := h.try(callSpec{tool: "work", session: "conc", step: step, args: `{"step":` + itoa(step) + `}`})
+							if err != nil {
+								t.Errorf("request: %v", err)
+								return
+							}
+							res := result{step: step, status: r.status, exec: r.header.Get("Tool-Execution-Id"), body: string(r.body), retry: r.header.Get("Retry-After")}
+							if r.status == 409 {
+								res.code, _ = r.problem(t)["code"].(string)
+							}
+							results <- res
+						}(uint64(k))
+					}
+				}
+				wg.Wait()
+				close(results)
+				bodies := map[uint64]string{}
+				for res := range results {
+					switch res.status {
+					case 200:
+						if prev, ok := bodies[res.step]; ok && prev != res.body {
+							t.Fatalf("step %d: two different bodies: %s / %s", res.step, prev, res.body)
+						}
+						bodies[res.step] = res.body
+					case 409:
+						if res.code != gateway.CodeRequestInProgress || res.retry == "" {
+							t.Fatalf("409 without request_in_progress + Retry-After: %+v", res)
+						}
+					default:
+						t.Fatalf("unexpected response %+v", res)
+					}
+				}
+				for k := 0; k < keys; k++ {
+					key := derivedKey(t, "conc", uint64(k), "work", `{"step":`+itoa(uint64(k))+`}`)
+					if n := tool.runs(key); n != 1 {
+						t.Fatalf("step %d ran %d times, want exactly 1", k, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCompletionInterleavedWithClaim drives the dangerous interleaving on
+// purpose: request B arrives just before request A's completion is written,
+// and again just after. A "read the cache, then SET NX" gateway would run
+// the tool twice in the second window; the atomic claim must not.
+func TestCompletionInterleavedWithClaim(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("pay")
+		hs := &hookStore{Store: newStore(t, kind)}
+		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
+		c := callSpec{tool: "pay", session: "race", step: 1, args: `{"amount":5}`}
+		var before, after response
+		hs.beforeComplete = func() { before = h.do(c) }
+		hs.afterComplete = func() { after = h.do(c) }
+		first := h.do(c)
+		hs.beforeComplete, hs.afterComplete = nil, nil
+
+		if first.status != 200 {
+			t.Fatalf("A: %d %s", first.status, first.body)
+		}
+		wantProblem(t, before, 409, gateway.CodeRequestInProgress)
+		if after.status != 200 || after.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(after.body, first.body) {
+			t.Fatalf("B right after A's completion: %d replayed=%q %s", after.status, after.header.Get("Idempotent-Replayed"), after.body)
+		}
+		if tool.total.Load() != 1 {
+			t.Fatalf("tool ran %d times, want 1", tool.total.Load())
+		}
+	})
+}
+
+func TestLeaseIsRenewedWhileTheToolRuns(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("slow")
+		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			select {
+			case <-time.After(3 * time.Second): // 3× the lock TTL
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return tools.JSON(200, map[string]any{"done": true})
+		}
+		h := newHarness(t, kind, []tools.Tool{tool}, withLockTTL(time.Second))
+		c := callSpec{tool: "slow", session: "lease", step: 1, args: `{}`}
+		done := make(chan response, 1)
+		go func() { done <- h.do(c) }()
+		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
+		duplicates := 0
+		for {
+			select {
+			case first := <-done:
+				if first.status != 200 {
+					t.Fatalf("slow call: %d %s", first.status, first.body)
+				}
+				if duplicates < 5 {
+					t.Fatalf("only %d duplicates observed", duplicates)
+				}
+				if tool.total.Load() != 1 {
+					t.Fatalf("tool ran %d times under a renewed lease", tool.total.Load())
+				}
+				return
+			case <-time.After(200 * time.Millisecond):
+				r := h.do(c)
+				p := wantProblem(t, r, 409, gateway.CodeRequestInProgress)
+				_ = p
+				if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+					t.Fatalf("Retry-After %q", ra)
+				}
+				duplicates++
+			}
+		}
+	})
+}
+
+func TestLostLeaseCancelsTheToolAndNeverOverwrites(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("slow")
+		cancelled := make(chan error, 1)
+		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			select {
+			case <-time.After(10 * time.Second):
+				return tools.JSON(200, map[string]any{"late": true})
+			case <-ctx.Done():
+				cancelled <- ctx.Err()
+				return tools.JSON(200, map[string]any{"late": true})
+			}
+		}
+		h := newHarness(t, kind, []tools.Tool{tool}, withLockTTL(600*time.Millisecond))
+		c := callSpec{tool: "slow", session: "lost", step: 1, args: `{}`}
+		done := make(chan response, 1)
+		go func() { done <- h.do(c) }()
+		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
+		key := derivedKey(t, "lost", 1, "slow", `{}`)
+		if err := h.store.Delete(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); err != nil {
+			t.Fatalf("delete under the running tool: %v", err)
+		}
+		select {
+		case <-cancelled:
+		case <-time.After(3 * time.Second):
+			t.Fatal("the tool's context was not cancelled after the lease was lost")
+		}
+		<-done
+		if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
+			t.Fatalf("the old owner wrote its outcome after losing the lease: %v", err)
+		}
+		if lost := metricValue(t, h, "gateway_leases_lost_total", "slow"); lost != 1 {
+			t.Fatalf("gateway_leases_lost_total = %v, want 1", lost)
+		}
+	})
+}
+
+func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		rerun := newTestTool("rerun-tool")
+		once := newTestTool("pay-once")
+		h := newHarness(t, kind, []tools.Tool{rerun, once}, withAdmin("admin-secret"),
+			withPolicy("pay-once", gateway.ToolPolicy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+		ctx := context.Background()
+		// A "dead" gateway: it claimed with a short lease and never came back.
+		abandon := func(tool, args string) (string, int64) {
+			key := derivedKey(t, "crash-"+tool, 1, tool, args)
+			d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
+				Scope: idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: tool, Key: key}, Fingerprint: fingerprintOf(t, args),
+				Step: &idempotency.Step{SessionID: "crash-" + tool, Index: 1}, StepGuard: true,
+				ExecutionID: ulid.Make().String(), Owner: "dead-gateway", LockTTL: 300 * time.Millisecond,
+				ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
+			})
+			if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+				t.Fatalf("dead gateway's claim: %v %v", d.Outcome, err)
+			}
+			return d.Lease.ExecutionID, d.Lease.FencingToken
+		}
+		deadExec, deadFence := abandon("rerun-tool", `{"v":1}`)
+		r := h.do(callSpec{tool: "rerun-tool", session: "crash-rerun-tool", step: 1, args: `{"v":1}`})
+		wantProblem(t, r, 409, gateway.CodeRequestInProgress)
+		time.Sleep(400 * time.Millisecond)
+		var fence int64
+		rerun.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			fence = req.FencingToken
+			return tools.JSON(200, map[string]any{"ok": true})
+		}
+		r = h.do(callSpec{tool: "rerun-tool", session: "crash-rerun-tool", step: 1, args: `{"v":1}`})
+		if r.status != 200 || r.header.Get("Tool-Execution-Id") == deadExec || rerun.total.Load() != 1 {
+			t.Fatalf("takeover: %d exec=%s runs=%d", r.status, r.header.Get("Tool-Execution-Id"), rerun.total.Load())
+		}
+		if fence <= deadFence {
+			t.Fatalf("takeover fencing token %d not larger than the dead owner's %d", fence, deadFence)
+		}
+
+		abandon("pay-once", `{"v":1}`)
+		time.Sleep(400 * time.Millisecond)
+		c := callSpec{tool: "pay-once", session: "crash-pay-once", step: 1, args: `{"v":1}`}
+		for i := 0; i < 2; i++ {
+			r = h.do(c)
+			p := wantProblem(t, r, 409, gateway.CodeOutcomeUnknown)
+			if r.header.Get("Retry-After") != "" || p["retryable"] != false {
+				t.Fatalf("outcome_unknown must have no Retry-After and not be retryable: %v %s", r.header, r.body)
+			}
+		}
+		if once.total.Load() != 0 {
+			t.Fatal("a lease_expiry: unknown tool ran a second time")
+		}
+		// The operator checks the side effect, inspects and deletes the record.
+		key := derivedKey(t, "crash-pay-once", 1, "pay-once", `{"v":1}`)
+		path := "/admin/v1/records/anonymous/pay-once/" + key
+		wantProblem(t, h.get(path, "wrong"), 401, gateway.CodeUnauthorized)
+		rec := h.get(path, "admin-secret")
+		if rec.status != 200 || mustJSON(t, rec.body)["state"] != "UNKNOWN" {
+			t.Fatalf("admin get: %d %s", rec.status, rec.body)
+		}
+		if del := h.send(http.MethodDelete, path, "admin-secret"); del.status != 204 {
+			t.Fatalf("admin delete: %d %s", del.status, del.body)
+		}
+		wantProblem(t, h.get(path, "admin-secret"), 404, gateway.CodeRecordNotFound)
+		if r = h.do(c); r.status != 200 || once.total.Load() != 1 {
+			t.Fatalf("after delete: %d runs=%d", r.status, once.total.Load())
+		}
+		rec = h.get(path, "admin-secret")
+		got := mustJSON(t, rec.body)
+		if got["state"] != "COMPLETED" || got["response_status"] != float64(200) || got["fingerprint"] != fingerprintOf(t, `{"v":1}`) || got["execution_id"] != r.header.Get("Tool-Execution-Id") {
+			t.Fatalf("admin record after completion: %s", rec.body)
+		}
+	})
+}
+
+func TestPreferWaitReplaysTheOutcome(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("slow")
+		release := make(chan struct{})
+		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			<-release
+			return tools.JSON(200, map[string]any{"exec": req.ExecutionID})
+		}
+		h := newHarness(t, kind, []tools.Tool{tool})
+		c := callSpec{tool: "slow", session: "wait", step: 1, args: `{}`}
+		first := make(chan response, 1)
+		go func() { first <- h.do(c) }()
+		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
+		waiter := make(chan response, 1)
+		go func() {
+			w := c
+			w.headers = map[string]string{"Prefer": "wait=10"}
+			waiter <- h.do(w)
+		}()
+		time.Sleep(150 * time.Millisecond)
+		close(release)
+		a, b := <-first, <-waiter
+		if b.status != 200 || b.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(a.body, b.body) {
+			t.Fatalf("waiter: %d %s (first %s)", b.status, b.body, a.body)
+		}
+		if tool.total.Load() != 1 {
+			t.Fatalf("tool ran %d times", tool.total.Load())
+		}
+	})
+}
+
+func TestStoreDownFailsClosed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("provision")
+		hs := &hookStore{Store: newStore(t, kind)}
+		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
+		hs.down.Store(true)
+		r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`})
+		p := wantProblem(t, r, 503, gateway.CodeStoreUnavailable)
+		if r.header.Get("Retry-After") == "" || p["retryable"] != true {
+			t.Fatalf("503 needs Retry-After and retryable: %v", r.header)
+		}
+		if tool.total.Load() != 0 {
+			t.Fatal("the tool ran while the store was down")
+		}
+		hs.down.Store(false)
+		if r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`}); r.status != 200 {
+			t.Fatalf("after recovery: %d %s", r.status, r.body)
+		}
+	})
+}
+
+func TestReadOnlyToolsNeedNoKey(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("lookup")
+		tool.readOnly = true
+		tool.schema = `{"type":"object","required":["id"]}`
+		h := newHarness(t, kind, []tools.Tool{tool})
+		for i := 0; i < 3; i++ {
+			r := h.do(callSpec{tool: "lookup", args: `{"id":"x"}`})
+			if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || r.header.Get("Tool-Execution-Id") != "" {
+				t.Fatalf("read-only call: %d %v", r.status, r.header)
+			}
+		}
+		if tool.total.Load() != 3 {
+			t.Fatalf("read-only tool ran %d times, want every call", tool.total.Load())
+		}
+		wantProblem(t, h.do(callSpec{tool: "lookup", args: `{}`}), 400, gateway.CodeInvalidArguments)
+	})
+}
+
+func metricValue(t *testing.T, h *harness, name, tool string) float64 {
+	t.Helper()
+	families, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "tool" && l.GetValue() == tool {
+					if m.GetCounter() != nil {
+						return m.GetCounter().GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func fingerprintOf(t testing.TB, args string) string {
+	t.Helper()
+	canonical, err := keyderive.Canonicalize([]byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyderive.Fingerprint(canonical)
+}

@@ -1,0 +1,138 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// TestChecksInOrder sends bad requests and checks each gets the contract's
+// status and code, that the first failing check in the contract's order wins,
+// and that nothing ran or was stored.
+func TestChecksInOrder(t *testing.T) {
+	tool := newTestTool("provision")
+	tool.schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1},"disks":{"type":"array","items":{"type":"object","properties":{"gb":{"type":"integer"}}}}},"required":["size"],"additionalProperties":false}`
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withMaxBody(256))
+	good := `{"size":2}`
+	key := derivedKey(t, "s", 1, "provision", good)
+
+	cases := []struct {
+		name   string
+		c      callSpec
+		ctype  string
+		status int
+		code   string
+	}{
+		{"unknown tool", callSpec{tool: "nope", session: "s", step: 1, args: good}, "", 404, gateway.CodeToolNotFound},
+		{"tool name with bad characters", callSpec{tool: "Provision", session: "s", step: 1, args: good}, "", 404, gateway.CodeToolNotFound},
+		{"unknown tool beats bad method", callSpec{tool: "nope", method: http.MethodPut}, "", 404, gateway.CodeToolNotFound},
+		{"method", callSpec{tool: "provision", method: http.MethodPut, args: good}, "", 405, gateway.CodeMethodNotAllowed},
+		{"content type missing", callSpec{tool: "provision", session: "s", step: 1, args: good}, "-", 415, gateway.CodeUnsupportedMediaType},
+		{"content type text", callSpec{tool: "provision", session: "s", step: 1, args: good}, "text/plain", 415, gateway.CodeUnsupportedMediaType},
+		{"too large beats bad json", callSpec{tool: "provision", session: "s", step: 1, args: `{"a":"` + strings.Repeat("x", 300) + `"`}, "", 413, gateway.CodePayloadTooLarge},
+		{"bad json beats missing key", callSpec{tool: "provision", args: `{"size":`}, "", 400, gateway.CodeInvalidJSON},
+		{"duplicate member", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"size":2}`}, "", 400, gateway.CodeInvalidJSON},
+		{"lone surrogate", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"n":"\ud800"}`}, "", 400, gateway.CodeInvalidJSON},
+		{"number out of range", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1e400}`}, "", 400, gateway.CodeInvalidJSON},
+		{"not an object", callSpec{tool: "provision", session: "s", step: 1, args: `[1,2]`}, "", 400, gateway.CodeInvalidArguments},
+		{"key missing", callSpec{tool: "provision", args: good}, "", 400, gateway.CodeIdempotencyKeyMissing},
+		{"key malformed beats session missing", callSpec{tool: "provision", args: good, key: "ABC"}, "", 400, gateway.CodeIdempotencyKeyMalformed},
+		{"key uppercase hex", callSpec{tool: "provision", args: good, key: strings.ToUpper(key), headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeIdempotencyKeyMalformed},
+		{"session missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Step-Index": "1"}}, "", 400, gateway.CodeAgentSessionMissing},
+		{"session malformed", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeAgentSessionMalformed},
+		{"session malformed beats step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a b"}}, "", 400, gateway.CodeAgentSessionMalformed},
+		{"step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s"}}, "", 400, gateway.CodeAgentStepMissing},
+		{"step leading zero", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}}, "", 400, gateway.CodeAgentStepMalformed},
+		{"step negative", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "-1"}}, "", 400, gateway.CodeAgentStepMalformed},
+		{"step too large", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "9007199254740992"}}, "", 400, gateway.CodeAgentStepMalformed},
+		{"key mismatch beats schema", callSpec{tool: "provision", session: "s", step: 2, args: `{"size":0}`, key: key}, "", 422, gateway.CodeIdempotencyKeyMismatch},
+		{"schema", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}],"extra":true}`}, "", 400, gateway.CodeInvalidArguments},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.ctype != "" {
+				if tc.c.headers == nil {
+					tc.c.headers = map[string]string{}
+				}
+				if tc.ctype == "-" {
+					tc.c.omit = append(tc.c.omit, "Content-Type")
+				} else {
+					tc.c.headers["Content-Type"] = tc.ctype
+				}
+			}
+			r := h.do(tc.c)
+			p := wantProblem(t, r, tc.status, tc.code)
+			if p["retryable"] != false {
+				t.Fatalf("%s must not be retryable", tc.code)
+			}
+			if tc.status == 405 && r.header.Get("Allow") == "" {
+				t.Fatal("405 without Allow")
+			}
+			if r.header.Get("Idempotent-Replayed") != "" {
+				t.Fatal("a refused request must not look executed")
+			}
+		})
+	}
+	if tool.total.Load() != 0 {
+		t.Fatalf("the tool ran %d times for bad requests", tool.total.Load())
+	}
+	// Nothing was stored: the good call now runs normally, in step 1.
+	if r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: good}); r.status != 200 || r.header.Get("Idempotent-Replayed") != "false" {
+		t.Fatalf("good call after bad ones: %d %s", r.status, r.body)
+	}
+}
+
+func TestSchemaViolationsListEveryLocation(t *testing.T) {
+	tool := newTestTool("provision")
+	tool.schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1},"disks":{"type":"array","items":{"type":"object","properties":{"gb":{"type":"integer"}}}}},"required":["size"]}`
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}]}`})
+	p := wantProblem(t, r, 400, gateway.CodeInvalidArguments)
+	errs, _ := p["errors"].([]any)
+	locations := map[string]bool{}
+	for _, e := range errs {
+		m := e.(map[string]any)
+		locations[m["location"].(string)] = true
+		if m["message"] == "" {
+			t.Fatalf("violation without message: %v", m)
+		}
+	}
+	if !locations["/size"] || !locations["/disks/1/gb"] {
+		t.Fatalf("locations %v, want /size and /disks/1/gb", locations)
+	}
+}
+
+func TestHeadersAreParsedStrictly(t *testing.T) {
+	tool := newTestTool("echo")
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	args := `{"a":1}`
+	key := derivedKey(t, "s", 7, "echo", args)
+	// A quoted key is unwrapped.
+	r := h.do(callSpec{tool: "echo", args: args, key: `"` + key + `"`, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "7"}})
+	if r.status != 200 {
+		t.Fatalf("quoted key: %d %s", r.status, r.body)
+	}
+	// Two Idempotency-Key headers are refused.
+	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/tools/v1/echo", strings.NewReader(args))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Add("Idempotency-Key", key)
+	req.Header.Add("Idempotency-Key", key)
+	req.Header.Set("Agent-Session-Id", "s")
+	req.Header.Set("Agent-Step-Index", "7")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("two keys: %d", resp.StatusCode)
+	}
+	// The gateway mints X-Request-Id itself.
+	r = h.do(callSpec{tool: "echo", session: "s", step: 8, args: args, headers: map[string]string{"X-Request-Id": "client-chosen"}})
+	if r.header.Get("X-Request-Id") == "client-chosen" || len(r.header.Get("X-Request-Id")) != 26 {
+		t.Fatalf("X-Request-Id %q", r.header.Get("X-Request-Id"))
+	}
+}

@@ -1,0 +1,220 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// storeCallTimeout bounds each completion or release, which run on a
+// context detached from the client so they happen even if it has gone.
+const storeCallTimeout = 5 * time.Second
+
+// errLeaseLost is the cause of a tool context cancelled because the gateway
+// lost its lease (another request may be running the tool now).
+var errLeaseLost = errors.New("gateway: lease on the idempotency record lost")
+
+// execute runs the tool under the lease the claim gave, renewing it, and
+// records the outcome: 2xx–4xx (except 408, 425, 429) is completed for
+// replay; everything else releases the record so a retry runs the tool again.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease idempotency.Lease) {
+	ctx := r.Context()
+	name := c.entry.Spec.Name
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	gauge := s.metrics.inFlight.WithLabelValues(name)
+	gauge.Inc()
+	defer gauge.Dec()
+
+	// The tool runs detached from the client: a client that hangs up must not
+	// abort a tool half-way; its retry gets 409 and then the replay.
+	toolCtx, cancel := context.WithTimeoutCause(s.baseCtx, c.policy.Timeout, context.DeadlineExceeded)
+	defer cancel()
+	leaseCtx, cancelLease := context.WithCancelCause(toolCtx)
+	defer cancelLease(nil)
+	keeper := s.keepLease(leaseCtx, lease, func() { cancelLease(errLeaseLost) })
+
+	resp, err := s.callTool(leaseCtx, c.entry, &tools.Request{
+		Arguments:      c.body,
+		Tenant:         c.tenant,
+		SessionID:      c.headers.sessionID,
+		StepIndex:      c.headers.stepIndex,
+		HasStep:        c.headers.hasStep,
+		IdempotencyKey: c.headers.key,
+		ExecutionID:    lease.ExecutionID,
+		FencingToken:   lease.FencingToken,
+	})
+	lost := keeper.stop()
+	if lost {
+		s.metrics.leasesLost.WithLabelValues(name).Inc()
+	}
+	if err == nil && resp == nil {
+		err = errors.New("tool returned neither a response nor an error")
+	}
+	if err == nil && (resp.Status < 100 || resp.Status > 599) {
+		err = fmt.Errorf("tool returned invalid status %d", resp.Status)
+	}
+	if err == nil && resp.ContentType == "" {
+		resp.ContentType = "application/json"
+	}
+
+	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+	defer cancelStore()
+	switch {
+	case err == nil && recordable(resp.Status):
+		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+		if cerr := s.store.Complete(storeCtx, lease, stored, c.policy.ReplayTTL); cerr != nil {
+			s.outcomeNotRecorded(ctx, name, lease, cerr)
+		}
+		setOutcome(ctx, name, outcomeExecuted)
+		writeToolResponse(w, resp.Status, resp.ContentType, resp.Body, false, lease.ExecutionID)
+	case err == nil:
+		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
+		s.release(storeCtx, name, lease)
+		outcome := outcomeExecuted
+		if resp.Status >= 500 {
+			outcome = outcomeToolError
+		}
+		setOutcome(ctx, name, outcome)
+		writeToolResponse(w, resp.Status, resp.ContentType, resp.Body, false, lease.ExecutionID)
+	default:
+		s.release(storeCtx, name, lease)
+		p := s.toolErrorProblem(leaseCtx, err)
+		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", err)
+		setOutcome(ctx, name, outcomeToolError)
+		setExecutionHeaders(w.Header(), false, lease.ExecutionID)
+		writeProblem(w, p)
+	}
+}
+
+// recordable reports whether a tool status is stored for replay: 2xx–4xx,
+// except the transient 408, 425 and 429 (the tool did nothing).
+func recordable(status int) bool {
+	if status < 200 || status > 499 {
+		return false
+	}
+	return status != http.StatusRequestTimeout && status != http.StatusTooEarly && status != http.StatusTooManyRequests
+}
+
+// callTool calls the tool, turning a panic into an error.
+func (s *Server) callTool(ctx context.Context, entry *tools.Entry, req *tools.Request) (resp *tools.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.ErrorContext(ctx, "tool panicked", "tool", entry.Spec.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("tool panicked: %v", p)
+		}
+	}()
+	return entry.Tool.Call(ctx, req)
+}
+
+// toolErrorProblem maps a tool error to the contract's problem.
+func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
+	switch {
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway lost the lease on this call while the tool ran; retry to get the outcome")
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return newProblem(http.StatusGatewayTimeout, CodeToolTimeout, "the tool did not finish within its timeout")
+	case errors.Is(err, tools.ErrUpstreamUnreachable):
+		return newProblem(http.StatusBadGateway, CodeUpstreamUnreachable, "the tool's upstream could not be reached")
+	case errors.Is(err, tools.ErrResponseTooLarge):
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the tool's upstream answered with a body over the configured cap")
+	case errors.Is(context.Cause(ctx), context.Canceled):
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway was shutting down and cancelled the tool; retry")
+	default:
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the tool failed; retrying runs it again")
+	}
+}
+
+// release deletes the record so a retry runs the tool again.
+func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lease) {
+	err := s.store.Release(ctx, lease)
+	switch {
+	case err == nil:
+	case errors.Is(err, idempotency.ErrLeaseLost):
+		s.log.WarnContext(ctx, "release skipped: lease already lost", "tool", tool, "execution_id", lease.ExecutionID)
+	default:
+		// The record stays IN_PROGRESS until its lease expires; then the
+		// tool's lease_expiry policy decides (rerun or UNKNOWN).
+		s.log.ErrorContext(ctx, "release failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
+	}
+}
+
+// outcomeNotRecorded logs and counts a completion that did not land. The
+// client still gets the tool's real answer; a retry will not replay it.
+func (s *Server) outcomeNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
+	s.metrics.unrecorded.WithLabelValues(tool).Inc()
+	if errors.Is(err, idempotency.ErrLeaseLost) {
+		s.log.ErrorContext(ctx, "outcome not recorded: lease lost to another owner", "tool", tool, "execution_id", lease.ExecutionID, "fencing_token", lease.FencingToken)
+		return
+	}
+	s.log.ErrorContext(ctx, "outcome not recorded: store failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
+}
+
+// leaseKeeper renews a lease every LockTTL/3 while a tool runs.
+type leaseKeeper struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	lost bool
+}
+
+// keepLease starts renewing lease. onLost is called (once) when the store
+// says the lease is gone, or when no renewal has succeeded for a whole
+// LockTTL: from then on another gateway may legitimately take over.
+func (s *Server) keepLease(ctx context.Context, lease idempotency.Lease, onLost func()) *leaseKeeper {
+	k := &leaseKeeper{done: make(chan struct{})}
+	ttl := s.opts.LockTTL
+	interval := ttl / 3
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		validUntil := time.Now().Add(ttl)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-k.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			renewCtx, cancel := context.WithTimeout(ctx, interval)
+			start := time.Now()
+			err := s.store.Renew(renewCtx, lease, ttl)
+			cancel()
+			switch {
+			case err == nil:
+				validUntil = start.Add(ttl)
+				continue
+			case errors.Is(err, idempotency.ErrLeaseLost):
+			case time.Now().Before(validUntil):
+				s.log.WarnContext(ctx, "lease renewal failed; retrying", "tool", lease.Scope.Tool, "error", err)
+				continue
+			}
+			s.log.ErrorContext(ctx, "lease lost; cancelling the tool", "tool", lease.Scope.Tool, "execution_id", lease.ExecutionID, "error", err)
+			k.mu.Lock()
+			k.lost = true
+			k.mu.Unlock()
+			onLost()
+			return
+		}
+	}()
+	return k
+}
+
+// stop ends the renewals and reports whether the lease was lost.
+func (k *leaseKeeper) stop() bool {
+	close(k.done)
+	k.wg.Wait()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lost
+}

@@ -1,0 +1,179 @@
+package gatewaycmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/httptool"
+)
+
+// buildRegistry adds every registered plugin and every configured tool.
+// A configured tool with the name of a plugin configures that plugin; one
+// with http is an upstream; anything else is an error.
+func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[string]gateway.ToolPolicy, error) {
+	registry := tools.NewRegistry()
+	policies := make(map[string]gateway.ToolPolicy)
+	byName := make(map[string]tools.Tool, len(plugins))
+	for _, p := range plugins {
+		byName[p.Spec().Name] = p
+	}
+	configured := make(map[string]bool)
+	for i, t := range c.Tools {
+		field := fmt.Sprintf("tools[%d]", i)
+		if !validName(t.Name) {
+			return nil, nil, fmt.Errorf("%s.name: %q must match %s", field, t.Name, tools.NamePattern)
+		}
+		field += " (" + t.Name + ")"
+		if configured[t.Name] {
+			return nil, nil, fmt.Errorf("%s: configured twice", field)
+		}
+		configured[t.Name] = true
+		switch t.LeaseExpiry {
+		case "", string(idempotency.LeaseExpiryRerun), string(idempotency.LeaseExpiryUnknown):
+		default:
+			return nil, nil, fmt.Errorf("%s.lease_expiry: %q: want rerun or unknown", field, t.LeaseExpiry)
+		}
+		schema, err := c.toolSchema(i, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		var opts []tools.AddOption
+		if schema != nil {
+			opts = append(opts, tools.WithSchema(schema))
+		}
+		if t.Description != "" {
+			opts = append(opts, tools.WithDescription(t.Description))
+		}
+		if t.ReadOnly != nil {
+			opts = append(opts, tools.WithReadOnly(*t.ReadOnly))
+		}
+		var tool tools.Tool
+		switch plugin, isPlugin := byName[t.Name]; {
+		case t.HTTP != nil && isPlugin:
+			return nil, nil, fmt.Errorf("%s.http: a plugin named %q is compiled in; pick another name", field, t.Name)
+		case t.HTTP != nil:
+			u, err := url.Parse(t.HTTP.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, nil, fmt.Errorf("%s.http.url: %q: want an http(s) URL", field, t.HTTP.URL)
+			}
+			ht, err := httptool.New(httptool.Config{
+				Name:             t.Name,
+				Description:      t.Description,
+				InputSchema:      schema,
+				URL:              t.HTTP.URL,
+				Headers:          t.HTTP.Headers,
+				MaxResponseBytes: t.HTTP.MaxResponseBytes,
+			})
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s.http: %w", field, err)
+			}
+			tool = ht
+		case isPlugin:
+			tool = plugin
+		default:
+			return nil, nil, fmt.Errorf("%s: no plugin of that name is compiled in; give http.url for an upstream tool", field)
+		}
+		if err := registry.Add(tool, opts...); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", field, err)
+		}
+		policies[t.Name] = gateway.ToolPolicy{
+			Timeout:     time.Duration(t.Timeout),
+			ReplayTTL:   time.Duration(t.ReplayTTL),
+			LeaseExpiry: idempotency.LeaseExpiry(t.LeaseExpiry),
+		}
+	}
+	for _, p := range plugins {
+		if configured[p.Spec().Name] {
+			continue
+		}
+		if err := registry.Add(p); err != nil {
+			return nil, nil, fmt.Errorf("plugin: %w", err)
+		}
+	}
+	return registry, policies, nil
+}
+
+// buildAuth converts the auth and admin sections.
+func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
+	var tenants []gateway.Tenant
+	if c.Auth != nil {
+		if len(c.Auth.Tenants) == 0 {
+			return nil, nil, errors.New("auth.tenants: list at least one tenant, or remove auth")
+		}
+		seen := map[string]bool{}
+		for i, t := range c.Auth.Tenants {
+			field := fmt.Sprintf("auth.tenants[%d]", i)
+			if !validName(t.Name) {
+				return nil, nil, fmt.Errorf("%s.name: %q must match %s", field, t.Name, tools.NamePattern)
+			}
+			if seen[t.Name] {
+				return nil, nil, fmt.Errorf("%s.name: tenant %q listed twice", field, t.Name)
+			}
+			seen[t.Name] = true
+			sum, err := decodeHash(field+".token_sha256", t.TokenSHA256)
+			if err != nil {
+				return nil, nil, err
+			}
+			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum})
+		}
+	}
+	if c.Admin.TokenSHA256 == "" {
+		return tenants, nil, nil
+	}
+	sum, err := decodeHash("admin.token_sha256", c.Admin.TokenSHA256)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range tenants {
+		if t.TokenSHA256 == sum {
+			return nil, nil, fmt.Errorf("admin.token_sha256: the admin token must differ from tenant %q's token", t.Name)
+		}
+	}
+	return tenants, &sum, nil
+}
+
+// openStore opens Redis (single node or cluster) or the embedded store.
+func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
+	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
+		path := c.path(c.Store.Path)
+		s, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			return nil, "", fmt.Errorf("store.path: %w", err)
+		}
+		return s, "embedded:" + path, nil
+	}
+	var client redis.UniversalClient
+	var desc string
+	if len(c.Store.ClusterAddrs) > 0 {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
+		desc = "redis-cluster:" + strings.Join(c.Store.ClusterAddrs, ",")
+	} else {
+		opts, err := redis.ParseURL(c.Store.RedisURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("store.redis_url: %w", err)
+		}
+		client = redis.NewClient(opts)
+		desc = "redis:" + opts.Addr
+	}
+	s := redisstore.New(client, redisstore.Options{Prefix: c.Store.KeyPrefix})
+	// A Redis that is down at start is not fatal: the gateway answers 503
+	// until it is back, and /readyz says so.
+	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.Ping(pingCtx); err != nil {
+		log.Warn("redis does not answer yet; calls get 503 until it does", "store", desc, "error", err)
+	}
+	return s, desc, nil
+}

@@ -1,0 +1,211 @@
+package gatewaycmd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// Config is the gateway's configuration file (YAML; JSON is YAML too).
+// Every field is optional; Defaults fills what a file leaves out.
+type Config struct {
+	Listen       string      `yaml:"listen"`
+	DrainTimeout Duration    `yaml:"drain_timeout"`
+	LogLevel     string      `yaml:"log_level"`
+	Store        StoreConfig `yaml:"store"`
+	Idempotency  IdemConfig  `yaml:"idempotency"`
+	Admin        AdminConfig `yaml:"admin"`
+	Auth         *AuthConfig `yaml:"auth"`
+	Tools        []ToolEntry `yaml:"tools"`
+
+	// dir is the directory relative paths are resolved against.
+	dir string
+}
+
+// StoreConfig selects the idempotency store.
+type StoreConfig struct {
+	// RedisURL selects Redis (redis://, rediss://); absent: the embedded store.
+	RedisURL string `yaml:"redis_url"`
+	// ClusterAddrs selects Redis Cluster (host:port of some masters).
+	ClusterAddrs []string `yaml:"cluster_addrs"`
+	// KeyPrefix prefixes every Redis key (default "gw:").
+	KeyPrefix string `yaml:"key_prefix"`
+	// Path is the embedded store's file.
+	Path string `yaml:"path"`
+}
+
+// IdemConfig holds the idempotency settings.
+type IdemConfig struct {
+	KeyMode      string   `yaml:"key_mode"`
+	LockTTL      Duration `yaml:"lock_ttl"`
+	ReplayTTL    Duration `yaml:"replay_ttl"`
+	MaxBodyBytes int64    `yaml:"max_body_bytes"`
+	StepGuard    *bool    `yaml:"step_guard"`
+}
+
+// AdminConfig enables the admin API.
+type AdminConfig struct {
+	TokenSHA256 string `yaml:"token_sha256"`
+}
+
+// AuthConfig lists the tenants allowed in.
+type AuthConfig struct {
+	Tenants []TenantEntry `yaml:"tenants"`
+}
+
+// TenantEntry is one tenant and the SHA-256 of its bearer token.
+type TenantEntry struct {
+	Name        string `yaml:"name"`
+	TokenSHA256 string `yaml:"token_sha256"`
+}
+
+// ToolEntry configures one tool: an HTTP upstream (with http), or settings
+// for an in-process plugin of the same name.
+type ToolEntry struct {
+	Name        string          `yaml:"name"`
+	Description string          `yaml:"description"`
+	Schema      string          `yaml:"schema"`
+	InputSchema map[string]any  `yaml:"input_schema"`
+	Timeout     Duration        `yaml:"timeout"`
+	ReplayTTL   Duration        `yaml:"replay_ttl"`
+	LeaseExpiry string          `yaml:"lease_expiry"`
+	ReadOnly    *bool           `yaml:"read_only"`
+	HTTP        *HTTPToolConfig `yaml:"http"`
+}
+
+// HTTPToolConfig declares an HTTP upstream tool.
+type HTTPToolConfig struct {
+	URL              string            `yaml:"url"`
+	Headers          map[string]string `yaml:"headers"`
+	MaxResponseBytes int64             `yaml:"max_response_bytes"`
+}
+
+// Duration is a time.Duration written as "30s", "24h".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as \"30s\"", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: bad duration %q (want e.g. \"30s\", \"24h\")", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LoadConfig reads a config file. Unknown fields are errors, so a typo
+// never silently falls back to a default.
+func LoadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := ParseConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg.dir = abs
+	return cfg, nil
+}
+
+// ParseConfig parses YAML (or JSON) config text.
+func ParseConfig(raw []byte) (*Config, error) {
+	cfg := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// path resolves p against the config file's directory.
+func (c *Config) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.dir == "" {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// applyEnv applies the environment overrides of the contract.
+func (c *Config) applyEnv(getenv func(string) string) {
+	if v := getenv("GATEWAY_ADDR"); v != "" {
+		c.Listen = v
+	}
+	if v := getenv("REDIS_URL"); v != "" {
+		c.Store.RedisURL = v
+		c.Store.ClusterAddrs = nil
+	}
+}
+
+// withDefaults fills the fields a file left out.
+func (c *Config) withDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = Duration(30 * time.Second)
+	}
+	if c.Store.Path == "" {
+		c.Store.Path = "data/gateway.db"
+	}
+	if c.Idempotency.KeyMode == "" {
+		c.Idempotency.KeyMode = string(gateway.KeyModeDerived)
+	}
+}
+
+// decodeHash parses a hex SHA-256.
+func decodeHash(field, s string) ([sha256.Size]byte, error) {
+	var out [sha256.Size]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return out, fmt.Errorf("%s: want 64 hex characters (SHA-256 of the token), got %d characters", field, len(s))
+	}
+	copy(out[:], b)
+	return out, nil
+}
+
+// toolSchema returns the tool's schema from the file or the inline object.
+func (c *Config) toolSchema(i int, t ToolEntry) (json.RawMessage, error) {
+	field := fmt.Sprintf("tools[%d] (%s)", i, t.Name)
+	switch {
+	case t.Schema != "" && t.InputSchema != nil:
+		return nil, fmt.Errorf("%s: give schema or input_schema, not both", field)
+	case t.Schema != "":
+		raw, err := os.ReadFile(c.path(t.Schema))
+		if err != nil {
+			return nil, fmt.Errorf("%s.schema: %w", field, err)
+		}
+		return raw, nil
+	case t.InputSchema != nil:
+		raw, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("%s.input_schema: %w", field, err)
+		}
+		return raw, nil
+	}
+	return nil, nil
+}
+
+// validName reports whether a tenant or tool name is well-formed.
+func validName(s string) bool { return tools.ValidName(s) }

@@ -1,0 +1,176 @@
+// Package gatewaycmd is the gateway program: flags, configuration, wiring
+// and signals. cmd/gateway's main calls Run; a custom gateway binary that
+// compiles in its own plugins does the same (see docs/plugins.md).
+package gatewaycmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// Version is set at build time with -ldflags "-X ...gatewaycmd.Version=v1.2.3".
+var Version = ""
+
+// Main runs the gateway with the process's arguments and environment until
+// SIGINT or SIGTERM, and exits non-zero on error.
+func Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := Run(ctx, os.Args, os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// Run is the whole program: it parses args (args[0] is the program name),
+// loads the config, opens the store, serves until ctx ends, then drains the
+// tools in flight and returns nil. Logs go to stdout as JSON lines.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	configPath := fs.String("config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "gateway", version())
+		return nil
+	}
+
+	cfg := &Config{}
+	if *configPath != "" {
+		var err error
+		if cfg, err = LoadConfig(*configPath); err != nil {
+			return err
+		}
+	}
+	cfg.applyEnv(getenv)
+	cfg.withDefaults()
+
+	level := slog.LevelInfo
+	if err := level.UnmarshalText([]byte(orString(cfg.LogLevel, "info"))); err != nil {
+		return fmt.Errorf("log_level: %q: want debug, info, warn or error", cfg.LogLevel)
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
+
+	opts, err := cfg.serverOptions(tools.Registered())
+	if err != nil {
+		return err
+	}
+	store, storeDesc, err := cfg.openStore(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	opts.Store = store
+	opts.Logger = log
+	gw, err := gateway.NewServer(opts)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           gw,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("gateway listening", "addr", ln.Addr().String(), "store", storeDesc,
+		"tools", opts.Tools.Len(), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
+		"admin", opts.AdminTokenSHA256 != nil, "version", version())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	// Stop accepting, let the tools in flight finish and record their
+	// outcomes, bounded by drain_timeout.
+	log.Info("shutting down: draining tools in flight", "drain_timeout", time.Duration(cfg.DrainTimeout).String())
+	drainCtx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.DrainTimeout))
+	defer cancel()
+	shutdownErr := srv.Shutdown(drainCtx)
+	drainErr := gw.Drain(drainCtx)
+	if err := errors.Join(shutdownErr, drainErr); err != nil {
+		log.Warn("drain incomplete; unfinished tools were cancelled and their records released", "error", err)
+	}
+	log.Info("gateway stopped")
+	return nil
+}
+
+// serverOptions converts the config into gateway.Options (without the store).
+func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
+	registry, policies, err := c.buildRegistry(plugins)
+	if err != nil {
+		return gateway.Options{}, err
+	}
+	tenants, admin, err := c.buildAuth()
+	if err != nil {
+		return gateway.Options{}, err
+	}
+	mode := gateway.KeyMode(c.Idempotency.KeyMode)
+	if mode != gateway.KeyModeDerived && mode != gateway.KeyModeOpaque {
+		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %q: want derived or opaque", mode)
+	}
+	if c.Idempotency.MaxBodyBytes < 0 {
+		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
+	}
+	lockTTL := time.Duration(c.Idempotency.LockTTL)
+	if lockTTL != 0 && lockTTL < 300*time.Millisecond {
+		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least 300ms", lockTTL)
+	}
+	return gateway.Options{
+		Tools:            registry,
+		Policies:         policies,
+		KeyMode:          mode,
+		LockTTL:          lockTTL,
+		ReplayTTL:        time.Duration(c.Idempotency.ReplayTTL),
+		MaxBodyBytes:     c.Idempotency.MaxBodyBytes,
+		StepGuardOff:     c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
+		Tenants:          tenants,
+		AdminTokenSHA256: admin,
+	}, nil
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// version is the -ldflags version, else the module version of the build.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"errors"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// metrics holds the gateway's Prometheus series. Every label value is a
+// configured tool name, "unknown", or one of a fixed set of words.
+type metrics struct {
+	gatherer       prometheus.Gatherer
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	storeOps       *prometheus.HistogramVec
+	storeErrors    *prometheus.CounterVec
+	leasesLost     *prometheus.CounterVec
+	takeovers      *prometheus.CounterVec
+	inFlight       *prometheus.GaugeVec
+	unrecorded     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *tools.Registry) (*metrics, error) {
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg, gath = r, r
+	}
+	if gath == nil {
+		gath = prometheus.DefaultGatherer
+	}
+	m := &metrics{
+		gatherer: gath,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_requests_total",
+			Help: "Tool API requests by tool and outcome.",
+		}, []string{"tool", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gateway_request_duration_seconds",
+			Help:    "Tool API request latency by tool and outcome.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"tool", "outcome"}),
+		storeOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gateway_store_operation_duration_seconds",
+			Help:    "Idempotency store operation latency.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"op"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_store_errors_total",
+			Help: "Idempotency store operations that failed (store unreachable or broken).",
+		}, []string{"op"}),
+		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_leases_lost_total",
+			Help: "Tool executions whose lease was lost while running (their outcome was not recorded).",
+		}, []string{"tool"}),
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_lease_takeovers_total",
+			Help: "Claims that took over an expired lease of a dead gateway.",
+		}, []string{"tool"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_tools_in_flight",
+			Help: "Tool executions running now.",
+		}, []string{"tool"}),
+		unrecorded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_outcomes_unrecorded_total",
+			Help: "Tool outcomes that could not be written to the store (they will not replay).",
+		}, []string{"tool"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("gateway: register metrics: %w", err)
+		}
+	}
+	// Pre-create the per-tool series so dashboards see zeros, not gaps.
+	for _, e := range registry.Entries() {
+		m.inFlight.WithLabelValues(e.Spec.Name)
+		m.leasesLost.WithLabelValues(e.Spec.Name)
+	}
+	return m, nil
+}
+
+func (m *metrics) observeRequest(tool, outcome string, d time.Duration) {
+	m.requests.WithLabelValues(tool, outcome).Inc()
+	m.duration.WithLabelValues(tool, outcome).Observe(d.Seconds())
+}
+
+// instrumentedStore times every store operation.
+type instrumentedStore struct {
+	idempotency.Store
+	m *metrics
+}
+
+func instrumentStore(s idempotency.Store, m *metrics) idempotency.Store {
+	return &instrumentedStore{Store: s, m: m}
+}
+
+func (s *instrumentedStore) observe(op string, start time.Time, err error) {
+	s.m.storeOps.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil && !isStoreVerdict(err) {
+		s.m.storeErrors.WithLabelValues(op).Inc()
+	}
+}
+
+// isStoreVerdict tells the store's answers (lease lost, not found) from its failures.
+func isStoreVerdict(err error) bool {
+	return err == nil || errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound)
+}
+
+func (s *instrumentedStore) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
+	start := time.Now()
+	d, err := s.Store.Claim(ctx, req)
+	s.observe("claim", start, err)
+	return d, err
+}
+
+func (s *instrumentedStore) Renew(ctx context.Context, l idempotency.Lease, ttl time.Duration) error {
+	start := time.Now()
+	err := s.Store.Renew(ctx, l, ttl)
+	s.observe("renew", start, err)
+	return err
+}
+
+func (s *instrumentedStore) Complete(ctx context.Context, l idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
+	start := time.Now()
+	err := s.Store.Complete(ctx, l, resp, ttl)
+	s.observe("complete", start, err)
+	return err
+}
+
+func (s *instrumentedStore) Release(ctx context.Context, l idempotency.Lease) error {
+	start := time.Now()
+	err := s.Store.Release(ctx, l)
+	s.observe("release", start, err)
+	return err
+}
+
+func (s *instrumentedStore) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
+	start := time.Now()
+	rec, err := s.Store.Get(ctx, scope)
+	s.observe("get", start, err)
+	return rec, err
+}
+
+func (s *instrumentedStore) Delete(ctx context.Context, scope idempotency.Scope) error {
+	start := time.Now()
+	err := s.Store.Delete(ctx, scope)
+	s.observe("delete", start, err)
+	return err
+}

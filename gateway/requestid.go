@@ -1,0 +1,34 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// newULID mints a ULID from crypto/rand. ulid.Make would share one
+// monotonic entropy source behind a mutex; crypto/rand needs no lock.
+func newULID() string {
+	return ulid.MustNew(ulid.Now(), rand.Reader).String()
+}
+
+type requestIDKey struct{}
+
+// requestID mints a new X-Request-Id for every request; a client's value is
+// ignored so the id can be trusted in logs.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := newULID()
+		w.Header().Set(headerRequestID, id)
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// RequestIDFrom returns the request id minted for ctx's request.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}

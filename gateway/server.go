@@ -1,0 +1,183 @@
+// Package gateway is the HTTP side of the tool-execution gateway: routes,
+// request checks, problem responses, auth, discovery, the admin API and the
+// call path that runs each mutating tool call at most once per idempotency
+// key through an idempotency.Store.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// Defaults of the contract, used where Options leaves a field zero.
+const (
+	DefaultLockTTL      = 30 * time.Second
+	DefaultReplayTTL    = 24 * time.Hour
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultToolTimeout  = 30 * time.Second
+	// MaxPreferWait caps Prefer: wait=N.
+	MaxPreferWait = 60
+)
+
+// Tenant is one caller allowed in when auth is configured.
+type Tenant struct {
+	Name string
+	// TokenSHA256 is the SHA-256 of the tenant's bearer token; the token
+	// itself is never configured.
+	TokenSHA256 [sha256.Size]byte
+}
+
+// AnonymousTenant is the tenant of every caller when auth is not configured.
+const AnonymousTenant = "anonymous"
+
+// ToolPolicy is the per-tool execution policy.
+type ToolPolicy struct {
+	Timeout     time.Duration
+	ReplayTTL   time.Duration
+	LeaseExpiry idempotency.LeaseExpiry
+}
+
+// Options configure a Server. Store and Tools are required.
+type Options struct {
+	Store idempotency.Store
+	Tools *tools.Registry
+	// Policies holds per-tool overrides; fields left zero take the defaults.
+	Policies map[string]ToolPolicy
+
+	KeyMode      KeyMode       // default derived
+	LockTTL      time.Duration // default 30s
+	ReplayTTL    time.Duration // default 24h
+	MaxBodyBytes int64         // default 1 MiB
+	// StepGuardOff disables the step guard, which is on by default.
+	StepGuardOff bool
+	ToolTimeout  time.Duration // default 30s
+
+	// Tenants enables bearer auth when non-empty.
+	Tenants []Tenant
+	// AdminTokenSHA256 enables the admin API when non-nil.
+	AdminTokenSHA256 *[sha256.Size]byte
+
+	Logger *slog.Logger
+	// Registerer receives the gateway's metrics; nil means a private registry
+	// (served on /metrics either way).
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+}
+
+// Server is the gateway's HTTP handler.
+type Server struct {
+	opts    Options
+	store   idempotency.Store
+	tools   *tools.Registry
+	log     *slog.Logger
+	metrics *metrics
+	handler http.Handler
+
+	// baseCtx parents every tool execution, detached from client requests so
+	// an impatient client cannot abort a tool half-way; cancelling it aborts
+	// the tools that are still running when a drain times out.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	inflight   sync.WaitGroup
+}
+
+// NewServer builds a Server from opts.
+func NewServer(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("gateway: Options.Store is required")
+	}
+	if opts.Tools == nil {
+		return nil, errors.New("gateway: Options.Tools is required")
+	}
+	if opts.KeyMode == "" {
+		opts.KeyMode = KeyModeDerived
+	}
+	if opts.KeyMode != KeyModeDerived && opts.KeyMode != KeyModeOpaque {
+		return nil, fmt.Errorf("gateway: key mode %q: want derived or opaque", opts.KeyMode)
+	}
+	opts.LockTTL = orDefault(opts.LockTTL, DefaultLockTTL)
+	opts.ReplayTTL = orDefault(opts.ReplayTTL, DefaultReplayTTL)
+	opts.ToolTimeout = orDefault(opts.ToolTimeout, DefaultToolTimeout)
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for name, p := range opts.Policies {
+		if _, ok := opts.Tools.Lookup(name); !ok {
+			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
+		}
+		if p.LeaseExpiry != "" && p.LeaseExpiry != idempotency.LeaseExpiryRerun && p.LeaseExpiry != idempotency.LeaseExpiryUnknown {
+			return nil, fmt.Errorf("gateway: tool %q: lease_expiry %q: want rerun or unknown", name, p.LeaseExpiry)
+		}
+	}
+	m, err := newMetrics(opts.Registerer, opts.Gatherer, opts.Tools)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:    opts,
+		store:   instrumentStore(opts.Store, m),
+		tools:   opts.Tools,
+		log:     opts.Logger,
+		metrics: m,
+	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.handler = s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// Drain waits for the tool executions in flight to finish and record their
+// outcomes. When ctx ends first, the remaining tools are cancelled (their
+// records are released, so a retry runs them again) and Drain waits for them
+// to unwind before returning ctx's error.
+func (s *Server) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.cancelBase()
+		<-done
+		return fmt.Errorf("gateway: drain: %w", ctx.Err())
+	}
+}
+
+// policy returns the effective policy of a tool.
+func (s *Server) policy(tool string) ToolPolicy {
+	p := s.opts.Policies[tool]
+	p.Timeout = orDefault(p.Timeout, s.opts.ToolTimeout)
+	p.ReplayTTL = orDefault(p.ReplayTTL, s.opts.ReplayTTL)
+	if p.LeaseExpiry == "" {
+		p.LeaseExpiry = idempotency.LeaseExpiryRerun
+	}
+	return p
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
