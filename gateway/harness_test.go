@@ -3,12 +3,9 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +23,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -83,30 +81,16 @@ const (
 
 var allStores = []storeKind{storeRedis, storeEmbedded}
 
-// redisAddr is the Redis the machine runs; tests use their own key prefix
-// and never flush it.
-const redisAddr = "127.0.0.1:6379"
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newStore opens a fresh, isolated store of the given kind.
 func newStore(t testing.TB, kind storeKind) idempotency.Store {
 	t.Helper()
 	switch kind {
 	case storeRedis:
-		client := redis.NewClient(&redis.Options{Addr: redisAddr})
-		prefix := "gwtest:" + randomHex(6) + ":"
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+		prefix := redistest.Prefix("gwtest")
 		s := redisstore.New(client, redisstore.Options{Prefix: prefix})
 		t.Cleanup(func() {
-			ctx := context.Background()
-			iter := client.Scan(ctx, 0, prefix+"*", 500).Iterator()
-			for iter.Next(ctx) {
-				client.Del(ctx, iter.Val())
-			}
+			redistest.CleanPrefix(context.Background(), client, prefix)
 			_ = s.Close()
 			_ = client.Close()
 		})
@@ -416,5 +400,3 @@ func mustJSON(t testing.TB, b []byte) map[string]any {
 	}
 	return v
 }
-
-var _ = fmt.Sprintf

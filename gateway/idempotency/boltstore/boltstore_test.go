@@ -1,0 +1,440 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+var ctx = context.Background()
+
+func TestClaimThenInProgressThenKeyReused(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	req := claimRequest("k1", "fp1", &idempotency.Step{SessionID: "sess", Index: 1})
+
+	first := mustClaim(t, s, req, idempotency.OutcomeClaimed)
+	if first.TakenOver || first.Lease.FencingToken <= 0 || first.Lease.Owner != req.Owner ||
+		first.ExecutionID != req.ExecutionID || first.Lease.ExecutionID != req.ExecutionID {
+		t.Fatalf("first claim decision %+v", first)
+	}
+
+	clock.Advance(10 * time.Second)
+	again := claimRequest("k1", "fp1", req.Step)
+	d := mustClaim(t, s, again, idempotency.OutcomeInProgress)
+	if d.RetryAfter != 20*time.Second || d.ExecutionID != req.ExecutionID {
+		t.Fatalf("in-progress decision %+v, want RetryAfter 20s and the first execution id", d)
+	}
+
+	mustClaim(t, s, claimRequest("k1", "other-fp", req.Step), idempotency.OutcomeKeyReused)
+
+	rec, err := s.Get(ctx, req.Scope)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if rec.State != idempotency.StateInProgress || rec.Fingerprint != "fp1" || rec.FencingToken != first.Lease.FencingToken ||
+		!rec.LeaseExpiresAt.Equal(clock.Now().Add(20*time.Second)) ||
+		!rec.ExpiresAt.Equal(rec.LeaseExpiresAt.Add(24*time.Hour)) || rec.Response != nil {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestCompleteReplaysByteForByte(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	bodies := map[string][]byte{
+		"json":    []byte(`{"id": 7,  "name":"x"}` + "\n"),
+		"binary":  {0x00, 0xff, 0xfe, '"', '\\', 0x80},
+		"empty":   {},
+		"unicode": []byte("caf\u00e9 \u2603"),
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			req := claimRequest("replay-"+name, "fp", nil)
+			d := mustClaim(t, s, req, idempotency.OutcomeClaimed)
+			resp := idempotency.StoredResponse{Status: 201, ContentType: "application/vnd.x+json; charset=utf-8", Body: body}
+			if err := s.Complete(ctx, d.Lease, resp, time.Hour); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			r := mustClaim(t, s, claimRequest(req.Scope.Key, "fp", nil), idempotency.OutcomeReplay)
+			if r.ExecutionID != req.ExecutionID || r.Response == nil || r.Response.Status != 201 ||
+				r.Response.ContentType != resp.ContentType || !bytes.Equal(r.Response.Body, body) {
+				t.Fatalf("replay %+v, want %+v", r, resp)
+			}
+			mustClaim(t, s, claimRequest(req.Scope.Key, "other", nil), idempotency.OutcomeKeyReused)
+
+			rec, err := s.Get(ctx, req.Scope)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if rec.State != idempotency.StateCompleted || !rec.ExpiresAt.Equal(clock.Now().Add(time.Hour)) ||
+				rec.Response == nil || !bytes.Equal(rec.Response.Body, body) || !rec.LeaseExpiresAt.IsZero() {
+				t.Fatalf("record %+v", rec)
+			}
+		})
+	}
+}
+
+func TestStepGuard(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	step := &idempotency.Step{SessionID: "sess-1", Index: 4}
+
+	a := claimRequest("key-a", "fp-a", step)
+	da := mustClaim(t, s, a, idempotency.OutcomeClaimed)
+
+	b := claimRequest("key-b", "fp-b", step)
+	b.Scope.Tool = "other-tool"
+	conflict := mustClaim(t, s, b, idempotency.OutcomeStepConflict)
+	if conflict.Conflict == nil || conflict.Conflict.Tool != "provision" || conflict.Conflict.ExecutionID != a.ExecutionID {
+		t.Fatalf("conflict %+v, want tool provision and execution %s", conflict.Conflict, a.ExecutionID)
+	}
+
+	// The step is scoped by tenant: another tenant's agent may reuse the id.
+	otherTenant := claimRequest("key-b", "fp-b", step)
+	otherTenant.Scope.Tenant = "globex"
+	mustClaim(t, s, otherTenant, idempotency.OutcomeClaimed)
+
+	// Another step of the same session is free.
+	mustClaim(t, s, claimRequest("key-c", "fp-c", &idempotency.Step{SessionID: "sess-1", Index: 5}), idempotency.OutcomeClaimed)
+
+	// Still held after completion.
+	if err := s.Complete(ctx, da.Lease, idempotency.StoredResponse{Status: 200, Body: []byte("{}")}, time.Hour); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	mustClaim(t, s, claimRequest("key-b", "fp-b", step), idempotency.OutcomeStepConflict)
+
+	// Delete frees the step.
+	if err := s.Delete(ctx, a.Scope); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	db := mustClaim(t, s, claimRequest("key-b", "fp-b", step), idempotency.OutcomeClaimed)
+
+	// Release frees it too (a 5xx deletes the record).
+	if err := s.Release(ctx, db.Lease); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	mustClaim(t, s, claimRequest("key-d", "fp-d", step), idempotency.OutcomeClaimed)
+
+	// With the guard off the step does not block.
+	off := claimRequest("key-e", "fp-e", step)
+	off.StepGuard = false
+	mustClaim(t, s, off, idempotency.OutcomeClaimed)
+}
+
+func TestStepFreedWhenHolderExpires(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	step := &idempotency.Step{SessionID: "s", Index: 0}
+	d := mustClaim(t, s, claimRequest("key-a", "fp", step), idempotency.OutcomeClaimed)
+	if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200}, time.Minute); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	mustClaim(t, s, claimRequest("key-b", "fp", step), idempotency.OutcomeStepConflict)
+	clock.Advance(time.Minute)
+	mustClaim(t, s, claimRequest("key-b", "fp", step), idempotency.OutcomeClaimed)
+}
+
+func TestTakeoverAfterLeaseExpiry(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	req := claimRequest("k", "fp", &idempotency.Step{SessionID: "s", Index: 1})
+	first := mustClaim(t, s, req, idempotency.OutcomeClaimed)
+
+	clock.Advance(30 * time.Second) // the lease ends exactly now
+	second := claimRequest("k", "fp", req.Step)
+	took := mustClaim(t, s, second, idempotency.OutcomeClaimed)
+	if !took.TakenOver || took.Lease.FencingToken <= first.Lease.FencingToken ||
+		took.ExecutionID != second.ExecutionID || took.Lease.Owner != second.Owner {
+		t.Fatalf("takeover %+v after %+v", took, first)
+	}
+
+	// The old owner is fenced off and changes nothing.
+	if err := s.Renew(ctx, first.Lease, time.Minute); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Renew by old owner = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Complete(ctx, first.Lease, idempotency.StoredResponse{Status: 200}, time.Hour); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete by old owner = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(ctx, first.Lease); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Release by old owner = %v, want ErrLeaseLost", err)
+	}
+	rec, err := s.Get(ctx, req.Scope)
+	if err != nil || rec.State != idempotency.StateInProgress || rec.ExecutionID != second.ExecutionID {
+		t.Fatalf("record after fenced writes: %+v, %v", rec, err)
+	}
+
+	// The new owner still holds the step against other keys.
+	mustClaim(t, s, claimRequest("other", "fp", req.Step), idempotency.OutcomeStepConflict)
+	if err := s.Complete(ctx, took.Lease, idempotency.StoredResponse{Status: 200, Body: []byte("ok")}, time.Hour); err != nil {
+		t.Fatalf("Complete by new owner: %v", err)
+	}
+	r := mustClaim(t, s, claimRequest("k", "fp", nil), idempotency.OutcomeReplay)
+	if r.ExecutionID != second.ExecutionID {
+		t.Fatalf("replay execution id %s, want %s", r.ExecutionID, second.ExecutionID)
+	}
+}
+
+func TestLeaseExpiryUnknown(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	req := claimRequest("pay", "fp", nil)
+	req.LeaseExpiry = idempotency.LeaseExpiryUnknown
+	req.ReplayTTL = time.Hour
+	first := mustClaim(t, s, req, idempotency.OutcomeClaimed)
+
+	clock.Advance(31 * time.Second)
+	again := claimRequest("pay", "fp", nil)
+	again.LeaseExpiry = idempotency.LeaseExpiryUnknown
+	again.ReplayTTL = time.Hour
+	d := mustClaim(t, s, again, idempotency.OutcomeUnknown)
+	if d.ExecutionID != req.ExecutionID {
+		t.Fatalf("unknown execution id %s, want %s", d.ExecutionID, req.ExecutionID)
+	}
+	rec, err := s.Get(ctx, req.Scope)
+	if err != nil || rec.State != idempotency.StateUnknown || !rec.ExpiresAt.Equal(clock.Now().Add(time.Hour)) {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	if err := s.Complete(ctx, first.Lease, idempotency.StoredResponse{Status: 200}, time.Hour); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete of an UNKNOWN record = %v, want ErrLeaseLost", err)
+	}
+	// UNKNOWN stays, whatever the caller's policy, and other arguments are still refused.
+	mustClaim(t, s, claimRequest("pay", "fp", nil), idempotency.OutcomeUnknown)
+	mustClaim(t, s, claimRequest("pay", "fp2", nil), idempotency.OutcomeKeyReused)
+
+	clock.Advance(time.Hour)
+	if _, err := s.Get(ctx, req.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Get after ReplayTTL = %v, want ErrNotFound", err)
+	}
+	d = mustClaim(t, s, claimRequest("pay", "fp", nil), idempotency.OutcomeClaimed)
+	if d.TakenOver || d.Lease.FencingToken <= first.Lease.FencingToken {
+		t.Fatalf("claim after expiry %+v", d)
+	}
+}
+
+func TestRenewKeepsLeaseAlive(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	req := claimRequest("k", "fp", nil)
+	d := mustClaim(t, s, req, idempotency.OutcomeClaimed)
+	clock.Advance(25 * time.Second)
+	if err := s.Renew(ctx, d.Lease, 30*time.Second); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	clock.Advance(25 * time.Second)
+	ip := mustClaim(t, s, claimRequest("k", "fp", nil), idempotency.OutcomeInProgress)
+	if ip.RetryAfter != 5*time.Second {
+		t.Fatalf("RetryAfter %v, want 5s", ip.RetryAfter)
+	}
+	rec, err := s.Get(ctx, req.Scope)
+	if err != nil || !rec.ExpiresAt.Equal(rec.LeaseExpiresAt.Add(req.ReplayTTL)) {
+		t.Fatalf("record %+v, %v: want expiry lease + ReplayTTL", rec, err)
+	}
+}
+
+func TestExpiredInProgressRecordIsAbsent(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	req := claimRequest("k", "fp", &idempotency.Step{SessionID: "s", Index: 1})
+	req.ReplayTTL = time.Minute
+	d := mustClaim(t, s, req, idempotency.OutcomeClaimed)
+
+	clock.Advance(30*time.Second + time.Minute)
+	if _, err := s.Get(ctx, req.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Get = %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, req.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Delete = %v, want ErrNotFound", err)
+	}
+	if err := s.Renew(ctx, d.Lease, time.Minute); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Renew = %v, want ErrLeaseLost", err)
+	}
+	fresh := mustClaim(t, s, claimRequest("other", "fp", req.Step), idempotency.OutcomeClaimed)
+	if fresh.TakenOver {
+		t.Fatal("a claim on an expired record is not a takeover")
+	}
+}
+
+func TestFencingTokenGrowsAcrossDeletion(t *testing.T) {
+	clock := newFakeClock() // never advanced: the persisted counter, not the clock, must make tokens grow
+	s := openTestStore(t, clock)
+	req := claimRequest("k", "fp", nil)
+	var last int64
+	for i := range 5 {
+		d := mustClaim(t, s, claimRequest("k", "fp", nil), idempotency.OutcomeClaimed)
+		if d.Lease.FencingToken <= last {
+			t.Fatalf("round %d: token %d not larger than %d", i, d.Lease.FencingToken, last)
+		}
+		last = d.Lease.FencingToken
+		if i%2 == 0 {
+			err := s.Delete(ctx, req.Scope)
+			if err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+		} else if err := s.Release(ctx, d.Lease); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	if err := s.Delete(ctx, req.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Delete of a deleted record = %v, want ErrNotFound", err)
+	}
+}
+
+func TestTenantsAreIsolated(t *testing.T) {
+	s := openTestStore(t, newFakeClock())
+	a := claimRequest("shared", "fp-a", nil)
+	da := mustClaim(t, s, a, idempotency.OutcomeClaimed)
+	if err := s.Complete(ctx, da.Lease, idempotency.StoredResponse{Status: 200, Body: []byte("a")}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	b := claimRequest("shared", "fp-b", nil)
+	b.Scope.Tenant = "globex"
+	mustClaim(t, s, b, idempotency.OutcomeClaimed)
+	if _, err := s.Get(ctx, idempotency.Scope{Tenant: "initech", Tool: "provision", Key: "shared"}); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("Get for a third tenant = %v, want ErrNotFound", err)
+	}
+}
+
+func TestScopeKeysAreUnambiguous(t *testing.T) {
+	pairs := [][2]idempotency.Scope{
+		{{Tenant: "ab", Tool: "c", Key: "k"}, {Tenant: "a", Tool: "bc", Key: "k"}},
+		{{Tenant: "a", Tool: "b", Key: "c\x00d"}, {Tenant: "a", Tool: "b\x00c", Key: "d"}},
+	}
+	for _, p := range pairs {
+		if bytes.Equal(scopeKey(p[0]), scopeKey(p[1])) {
+			t.Fatalf("%+v and %+v encode to the same key", p[0], p[1])
+		}
+	}
+}
+
+func TestConcurrentClaimsHaveOneWinner(t *testing.T) {
+	s := openTestStore(t, newFakeClock())
+	const callers = 16
+	outcomes := make(chan idempotency.Outcome, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			d, err := s.Claim(ctx, claimRequest("race", "fp", &idempotency.Step{SessionID: "s", Index: 9}))
+			if err != nil {
+				t.Errorf("Claim: %v", err)
+				return
+			}
+			outcomes <- d.Outcome
+		})
+	}
+	wg.Wait()
+	close(outcomes)
+	counts := map[idempotency.Outcome]int{}
+	for o := range outcomes {
+		counts[o]++
+	}
+	if counts[idempotency.OutcomeClaimed] != 1 || counts[idempotency.OutcomeInProgress] != callers-1 {
+		t.Fatalf("outcomes %v, want 1 claimed and %d in progress", counts, callers-1)
+	}
+}
+
+func TestSweepRemovesExpiredRecordsAndSteps(t *testing.T) {
+	clock := newFakeClock()
+	s := openTestStore(t, clock)
+	step := &idempotency.Step{SessionID: "s", Index: 1}
+	short := mustClaim(t, s, claimRequest("short", "fp", step), idempotency.OutcomeClaimed)
+	if err := s.Complete(ctx, short.Lease, idempotency.StoredResponse{Status: 200}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	long := mustClaim(t, s, claimRequest("long", "fp", &idempotency.Step{SessionID: "s", Index: 2}), idempotency.OutcomeClaimed)
+	if err := s.Complete(ctx, long.Lease, idempotency.StoredResponse{Status: 200}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(2 * time.Minute)
+	removed, err := s.Sweep(ctx)
+	if err != nil || removed != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1 record removed", removed, err)
+	}
+	records, steps, counters := s.bucketSizes(t)
+	// The clock is past both tokens (issued two minutes ago), so both
+	// counters go: the live record carries its own token.
+	if records != 1 || steps != 1 || counters != 0 {
+		t.Fatalf("after sweep: %d records, %d steps, %d counters; want 1, 1, 0", records, steps, counters)
+	}
+	if _, err := s.Get(ctx, long.Lease.Scope); err != nil {
+		t.Fatalf("live record swept: %v", err)
+	}
+	// Tokens keep growing without the counter.
+	d := mustClaim(t, s, claimRequest("short", "fp", nil), idempotency.OutcomeClaimed)
+	if d.Lease.FencingToken <= short.Lease.FencingToken {
+		t.Fatalf("token %d after sweep, not larger than %d", d.Lease.FencingToken, short.Lease.FencingToken)
+	}
+}
+
+func TestBackgroundSweeperRuns(t *testing.T) {
+	clock := newFakeClock()
+	s, err := Open(filepath.Join(t.TempDir(), "gw.db"), Options{SweepInterval: 5 * time.Millisecond, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := mustClaim(t, s, claimRequest("k", "fp", &idempotency.Step{SessionID: "s", Index: 1}), idempotency.OutcomeClaimed)
+	if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		records, steps, _ := s.bucketSizes(t)
+		if records == 0 && steps == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sweeper left %d records and %d steps", records, steps)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestOpenCreatesDirectoriesAndCloseIsFinal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "gw.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("file not created: %v", err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := s.Ping(ctx); err == nil {
+		t.Fatal("Ping after Close succeeded")
+	}
+	if _, err := s.Claim(ctx, claimRequest("k", "fp", nil)); err == nil {
+		t.Fatal("Claim after Close succeeded")
+	}
+}
+
+func TestClaimRejectsInvalidRequests(t *testing.T) {
+	s := openTestStore(t, newFakeClock())
+	bad := claimRequest("k", "fp", nil)
+	bad.LockTTL = 0
+	if _, err := s.Claim(ctx, bad); err == nil {
+		t.Fatal("Claim with zero LockTTL succeeded")
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Claim(cancelled, claimRequest("k", "fp", nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim with a cancelled context = %v", err)
+	}
+}

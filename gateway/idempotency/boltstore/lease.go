@@ -1,0 +1,80 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// Renew extends the lease to ttl from now if the caller still owns the
+// record, else idempotency.ErrLeaseLost.
+func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return errors.New("boltstore: renew: ttl must be positive")
+	}
+	return s.withOwnedRecord(ctx, "renew", lease, func(t *txn, key []byte, r *storedRecord) error {
+		r.LeaseUntil = t.now.Add(ttl).UnixNano()
+		r.ExpiresAt = r.LeaseUntil + r.ReplayTTL
+		return t.putRecord(key, r)
+	})
+}
+
+// Complete stores resp as COMPLETED for ttl if the caller still owns the
+// record, else idempotency.ErrLeaseLost and nothing changes.
+func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
+	if ttl <= 0 {
+		return errors.New("boltstore: complete: ttl must be positive")
+	}
+	return s.withOwnedRecord(ctx, "complete", lease, func(t *txn, key []byte, r *storedRecord) error {
+		r.State = string(idempotency.StateCompleted)
+		r.Owner = ""
+		r.LeaseUntil = 0
+		r.ReplayTTL = 0
+		r.ExpiresAt = t.now.Add(ttl).UnixNano()
+		r.Response = &storedResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+		return t.putRecord(key, r)
+	})
+}
+
+// Release deletes the record and frees its step if the caller still owns
+// it, so a retry runs the tool again; else idempotency.ErrLeaseLost.
+func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
+	return s.withOwnedRecord(ctx, "release", lease, func(t *txn, key []byte, r *storedRecord) error {
+		return t.deleteRecord(key, r)
+	})
+}
+
+// withOwnedRecord runs change in one write transaction if lease is still
+// the record's current claim (the fencing check), else returns
+// idempotency.ErrLeaseLost without writing.
+func (s *Store) withOwnedRecord(ctx context.Context, op string, lease idempotency.Lease, change func(t *txn, key []byte, r *storedRecord) error) error {
+	err := s.update(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return false, err
+		}
+		key := scopeKey(lease.Scope)
+		r, err := t.liveRecord(key)
+		if err != nil {
+			return false, err
+		}
+		if r == nil || !r.ownedBy(lease) {
+			return false, idempotency.ErrLeaseLost
+		}
+		return true, change(t, key, r)
+	})
+	if err != nil {
+		return fmt.Errorf("boltstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// remaining is the time left until the Unix-nanosecond instant until.
+func (t *txn) remaining(until int64) time.Duration {
+	return time.Duration(until - t.now.UnixNano())
+}

@@ -1,0 +1,62 @@
+package boltstore
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// Get returns the live record under scope, or idempotency.ErrNotFound.
+func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return idempotency.Record{}, err
+	}
+	var rec idempotency.Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return err
+		}
+		r, err := t.liveRecord(scopeKey(scope))
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return idempotency.ErrNotFound
+		}
+		rec = r.toRecord()
+		return nil
+	})
+	if err != nil {
+		return idempotency.Record{}, fmt.Errorf("boltstore: get: %w", err)
+	}
+	return rec, nil
+}
+
+// Delete removes the live record under scope and frees its step, or
+// returns idempotency.ErrNotFound. The scope's fencing counter stays, so a
+// later claim still gets a larger token.
+func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
+	err := s.update(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return false, err
+		}
+		key := scopeKey(scope)
+		r, err := t.liveRecord(key)
+		if err != nil {
+			return false, err
+		}
+		if r == nil {
+			return false, idempotency.ErrNotFound
+		}
+		return true, t.deleteRecord(key, r)
+	})
+	if err != nil {
+		return fmt.Errorf("boltstore: delete: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// TestRedisDownAndBack kills a real redis-server under the gateway: calls
+// get 503 store_unavailable and nothing runs; /readyz says 503; after the
+// restart the same gateway serves again without being restarted itself.
+func TestRedisDownAndBack(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	store := redisstore.New(client, redisstore.Options{Prefix: "gw:"})
+	tool := newTestTool("provision")
+	h := newHarness(t, storeRedis, []tools.Tool{tool}, withStore(store))
+
+	if r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: `{}`}); r.status != 200 {
+		t.Fatalf("before: %d %s", r.status, r.body)
+	}
+	srv.Kill()
+	for i := 2; i < 5; i++ {
+		r := h.do(callSpec{tool: "provision", session: "s", step: uint64(i), args: `{}`})
+		p := wantProblem(t, r, 503, gateway.CodeStoreUnavailable)
+		if r.header.Get("Retry-After") == "" || p["retryable"] != true {
+			t.Fatalf("503 without Retry-After/retryable: %v", r.header)
+		}
+	}
+	if r := h.get("/readyz", ""); r.status != 503 {
+		t.Fatalf("/readyz while Redis is down: %d", r.status)
+	}
+	if r := h.get("/healthz", ""); r.status != 200 {
+		t.Fatalf("/healthz while Redis is down: %d", r.status)
+	}
+	if n := tool.total.Load(); n != 1 {
+		t.Fatalf("tool ran %d times; it must not run while Redis is down", n)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5e9, "the gateway to serve again", func() bool {
+		return client.Ping(context.Background()).Err() == nil
+	})
+	if r := h.do(callSpec{tool: "provision", session: "s", step: 2, args: `{}`}); r.status != 200 {
+		t.Fatalf("after restart: %d %s", r.status, r.body)
+	}
+	if r := h.get("/readyz", ""); r.status != 200 {
+		t.Fatalf("/readyz after restart: %d", r.status)
+	}
+	if h.counter("provision", "store_error") != 3 {
+		t.Fatalf("store_error count = %v, want 3", h.counter("provision", "store_error"))
+	}
+}
