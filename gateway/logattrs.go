@@ -8,7 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-func stringAttr(k, v string) slog.Attr { return slog.String(k, v) }
+func stringAttr(k, v string) slog.Attr  { return slog.String(k, v) }
 func intAttr(k string, v int) slog.Attr { return slog.Int(k, v) }
 
 func durationAttr(k string, d time.Duration) slog.Attr {

@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,15 +16,15 @@ import (
 // metrics holds the gateway's Prometheus series. Every label value is a
 // configured tool name, "unknown", or one of a fixed set of words.
 type metrics struct {
-	gatherer       prometheus.Gatherer
-	requests       *prometheus.CounterVec
-	duration       *prometheus.HistogramVec
-	storeOps       *prometheus.HistogramVec
-	storeErrors    *prometheus.CounterVec
-	leasesLost     *prometheus.CounterVec
-	takeovers      *prometheus.CounterVec
-	inFlight       *prometheus.GaugeVec
-	unrecorded     *prometheus.CounterVec
+	gatherer    prometheus.Gatherer
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	storeOps    *prometheus.HistogramVec
+	storeErrors *prometheus.CounterVec
+	leasesLost  *prometheus.CounterVec
+	takeovers   *prometheus.CounterVec
+	inFlight    *prometheus.GaugeVec
+	unrecorded  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *tools.Registry) (*metrics, error) {

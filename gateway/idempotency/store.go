@@ -171,8 +171,8 @@ type Record struct {
 	ExecutionID    string
 	FencingToken   int64
 	CreatedAt      time.Time
-	ExpiresAt      time.Time // when the record disappears
-	LeaseExpiresAt time.Time // IN_PROGRESS only
+	ExpiresAt      time.Time       // when the record disappears
+	LeaseExpiresAt time.Time       // IN_PROGRESS only
 	Response       *StoredResponse // COMPLETED only
 }
 

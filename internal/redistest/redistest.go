@@ -138,7 +138,9 @@ func (s *Server) Kill() {
 
 type startError struct{ addr string }
 
-func (e *startError) Error() string { return "redistest: redis-server on " + e.addr + " did not answer" }
+func (e *startError) Error() string {
+	return "redistest: redis-server on " + e.addr + " did not answer"
+}
 
 // FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
 func FreePort(t testing.TB) int {
