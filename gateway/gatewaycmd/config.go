@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -134,9 +135,27 @@ func ParseConfig(raw []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, oneLine(err)
 	}
 	return cfg, nil
+}
+
+// oneLine turns yaml's multi-line type errors into one line that names the
+// field, e.g. "line 2: unknown field stroe".
+func oneLine(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		if field, rest, ok := strings.Cut(m, "field "); ok && strings.Contains(rest, " not found in type ") {
+			name, _, _ := strings.Cut(rest, " not found in type ")
+			m = field + "unknown field " + name
+		}
+		msgs[i] = m
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // path resolves p against the config file's directory.

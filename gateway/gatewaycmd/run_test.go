@@ -1,0 +1,203 @@
+package gatewaycmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgateway/toolgateway/keyderive"
+)
+
+// syncBuffer collects the gateway's log lines from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) lines() []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// started runs the gateway until the returned cancel is called.
+type started struct {
+	addr   string
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startGateway(t *testing.T, configText string) *started {
+	t.Helper()
+	path := writeConfig(t, configText)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, s.logs) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.addr == "" {
+		for _, l := range s.logs.lines() {
+			if l["msg"] == "gateway listening" {
+				s.addr, _ = l["addr"].(string)
+			}
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("gateway exited at start: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("gateway did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-s.done
+	})
+	return s
+}
+
+func call(t *testing.T, addr, session string, step uint64, tool, args string) *http.Response {
+	t.Helper()
+	key, err := keyderive.Key(session, step, tool, []byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Agent-Session-Id", session)
+	req.Header.Set("Agent-Step-Index", itoa(step))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	return resp
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestShutdownDrainsAndRecordsTheOutcome starts the real program on the
+// embedded store, cancels it (what SIGTERM does) while a tool runs, and
+// checks the tool finishes, its outcome reaches the client and is recorded,
+// the program exits cleanly, and a restarted gateway replays it.
+func TestShutdownDrainsAndRecordsTheOutcome(t *testing.T) {
+	dir := t.TempDir()
+	config := "listen: 127.0.0.1:0\nstore:\n  path: " + filepath.Join(dir, "gw.db") + "\ndrain_timeout: 10s\n"
+	g := startGateway(t, config)
+
+	respCh := make(chan *http.Response, 1)
+	go func() { respCh <- call(t, g.addr, "drain", 1, "cmdtest-slow", `{}`) }()
+	waitFor(t, func() bool {
+		r, err := http.Get("http://" + g.addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return strings.Contains(string(b), `gateway_tools_in_flight{tool="cmdtest-slow"} 1`)
+	})
+	g.cancel() // SIGTERM
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-g.done:
+		t.Fatalf("exited before the tool finished: %v", err)
+	default:
+	}
+	testPlugin.release <- struct{}{}
+	resp := <-respCh
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "false" {
+		t.Fatalf("in-flight call during drain: %d %s", resp.StatusCode, body)
+	}
+	select {
+	case err := <-g.done:
+		if err != nil {
+			t.Fatalf("Run returned %v after a clean drain", err)
+		}
+		g.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not exit after the drain")
+	}
+
+	// The outcome was recorded: a new gateway on the same file replays it.
+	g2 := startGateway(t, config)
+	again := call(t, g2.addr, "drain", 1, "cmdtest-slow", `{}`)
+	body2, _ := io.ReadAll(again.Body)
+	again.Body.Close()
+	if again.StatusCode != 200 || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(body, body2) {
+		t.Fatalf("after restart: %d replayed=%q %s", again.StatusCode, again.Header.Get("Idempotent-Replayed"), body2)
+	}
+
+	// One JSON log line per request, with the key's prefix only.
+	key, _ := keyderive.Key("drain", 1, "cmdtest-slow", []byte(`{}`))
+	var requests []map[string]any
+	for _, l := range g2.logs.lines() {
+		if l["msg"] == "request" && l["route"] == "/api/tools/v1/{tool}" {
+			requests = append(requests, l)
+		}
+	}
+	if len(requests) != 1 {
+		t.Fatalf("want 1 request log line, got %d", len(requests))
+	}
+	l := requests[0]
+	for _, f := range []string{"request_id", "tenant", "tool", "key_prefix", "outcome", "status", "duration_ms"} {
+		if _, ok := l[f]; !ok {
+			t.Fatalf("log line lacks %s: %v", f, l)
+		}
+	}
+	if l["outcome"] != "replayed" || l["key_prefix"] != key[:8] || l["tenant"] != "anonymous" || l["tool"] != "cmdtest-slow" {
+		t.Fatalf("log line %v", l)
+	}
+	raw, _ := json.Marshal(g2.logs.lines())
+	if strings.Contains(string(raw), key) {
+		t.Fatal("the full idempotency key appears in the logs")
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	var out strings.Builder
+	if err := Run(context.Background(), []string{"gateway", "-version"}, os.Getenv, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "gateway ") {
+		t.Fatalf("version output %q", out.String())
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
