@@ -57,7 +57,9 @@ func startGateway(t *testing.T, configText string) *started {
 	path := writeConfig(t, configText)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, s.logs) }()
+	go func() {
+		s.done <- Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, s.logs)
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.addr == "" {
 		for _, l := range s.logs.lines() {
