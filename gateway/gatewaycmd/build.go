@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		byName[p.Spec().Name] = p
 	}
 	configured := make(map[string]bool)
+	// One pool of keep-alive connections for every upstream tool.
+	var upstreamClient *http.Client
 	for i, t := range c.Tools {
 		field := fmt.Sprintf("tools[%d]", i)
 		if !validName(t.Name) {
@@ -68,7 +71,11 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return nil, nil, fmt.Errorf("%s.http.url: %q: want an http(s) URL", field, t.HTTP.URL)
 			}
+			if upstreamClient == nil {
+				upstreamClient = httptool.NewClient()
+			}
 			ht, err := httptool.New(httptool.Config{
+				Client:           upstreamClient,
 				Name:             t.Name,
 				Description:      t.Description,
 				InputSchema:      schema,

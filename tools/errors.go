@@ -1,0 +1,14 @@
+package tools
+
+import "errors"
+
+// ErrUpstreamUnreachable is wrapped by the error a tool returns when it could
+// not get an answer from its upstream at all (refused connection, DNS failure,
+// TLS failure, connection dropped before a response). The gateway answers 502
+// upstream_unreachable and deletes the record, so a retry runs the tool again.
+var ErrUpstreamUnreachable = errors.New("upstream unreachable")
+
+// ErrResponseTooLarge is wrapped by the error a tool returns when its
+// upstream's response exceeds the configured size cap. The gateway answers 502
+// and records nothing: an outcome that cannot be stored cannot be replayed.
+var ErrResponseTooLarge = errors.New("upstream response too large")

@@ -1,0 +1,168 @@
+// Package httptool is the tool kind that forwards each call to an HTTP
+// upstream: POST url with the client's exact argument bytes and the call's
+// idempotency headers, the upstream's status, body and Content-Type being
+// the outcome.
+package httptool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// DefaultMaxResponseBytes caps an upstream response when Config leaves it 0.
+const DefaultMaxResponseBytes int64 = 4 << 20
+
+// The headers an upstream receives with every call, so that it can
+// deduplicate too and reject writes from a gateway that lost its lease.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderSessionID      = "Agent-Session-Id"
+	HeaderStepIndex      = "Agent-Step-Index"
+	HeaderFencingToken   = "Fencing-Token"
+	HeaderExecutionID    = "Tool-Execution-Id"
+)
+
+// Config declares one upstream tool.
+type Config struct {
+	// Name, Description, InputSchema and ReadOnly become the tool's Spec.
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+	ReadOnly    bool
+	// URL receives POST requests; http or https.
+	URL string
+	// Headers are sent with every call (an API key for the upstream, say).
+	// They cannot replace the headers the gateway forwards: Content-Type,
+	// Idempotency-Key, Agent-Session-Id, Agent-Step-Index, Fencing-Token,
+	// Tool-Execution-Id. A "Host" entry sets the request's Host.
+	Headers map[string]string
+	// MaxResponseBytes caps the response body (default
+	// DefaultMaxResponseBytes); a larger one is an error wrapping
+	// tools.ErrResponseTooLarge.
+	MaxResponseBytes int64
+	// Client sends the calls; nil means a client of its own from NewClient.
+	// Pass one shared client to every tool so they share keep-alive pools.
+	Client *http.Client
+}
+
+// Tool is an HTTP upstream tool. It is safe for concurrent use.
+type Tool struct {
+	spec     tools.Spec
+	url      *url.URL
+	headers  http.Header
+	host     string
+	maxBytes int64
+	client   *http.Client
+}
+
+var _ tools.Tool = (*Tool)(nil)
+
+// New checks cfg and returns its tool. Errors name the tool. The input
+// schema is compiled when the tool is added to a tools.Registry.
+func New(cfg Config) (*Tool, error) {
+	if !tools.ValidName(cfg.Name) {
+		return nil, fmt.Errorf("tool %q: invalid name: must match %s", cfg.Name, tools.NamePattern)
+	}
+	target, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: http.url: %w", cfg.Name, err)
+	}
+	if (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+		return nil, fmt.Errorf("tool %q: http.url %q: must be an absolute http or https URL", cfg.Name, target.Redacted())
+	}
+	headers, host, err := staticHeaders(cfg.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: http.headers: %w", cfg.Name, err)
+	}
+	maxBytes := cfg.MaxResponseBytes
+	if maxBytes < 0 {
+		return nil, fmt.Errorf("tool %q: max response bytes %d is negative", cfg.Name, maxBytes)
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
+	client := cfg.Client
+	if client == nil {
+		client = NewClient()
+	}
+	return &Tool{
+		spec: tools.Spec{
+			Name:        cfg.Name,
+			Description: cfg.Description,
+			InputSchema: cfg.InputSchema,
+			ReadOnly:    cfg.ReadOnly,
+		},
+		url:      target,
+		headers:  headers,
+		host:     host,
+		maxBytes: maxBytes,
+		client:   client,
+	}, nil
+}
+
+// Spec describes the tool as configured.
+func (t *Tool) Spec() tools.Spec {
+	return t.spec
+}
+
+// Call POSTs the arguments to the upstream. Every status, 5xx included,
+// comes back as a Response. Errors wrap context.DeadlineExceeded or
+// context.Canceled when ctx ended first, tools.ErrUpstreamUnreachable when
+// no usable response arrived, tools.ErrResponseTooLarge when the body
+// exceeds the cap.
+func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url.String(), bytes.NewReader(req.Arguments))
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: build upstream request: %w", t.spec.Name, err)
+	}
+	for name, values := range t.headers {
+		httpReq.Header[name] = values
+	}
+	if t.host != "" {
+		httpReq.Host = t.host
+	}
+	setCallHeaders(httpReq.Header, req)
+
+	resp, err := t.client.Do(httpReq)
+	if err != nil {
+		return nil, t.failure(ctx, "no response from upstream", err)
+	}
+	defer resp.Body.Close()
+	body, err := readCapped(resp, t.maxBytes)
+	if err != nil {
+		return nil, t.failure(ctx, "read upstream response", err)
+	}
+	return &tools.Response{
+		Status:      resp.StatusCode,
+		ContentType: resp.Header.Get("Content-Type"),
+		Body:        body,
+	}, nil
+}
+
+// setCallHeaders adds what identifies this call; the upstream can use the key
+// to deduplicate and the fencing token to refuse a stale owner.
+func setCallHeaders(h http.Header, req *tools.Request) {
+	h.Set("Content-Type", "application/json")
+	if req.IdempotencyKey != "" {
+		h.Set(HeaderIdempotencyKey, req.IdempotencyKey)
+	}
+	if req.SessionID != "" {
+		h.Set(HeaderSessionID, req.SessionID)
+	}
+	if req.HasStep {
+		h.Set(HeaderStepIndex, strconv.FormatUint(req.StepIndex, 10))
+	}
+	if req.FencingToken > 0 {
+		h.Set(HeaderFencingToken, strconv.FormatInt(req.FencingToken, 10))
+	}
+	if req.ExecutionID != "" {
+		h.Set(HeaderExecutionID, req.ExecutionID)
+	}
+}
