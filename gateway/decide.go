@@ -48,7 +48,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *call) {
 		setOutcome(ctx, name, outcomeInProgress)
 		writeProblem(w, newProblem(http.StatusConflict, CodeRequestInProgress,
 			"a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
-			withRetryAfter(ceilSeconds(d.RetryAfter)))
+			withRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter)))
 	case idempotency.OutcomeKeyReused:
 		setOutcome(ctx, name, outcomeKeyReused)
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
@@ -119,6 +119,11 @@ func setExecutionHeaders(h http.Header, replayed bool, executionID string) {
 	h.Set(headerReplayed, strconv.FormatBool(replayed))
 	h.Set(headerExecutionID, executionID)
 }
+
+// maxInProgressRetryAfter caps the Retry-After of request_in_progress. The
+// remaining lease is only an upper bound (a live owner renews it and may
+// finish any moment), so a client should not be sent away for all of it.
+const maxInProgressRetryAfter = 5
 
 // ceilSeconds rounds d up to whole seconds, at least 1.
 func ceilSeconds(d time.Duration) int {

@@ -1,0 +1,87 @@
+package keyderive
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Canonicalize returns the RFC 8785 canonical form of one JSON value of any
+// kind (object, array, string, number, literal). The input must be I-JSON;
+// errors wrap ErrInvalidJSON and a specific reason such as ErrDuplicateName.
+func Canonicalize(args []byte) ([]byte, error) {
+	// jcs.Transform is itself a strict parser: it rejects malformed JSON,
+	// duplicate names, lone surrogates, invalid UTF-8 and numbers beyond the
+	// double range, with errors that cannot be told apart. So valid input
+	// (nearly every request) costs one jcs pass and a depth scan, and only a
+	// rejection pays for the slower, classifying parseIJSON. FuzzCanonicalize
+	// checks that both parsers accept and reject the same inputs.
+	canonical, err := jcs.Transform(args)
+	if err != nil {
+		return nil, classify(args, err)
+	}
+	if err := checkCanonicalDepth(canonical); err != nil {
+		return nil, err
+	}
+	return canonical, nil
+}
+
+// Decode parses args once for the gateway and returns the I-JSON-checked value
+// tree (map[string]any, []any, json.Number, string, bool, nil; json.Number so
+// that JSON Schema validation sees the exact number the client wrote, not its
+// double) and the canonical bytes. Errors are those of Canonicalize.
+func Decode(args []byte) (value any, canonical []byte, err error) {
+	canonical, err = Canonicalize(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	decoder := json.NewDecoder(bytes.NewReader(args))
+	decoder.UseNumber()
+	if err := decoder.Decode(&value); err != nil {
+		// Unreachable after Canonicalize accepted args; reported, not hidden.
+		return nil, nil, fmt.Errorf("%w: decode value tree: %s", ErrSyntax, err.Error())
+	}
+	return value, canonical, nil
+}
+
+// classify finds the specific reason jcs rejected args.
+func classify(args []byte, jcsErr error) error {
+	if _, err := parseIJSON(args, false); err != nil {
+		return err
+	}
+	// The two parsers disagree; stay on the safe side and reject.
+	return fmt.Errorf("%w: %s", ErrSyntax, jcsErr.Error())
+}
+
+// checkCanonicalDepth enforces MaxDepth on canonical JSON, where strings
+// escape only '"', '\\' and control characters, so a bracket inside a string
+// is recognised by tracking quotes and backslashes alone.
+func checkCanonicalDepth(canonical []byte) error {
+	depth, inString := 0, false
+	for i := 0; i < len(canonical); i++ {
+		c := canonical[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > MaxDepth {
+				return fmt.Errorf("%w: more than %d levels", ErrTooDeep, MaxDepth)
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package keyderive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+)
+
+// MaxStepIndex is the largest step index: 2^53−1, the largest integer every
+// JSON number implementation (and so every agent runtime) represents exactly.
+const MaxStepIndex = 1<<53 - 1
+
+// Limits of the other key inputs (contract section 1).
+const (
+	maxSessionIDLen = 256
+	maxToolNameLen  = 64
+)
+
+// Key derives the idempotency key of one tool call:
+// lowercase_hex(SHA-256(sessionID ":" stepIndex ":" tool ":" JCS(args))).
+// args must be an I-JSON object; a valid non-object gives ErrNotObject.
+func Key(sessionID string, stepIndex uint64, tool string, args []byte) (string, error) {
+	key, _, err := Derive(sessionID, stepIndex, tool, args)
+	return key, err
+}
+
+// Derive is Key that also returns the canonical bytes of args, which is what a
+// client sends as the request body, in one parse.
+func Derive(sessionID string, stepIndex uint64, tool string, args []byte) (key string, canonical []byte, err error) {
+	if err := validateKeyInputs(sessionID, stepIndex, tool); err != nil {
+		return "", nil, err
+	}
+	canonical, err = Canonicalize(args)
+	if err != nil {
+		return "", nil, err
+	}
+	// Canonical JSON has no leading whitespace, so the first byte is the kind.
+	if canonical[0] != '{' {
+		return "", nil, ErrNotObject
+	}
+	return hashKey(sessionID, stepIndex, tool, canonical), canonical, nil
+}
+
+// KeyFromCanonical hashes bytes that are already canonical (for instance the
+// second result of Decode). It validates the session id, step index and tool
+// name but not canonical itself.
+func KeyFromCanonical(sessionID string, stepIndex uint64, tool string, canonical []byte) (string, error) {
+	if err := validateKeyInputs(sessionID, stepIndex, tool); err != nil {
+		return "", err
+	}
+	return hashKey(sessionID, stepIndex, tool, canonical), nil
+}
+
+// Fingerprint is the lowercase hex SHA-256 of canonical bytes: what the
+// gateway stores to recognise a key reused with other arguments.
+func Fingerprint(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+func hashKey(sessionID string, stepIndex uint64, tool string, canonical []byte) string {
+	// The prefix is at most 256+1+16+1+64+1 bytes; building it on the stack
+	// avoids copying the (possibly large) canonical bytes into one buffer.
+	var prefixBuf [352]byte
+	prefix := append(prefixBuf[:0], sessionID...)
+	prefix = append(prefix, ':')
+	prefix = strconv.AppendUint(prefix, stepIndex, 10)
+	prefix = append(prefix, ':')
+	prefix = append(prefix, tool...)
+	prefix = append(prefix, ':')
+	hash := sha256.New()
+	hash.Write(prefix)
+	hash.Write(canonical)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(hash.Sum(sum[:0]))
+}
+
+func validateKeyInputs(sessionID string, stepIndex uint64, tool string) error {
+	if err := ValidateSessionID(sessionID); err != nil {
+		return err
+	}
+	if err := ValidateStepIndex(stepIndex); err != nil {
+		return err
+	}
+	return ValidateToolName(tool)
+}
+
+// ValidateSessionID checks the Agent-Session-Id rules: 1–256 characters, each
+// visible ASCII (0x21–0x7E), and no ':' (the key's separator).
+func ValidateSessionID(id string) error {
+	if len(id) == 0 || len(id) > maxSessionIDLen {
+		return fmt.Errorf("%w: length %d, want 1–%d", ErrInvalidSession, len(id), maxSessionIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7E || c == ':' {
+			return fmt.Errorf("%w: byte %d is %q", ErrInvalidSession, i, c)
+		}
+	}
+	return nil
+}
+
+// ValidateStepIndex checks that step is at most MaxStepIndex.
+func ValidateStepIndex(step uint64) error {
+	if step > MaxStepIndex {
+		return fmt.Errorf("%w: %d is above 2^53-1", ErrInvalidStep, step)
+	}
+	return nil
+}
+
+// ParseStepIndex parses an Agent-Step-Index header value: a decimal integer
+// 0 … 2^53−1 without sign or leading zeros.
+func ParseStepIndex(s string) (uint64, error) {
+	if s == "" || len(s) > 16 || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("%w: %.20q", ErrInvalidStep, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%w: %.20q", ErrInvalidStep, s)
+		}
+	}
+	step, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %.20q", ErrInvalidStep, s)
+	}
+	if err := ValidateStepIndex(step); err != nil {
+		return 0, err
+	}
+	return step, nil
+}
+
+// ValidateToolName checks ^[a-z0-9][a-z0-9_-]{0,63}$.
+func ValidateToolName(name string) error {
+	if len(name) == 0 || len(name) > maxToolNameLen {
+		return fmt.Errorf("%w: length %d, want 1–%d", ErrInvalidTool, len(name), maxToolNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		lowerOrDigit := (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		if !lowerOrDigit && (i == 0 || (c != '_' && c != '-')) {
+			return fmt.Errorf("%w: byte %d is %q", ErrInvalidTool, i, c)
+		}
+	}
+	return nil
+}
