@@ -1,0 +1,105 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// Claim decides the request with one script; for a request with a step the
+// same pipeline records which record key holds the scope (for Get/Delete).
+func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
+	if err := validateClaim(req); err != nil {
+		return idempotency.Decision{}, err
+	}
+	record := s.keys.record(req.Scope, req.Step)
+	keys := []string{record}
+	if req.Step != nil {
+		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
+	}
+	lockMS, replayMS := millis(req.LockTTL), millis(req.ReplayTTL)
+	guard := "0"
+	if req.StepGuard {
+		guard = "1"
+	}
+	calls := []scriptCall{{claimScript, keys, []any{
+		req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
+		req.ExecutionID, req.Owner, lockMS, replayMS, string(req.LeaseExpiry), guard,
+	}}}
+	if s.keys.usesPointer(req.Step) {
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, lockMS + replayMS}})
+	}
+	cmds, err := s.evalPipelined(ctx, calls...)
+	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+	}
+	reply, err := cmds[0].StringSlice()
+	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+	}
+	d, err := decodeDecision(req, reply)
+	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+	}
+	return d, nil
+}
+
+func validateClaim(req idempotency.ClaimRequest) error {
+	switch {
+	case req.LockTTL <= 0 || req.ReplayTTL <= 0:
+		return fmt.Errorf("redisstore: claim: lock ttl %v and replay ttl %v must be positive", req.LockTTL, req.ReplayTTL)
+	case req.ExecutionID == "" || req.Owner == "":
+		return errors.New("redisstore: claim: execution id and owner are required")
+	}
+	switch req.LeaseExpiry {
+	case idempotency.LeaseExpiryRerun, idempotency.LeaseExpiryUnknown, "":
+		return nil
+	}
+	return fmt.Errorf("redisstore: claim: unknown lease expiry policy %q", req.LeaseExpiry)
+}
+
+var errBadReply = errors.New("unexpected script reply")
+
+// decodeDecision turns the claim script's reply into a Decision.
+func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
+	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 3}
+	if len(reply) == 0 || want[reply[0]] != len(reply) {
+		return idempotency.Decision{}, fmt.Errorf("%w: %q", errBadReply, reply)
+	}
+	switch reply[0] {
+	case "claimed":
+		fence, err := strconv.ParseInt(reply[2], 10, 64)
+		if err != nil {
+			return idempotency.Decision{}, fmt.Errorf("%w: fencing token %q", errBadReply, reply[2])
+		}
+		lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: reply[1]}
+		if req.Step != nil {
+			step := *req.Step
+			lease.Step = &step
+		}
+		return idempotency.Decision{Outcome: idempotency.OutcomeClaimed, Lease: lease, TakenOver: reply[3] == "1", ExecutionID: reply[1]}, nil
+	case "replay":
+		status, err := strconv.Atoi(reply[2])
+		if err != nil {
+			return idempotency.Decision{}, fmt.Errorf("%w: status %q", errBadReply, reply[2])
+		}
+		resp := &idempotency.StoredResponse{Status: status, ContentType: reply[3], Body: []byte(reply[4])}
+		return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: reply[1], Response: resp}, nil
+	case "in_progress":
+		remaining, err := strconv.ParseInt(reply[2], 10, 64)
+		if err != nil {
+			return idempotency.Decision{}, fmt.Errorf("%w: remaining lease %q", errBadReply, reply[2])
+		}
+		return idempotency.Decision{Outcome: idempotency.OutcomeInProgress, ExecutionID: reply[1], RetryAfter: time.Duration(remaining) * time.Microsecond}, nil
+	case "key_reused":
+		return idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}, nil
+	case "unknown":
+		return idempotency.Decision{Outcome: idempotency.OutcomeUnknown, ExecutionID: reply[1]}, nil
+	default: // step_conflict
+		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: reply[1], ExecutionID: reply[2]}}, nil
+	}
+}

@@ -1,0 +1,63 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptCall is one script invocation of a pipeline.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// evalPipelined runs calls in one pipeline (one round trip on a single
+// node) by EVALSHA. Script.Run's fallback does not work inside a pipeline,
+// whose errors arrive only at Exec, so calls the server answered NOSCRIPT
+// (a restarted or flushed Redis) are sent once more with EVAL. A script
+// answered NOSCRIPT did not run, so resending it is safe.
+func (s *Store) evalPipelined(ctx context.Context, calls ...scriptCall) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(calls))
+	_, err := s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		return nil
+	})
+	if err == nil {
+		return cmds, nil
+	}
+	var unknown []int
+	for i, cmd := range cmds {
+		switch {
+		case cmd.Err() == nil:
+		case redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT"):
+			unknown = append(unknown, i)
+		default:
+			return nil, cmd.Err()
+		}
+	}
+	if len(unknown) == 0 {
+		return nil, err
+	}
+	_, err = s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, i := range unknown {
+			cmds[i] = calls[i].script.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cmds, nil
+}
+
+// millis is d in whole milliseconds, rounded up and at least 1: Redis
+// expires with millisecond precision, and a TTL of 0 would delete the key.
+func millis(d time.Duration) int64 {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return max(int64(ms), 1)
+}

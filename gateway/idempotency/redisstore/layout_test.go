@@ -1,0 +1,53 @@
+package redisstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// TestScopeFoundWhateverTheSession: on a single Redis a record is found by
+// its scope alone, so a key resent with other Agent-* headers (possible in
+// opaque mode) replays or is refused as reused — it never runs again.
+func TestScopeFoundWhateverTheSession(t *testing.T) {
+	client := testClient(t)
+	s := New(client, Options{Prefix: uniquePrefix(t, client)})
+	ctx := t.Context()
+	scope := idempotency.Scope{Tenant: "acme", Tool: "charge", Key: "order-1"}
+	claim := func(session string, index uint64, fp string) idempotency.Decision {
+		d, err := s.Claim(ctx, idempotency.ClaimRequest{
+			Scope: scope, Fingerprint: fp, Step: &idempotency.Step{SessionID: session, Index: index}, StepGuard: true,
+			ExecutionID: "exec-" + session, Owner: "owner-" + session, LockTTL: 10 * time.Second, ReplayTTL: time.Minute,
+			LeaseExpiry: idempotency.LeaseExpiryRerun,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	first := claim("s1", 1, "fp-a")
+	if first.Outcome != idempotency.OutcomeClaimed {
+		t.Fatalf("first claim: %v", first.Outcome)
+	}
+	if d := claim("s2", 7, "fp-a"); d.Outcome != idempotency.OutcomeInProgress {
+		t.Fatalf("same key, other session, while running: %v", d.Outcome)
+	}
+	if err := s.Complete(ctx, first.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if d := claim("s2", 7, "fp-a"); d.Outcome != idempotency.OutcomeReplay || d.ExecutionID != first.ExecutionID {
+		t.Fatalf("same key, other session, after completion: %v %s", d.Outcome, d.ExecutionID)
+	}
+	if d := claim("s3", 2, "fp-b"); d.Outcome != idempotency.OutcomeKeyReused {
+		t.Fatalf("same key, other session, other arguments: %v", d.Outcome)
+	}
+	// No pointer set is written on a single Redis: the record key is direct.
+	if n, err := client.Exists(ctx, s.keys.pointer(scope)).Result(); err != nil || n != 0 {
+		t.Fatalf("pointer set on a single Redis: %d %v", n, err)
+	}
+	rec, err := s.Get(ctx, scope)
+	if err != nil || rec.State != idempotency.StateCompleted {
+		t.Fatalf("get: %+v %v", rec, err)
+	}
+}

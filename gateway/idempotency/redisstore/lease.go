@@ -1,0 +1,64 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// Renew extends the lease to ttl from now (Redis time) if the caller still
+// owns the record: one owner-checked script.
+func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("redisstore: renew: ttl %v must be positive", ttl)
+	}
+	ok, err := renewScript.Run(ctx, s.client, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease, millis(ttl))...).Int()
+	return ownedResult("renew", lease, ok, err)
+}
+
+// Complete stores resp as COMPLETED for ttl if the caller still owns the
+// record. For a record under a session tag the same pipeline keeps the
+// scope's pointer alive as long as the record.
+func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("redisstore: complete: ttl %v must be positive", ttl)
+	}
+	record := s.keys.record(lease.Scope, lease.Step)
+	ttlMS := millis(ttl)
+	calls := []scriptCall{{completeScript, []string{record},
+		ownerArgs(lease, ttlMS, strconv.Itoa(resp.Status), resp.ContentType, resp.Body)}}
+	if s.keys.usesPointer(lease.Step) {
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, []any{record, ttlMS}})
+	}
+	cmds, err := s.evalPipelined(ctx, calls...)
+	if err != nil {
+		return ownedResult("complete", lease, 0, err)
+	}
+	ok, err := cmds[0].Int()
+	return ownedResult("complete", lease, ok, err)
+}
+
+// Release deletes the record and frees its step if the caller still owns it.
+func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
+	ok, err := releaseScript.Run(ctx, s.client, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease)...).Int()
+	return ownedResult("release", lease, ok, err)
+}
+
+// ownerArgs are the owner check's arguments followed by more.
+func ownerArgs(lease idempotency.Lease, more ...any) []any {
+	return append([]any{lease.Owner, strconv.FormatInt(lease.FencingToken, 10)}, more...)
+}
+
+// ownedResult maps an owner-checked script's answer to the Store's errors.
+func ownedResult(op string, lease idempotency.Lease, ok int, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("redisstore: %s %s/%s: %w", op, lease.Scope.Tool, lease.Scope.Key, err)
+	case ok != 1:
+		return idempotency.ErrLeaseLost
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Package redisstore is the production idempotency.Store: records in Redis,
+// shared by any number of gateway replicas, every transition one Lua script
+// (one round trip). It works against a single Redis and against Redis
+// Cluster: the keys one script touches always share a hash tag.
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// DefaultPrefix starts every key the store writes unless Options says otherwise.
+const DefaultPrefix = "gw:"
+
+// Options configures a Store.
+type Options struct {
+	// Prefix starts every key (default "gw:"), so several gateways or tests
+	// can share one Redis.
+	Prefix string
+}
+
+// Store is an idempotency.Store on Redis. It is safe for concurrent use.
+type Store struct {
+	client redis.UniversalClient
+	keys   keyLayout
+}
+
+var _ idempotency.Store = (*Store)(nil)
+
+// New returns a Store on client (a *redis.Client, *redis.ClusterClient or
+// any other UniversalClient). The caller keeps ownership of client.
+func New(client redis.UniversalClient, opts Options) *Store {
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	// Only a cluster forces a record into its session's slot (see keyLayout).
+	_, cluster := client.(*redis.ClusterClient)
+	return &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}}
+}
+
+// Ping reports whether Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: ping: %w", err)
+	}
+	return nil
+}
+
+// Close does nothing: the client belongs to the caller, who closes it.
+func (s *Store) Close() error { return nil }

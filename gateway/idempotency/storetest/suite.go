@@ -1,0 +1,45 @@
+// Package storetest is the conformance suite of idempotency.Store: every
+// backend runs Run against fresh instances of itself, so the Redis store and
+// the embedded store are held to exactly the same semantics.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// NewStore returns a fresh, isolated store for one subtest (its own key
+// prefix or its own file). Run closes the store when the subtest ends, so
+// the factory must not close it itself.
+type NewStore func(t *testing.T) idempotency.Store
+
+type testCase struct {
+	name string
+	run  func(f *fixture)
+}
+
+// Run runs the whole conformance suite against stores made by newStore.
+// Subtests run in parallel (each on its own store), so the lease waits of
+// the time-dependent cases overlap and the suite finishes in a few seconds.
+func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
+	t.Helper()
+	var cases []testCase
+	cases = append(cases, claimCases()...)
+	cases = append(cases, stepCases()...)
+	cases = append(cases, leaseCases()...)
+	cases = append(cases, recordCases()...)
+	cases = append(cases, concurrencyCases()...)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := newStore(t)
+			t.Cleanup(func() {
+				if err := store.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tc.run(newFixture(t, store))
+		})
+	}
+}
