@@ -136,3 +136,14 @@ func TestHeadersAreParsedStrictly(t *testing.T) {
 		t.Fatalf("X-Request-Id %q", r.header.Get("X-Request-Id"))
 	}
 }
+
+func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
+	for path, want := range map[string]string{"/healthz": "GET", "/api/tools/v1": "GET", "/api/tools/v1/echo": "POST"} {
+		r := h.send(http.MethodDelete, path, "")
+		wantProblem(t, r, 405, gateway.CodeMethodNotAllowed)
+		if !strings.Contains(r.header.Get("Allow"), want) {
+			t.Fatalf("%s: Allow %q lacks %s", path, r.header.Get("Allow"), want)
+		}
+	}
+}

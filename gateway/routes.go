@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,9 +18,9 @@ func (s *Server) routes() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeNotFound, "no such endpoint"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this endpoint")
-		p.allow = allowHeader(w)
+		p.allow = allowedMethods(r, req.URL.Path)
 		writeProblem(w, p)
 	})
 
@@ -45,17 +46,16 @@ func (s *Server) routes() http.Handler {
 	return r
 }
 
-// allowHeader reads the Allow header chi prepared for a 405, if any.
-func allowHeader(w http.ResponseWriter) string {
-	if a := w.Header().Values("Allow"); len(a) > 0 {
-		w.Header().Del("Allow")
-		out := a[0]
-		for _, m := range a[1:] {
-			out += ", " + m
+// allowedMethods lists the methods router serves on path, for the Allow
+// header of a 405 (chi leaves it to custom handlers).
+func allowedMethods(router chi.Routes, path string) string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
 		}
-		return out
 	}
-	return ""
+	return strings.Join(allowed, ", ")
 }
 
 // handleHealthz answers 200 while the process serves.
