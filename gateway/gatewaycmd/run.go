@@ -27,9 +27,13 @@ var Version = ""
 
 // Main runs the gateway with the process's arguments and environment until
 // SIGINT or SIGTERM, and exits non-zero on error.
-func Main() {
+func Main() { MainWith(Run) }
+
+// MainWith is Main with the program to run given: cmd/gateway passes its
+// own run so main() stays a one-liner around a testable function.
+func MainWith(run func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := Run(ctx, os.Args, os.Getenv, os.Stdout)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
