@@ -28,6 +28,7 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		s.handleCall(w, r, entry)
 	case http.MethodGet, http.MethodHead:
+		setOutcome(r.Context(), entry.Spec.Name, "")
 		s.handleDescribe(w, r, entry)
 	default:
 		setOutcome(r.Context(), entry.Spec.Name, outcomeInvalid)
@@ -57,7 +58,7 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 		writeProblem(w, p)
 	}
 
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
+	if !isJSONContentType(requestContentType(r.Header)) {
 		fail(outcomeInvalid, newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "send the arguments as application/json"))
 		return
 	}
@@ -71,13 +72,6 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 		fail(outcomeInvalid, newProblem(http.StatusBadRequest, CodeInvalidJSON, err.Error()))
 		return
 	}
-	if _, isObject := value.(map[string]any); !isObject {
-		p := newProblem(http.StatusBadRequest, CodeInvalidArguments, "the arguments must be one JSON object")
-		p.Errors = []Violation{{Location: "", Message: "expected a JSON object"}}
-		fail(outcomeInvalid, p)
-		return
-	}
-
 	if entry.Spec.ReadOnly {
 		if p := validateArguments(entry, value); p != nil {
 			fail(outcomeInvalid, p)
@@ -117,8 +111,16 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	s.decide(w, r, c)
 }
 
-// validateArguments checks the arguments against the tool's schema.
+// validateArguments checks that the arguments are one JSON object valid
+// against the tool's schema (the contract's schema step: after the key
+// checks, so a non-object body is invalid_arguments only once the headers
+// are right).
 func validateArguments(entry *tools.Entry, value any) *Problem {
+	if _, isObject := value.(map[string]any); !isObject {
+		p := newProblem(http.StatusBadRequest, CodeInvalidArguments, "the arguments must be one JSON object")
+		p.Errors = []Violation{{Location: "", Message: "expected a JSON object"}}
+		return p
+	}
 	violations := entry.Validate(value)
 	if len(violations) == 0 {
 		return nil
@@ -156,7 +158,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 		size = r.ContentLength
 	}
 	buf := make([]byte, 0, size+1)
-	body := http.MaxBytesReader(w, r.Body, limit)
+	// The innermost writer is net/http's own: only it can learn from the
+	// MaxBytesReader that the limit was hit, and then close the connection
+	// instead of reading up to 256 KiB more of a stalled body before the 413.
+	body := http.MaxBytesReader(innermostWriter(w), r.Body, limit)
 	for {
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -173,6 +178,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
+	}
+}
+
+// innermostWriter unwraps middleware writers (those with Unwrap, as
+// http.ResponseController does) down to the server's own.
+func innermostWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
 	}
 }
 

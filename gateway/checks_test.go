@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -18,6 +19,10 @@ func TestChecksInOrder(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withMaxBody(256))
 	good := `{"size":2}`
 	key := derivedKey(t, "s", 1, "provision", good)
+	arrayKey, err := keyderive.KeyFromCanonical("s", 1, "provision", []byte(`[1,2]`))
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cases := []struct {
 		name   string
@@ -37,7 +42,8 @@ func TestChecksInOrder(t *testing.T) {
 		{"duplicate member", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"size":2}`}, "", 400, gateway.CodeInvalidJSON},
 		{"lone surrogate", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"n":"\ud800"}`}, "", 400, gateway.CodeInvalidJSON},
 		{"number out of range", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1e400}`}, "", 400, gateway.CodeInvalidJSON},
-		{"not an object", callSpec{tool: "provision", session: "s", step: 1, args: `[1,2]`}, "", 400, gateway.CodeInvalidArguments},
+		{"not an object, key headers right", callSpec{tool: "provision", args: `[1,2]`, key: arrayKey, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeInvalidArguments},
+		{"not an object, key missing", callSpec{tool: "provision", args: `[1,2]`}, "", 400, gateway.CodeIdempotencyKeyMissing},
 		{"key missing", callSpec{tool: "provision", args: good}, "", 400, gateway.CodeIdempotencyKeyMissing},
 		{"key malformed beats session missing", callSpec{tool: "provision", args: good, key: "ABC"}, "", 400, gateway.CodeIdempotencyKeyMalformed},
 		{"key uppercase hex", callSpec{tool: "provision", args: good, key: strings.ToUpper(key), headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeIdempotencyKeyMalformed},

@@ -9,6 +9,6 @@ import "errors"
 var ErrUpstreamUnreachable = errors.New("upstream unreachable")
 
 // ErrResponseTooLarge is wrapped by the error a tool returns when its
-// upstream's response exceeds the configured size cap. The gateway answers 502
+// upstream's response exceeds the configured size cap. The gateway answers 500
 // and records nothing: an outcome that cannot be stored cannot be replayed.
 var ErrResponseTooLarge = errors.New("upstream response too large")

@@ -133,6 +133,11 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			for _, other := range tenants {
+				if other.TokenSHA256 == sum {
+					return nil, nil, fmt.Errorf("%s.token_sha256: same token as tenant %q; every tenant needs its own token", field, other.Name)
+				}
+			}
 			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum})
 		}
 	}
