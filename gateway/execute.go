@@ -39,7 +39,15 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 	defer cancel()
 	leaseCtx, cancelLease := context.WithCancelCause(toolCtx)
 	defer cancelLease(nil)
+	// The keeper renews until the outcome is written (not just until the
+	// tool returns): a completion retried through a store restart must not
+	// let another replica take the call over meanwhile.
 	keeper := s.keepLease(leaseCtx, lease, func() { cancelLease(errLeaseLost) })
+	defer func() {
+		if keeper.stop() {
+			s.metrics.leasesLost.WithLabelValues(name).Inc()
+		}
+	}()
 
 	resp, err := s.callTool(leaseCtx, c.entry, &tools.Request{
 		Arguments:      c.body,
@@ -51,10 +59,6 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	})
-	lost := keeper.stop()
-	if lost {
-		s.metrics.leasesLost.WithLabelValues(name).Inc()
-	}
 	if err == nil && resp == nil {
 		err = errors.New("tool returned neither a response nor an error")
 	}
@@ -65,19 +69,24 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		resp.ContentType = "application/json"
 	}
 
-	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+	// Recording gets at least a whole lease to ride out a store restart
+	// (Redis answers LOADING while it replays its AOF).
+	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), max(storeCallTimeout, s.opts.LockTTL))
 	defer cancelStore()
 	switch {
 	case err == nil && recordable(resp.Status):
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
-		if cerr := s.store.Complete(storeCtx, lease, stored, c.policy.ReplayTTL); cerr != nil {
+		cerr := keeper.finish(func() error {
+			return retryStore(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, c.policy.ReplayTTL) })
+		})
+		if cerr != nil {
 			s.outcomeNotRecorded(ctx, name, lease, cerr)
 		}
 		setOutcome(ctx, name, outcomeExecuted)
 		writeToolResponse(w, resp.Status, resp.ContentType, resp.Body, false, lease.ExecutionID)
 	case err == nil:
 		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
-		s.release(storeCtx, name, lease)
+		_ = keeper.finish(func() error { return s.release(storeCtx, name, lease) })
 		outcome := outcomeExecuted
 		if resp.Status >= 500 {
 			outcome = outcomeToolError
@@ -85,7 +94,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		setOutcome(ctx, name, outcome)
 		writeToolResponse(w, resp.Status, resp.ContentType, resp.Body, false, lease.ExecutionID)
 	default:
-		s.release(storeCtx, name, lease)
+		_ = keeper.finish(func() error { return s.release(storeCtx, name, lease) })
 		p := s.toolErrorProblem(leaseCtx, err)
 		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", err)
 		setOutcome(ctx, name, outcomeToolError)
@@ -133,8 +142,8 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 }
 
 // release deletes the record so a retry runs the tool again.
-func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lease) {
-	err := s.store.Release(ctx, lease)
+func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lease) error {
+	err := retryStore(ctx, func() error { return s.store.Release(ctx, lease) })
 	switch {
 	case err == nil:
 	case errors.Is(err, idempotency.ErrLeaseLost):
@@ -143,6 +152,27 @@ func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lea
 		// The record stays IN_PROGRESS until its lease expires; then the
 		// tool's lease_expiry policy decides (rerun or UNKNOWN).
 		s.log.ErrorContext(ctx, "release failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
+	}
+	return err
+}
+
+// retryStore retries op while the store fails (unreachable, restarting),
+// with backoff, until ctx ends. The store's verdicts (lease lost, not
+// found) are final. Retrying is safe: the writes are owner-checked, so a
+// repeat of one that landed answers "lease lost" and changes nothing.
+func retryStore(ctx context.Context, op func() error) error {
+	delay := 50 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
 	}
 }
 
@@ -163,6 +193,12 @@ type leaseKeeper struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	lost bool
+
+	// op serialises renewals with the final write (complete or release),
+	// so no renewal runs after the record left IN_PROGRESS — it would read
+	// as a lost lease.
+	op       sync.Mutex
+	finished bool
 }
 
 // keepLease starts renewing lease. onLost is called (once) when the store
@@ -186,10 +222,16 @@ func (s *Server) keepLease(ctx context.Context, lease idempotency.Lease, onLost 
 				return
 			case <-ticker.C:
 			}
+			k.op.Lock()
+			if k.finished {
+				k.op.Unlock()
+				return
+			}
 			renewCtx, cancel := context.WithTimeout(ctx, interval)
 			start := time.Now()
 			err := s.store.Renew(renewCtx, lease, ttl)
 			cancel()
+			k.op.Unlock()
 			switch {
 			case err == nil:
 				validUntil = start.Add(ttl)
@@ -208,6 +250,15 @@ func (s *Server) keepLease(ctx context.Context, lease idempotency.Lease, onLost 
 		}
 	}()
 	return k
+}
+
+// finish runs the final write of the record; renewals stop for good once it
+// is under way.
+func (k *leaseKeeper) finish(write func() error) error {
+	k.op.Lock()
+	defer k.op.Unlock()
+	k.finished = true
+	return write()
 }
 
 // stop ends the renewals and reports whether the lease was lost.

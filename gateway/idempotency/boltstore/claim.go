@@ -117,6 +117,17 @@ func (t *txn) decideExisting(key []byte, r *storedRecord, req idempotency.ClaimR
 		return idempotency.Decision{}, false, fmt.Errorf("record in unexpected state %q", r.State)
 	}
 
+	// The same claim again (its caller lost the first answer): it already
+	// owns the record, so it gets its claim back, not "in progress".
+	if r.Owner == req.Owner {
+		lease := idempotency.Lease{Scope: req.Scope, Owner: r.Owner, FencingToken: r.Fencing, ExecutionID: r.ExecutionID}
+		if req.Step != nil {
+			step := *req.Step
+			lease.Step = &step
+		}
+		return idempotency.Decision{Outcome: idempotency.OutcomeClaimed, Lease: lease, ExecutionID: r.ExecutionID}, false, nil
+	}
+
 	if r.leaseAlive(t.now) {
 		return idempotency.Decision{
 			Outcome:     idempotency.OutcomeInProgress,

@@ -33,7 +33,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if s.keys.usesPointer(req.Step) {
 		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, lockMS + replayMS}})
 	}
-	cmds, err := s.evalPipelined(ctx, calls...)
+	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
 	}
@@ -43,6 +43,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	}
 	d, err := decodeDecision(req, reply)
 	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+	}
+	if err := s.claimReplicated(ctx, d, acked); err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
 	}
 	return d, nil

@@ -19,6 +19,12 @@ type scriptCall struct {
 // whose errors arrive only at Exec, so calls the server answered NOSCRIPT
 // (a restarted or flushed Redis) are sent once more with EVAL. A script
 // answered NOSCRIPT did not run, so resending it is safe.
+//
+// The first call is the record's script and decides the result; the others
+// (pointer sets, which only help the admin API find a record on a cluster)
+// are best effort. Their failure — say their master is restarting — must
+// not turn a claim that happened into an error, which would leave an
+// IN_PROGRESS record that nobody runs.
 func (s *Store) evalPipelined(ctx context.Context, calls ...scriptCall) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(calls))
 	_, err := s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -36,20 +42,20 @@ func (s *Store) evalPipelined(ctx context.Context, calls ...scriptCall) ([]*redi
 		case cmd.Err() == nil:
 		case redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT"):
 			unknown = append(unknown, i)
-		default:
+		case i == 0:
 			return nil, cmd.Err()
 		}
 	}
 	if len(unknown) == 0 {
-		return nil, err
+		return cmds, nil // only best-effort calls failed
 	}
-	_, err = s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	_, _ = s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, i := range unknown {
 			cmds[i] = calls[i].script.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
 		}
 		return nil
 	})
-	if err != nil {
+	if err := cmds[0].Err(); err != nil {
 		return nil, err
 	}
 	return cmds, nil

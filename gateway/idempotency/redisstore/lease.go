@@ -33,11 +33,14 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, []any{record, ttlMS}})
 	}
-	cmds, err := s.evalPipelined(ctx, calls...)
+	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
 		return ownedResult("complete", lease, 0, err)
 	}
 	ok, err := cmds[0].Int()
+	if err == nil && ok == 1 {
+		err = s.wait.check(acked)
+	}
 	return ownedResult("complete", lease, ok, err)
 }
 

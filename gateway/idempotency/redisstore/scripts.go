@@ -46,12 +46,15 @@ local now = now_us()
 local lease_end = now + lock_ms * 1000
 local ttl_ms = int(lock_ms + replay_ms)
 
-local f = redis.call('HMGET', rec, 'state', 'fp', 'exec', 'lease', 'fence', 'status', 'ctype', 'body', 'step')
+local f = redis.call('HMGET', rec, 'state', 'fp', 'exec', 'lease', 'fence', 'status', 'ctype', 'body', 'step', 'owner')
 local state = f[1]
 if state then
   if f[2] ~= ARGV[4] then return {'key_reused'} end
   if state == 'COMPLETED' then return {'replay', f[3], f[6], f[7], f[8]} end
   if state == 'UNKNOWN' then return {'unknown', f[3]} end
+  -- The same claim again (a client resent it after losing the reply): it
+  -- already owns the record, so it gets its claim, not "in progress".
+  if f[10] == ARGV[6] then return {'claimed', f[3], f[5], '0'} end
   local lease = tonumber(f[4])
   if lease > now then return {'in_progress', f[3], int(lease - now)} end
   local step = bound_step(rec, f[9])

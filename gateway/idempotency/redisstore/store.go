@@ -7,6 +7,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,12 +22,20 @@ type Options struct {
 	// Prefix starts every key (default "gw:"), so several gateways or tests
 	// can share one Redis.
 	Prefix string
+	// WaitReplicas, when above 0, makes each claim and completion wait
+	// (Redis WAIT) until that many replicas acknowledged it, so a failover
+	// to one of them cannot lose it; see wait.go. 0: no waiting (Redis
+	// replication is asynchronous).
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT (default 500ms).
+	WaitTimeout time.Duration
 }
 
 // Store is an idempotency.Store on Redis. It is safe for concurrent use.
 type Store struct {
 	client redis.UniversalClient
 	keys   keyLayout
+	wait   waitPolicy
 }
 
 var _ idempotency.Store = (*Store)(nil)
@@ -40,7 +49,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	}
 	// Only a cluster forces a record into its session's slot (see keyLayout).
 	_, cluster := client.(*redis.ClusterClient)
-	return &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}}
+	return &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts)}
 }
 
 // Ping reports whether Redis answers.

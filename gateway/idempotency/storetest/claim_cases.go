@@ -12,6 +12,7 @@ func claimCases() []testCase {
 		{"ReplayByteForByte", testReplayByteForByte},
 		{"InProgressRetryAfter", testInProgressRetryAfter},
 		{"KeyReusedInEveryState", testKeyReusedInEveryState},
+		{"ResentClaimGetsItsClaim", testResentClaimGetsItsClaim},
 		{"Ping", testPing},
 	}
 }
@@ -129,5 +130,22 @@ func testKeyReusedInEveryState(f *fixture) {
 func testPing(f *fixture) {
 	if err := f.store.Ping(f.ctx); err != nil {
 		f.t.Errorf("Ping: %v", err)
+	}
+}
+
+// testResentClaimGetsItsClaim: a client that lost the answer to its claim
+// and sends the very same claim (same owner token) again gets the claim it
+// already holds — not "in progress", which would orphan the record.
+func testResentClaimGetsItsClaim(f *fixture) {
+	req := f.request(f.scope("tool", f.id("key")), fingerprintA, f.step(f.id("resent"), 1))
+	first := f.expect(req, idempotency.OutcomeClaimed)
+	again := f.expect(req, idempotency.OutcomeClaimed)
+	if again.Lease.Owner != first.Lease.Owner || again.Lease.FencingToken != first.Lease.FencingToken || again.ExecutionID != first.ExecutionID {
+		f.t.Errorf("resent claim: %+v, want the first claim's lease %+v", again.Lease, first.Lease)
+	}
+	f.complete(again.Lease, idempotency.StoredResponse{Status: 200, Body: []byte("{}")}, replayTTL)
+	other := f.fresh(req)
+	if d := f.expect(other, idempotency.OutcomeReplay); d.ExecutionID != first.ExecutionID {
+		f.t.Errorf("replay after the resent claim completed: execution id %s, want %s", d.ExecutionID, first.ExecutionID)
 	}
 }

@@ -1,0 +1,71 @@
+package chaos
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildGateway compiles cmd/gateway once for the test.
+func buildGateway(t *testing.T) string {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skip(bin + " not on PATH")
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "gateway")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestChaos is the short CI run: on one Redis and on a 3-master cluster,
+// 3 gateways and 6 agents for a few seconds each while replicas are
+// SIGKILLed and Redis restarts; every invariant must hold.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run skipped in -short mode")
+	}
+	bin := buildGateway(t)
+	for _, cluster := range []bool{false, true} {
+		name := "single-redis"
+		if cluster {
+			name = "cluster"
+		}
+		t.Run(name, func(t *testing.T) {
+			var log strings.Builder
+			report, err := Run(t.Context(), Config{
+				GatewayBinary:     bin,
+				WorkDir:           t.TempDir(),
+				Cluster:           cluster,
+				Replicas:          3,
+				Agents:            6,
+				Duration:          8 * time.Second,
+				KillEvery:         700 * time.Millisecond,
+				RedisRestartEvery: 3 * time.Second,
+				// A little above the long run's 1 s: CI runs other packages'
+				// tests beside this one, and a gateway starved of CPU for a
+				// whole lease would be taken over without being killed.
+				LockTTL: 1500 * time.Millisecond,
+				Log:     &log,
+			})
+			if err != nil {
+				t.Fatalf("chaos run: %v\n%s", err, log.String())
+			}
+			var out strings.Builder
+			report.Print(&out)
+			t.Log("\n" + out.String())
+			if !report.OK() {
+				t.Errorf("invariants broken:\n%s\n%s", out.String(), log.String())
+			}
+			if report.Kills == 0 || report.RedisRestarts == 0 || report.Steps == 0 {
+				t.Errorf("the run injected no faults or ran no steps: %+v", report)
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package chaos
+
+import (
+	"strconv"
+	"time"
+)
+
+// maxViolationsPerTag keeps a broken run's report readable.
+const maxViolationsPerTag = 20
+
+// check evaluates the invariants over what the agents got, what the
+// upstream ran and when each replica was killed.
+func check(r *Report, steps []*step, execs map[string][]execution, kills map[string][]time.Time) {
+	counts := map[string]int{}
+	violate := func(tag, format string, args ...any) {
+		counts[tag]++
+		if counts[tag] <= maxViolationsPerTag {
+			r.violate(tag+": "+format, args...)
+		}
+	}
+	diedDuring := func(replica string, from, to time.Time) bool {
+		for _, t := range kills[replica] {
+			if !t.Before(from) && !t.After(to) {
+				return true
+			}
+		}
+		return false
+	}
+
+	for _, s := range steps {
+		r.Steps++
+		if s.Tool == toolUnknown {
+			r.StepsUnknownPolicy++
+		}
+		r.FinalAnswers += len(s.Answers)
+		id := func() string { return s.Session + "/" + s.Tool + "/step " + strconv.FormatUint(s.Index, 10) }
+		if len(s.Answers) == 0 {
+			violate(tagLost, "%s got no answer", id())
+			continue
+		}
+		first := s.Answers[0]
+		for _, a := range s.Answers {
+			switch a.Kind {
+			case answerLost:
+				violate(tagLost, "%s: no final answer within the deadline: %s", id(), a.Detail)
+			case answerUnexpected:
+				violate(tagOneAnswer, "%s: unexpected final answer: %s", id(), a.Detail)
+			}
+			if !a.sameAs(first) {
+				violate(tagOneAnswer, "%s: answers differ: %+v vs %+v", id(), first, a)
+			}
+		}
+		runs := execs[s.Key]
+		if first.Kind == answerUnknown {
+			r.UnknownOutcomes++
+			if len(runs) == 0 {
+				r.UnknownNeverRan++
+			}
+		}
+		if s.Tool == toolUnknown && len(runs) > 1 {
+			violate(tagUnknownOnce, "%s ran %d times", id(), len(runs))
+		}
+		for k := 1; k < len(runs); k++ {
+			prev := runs[k-1]
+			if diedDuring(prev.Replica, prev.Start, runs[k].Start) {
+				r.ReexecutedAfterDeath++
+				continue
+			}
+			violate(tagOnlyOnDeath, "%s: run %d on %s although run %d's gateway %s was not killed (aborted=%v, %v–%v, next at %v)",
+				id(), k+1, runs[k].Replica, k, prev.Replica, prev.Aborted,
+				prev.Start.Format(time.StampMilli), prev.End.Format(time.StampMilli), runs[k].Start.Format(time.StampMilli))
+		}
+		if first.Kind == answerResult {
+			delivered := -1
+			for i, run := range runs {
+				if run.ExecutionID == first.ExecutionID {
+					delivered = i
+				}
+			}
+			switch {
+			case delivered < 0:
+				violate(tagOneAnswer, "%s: answer of execution %s that the upstream never ran", id(), first.ExecutionID)
+			case delivered < len(runs)-1:
+				violate(tagCompleted, "%s: execution %s completed and was answered, yet the tool ran %d more time(s)",
+					id(), first.ExecutionID, len(runs)-1-delivered)
+			}
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Report is what a run measured and which invariants it broke.
+type Report struct {
+	Store    string
+	Replicas int
+	Agents   int
+	Duration time.Duration
+	Seed     uint64
+	Elapsed  time.Duration
+
+	// Requests is the number of HTTP attempts the agents' SDKs made.
+	Requests int64
+	// Steps is the number of agent steps; StepsUnknownPolicy of them were
+	// calls of the lease_expiry: unknown tool.
+	Steps, StepsUnknownPolicy int
+	// FinalAnswers counts every final answer (first answers and replays).
+	FinalAnswers int
+	// Executions is how often the upstream ran a tool.
+	Executions int
+	// Kills and RedisRestarts count the injected faults.
+	Kills, RedisRestarts int
+	// ReexecutedAfterDeath counts executions beyond one per key whose
+	// previous execution's gateway was killed mid-tool: the at-least-once
+	// window of lease_expiry: rerun.
+	ReexecutedAfterDeath int
+	// UnknownOutcomes counts steps whose final answer was 409
+	// outcome_unknown; UnknownNeverRan of them never reached the upstream
+	// (the gateway died between claim and tool call).
+	UnknownOutcomes, UnknownNeverRan int
+	// Violations lists every broken invariant (empty: all held).
+	Violations []string
+}
+
+// OK reports whether every invariant held.
+func (r *Report) OK() bool { return len(r.Violations) == 0 }
+
+func (r *Report) violate(format string, args ...any) {
+	r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+}
+
+// Print writes the figures and the invariants.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "chaos run: store=%s replicas=%d agents=%d duration=%v seed=%d elapsed=%v\n",
+		r.Store, r.Replicas, r.Agents, r.Duration, r.Seed, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  HTTP requests (attempts)            %d\n", r.Requests)
+	fmt.Fprintf(w, "  steps                               %d (%d with lease_expiry: unknown)\n", r.Steps, r.StepsUnknownPolicy)
+	fmt.Fprintf(w, "  final answers (with replays)        %d\n", r.FinalAnswers)
+	fmt.Fprintf(w, "  tool executions                     %d\n", r.Executions)
+	fmt.Fprintf(w, "  gateway replicas killed (SIGKILL)   %d\n", r.Kills)
+	fmt.Fprintf(w, "  redis kills + restarts              %d\n", r.RedisRestarts)
+	fmt.Fprintf(w, "  re-executions after a gateway died mid-tool (rerun, at-least-once window): %d\n", r.ReexecutedAfterDeath)
+	fmt.Fprintf(w, "  outcome_unknown answers (unknown policy): %d (%d of them never reached the tool)\n", r.UnknownOutcomes, r.UnknownNeverRan)
+	fmt.Fprintf(w, "  invariants:\n")
+	for _, inv := range invariantNames {
+		fmt.Fprintf(w, "    %-70s %s\n", inv.text, r.status(inv.tag))
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "  VIOLATION %s\n", v)
+	}
+}
+
+// Invariant tags prefix each violation, so Print can say which held.
+const (
+	tagOneAnswer   = "one-answer"
+	tagCompleted   = "completed-rerun"
+	tagOnlyOnDeath = "only-on-death"
+	tagUnknownOnce = "unknown-once"
+	tagLost        = "lost"
+)
+
+var invariantNames = []struct{ tag, text string }{
+	{tagOneAnswer, "every step got exactly one final answer, identical across replays"},
+	{tagCompleted, "no key whose execution completed was executed again"},
+	{tagOnlyOnDeath, "re-executions only after the running gateway died mid-tool"},
+	{tagUnknownOnce, "lease_expiry: unknown tools never ran twice"},
+	{tagLost, "no request lost (every step answered within its deadline)"},
+}
+
+func (r *Report) status(tag string) string {
+	n := 0
+	for _, v := range r.Violations {
+		if len(v) > len(tag) && v[:len(tag)] == tag {
+			n++
+		}
+	}
+	if n == 0 {
+		return "OK"
+	}
+	return fmt.Sprintf("FAILED (%d)", n)
+}

@@ -1,0 +1,172 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/toolgateway/toolgateway/agentclient"
+)
+
+// Run performs one chaos run and returns its report; an error means the
+// run itself could not be set up (a violated invariant is in the report).
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	var logMu sync.Mutex // the killers log concurrently; cfg.Log need not be safe
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(cfg.Log, "%s chaos: "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+	}
+
+	up := newUpstream()
+	defer up.close()
+	redis, err := startBackend(cfg.WorkDir, cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer redis.kill()
+
+	replicas := make([]*replica, cfg.Replicas)
+	for i := range replicas {
+		if replicas[i], err = newReplica(cfg.WorkDir, cfg.GatewayBinary, "g"+strconv.Itoa(i+1),
+			redis.store(), up, cfg.LockTTL); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		for _, r := range replicas {
+			r.stop()
+		}
+	}()
+	for _, r := range replicas {
+		if err := r.start(ctx); err != nil {
+			return nil, err
+		}
+	}
+	logf("%d gateways up on %s; logs in %s", len(replicas), redis.describe(), cfg.WorkDir)
+
+	report := &Report{Store: redis.describe(), Replicas: cfg.Replicas, Agents: cfg.Agents,
+		Duration: cfg.Duration, Seed: cfg.Seed}
+	lb := &balancer{base: &http.Transport{MaxIdleConnsPerHost: 16}, rng: rand.New(rand.NewPCG(cfg.Seed, 1))}
+	for _, r := range replicas {
+		lb.addrs = append(lb.addrs, r.addr)
+	}
+	client := agentclient.New("http://gateway.invalid",
+		agentclient.WithHTTPClient(&http.Client{Transport: lb, Timeout: 15 * time.Second}),
+		agentclient.WithRetry(50*time.Millisecond, time.Second),
+		agentclient.WithPreferWait(2*time.Second))
+
+	stop := time.Now().Add(cfg.Duration)
+	faultsCtx, stopFaults := context.WithCancel(ctx)
+	var faults sync.WaitGroup
+	var faultErr error
+	var faultMu sync.Mutex
+	fail := func(err error) {
+		faultMu.Lock()
+		defer faultMu.Unlock()
+		faultErr = errors.Join(faultErr, err)
+	}
+	faults.Add(2)
+	go func() {
+		defer faults.Done()
+		report.Kills = killReplicas(faultsCtx, cfg, replicas, logf, fail)
+	}()
+	go func() {
+		defer faults.Done()
+		report.RedisRestarts = restartRedis(faultsCtx, cfg, redis, logf, fail)
+	}()
+
+	agents := make([]*agent, cfg.Agents)
+	var wg sync.WaitGroup
+	for i := range agents {
+		agents[i] = &agent{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+2)),
+			session: client.Session(fmt.Sprintf("chaos-%d-agent-%d", cfg.Seed, i))}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			agents[i].run(ctx, stop)
+		}()
+	}
+	wg.Wait()
+	stopFaults()
+	faults.Wait()
+	if faultErr != nil {
+		return nil, faultErr
+	}
+	logf("faults stopped (%d kills, %d redis restarts); replaying every step once more", report.Kills, report.RedisRestarts)
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.verify(ctx)
+		}()
+	}
+	wg.Wait()
+
+	var steps []*step
+	for _, a := range agents {
+		steps = append(steps, a.steps...)
+	}
+	execs, total := up.snapshot()
+	kills := map[string][]time.Time{}
+	for _, r := range replicas {
+		kills[r.name] = r.killTimes()
+	}
+	report.Requests = lb.attempts.Load()
+	report.Executions = total
+	check(report, steps, execs, kills)
+	report.Elapsed = time.Since(began)
+	return report, nil
+}
+
+// killReplicas SIGKILLs a random replica every ~cfg.KillEvery and starts
+// it again after 50–400 ms, until ctx ends; one replica is down at a time.
+func killReplicas(ctx context.Context, cfg Config, replicas []*replica, logf func(string, ...any), fail func(error)) int {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
+	kills := 0
+	for sleepCtx(ctx, jitter(rng, cfg.KillEvery)) == nil {
+		victim := replicas[rng.IntN(len(replicas))]
+		victim.kill()
+		kills++
+		logf("killed %s", victim.name)
+		time.Sleep(time.Duration(50+rng.IntN(351)) * time.Millisecond)
+		// Restart even when ctx has ended: the verification pass needs it.
+		if err := victim.start(context.WithoutCancel(ctx)); err != nil {
+			fail(err)
+			return kills
+		}
+	}
+	return kills
+}
+
+// restartRedis SIGKILLs a Redis node every ~cfg.RedisRestartEvery and
+// starts it again at once (AOF, fsync always: nothing acknowledged is lost).
+func restartRedis(ctx context.Context, cfg Config, b *backend, logf func(string, ...any), fail func(error)) int {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 3))
+	restarts := 0
+	for sleepCtx(ctx, jitter(rng, cfg.RedisRestartEvery)) == nil {
+		addr, err := b.restartOne(context.WithoutCancel(ctx), rng)
+		restarts++
+		if err != nil {
+			fail(err)
+			return restarts
+		}
+		logf("killed and restarted redis %s", addr)
+	}
+	return restarts
+}
+
+// jitter returns d scaled by a random factor in [0.5, 1.5).
+func jitter(rng *rand.Rand, d time.Duration) time.Duration {
+	return d/2 + time.Duration(rng.Int64N(int64(d)))
+}

@@ -1,0 +1,99 @@
+package chaos
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// replicaHeader is the static upstream header each gateway's config sets,
+// so the upstream knows which replica ran an execution.
+const replicaHeader = "X-Gateway-Replica"
+
+// execution is one run of the tool, as the upstream saw it.
+type execution struct {
+	Tool, Key, Replica, ExecutionID string
+	Fence                           int64
+	Start, End                      time.Time
+	// Aborted: the gateway hung up before the answer (it died, or it
+	// cancelled the tool after losing its lease).
+	Aborted bool
+}
+
+// upstream is the HTTP tool behind the gateways: it counts executions per
+// Idempotency-Key and takes 20–100 ms, to widen the window in which a
+// gateway dies mid-tool. Its answer names the execution, so two
+// executions of one key never give the same body.
+type upstream struct {
+	server *httptest.Server
+
+	mu    sync.Mutex
+	byKey map[string][]*execution
+	total int
+}
+
+func newUpstream() *upstream {
+	u := &upstream{byKey: map[string][]*execution{}}
+	u.server = httptest.NewServer(http.HandlerFunc(u.serve))
+	return u
+}
+
+func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	e := &execution{
+		Tool:        strings.TrimPrefix(r.URL.Path, "/"),
+		Key:         r.Header.Get("Idempotency-Key"),
+		Replica:     r.Header.Get(replicaHeader),
+		ExecutionID: r.Header.Get("Tool-Execution-Id"),
+		Start:       time.Now(),
+	}
+	e.Fence, _ = strconv.ParseInt(r.Header.Get("Fencing-Token"), 10, 64)
+	u.mu.Lock()
+	u.byKey[e.Key] = append(u.byKey[e.Key], e)
+	run := len(u.byKey[e.Key])
+	u.total++
+	u.mu.Unlock()
+
+	work := time.NewTimer(time.Duration(20+rand.IntN(81)) * time.Millisecond)
+	defer work.Stop()
+	select {
+	case <-work.C:
+	case <-r.Context().Done():
+		u.finish(e, true)
+		return
+	}
+	body, _ := json.Marshal(map[string]any{
+		"tool": e.Tool, "key": e.Key, "run": run, "execution_id": e.ExecutionID, "replica": e.Replica,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(body)
+	u.finish(e, err != nil)
+}
+
+func (u *upstream) finish(e *execution, aborted bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e.End, e.Aborted = time.Now(), aborted
+}
+
+// url is the tool's endpoint.
+func (u *upstream) url(tool string) string { return u.server.URL + "/" + tool }
+
+// snapshot returns a copy of the executions per key.
+func (u *upstream) snapshot() (map[string][]execution, int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[string][]execution, len(u.byKey))
+	for k, list := range u.byKey {
+		for _, e := range list {
+			out[k] = append(out[k], *e)
+		}
+	}
+	return out, u.total
+}
+
+func (u *upstream) close() { u.server.Close() }
