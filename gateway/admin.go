@@ -4,12 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // adminRecord is the admin API's view of a record.
@@ -40,7 +40,9 @@ func adminScope(r *http.Request) (idempotency.Scope, bool) {
 	}
 	key, _ = unquoteKey(key)
 	scope := idempotency.Scope{Tenant: chi.URLParam(r, "tenant"), Tool: chi.URLParam(r, "tool"), Key: key}
-	if scope.Tenant == "" || scope.Tool == "" || !validKey(key, KeyModeOpaque) || strings.ContainsAny(scope.Tenant+scope.Tool, "/") {
+	// Tenant and tool names follow the tool-name pattern, so a path segment
+	// that does not cannot name a record (and never reaches the store or a log).
+	if !tools.ValidName(scope.Tenant) || !tools.ValidName(scope.Tool) || !validKey(key, KeyModeOpaque) {
 		return idempotency.Scope{}, false
 	}
 	return scope, true

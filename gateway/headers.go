@@ -87,6 +87,34 @@ func parseCallHeaders(h http.Header, mode KeyMode) (callHeaders, *Problem) {
 	return out, nil
 }
 
+// requestContentType returns the request's one Content-Type value, or ""
+// when it is absent or sent more than once: two media types are ambiguous,
+// and the gateway never guesses which one a client meant.
+func requestContentType(h http.Header) string {
+	v, present, ok := singleHeader(h, "Content-Type")
+	if !present || !ok {
+		return ""
+	}
+	return v
+}
+
+// optionalStepHeaders returns the Agent-* headers of a call that needs no
+// key (a read-only tool): they are handed to the tool only when both are
+// present, sent once and well-formed, so a tool never sees a malformed
+// session id or step index.
+func optionalStepHeaders(h http.Header) (sessionID string, stepIndex uint64, hasStep bool) {
+	session, sessionPresent, sessionOK := singleHeader(h, headerSessionID)
+	step, stepPresent, stepOK := singleHeader(h, headerStepIndex)
+	if !sessionPresent || !sessionOK || !stepPresent || !stepOK || keyderive.ValidateSessionID(session) != nil {
+		return "", 0, false
+	}
+	index, ok := parseStepIndex(step)
+	if !ok {
+		return "", 0, false
+	}
+	return session, index, true
+}
+
 // singleHeader returns the header's value; present is false when it is absent
 // or empty (an empty header counts as missing), ok is false when it was sent
 // more than once.

@@ -26,12 +26,7 @@ func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, entry *tool
 	defer stop()
 
 	req := &tools.Request{Arguments: body, Tenant: tenantFrom(ctx)}
-	if session, present, ok := singleHeader(r.Header, headerSessionID); present && ok {
-		req.SessionID = session
-	}
-	if step, present, ok := singleHeader(r.Header, headerStepIndex); present && ok {
-		req.StepIndex, req.HasStep = parseStepIndex(step)
-	}
+	req.SessionID, req.StepIndex, req.HasStep = optionalStepHeaders(r.Header)
 	resp, err := s.callTool(toolCtx, entry, req)
 	if err == nil && resp == nil {
 		err = errors.New("tool returned neither a response nor an error")

@@ -115,6 +115,9 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := checkAuthOptions(opts.Tenants, opts.AdminTokenSHA256); err != nil {
+		return nil, err
+	}
 	for name, p := range opts.Policies {
 		if _, ok := opts.Tools.Lookup(name); !ok {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)

@@ -166,6 +166,9 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 		}
 		return s, "embedded:" + path, nil
 	}
+	if c.Store.WaitReplicas < 0 {
+		return nil, "", fmt.Errorf("store.wait_replicas: %d: must be 0 or more", c.Store.WaitReplicas)
+	}
 	var client redis.UniversalClient
 	var desc string
 	if len(c.Store.ClusterAddrs) > 0 {
@@ -179,7 +182,7 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 		client = redis.NewClient(opts)
 		desc = "redis:" + opts.Addr
 	}
-	s := redisstore.New(client, redisstore.Options{Prefix: c.Store.KeyPrefix})
+	s := redisstore.New(client, redisstore.Options{Prefix: c.Store.KeyPrefix, WaitReplicas: c.Store.WaitReplicas})
 	// A Redis that is down at start is not fatal: the gateway answers 503
 	// until it is back, and /readyz says so.
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)

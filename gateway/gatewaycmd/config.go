@@ -22,18 +22,43 @@ import (
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
 // Every field is optional; Defaults fills what a file leaves out.
 type Config struct {
-	Listen       string      `yaml:"listen"`
-	DrainTimeout Duration    `yaml:"drain_timeout"`
-	LogLevel     string      `yaml:"log_level"`
-	Store        StoreConfig `yaml:"store"`
-	Idempotency  IdemConfig  `yaml:"idempotency"`
-	Admin        AdminConfig `yaml:"admin"`
-	Auth         *AuthConfig `yaml:"auth"`
-	Tools        []ToolEntry `yaml:"tools"`
+	Listen       string       `yaml:"listen"`
+	DrainTimeout Duration     `yaml:"drain_timeout"`
+	LogLevel     string       `yaml:"log_level"`
+	Server       ServerConfig `yaml:"server"`
+	Store        StoreConfig  `yaml:"store"`
+	Idempotency  IdemConfig   `yaml:"idempotency"`
+	Admin        AdminConfig  `yaml:"admin"`
+	Auth         *AuthConfig  `yaml:"auth"`
+	Tools        []ToolEntry  `yaml:"tools"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string
 }
+
+// ServerConfig bounds what one connection may cost the gateway (slow or
+// oversized clients); fields left zero take the defaults below. There is
+// deliberately no write timeout: a response is written when the tool
+// finishes (up to its timeout) or a Prefer: wait ends (up to 60 s).
+type ServerConfig struct {
+	// ReadHeaderTimeout bounds reading the request line and headers (default 10s).
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading the whole request, body included (default 60s).
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long (default 120s).
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes caps the request line and headers (default 64 KiB);
+	// larger requests get 431.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+}
+
+// Defaults of the HTTP server limits.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
 
 // StoreConfig selects the idempotency store.
 type StoreConfig struct {
@@ -43,6 +68,9 @@ type StoreConfig struct {
 	ClusterAddrs []string `yaml:"cluster_addrs"`
 	// KeyPrefix prefixes every Redis key (default "gw:").
 	KeyPrefix string `yaml:"key_prefix"`
+	// WaitReplicas > 0: each claim and completion waits (Redis WAIT) for
+	// that many replicas to acknowledge it (docs/reliability.md).
+	WaitReplicas int `yaml:"wait_replicas"`
 	// Path is the embedded store's file.
 	Path string `yaml:"path"`
 }
@@ -184,6 +212,18 @@ func (c *Config) withDefaults() {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = Duration(30 * time.Second)
+	}
+	if c.Server.ReadHeaderTimeout == 0 {
+		c.Server.ReadHeaderTimeout = Duration(DefaultReadHeaderTimeout)
+	}
+	if c.Server.ReadTimeout == 0 {
+		c.Server.ReadTimeout = Duration(DefaultReadTimeout)
+	}
+	if c.Server.IdleTimeout == 0 {
+		c.Server.IdleTimeout = Duration(DefaultIdleTimeout)
+	}
+	if c.Server.MaxHeaderBytes <= 0 {
+		c.Server.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if c.Store.Path == "" {
 		c.Store.Path = "data/gateway.db"

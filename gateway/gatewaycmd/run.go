@@ -95,10 +95,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	srv := &http.Server{
 		Handler:           gw,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: time.Duration(cfg.Server.ReadHeaderTimeout),
+		ReadTimeout:       time.Duration(cfg.Server.ReadTimeout),
+		IdleTimeout:       time.Duration(cfg.Server.IdleTimeout),
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("gateway listening", "addr", ln.Addr().String(), "store", storeDesc,
