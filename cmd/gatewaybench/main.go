@@ -1,0 +1,249 @@
+// Command gatewaybench loads a tool-execution gateway and compares it, side
+// by side on the same machine, with a plain chi server calling the same tool
+// without any idempotency layer.
+//
+// By default it starts in-process, on loopback listeners, the gateway (or
+// -replicas of them sharing one Redis store) and the baseline, all serving a
+// tool whose only side effect is one Redis write (INCR of a counter per
+// idempotency key), and runs each -mode against them in alternating rounds.
+// With -url it loads an external gateway instead; -upstream serves the
+// counting tool for such a gateway to call, so the dup check can read its
+// counters.
+//
+//	gatewaybench -mode fresh -c 32 -d 10s
+//	gatewaybench -mode dup -replicas 2 -k 4
+//	gatewaybench -upstream 127.0.0.1:9000 -counters gwbench:ext:   # tool for an external gateway
+//	gatewaybench -mode dup -url http://127.0.0.1:8080,http://127.0.0.1:8081 -tool bench-incr -counters gwbench:ext:
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/internal/benchtool"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gatewaybench:", err)
+		os.Exit(1)
+	}
+}
+
+// errChecksFailed makes the exit status say that a target was missed.
+var errChecksFailed = errors.New("some targets were not met (see FAIL lines)")
+
+type flags struct {
+	modes      string
+	workers    int
+	duration   time.Duration
+	warmup     time.Duration
+	rounds     int
+	dupK       int
+	pool       int
+	payload    int
+	preferWait int
+	replicas   int
+	redisAddr  string
+	urls       string
+	baseline   string
+	tool       string
+	counters   string
+	upstream   string
+	accessLog  bool
+	cpuProfile string
+	strict     bool
+	only       string
+	protocol   int
+	rate       float64
+}
+
+func parseFlags(args []string, out io.Writer) (*flags, error) {
+	f := &flags{}
+	fs := flag.NewFlagSet("gatewaybench", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.modes, "mode", "fresh,replay,dup", "comma-separated modes: fresh, replay, dup")
+	fs.IntVar(&f.workers, "c", 32, "requests in flight (keep-alive workers)")
+	fs.DurationVar(&f.duration, "d", 10*time.Second, "length of each target's run in each round")
+	fs.DurationVar(&f.warmup, "warmup", time.Second, "unmeasured run per target before the rounds")
+	fs.IntVar(&f.rounds, "rounds", 2, "rounds; each loads every target in turn (A, B, A, B) to cancel drift")
+	fs.IntVar(&f.dupK, "k", 4, "dup mode: identical concurrent requests per step")
+	fs.IntVar(&f.pool, "pool", 1000, "replay mode: steps in the warmed pool")
+	fs.IntVar(&f.payload, "payload", 64, "length of the payload string in the arguments")
+	fs.IntVar(&f.preferWait, "wait", 0, "dup mode: send Prefer: wait=N (0: none, the losers get 409)")
+	fs.IntVar(&f.replicas, "replicas", 1, "in-process gateway replicas sharing one Redis store")
+	fs.StringVar(&f.redisAddr, "redis", "127.0.0.1:6379", "Redis for the in-process store and the tool's counters")
+	fs.StringVar(&f.urls, "url", "", "comma-separated base URLs of an external gateway (no in-process servers)")
+	fs.StringVar(&f.baseline, "baseline-url", "", "with -url: base URL of a baseline to compare against")
+	fs.StringVar(&f.tool, "tool", benchtool.DefaultToolName, "tool to call")
+	fs.StringVar(&f.counters, "counters", "", "Redis key prefix of the counting tool's counters (-upstream, and -url's dup check)")
+	fs.StringVar(&f.upstream, "upstream", "", "serve the counting tool as an HTTP upstream on this address and wait")
+	fs.BoolVar(&f.accessLog, "accesslog", true, "in-process gateways format their JSON access log (to io.Discard)")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (servers and load) here")
+	fs.BoolVar(&f.strict, "strict", false, "exit 1 when a throughput or latency target is missed (dup failures always do)")
+	fs.Float64Var(&f.rate, "rate", 0, "cap on requests started per second (dup: steps), to compare latency at equal throughput; 0: as fast as possible")
+	fs.IntVar(&f.protocol, "resp", 0, "in-process: RESP version of the Redis clients (0: go-redis default, 3)")
+	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline or gateway), e.g. to profile it")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return f, nil
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	f, err := parseFlags(args, out)
+	if err != nil {
+		return err
+	}
+	if f.upstream != "" {
+		return serveUpstream(ctx, f, out)
+	}
+	modes, err := parseModes(f.modes)
+	if err != nil {
+		return err
+	}
+	if f.cpuProfile != "" {
+		file, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer file.Close()
+		if err := pprof.StartCPUProfile(file); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	targets, cleanup, err := setUp(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	fmt.Fprintf(out, "machine: %d CPUs, GOMAXPROCS %d, %s; load generator and servers share them\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	failed := false
+	for _, mode := range modes {
+		report, err := benchtool.RunBench(ctx, benchtool.BenchConfig{
+			Targets: targets,
+			Load: benchtool.LoadConfig{
+				Tool: f.tool, Mode: mode, Workers: f.workers, DupK: f.dupK,
+				PoolSize: f.pool, PayloadBytes: f.payload, PreferWait: f.preferWait, Rate: f.rate,
+			},
+			Rounds: f.rounds, Duration: f.duration, Warmup: f.warmup, Progress: out,
+		})
+		if err != nil {
+			return fmt.Errorf("mode %s: %w", mode, err)
+		}
+		fmt.Fprintln(out)
+		report.WriteText(out)
+		fmt.Fprintf(out, "%s\n\n", report.JSON())
+		for _, c := range report.Checks() {
+			isDup := strings.Contains(c.Name, "executed") // the dup check's lines
+			if !c.Pass && (isDup || f.strict) {
+				failed = true
+			}
+		}
+	}
+	if failed {
+		return errChecksFailed
+	}
+	return nil
+}
+
+func parseModes(s string) ([]benchtool.Mode, error) {
+	var modes []benchtool.Mode
+	for _, name := range strings.Split(s, ",") {
+		m, err := benchtool.ParseMode(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		modes = append(modes, m)
+	}
+	return modes, nil
+}
+
+// setUp returns the targets: the in-process baseline and gateway(s), or the
+// external URLs.
+func setUp(ctx context.Context, f *flags) ([]benchtool.Target, func(), error) {
+	if f.urls == "" {
+		servers, err := benchtool.StartServers(ctx, benchtool.ServersConfig{
+			RedisAddr: f.redisAddr, Replicas: f.replicas, ToolName: f.tool, AccessLog: f.accessLog, Protocol: f.protocol,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		targets := []benchtool.Target{
+			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
+			{Name: "gateway", URLs: servers.GatewayURLs, RoundTrips: servers.StoreRoundTrips, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
+		}
+		if f.only != "" {
+			var kept []benchtool.Target
+			for _, t := range targets {
+				if t.Name == f.only {
+					kept = append(kept, t)
+				}
+			}
+			if len(kept) == 0 {
+				_ = servers.Close()
+				return nil, nil, fmt.Errorf("-only %q: want baseline or gateway", f.only)
+			}
+			targets = kept
+		}
+		return targets, func() { _ = servers.Close() }, nil
+	}
+
+	gw := benchtool.Target{Name: "gateway", URLs: strings.Split(f.urls, ",")}
+	var targets []benchtool.Target
+	cleanup := func() {}
+	if f.counters != "" {
+		client := redis.NewClient(&redis.Options{Addr: f.redisAddr})
+		gw.Tool = benchtool.NewCounterTool(client, f.tool, f.counters)
+		cleanup = func() { _ = client.Close() }
+	}
+	if f.baseline != "" {
+		targets = append(targets, benchtool.Target{Name: benchtool.BaselineName, URLs: []string{f.baseline}})
+	}
+	return append(targets, gw), cleanup, nil
+}
+
+// serveUpstream serves the counting tool for an external gateway until ctx ends.
+func serveUpstream(ctx context.Context, f *flags, out io.Writer) error {
+	if f.counters == "" {
+		return errors.New("-upstream needs -counters (the key prefix the dup check will read)")
+	}
+	client := redis.NewClient(&redis.Options{Addr: f.redisAddr})
+	defer client.Close()
+	tool := benchtool.NewCounterTool(client, f.tool, f.counters)
+	srv := &http.Server{Addr: f.upstream, Handler: tool.UpstreamHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	fmt.Fprintf(out, "serving tool %s on http://%s (counters under %q); Ctrl-C to stop\n", f.tool, f.upstream, f.counters)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package benchtool
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Target is one server (or set of replicas) a benchmark loads.
+type Target struct {
+	// Name labels the target in reports; "baseline" is what ratios divide by.
+	Name string
+	URLs []string
+	// RoundTrips, when set, reads the target's store round-trip counter.
+	RoundTrips func() int64
+	// Tool, when set, is the tool the target calls; dup mode checks its
+	// counters.
+	Tool *CounterTool
+	// RedisCPU, when set, reads the CPU time used by the Redis the target
+	// (store and tool) uses.
+	RedisCPU func(context.Context) (time.Duration, error)
+}
+
+// BaselineName is the name of the target ratios are computed against.
+const BaselineName = "baseline"
+
+// BenchConfig configures RunBench.
+type BenchConfig struct {
+	Targets []Target
+	// Load is the template of every target's load (URLs are the target's).
+	Load LoadConfig
+	// Rounds alternate the targets (A, B, A, B, ...) so that drift of the
+	// shared machine hits them alike (default 2).
+	Rounds int
+	// Duration is the length of each target's run in each round.
+	Duration time.Duration
+	// Warmup is an unmeasured run per target before the first round.
+	Warmup time.Duration
+	// Progress receives one line per run; nil means none.
+	Progress io.Writer
+}
+
+// TargetReport is what a benchmark measured on one target.
+type TargetReport struct {
+	Name   string
+	Result *Result
+	// Dup is the dup check's verdict (dup mode, with a Tool).
+	Dup *DupReport
+}
+
+// Report is the outcome of RunBench.
+type Report struct {
+	Mode    Mode
+	Workers int
+	DupK    int
+	Rounds  int
+	// Rate is the cap on requests per second (0: none).
+	Rate float64
+	// Duration is each run's length.
+	Duration time.Duration
+	Targets  []TargetReport
+}
+
+// RunBench loads each target in turn, Rounds times, and merges each
+// target's runs.
+func RunBench(ctx context.Context, cfg BenchConfig) (*Report, error) {
+	cfg.Rounds = orInt(cfg.Rounds, 2)
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	loads := make([]*Load, len(cfg.Targets))
+	for i, t := range cfg.Targets {
+		lc := cfg.Load
+		lc.URLs = append([]string(nil), t.URLs...)
+		l, err := NewLoad(lc)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		if err := l.Prepare(ctx); err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		if cfg.Warmup > 0 {
+			if _, err := l.Run(ctx, cfg.Warmup); err != nil {
+				return nil, fmt.Errorf("target %s: warm-up: %w", t.Name, err)
+			}
+		}
+		loads[i] = l
+	}
+	merged := make([]*Result, len(cfg.Targets))
+	for i := range merged {
+		merged[i] = newResult()
+	}
+	// The warm-up's dup steps are checked too: they ran under the same rules.
+	var err error
+	for round := range cfg.Rounds {
+		for i, t := range cfg.Targets {
+			before := int64(-1)
+			if t.RoundTrips != nil {
+				before = t.RoundTrips()
+			}
+			var cpuBefore time.Duration
+			if t.RedisCPU != nil {
+				if cpuBefore, err = t.RedisCPU(ctx); err != nil {
+					return nil, err
+				}
+			}
+			procBefore := processCPU()
+			res, err := loads[i].Run(ctx, cfg.Duration)
+			res.ProcessCPU = processCPU() - procBefore
+			if err != nil {
+				return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			}
+			if t.RoundTrips != nil {
+				res.RoundTrips = t.RoundTrips() - before
+			}
+			if t.RedisCPU != nil {
+				cpuAfter, err := t.RedisCPU(ctx)
+				if err != nil {
+					return nil, err
+				}
+				res.RedisCPU = cpuAfter - cpuBefore
+			}
+			fmt.Fprintf(cfg.Progress, "round %d %-10s %8.0f req/s  p99 %7.2f ms  errors %d\n",
+				round+1, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors)
+			merged[i].Merge(res)
+		}
+	}
+	mode := loads[0].Config().Mode
+	report := &Report{Mode: mode, Workers: loads[0].Config().Workers, DupK: loads[0].Config().DupK,
+		Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: loads[0].Config().Rate}
+	for i, t := range cfg.Targets {
+		tr := TargetReport{Name: t.Name, Result: merged[i]}
+		if mode == ModeDup && t.Tool != nil {
+			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
+			if err != nil {
+				return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			}
+			tr.Dup = &dup
+		}
+		report.Targets = append(report.Targets, tr)
+	}
+	return report, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,182 @@
+package benchtool
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/internal/redistest"
+)
+
+// TestModesAgainstInProcessServers runs each mode briefly against two
+// gateway replicas sharing one Redis and against the baseline, and checks
+// what the load tool counts, not how fast anything is.
+func TestModesAgainstInProcessServers(t *testing.T) {
+	servers, err := StartServers(t.Context(), ServersConfig{RedisAddr: redistest.Addr(t), Replicas: 2, AccessLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := servers.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	targets := []Target{
+		{Name: BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool},
+		{Name: "gateway", URLs: servers.GatewayURLs, RoundTrips: servers.StoreRoundTrips, Tool: servers.Tool},
+	}
+	run := func(t *testing.T, mode Mode) (baseline, gw TargetReport) {
+		t.Helper()
+		report, err := RunBench(t.Context(), BenchConfig{
+			Targets:  targets,
+			Load:     LoadConfig{Mode: mode, Workers: 8, DupK: 4, PoolSize: 40},
+			Rounds:   2,
+			Duration: 300 * time.Millisecond,
+			Warmup:   100 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range report.Targets {
+			if tr.Result.Requests == 0 || tr.Result.Errors != 0 || tr.Result.RPS() <= 0 {
+				t.Fatalf("%s: %d requests, %d errors, %.0f req/s", tr.Name, tr.Result.Requests, tr.Result.Errors, tr.Result.RPS())
+			}
+			if p50, p99 := tr.Result.Percentile(0.5), tr.Result.Percentile(0.99); p50 <= 0 || p99 < p50 {
+				t.Fatalf("%s: p50 %v, p99 %v", tr.Name, p50, p99)
+			}
+		}
+		if len(report.JSON()) == 0 {
+			t.Fatal("empty JSON report")
+		}
+		return report.Targets[0], report.Targets[1]
+	}
+
+	t.Run("fresh", func(t *testing.T) {
+		baseline, gw := run(t, ModeFresh)
+		for _, tr := range []TargetReport{baseline, gw} {
+			if tr.Result.Statuses[http.StatusOK] != tr.Result.Requests || tr.Result.Replayed != 0 {
+				t.Errorf("%s: statuses %v, %d replayed; want every answer a fresh 200", tr.Name, tr.Result.Statuses, tr.Result.Replayed)
+			}
+		}
+		if got := gw.Result.RoundTripsPerRequest(); got != TargetFreshTrips {
+			t.Errorf("gateway: %.3f store round trips per fresh call, want %v", got, TargetFreshTrips)
+		}
+	})
+	t.Run("replay", func(t *testing.T) {
+		_, gw := run(t, ModeReplay)
+		if gw.Result.Replayed != gw.Result.Requests || gw.Result.Statuses[http.StatusOK] != gw.Result.Requests {
+			t.Errorf("gateway: %d of %d replayed, statuses %v", gw.Result.Replayed, gw.Result.Requests, gw.Result.Statuses)
+		}
+		if got := gw.Result.RoundTripsPerRequest(); got != TargetReplayTrips {
+			t.Errorf("gateway: %.3f store round trips per replay, want %v", got, TargetReplayTrips)
+		}
+	})
+	t.Run("dup", func(t *testing.T) {
+		baseline, gw := run(t, ModeDup)
+		if gw.Dup == nil || gw.Dup.Steps == 0 || gw.Dup.Duplicated != 0 || gw.Dup.Missing != 0 || gw.Dup.MaxRuns != 1 {
+			t.Errorf("gateway behind 2 replicas: dup check %+v, want every step run exactly once", gw.Dup)
+		}
+		// Without the idempotency layer every copy runs: the check must see it.
+		if baseline.Dup == nil || baseline.Dup.Duplicated != baseline.Dup.Steps || baseline.Dup.MaxRuns != 4 {
+			t.Errorf("baseline: dup check %+v, want every step run 4 times", baseline.Dup)
+		}
+		if gw.Result.Statuses[http.StatusOK]+gw.Result.Statuses[http.StatusConflict] != gw.Result.Requests {
+			t.Errorf("gateway: statuses %v, want only 200 and 409", gw.Result.Statuses)
+		}
+	})
+}
+
+func TestCloseDeletesTheRunsKeys(t *testing.T) {
+	addr := redistest.Addr(t)
+	servers, err := StartServers(t.Context(), ServersConfig{RedisAddr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLoad(LoadConfig{URLs: servers.GatewayURLs, Mode: ModeFresh, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Run(t.Context(), 100*time.Millisecond); err != nil || res.Requests == 0 {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	probe := redis.NewClient(&redis.Options{Addr: addr})
+	defer probe.Close()
+	count := func() int {
+		keys, err := probe.Keys(t.Context(), servers.Prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	if count() == 0 {
+		t.Fatal("the run wrote no keys under its prefix")
+	}
+	if err := servers.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("after Close: %d keys left under %s", n, servers.Prefix)
+	}
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	r := newResult()
+	for i := 100; i >= 1; i-- {
+		r.record(200, false, time.Duration(i)*time.Millisecond)
+	}
+	other := newResult()
+	other.record(200, true, 1000*time.Millisecond)
+	r.Merge(other)
+	cases := map[float64]time.Duration{0.5: 51 * time.Millisecond, 0.99: 100 * time.Millisecond, 1: time.Second, 0: time.Millisecond}
+	for p, want := range cases {
+		if got := r.Percentile(p); got != want {
+			t.Errorf("p%v = %v, want %v", p*100, got, want)
+		}
+	}
+	if r.Requests != 101 || r.Replayed != 1 || r.Statuses[200] != 101 {
+		t.Errorf("merged counts: %+v", r)
+	}
+}
+
+func TestRoundTripsLeaveOutConnectionHandshakes(t *testing.T) {
+	counter := &RoundTrips{}
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), PoolSize: 1})
+	defer client.Close()
+	client.AddHook(counter)
+	ctx := t.Context()
+	if err := client.Ping(ctx).Err(); err != nil { // dials: handshake + PING
+		t.Fatal(err)
+	}
+	if _, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Ping(ctx)
+		p.Ping(ctx)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if counter.Count() != 2 || counter.Setup() < 1 {
+		t.Fatalf("counted %d round trips and %d handshakes, want 2 and at least 1", counter.Count(), counter.Setup())
+	}
+}
+
+func TestRateCapsRequests(t *testing.T) {
+	servers, err := StartServers(t.Context(), ServersConfig{RedisAddr: redistest.Addr(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer servers.Close()
+	l, err := NewLoad(LoadConfig{URLs: []string{servers.BaselineURL}, Mode: ModeFresh, Workers: 4, Rate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Run(t.Context(), 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100/s for 0.5 s is 50, plus the buffer's burst of 8 at most.
+	if res.Requests == 0 || res.Requests > 60 {
+		t.Fatalf("%d requests at 100/s in 0.5 s", res.Requests)
+	}
+}

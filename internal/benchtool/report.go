@@ -1,0 +1,223 @@
+package benchtool
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The issue's targets for the gateway against the baseline.
+const (
+	TargetFreshRatio    = 0.6
+	TargetReplayRatio   = 1.0
+	TargetP99AddedMS    = 2.0
+	TargetP99AtWorkers  = 32
+	TargetFreshTrips    = 2.0
+	TargetReplayTrips   = 1.0
+	tripsTolerance      = 0.01
+	jsonLatencyDecimals = 1000
+)
+
+// Check is one target of the issue, evaluated on a report.
+type Check struct {
+	Name string  `json:"name"`
+	Want string  `json:"want"`
+	Got  float64 `json:"got"`
+	Pass bool    `json:"pass"`
+}
+
+func (r *Report) baseline() *TargetReport {
+	for i := range r.Targets {
+		if r.Targets[i].Name == BaselineName {
+			return &r.Targets[i]
+		}
+	}
+	return nil
+}
+
+// Checks evaluates the issue's targets for every non-baseline target: the
+// throughput ratio and added p99 need a baseline in the same run, round
+// trips need a counter, the dup check needs the tool's counters.
+func (r *Report) Checks() []Check {
+	base := r.baseline()
+	var out []Check
+	for _, t := range r.Targets {
+		if t.Name == BaselineName {
+			continue
+		}
+		res := t.Result
+		if base != nil && base.Result.RPS() > 0 && r.Rate <= 0 {
+			// At a capped rate both keep up; the ratio says nothing.
+			ratio := res.RPS() / base.Result.RPS()
+			switch r.Mode {
+			case ModeFresh:
+				out = append(out, Check{t.Name + " fresh throughput / baseline", fmt.Sprintf(">= %.1f", TargetFreshRatio), ratio, ratio >= TargetFreshRatio})
+			case ModeReplay:
+				out = append(out, Check{t.Name + " replay throughput / baseline", fmt.Sprintf(">= %.1f", TargetReplayRatio), ratio, ratio >= TargetReplayRatio})
+			}
+		}
+		if base != nil && base.Result.Requests > 0 {
+			if r.Workers == TargetP99AtWorkers && r.Mode != ModeDup {
+				added := ms(res.Percentile(0.99) - base.Result.Percentile(0.99))
+				out = append(out, Check{t.Name + " p99 added over baseline (ms)", fmt.Sprintf("<= %.1f", TargetP99AddedMS), added, added <= TargetP99AddedMS})
+			}
+		}
+		if trips := res.RoundTripsPerRequest(); !math.IsNaN(trips) {
+			switch r.Mode {
+			case ModeFresh:
+				out = append(out, Check{t.Name + " store round trips per fresh call", fmt.Sprintf("= %.0f", TargetFreshTrips), trips, math.Abs(trips-TargetFreshTrips) <= tripsTolerance})
+			case ModeReplay:
+				out = append(out, Check{t.Name + " store round trips per replay", fmt.Sprintf("= %.0f", TargetReplayTrips), trips, math.Abs(trips-TargetReplayTrips) <= tripsTolerance})
+			}
+		}
+		if t.Dup != nil {
+			out = append(out, Check{t.Name + " steps executed more than once", "= 0", float64(t.Dup.Duplicated), t.Dup.Duplicated == 0})
+			out = append(out, Check{t.Name + " steps never executed", "= 0", float64(t.Dup.Missing), t.Dup.Missing == 0})
+		}
+	}
+	return out
+}
+
+// WriteText prints the report as a table, then the checks.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "mode %s, %d workers, %d round(s) x %s per target", r.Mode, r.Workers, r.Rounds, r.Duration)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, ", capped at %.0f/s", r.Rate)
+	}
+	if r.Mode == ModeDup {
+		fmt.Fprintf(w, ", %d copies per step", r.DupK)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-10s %9s %9s %6s %7s %7s %7s %7s %6s %8s %8s  %s\n",
+		"target", "requests", "req/s", "ratio", "p50 ms", "p90 ms", "p99 ms", "p99.9", "rt/req", "proc us", "redis us", "statuses")
+	base := r.baseline()
+	for _, t := range r.Targets {
+		res := t.Result
+		ratio := "-"
+		if base != nil && base.Result.RPS() > 0 {
+			ratio = fmt.Sprintf("%.2f", res.RPS()/base.Result.RPS())
+		}
+		trips := "-"
+		if v := res.RoundTripsPerRequest(); !math.IsNaN(v) {
+			trips = fmt.Sprintf("%.2f", v)
+		}
+		redisUS := "-"
+		if v := res.RedisMicrosPerRequest(); !math.IsNaN(v) {
+			redisUS = fmt.Sprintf("%.1f", v)
+		}
+		fmt.Fprintf(w, "%-10s %9d %9.0f %6s %7.2f %7.2f %7.2f %7.2f %6s %8.1f %8s  %s",
+			t.Name, res.Requests, res.RPS(), ratio,
+			ms(res.Percentile(0.5)), ms(res.Percentile(0.9)), ms(res.Percentile(0.99)), ms(res.Percentile(0.999)),
+			trips, res.ProcessMicrosPerRequest(), redisUS, statusLine(res))
+		if t.Dup != nil {
+			fmt.Fprintf(w, "  dup check: %d steps, %d ran twice or more (max %d runs), %d never ran",
+				t.Dup.Steps, t.Dup.Duplicated, t.Dup.MaxRuns, t.Dup.Missing)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, c := range r.Checks() {
+		verdict := "PASS"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "target %-4s %-50s want %-6s got %.3f\n", verdict, c.Name, c.Want, c.Got)
+	}
+}
+
+func statusLine(res *Result) string {
+	codes := make([]int, 0, len(res.Statuses))
+	for code := range res.Statuses {
+		codes = append(codes, code)
+	}
+	slices.Sort(codes)
+	parts := make([]string, 0, len(codes)+2)
+	for _, code := range codes {
+		parts = append(parts, fmt.Sprintf("%d:%d", code, res.Statuses[code]))
+	}
+	if res.Replayed > 0 {
+		parts = append(parts, fmt.Sprintf("replayed:%d", res.Replayed))
+	}
+	if res.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("errors:%d", res.Errors))
+	}
+	return strings.Join(parts, " ")
+}
+
+type jsonTarget struct {
+	Name          string           `json:"name"`
+	Requests      int64            `json:"requests"`
+	Errors        int64            `json:"errors"`
+	RPS           float64          `json:"rps"`
+	Ratio         *float64         `json:"ratio_to_baseline,omitempty"`
+	P50MS         float64          `json:"p50_ms"`
+	P90MS         float64          `json:"p90_ms"`
+	P99MS         float64          `json:"p99_ms"`
+	P999MS        float64          `json:"p999_ms"`
+	Statuses      map[string]int64 `json:"statuses"`
+	Replayed      int64            `json:"replayed"`
+	TripsPerReq   *float64         `json:"store_round_trips_per_request,omitempty"`
+	RedisUSPerReq *float64         `json:"redis_cpu_us_per_request,omitempty"`
+	ProcUSPerReq  float64          `json:"process_cpu_us_per_request"`
+	DupSteps      *int             `json:"dup_steps,omitempty"`
+	DupDuplicated *int             `json:"dup_duplicated,omitempty"`
+	DupMissing    *int             `json:"dup_missing,omitempty"`
+}
+
+// JSON returns the report as one JSON object.
+func (r *Report) JSON() []byte {
+	out := struct {
+		Mode     Mode         `json:"mode"`
+		Workers  int          `json:"workers"`
+		DupK     int          `json:"dup_k,omitempty"`
+		Rounds   int          `json:"rounds"`
+		Rate     float64      `json:"rate_cap,omitempty"`
+		Duration string       `json:"duration_per_run"`
+		Targets  []jsonTarget `json:"targets"`
+		Checks   []Check      `json:"checks"`
+	}{Mode: r.Mode, Workers: r.Workers, Rounds: r.Rounds, Rate: r.Rate, Duration: r.Duration.String(), Checks: r.Checks()}
+	if r.Mode == ModeDup {
+		out.DupK = r.DupK
+	}
+	base := r.baseline()
+	for _, t := range r.Targets {
+		res := t.Result
+		jt := jsonTarget{
+			Name: t.Name, Requests: res.Requests, Errors: res.Errors, RPS: round3(res.RPS()),
+			P50MS: roundMS(res.Percentile(0.5)), P90MS: roundMS(res.Percentile(0.9)),
+			P99MS: roundMS(res.Percentile(0.99)), P999MS: roundMS(res.Percentile(0.999)),
+			Statuses: map[string]int64{}, Replayed: res.Replayed,
+			ProcUSPerReq: round3(res.ProcessMicrosPerRequest()),
+		}
+		for code, n := range res.Statuses {
+			jt.Statuses[fmt.Sprint(code)] = n
+		}
+		if base != nil && base.Result.RPS() > 0 {
+			v := round3(res.RPS() / base.Result.RPS())
+			jt.Ratio = &v
+		}
+		if v := res.RoundTripsPerRequest(); !math.IsNaN(v) {
+			v = round3(v)
+			jt.TripsPerReq = &v
+		}
+		if v := res.RedisMicrosPerRequest(); !math.IsNaN(v) {
+			v = round3(v)
+			jt.RedisUSPerReq = &v
+		}
+		if t.Dup != nil {
+			jt.DupSteps, jt.DupDuplicated, jt.DupMissing = &t.Dup.Steps, &t.Dup.Duplicated, &t.Dup.Missing
+		}
+		out.Targets = append(out.Targets, jt)
+	}
+	b, _ := json.Marshal(out) // plain data: cannot fail
+	return b
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func roundMS(d time.Duration) float64 {
+	return math.Round(ms(d)*jsonLatencyDecimals) / jsonLatencyDecimals
+}

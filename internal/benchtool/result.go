@@ -1,0 +1,116 @@
+package benchtool
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Result is what one load run (or several merged) measured.
+type Result struct {
+	// Requests counts answered requests; Errors counts transport failures
+	// (no answer at all).
+	Requests int64
+	Errors   int64
+	// Elapsed is the wall time the requests took (summed over merged runs).
+	Elapsed time.Duration
+	// Statuses counts answers by HTTP status.
+	Statuses map[int]int64
+	// Replayed counts answers with Idempotent-Replayed: true.
+	Replayed int64
+	// RoundTrips is the store round trips counted during the run, when known
+	// (in-process gateways only; -1 otherwise).
+	RoundTrips int64
+	// RedisCPU is the CPU time Redis spent during the run, when known
+	// (-1 otherwise).
+	RedisCPU time.Duration
+	// ProcessCPU is the CPU time of this process during the run: the load
+	// generator, plus the servers when they run in process.
+	ProcessCPU time.Duration
+	// latencies of the answered requests, sorted once read.
+	latencies []time.Duration
+	sorted    bool
+}
+
+func newResult() *Result {
+	return &Result{Statuses: make(map[int]int64), RoundTrips: -1, RedisCPU: -1}
+}
+
+func (r *Result) record(status int, replayed bool, latency time.Duration) {
+	r.Requests++
+	r.Statuses[status]++
+	if replayed {
+		r.Replayed++
+	}
+	r.latencies = append(r.latencies, latency)
+	r.sorted = false
+}
+
+// Merge adds o's counts, time and latencies to r.
+func (r *Result) Merge(o *Result) {
+	r.Requests += o.Requests
+	r.Errors += o.Errors
+	r.Elapsed += o.Elapsed
+	r.Replayed += o.Replayed
+	for status, n := range o.Statuses {
+		r.Statuses[status] += n
+	}
+	if o.RoundTrips >= 0 {
+		r.RoundTrips = max(r.RoundTrips, 0) + o.RoundTrips
+	}
+	r.ProcessCPU += o.ProcessCPU
+	if o.RedisCPU >= 0 {
+		r.RedisCPU = max(r.RedisCPU, 0) + o.RedisCPU
+	}
+	r.latencies = append(r.latencies, o.latencies...)
+	r.sorted = false
+}
+
+// ProcessMicrosPerRequest is this process's CPU time per answered
+// request in microseconds.
+func (r *Result) ProcessMicrosPerRequest() float64 {
+	if r.Requests == 0 {
+		return math.NaN()
+	}
+	return float64(r.ProcessCPU) / float64(time.Microsecond) / float64(r.Requests)
+}
+
+// RedisMicrosPerRequest is Redis CPU time per answered request in
+// microseconds, or NaN when it was not measured.
+func (r *Result) RedisMicrosPerRequest() float64 {
+	if r.RedisCPU < 0 || r.Requests == 0 {
+		return math.NaN()
+	}
+	return float64(r.RedisCPU) / float64(time.Microsecond) / float64(r.Requests)
+}
+
+// RPS is answered requests per second of wall time.
+func (r *Result) RPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// RoundTripsPerRequest is the average store round trips per answered
+// request, or NaN when they were not counted.
+func (r *Result) RoundTripsPerRequest() float64 {
+	if r.RoundTrips < 0 || r.Requests == 0 {
+		return math.NaN()
+	}
+	return float64(r.RoundTrips) / float64(r.Requests)
+}
+
+// Percentile returns the latency below which a fraction p (0–1) of the
+// answered requests fell (nearest rank).
+func (r *Result) Percentile(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	if !r.sorted {
+		slices.Sort(r.latencies)
+		r.sorted = true
+	}
+	rank := int(math.Ceil(p*float64(len(r.latencies)))) - 1
+	return r.latencies[min(max(rank, 0), len(r.latencies)-1)]
+}
