@@ -31,6 +31,7 @@ type requestInfo struct {
 	tenant    string
 	keyPrefix string
 	outcome   string
+	route     string // set by handlers whose pattern is fixed; "" asks chi
 }
 
 type requestInfoKey struct{}
@@ -113,10 +114,14 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			// scrapes would drown the series.
 			s.metrics.observeRequest(tool, outcome, elapsed)
 		}
+		route := info.route
+		if route == "" {
+			route = routeOf(r)
+		}
 		s.log.LogAttrs(r.Context(), levelFor(rec.status), "request",
 			stringAttr("request_id", RequestIDFrom(r.Context())),
 			stringAttr("method", r.Method),
-			stringAttr("route", routeOf(r)),
+			stringAttr("route", route),
 			stringAttr("tenant", tenant),
 			stringAttr("tool", tool),
 			stringAttr("key_prefix", info.keyPrefix),

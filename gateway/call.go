@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,9 @@ import (
 // handleTool serves /api/tools/v1/{tool}: GET describes the tool, POST calls
 // it. The tool must exist before the method is looked at (404 before 405).
 func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
+	if info := infoFrom(r.Context()); info != nil {
+		info.route = toolRoute // what chi would rebuild on every call
+	}
 	entry, ok := s.tools.Lookup(chi.URLParam(r, "tool"))
 	if !ok {
 		setOutcome(r.Context(), "", outcomeNotFound)
@@ -37,6 +41,9 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 	}
 }
+
+// toolRoute is handleTool's route pattern, for the access log.
+const toolRoute = "/api/tools/v1/{tool}"
 
 // call is one validated tool call on its way to the store.
 type call struct {
@@ -195,13 +202,15 @@ func innermostWriter(w http.ResponseWriter) http.ResponseWriter {
 
 // claimRequest builds the store request for c with a fresh owner and
 // execution id (used only if the claim succeeds).
-func (s *Server) claimRequest(c *call) idempotency.ClaimRequest {
+func (s *Server) claimRequest(ctx context.Context, c *call) idempotency.ClaimRequest {
 	req := idempotency.ClaimRequest{
 		Scope:       idempotency.Scope{Tenant: c.tenant, Tool: c.entry.Spec.Name, Key: c.headers.key},
 		Fingerprint: c.fingerprint,
 		StepGuard:   !s.opts.StepGuardOff,
 		ExecutionID: newULID(),
-		Owner:       newULID(),
+		// The request id is unique per request, so it can own the claim; a
+		// Prefer: wait poll of the same request that takes over reuses it.
+		Owner:       RequestIDFrom(ctx),
 		LockTTL:     s.opts.LockTTL,
 		ReplayTTL:   c.policy.ReplayTTL,
 		LeaseExpiry: c.policy.LeaseExpiry,

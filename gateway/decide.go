@@ -15,7 +15,7 @@ import (
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	name := c.entry.Spec.Name
-	req := s.claimRequest(c)
+	req := s.claimRequest(ctx, c)
 	d, err := s.store.Claim(ctx, req)
 	if err == nil && d.Outcome == idempotency.OutcomeInProgress {
 		if wait := preferWait(r.Header, MaxPreferWait); wait > 0 {
@@ -93,7 +93,7 @@ func (s *Server) awaitOutcome(ctx context.Context, c *call, wait time.Duration, 
 			return last, nil
 		case <-timer.C:
 		}
-		d, err := s.store.Claim(ctx, s.claimRequest(c))
+		d, err := s.store.Claim(ctx, s.claimRequest(ctx, c))
 		if err != nil || d.Outcome != idempotency.OutcomeInProgress {
 			return d, err
 		}

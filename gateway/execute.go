@@ -187,85 +187,81 @@ func (s *Server) outcomeNotRecorded(ctx context.Context, tool string, lease idem
 	s.log.ErrorContext(ctx, "outcome not recorded: store failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
 }
 
-// leaseKeeper renews a lease every LockTTL/3 while a tool runs.
+// leaseKeeper renews a lease every LockTTL/3 while a tool runs. It is a
+// self-rescheduling timer rather than a goroutine with a ticker: most tools
+// finish before the first renewal, and then the keeper costs nothing.
 type leaseKeeper struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	lost bool
+	s        *Server
+	ctx      context.Context
+	lease    idempotency.Lease
+	onLost   func()
+	interval time.Duration
 
-	// op serialises renewals with the final write (complete or release),
-	// so no renewal runs after the record left IN_PROGRESS — it would read
-	// as a lost lease.
-	op       sync.Mutex
-	finished bool
+	// mu is held during a renewal and during the final write (complete or
+	// release), so no renewal runs after the record left IN_PROGRESS — it
+	// would read as a lost lease.
+	mu         sync.Mutex
+	timer      *time.Timer
+	validUntil time.Time
+	stopped    bool
+	lost       bool
 }
 
 // keepLease starts renewing lease. onLost is called (once) when the store
 // says the lease is gone, or when no renewal has succeeded for a whole
 // LockTTL: from then on another gateway may legitimately take over.
 func (s *Server) keepLease(ctx context.Context, lease idempotency.Lease, onLost func()) *leaseKeeper {
-	k := &leaseKeeper{done: make(chan struct{})}
-	ttl := s.opts.LockTTL
-	interval := ttl / 3
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		validUntil := time.Now().Add(ttl)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-k.done:
-				return
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-			k.op.Lock()
-			if k.finished {
-				k.op.Unlock()
-				return
-			}
-			renewCtx, cancel := context.WithTimeout(ctx, interval)
-			start := time.Now()
-			err := s.store.Renew(renewCtx, lease, ttl)
-			cancel()
-			k.op.Unlock()
-			switch {
-			case err == nil:
-				validUntil = start.Add(ttl)
-				continue
-			case errors.Is(err, idempotency.ErrLeaseLost):
-			case time.Now().Before(validUntil):
-				s.log.WarnContext(ctx, "lease renewal failed; retrying", "tool", lease.Scope.Tool, "error", err)
-				continue
-			}
-			s.log.ErrorContext(ctx, "lease lost; cancelling the tool", "tool", lease.Scope.Tool, "execution_id", lease.ExecutionID, "error", err)
-			k.mu.Lock()
-			k.lost = true
-			k.mu.Unlock()
-			onLost()
-			return
-		}
-	}()
+	k := &leaseKeeper{s: s, ctx: ctx, lease: lease, onLost: onLost, interval: s.opts.LockTTL / 3,
+		validUntil: time.Now().Add(s.opts.LockTTL)}
+	k.mu.Lock()
+	k.timer = time.AfterFunc(k.interval, k.renew)
+	k.mu.Unlock()
 	return k
+}
+
+// renew runs on the timer's goroutine.
+func (k *leaseKeeper) renew() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.ctx.Err() != nil {
+		return
+	}
+	ttl := k.s.opts.LockTTL
+	renewCtx, cancel := context.WithTimeout(k.ctx, k.interval)
+	start := time.Now()
+	err := k.s.store.Renew(renewCtx, k.lease, ttl)
+	cancel()
+	switch {
+	case err == nil:
+		k.validUntil = start.Add(ttl)
+		k.timer.Reset(k.interval)
+		return
+	case errors.Is(err, idempotency.ErrLeaseLost):
+	case time.Now().Before(k.validUntil):
+		k.s.log.WarnContext(k.ctx, "lease renewal failed; retrying", "tool", k.lease.Scope.Tool, "error", err)
+		k.timer.Reset(k.interval)
+		return
+	}
+	k.s.log.ErrorContext(k.ctx, "lease lost; cancelling the tool", "tool", k.lease.Scope.Tool, "execution_id", k.lease.ExecutionID, "error", err)
+	k.lost, k.stopped = true, true
+	k.onLost()
 }
 
 // finish runs the final write of the record; renewals stop for good once it
 // is under way.
 func (k *leaseKeeper) finish(write func() error) error {
-	k.op.Lock()
-	defer k.op.Unlock()
-	k.finished = true
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stopped = true
+	k.timer.Stop()
 	return write()
 }
 
 // stop ends the renewals and reports whether the lease was lost.
 func (k *leaseKeeper) stop() bool {
-	close(k.done)
-	k.wg.Wait()
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.stopped = true
+	k.timer.Stop()
 	return k.lost
 }
