@@ -153,3 +153,12 @@ func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
 		}
 	}
 }
+
+func TestHeadIsServedWhereGetIs(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/api/tools/v1", "/api/tools/v1/echo"} {
+		if r := h.send(http.MethodHead, path, ""); r.status != 200 || len(r.body) != 0 {
+			t.Fatalf("HEAD %s: %d (%d body bytes)", path, r.status, len(r.body))
+		}
+	}
+}

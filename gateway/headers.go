@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -219,11 +220,16 @@ func preferWait(h http.Header, maxWait int) int {
 			if i := strings.IndexByte(value, ';'); i >= 0 {
 				value = value[:i]
 			}
-			n, err := strconv.Atoi(value)
-			if err != nil || n <= 0 {
+			// delta-seconds: digits only; a value too large to parse still
+			// means "wait as long as allowed".
+			n, err := strconv.ParseUint(value, 10, 64)
+			switch {
+			case errors.Is(err, strconv.ErrRange):
+				return maxWait
+			case err != nil || n == 0:
 				return 0
 			}
-			return min(n, maxWait)
+			return int(min(n, uint64(maxWait)))
 		}
 	}
 	return 0

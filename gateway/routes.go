@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -15,6 +16,8 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID)
 	r.Use(s.accessLog)
+	// HEAD is served wherever GET is (health checks often use it).
+	r.Use(middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeNotFound, "no such endpoint"))
 	})
@@ -31,6 +34,13 @@ func (s *Server) routes() http.Handler {
 	r.Route("/api/tools/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Get("/", s.handleList)
+		r.Head("/", s.handleList)
+		// The mount point answers every method to chi, so name its own.
+		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+			p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "list the tools with GET")
+			p.allow = "GET, HEAD"
+			writeProblem(w, p)
+		})
 		// One handler for every method: the contract checks "tool exists"
 		// (404) before "method" (405), which a method router cannot do.
 		r.HandleFunc("/{tool}", s.handleTool)
@@ -50,9 +60,12 @@ func (s *Server) routes() http.Handler {
 // header of a 405 (chi leaves it to custom handlers).
 func allowedMethods(router chi.Routes, path string) string {
 	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
 		if router.Match(chi.NewRouteContext(), m, path) {
 			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead) // middleware.GetHead
+			}
 		}
 	}
 	return strings.Join(allowed, ", ")

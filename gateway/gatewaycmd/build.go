@@ -169,6 +169,10 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 	if c.Store.WaitReplicas < 0 {
 		return nil, "", fmt.Errorf("store.wait_replicas: %d: must be 0 or more", c.Store.WaitReplicas)
 	}
+	// go-redis logs (dial failures, pool events) as JSON lines like ours,
+	// not as plain text on stderr. Its logger is process-wide, which is
+	// fine: this is the process's main.
+	redis.SetLogger(redisLogger{log: log})
 	var client redis.UniversalClient
 	var desc string
 	if len(c.Store.ClusterAddrs) > 0 {
@@ -191,4 +195,12 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 		log.Warn("redis does not answer yet; calls get 503 until it does", "store", desc, "error", err)
 	}
 	return s, desc, nil
+}
+
+// redisLogger hands go-redis's log lines to slog.
+type redisLogger struct{ log *slog.Logger }
+
+// Printf logs one go-redis message as a warning.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
