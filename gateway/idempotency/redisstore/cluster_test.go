@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,9 +20,8 @@ import (
 // the same slot), so a key layout that breaks them fails here with
 // CROSSSLOT errors.
 func TestConformanceOnCluster(t *testing.T) {
-	server := startRedis(t, "--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))
-	admin := redis.NewClient(&redis.Options{Addr: server.addr})
+	server := redistest.Start(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
+	admin := redis.NewClient(&redis.Options{Addr: server.Addr})
 	t.Cleanup(func() { _ = admin.Close() })
 	ctx := t.Context()
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
@@ -41,7 +39,7 @@ func TestConformanceOnCluster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{server.addr}})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{server.Addr}})
 	t.Cleanup(func() { _ = client.Close() })
 	storetest.Run(t, func(t *testing.T) idempotency.Store {
 		return New(client, Options{Prefix: uniquePrefix(t, client)})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/internal/redistest"
 )
 
 // roundTrips counts what the client sends: each command outside a pipeline
@@ -97,11 +97,11 @@ func TestRoundTripBudget(t *testing.T) {
 }
 
 func TestRedisOutage(t *testing.T) {
-	server := startRedis(t)
+	server := redistest.Start(t)
 	// Fail fast while the server is down (the test is about the error, not
 	// retries), but retry once, as a real client would, on a pooled
 	// connection the restart broke.
-	client := redis.NewClient(&redis.Options{Addr: server.addr, MaxRetries: 1, DialerRetries: 1, DialTimeout: time.Second})
+	client := redis.NewClient(&redis.Options{Addr: server.Addr, MaxRetries: 1, DialerRetries: 1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = client.Close() })
 	store := New(client, Options{})
 	ctx := t.Context()
@@ -118,7 +118,7 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatalf("claim before the outage: %v, %v", before.Outcome, err)
 	}
 
-	server.stop(t)
+	server.Kill()
 	for _, op := range []struct {
 		name string
 		err  error
@@ -133,7 +133,10 @@ func TestRedisOutage(t *testing.T) {
 		}
 	}
 
-	server.start(t) // empty, and without the scripts: EVALSHA must fall back
+	// Empty (no persistence), and without the scripts: EVALSHA must fall back.
+	if err := server.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	d, err := store.Claim(ctx, request("after"))
 	if err != nil || d.Outcome != idempotency.OutcomeClaimed {
 		t.Fatalf("claim after the restart: %v, %v", d.Outcome, err)
@@ -158,15 +161,4 @@ func TestRedisOutage(t *testing.T) {
 // store gives, which the gateway must not confuse with an outage.
 func errorsIsStoreVerdict(err error) bool {
 	return errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound)
-}
-
-// freePort asks the kernel for a port nobody listens on.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
