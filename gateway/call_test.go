@@ -650,3 +650,27 @@ func fingerprintOf(t testing.TB, args string) string {
 	}
 	return keyderive.Fingerprint(canonical)
 }
+
+// TestCompletionIsRetriedThroughAStoreRestart: a completion that meets a
+// restarting store is retried under the lease, so the outcome is recorded
+// and a retry replays it instead of running the tool again.
+func TestCompletionIsRetriedThroughAStoreRestart(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("provision")
+		hs := &hookStore{Store: newStore(t, kind)}
+		hs.failCompletes.Store(3)
+		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
+		c := callSpec{tool: "provision", session: "restart", step: 1, args: `{}`}
+		first := h.do(c)
+		if first.status != 200 || first.header.Get("Idempotent-Replayed") != "false" {
+			t.Fatalf("first: %d %s", first.status, first.body)
+		}
+		again := h.do(c)
+		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+			t.Fatalf("the outcome was not recorded: %d replayed=%q", again.status, again.header.Get("Idempotent-Replayed"))
+		}
+		if tool.total.Load() != 1 || hs.failCompletes.Load() >= 0 {
+			t.Fatalf("tool ran %d times; failures left %d", tool.total.Load(), hs.failCompletes.Load())
+		}
+	})
+}

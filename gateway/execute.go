@@ -76,9 +76,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 	switch {
 	case err == nil && recordable(resp.Status):
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
-		cerr := keeper.finish(func() error {
-			return retryStore(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, c.policy.ReplayTTL) })
-		})
+		cerr := keeper.finish(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, c.policy.ReplayTTL) })
 		if cerr != nil {
 			s.outcomeNotRecorded(ctx, name, lease, cerr)
 		}
@@ -86,7 +84,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		writeToolResponse(w, resp.Status, resp.ContentType, resp.Body, false, lease.ExecutionID)
 	case err == nil:
 		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
-		_ = keeper.finish(func() error { return s.release(storeCtx, name, lease) })
+		s.release(storeCtx, name, lease, keeper)
 		outcome := outcomeExecuted
 		if resp.Status >= 500 {
 			outcome = outcomeToolError
@@ -94,7 +92,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		setOutcome(ctx, name, outcome)
 		writeToolResponse(w, resp.Status, resp.ContentType, resp.Body, false, lease.ExecutionID)
 	default:
-		_ = keeper.finish(func() error { return s.release(storeCtx, name, lease) })
+		s.release(storeCtx, name, lease, keeper)
 		p := s.toolErrorProblem(leaseCtx, err)
 		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", err)
 		setOutcome(ctx, name, outcomeToolError)
@@ -142,8 +140,8 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 }
 
 // release deletes the record so a retry runs the tool again.
-func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lease) error {
-	err := retryStore(ctx, func() error { return s.store.Release(ctx, lease) })
+func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lease, keeper *leaseKeeper) {
+	err := keeper.finish(ctx, func() error { return s.store.Release(ctx, lease) })
 	switch {
 	case err == nil:
 	case errors.Is(err, idempotency.ErrLeaseLost):
@@ -152,27 +150,6 @@ func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lea
 		// The record stays IN_PROGRESS until its lease expires; then the
 		// tool's lease_expiry policy decides (rerun or UNKNOWN).
 		s.log.ErrorContext(ctx, "release failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
-	}
-	return err
-}
-
-// retryStore retries op while the store fails (unreachable, restarting),
-// with backoff, until ctx ends. The store's verdicts (lease lost, not
-// found) are final. Retrying is safe: the writes are owner-checked, so a
-// repeat of one that landed answers "lease lost" and changes nothing.
-func retryStore(ctx context.Context, op func() error) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := op()
-		if err == nil || errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 500*time.Millisecond)
 	}
 }
 
@@ -247,14 +224,33 @@ func (k *leaseKeeper) renew() {
 	k.onLost()
 }
 
-// finish runs the final write of the record; renewals stop for good once it
-// is under way.
-func (k *leaseKeeper) finish(write func() error) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.stopped = true
-	k.timer.Stop()
-	return write()
+// finish makes the final write of the record (complete or release),
+// retrying while the store fails (unreachable, or restarting: Redis answers
+// LOADING while it replays its AOF) with backoff until ctx ends. Renewals
+// may still run between attempts, so the lease holds meanwhile; none runs
+// after the write landed. The store's verdicts (lease lost, not found) are
+// final. A retry is safe: the writes are owner-checked, so repeating one
+// that landed answers "lease lost" and changes nothing.
+func (k *leaseKeeper) finish(ctx context.Context, write func() error) error {
+	delay := 50 * time.Millisecond
+	for {
+		k.mu.Lock()
+		err := write()
+		final := err == nil || errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound) || ctx.Err() != nil
+		if final {
+			k.stopped = true
+			k.timer.Stop()
+		}
+		k.mu.Unlock()
+		if final {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
 }
 
 // stop ends the renewals and reports whether the lease was lost.

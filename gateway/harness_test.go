@@ -370,6 +370,9 @@ type hookStore struct {
 	beforeComplete func()
 	afterComplete  func()
 	down           atomic.Bool
+	// failCompletes makes that many Complete calls fail as if the store
+	// were restarting, before they reach it.
+	failCompletes atomic.Int32
 }
 
 var errStoreDown = errors.New("hookstore: store down")
@@ -382,6 +385,9 @@ func (s *hookStore) Claim(ctx context.Context, req idempotency.ClaimRequest) (id
 }
 
 func (s *hookStore) Complete(ctx context.Context, l idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
+	if s.failCompletes.Add(-1) >= 0 {
+		return errors.New("hookstore: LOADING Redis is loading the dataset in memory")
+	}
 	if s.beforeComplete != nil {
 		s.beforeComplete()
 	}
