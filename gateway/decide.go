@@ -15,15 +15,11 @@ import (
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	name := c.entry.Spec.Name
-	req := s.claimRequest(ctx, c)
-	d, err := s.store.Claim(ctx, req)
+	d, err := s.claim(ctx, c)
 	if err == nil && d.Outcome == idempotency.OutcomeInProgress {
 		if wait := preferWait(r.Header, MaxPreferWait); wait > 0 {
 			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
 			d, err = s.awaitOutcome(ctx, c, time.Duration(wait)*time.Second, d)
-			if err == nil && d.Outcome == idempotency.OutcomeClaimed {
-				req.ExecutionID = d.Lease.ExecutionID
-			}
 		}
 	}
 	if err != nil {
@@ -72,6 +68,16 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 }
 
+// claim runs one store decision on a context detached from the client: a
+// client that hangs up while its claim is on the wire must not leave a
+// claimed record that nobody runs (for a lease_expiry: unknown tool it would
+// turn UNKNOWN without the tool ever running).
+func (s *Server) claim(ctx context.Context, c *call) (idempotency.Decision, error) {
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+	defer cancel()
+	return s.store.Claim(claimCtx, s.claimRequest(ctx, c))
+}
+
 // awaitOutcome polls the store until the running call finishes, its lease
 // expires (and this request takes over), ctx ends or wait passes. Polling
 // keeps replicas independent of any pub/sub channel and costs one round
@@ -93,7 +99,7 @@ func (s *Server) awaitOutcome(ctx context.Context, c *call, wait time.Duration, 
 			return last, nil
 		case <-timer.C:
 		}
-		d, err := s.store.Claim(ctx, s.claimRequest(ctx, c))
+		d, err := s.claim(ctx, c)
 		if err != nil || d.Outcome != idempotency.OutcomeInProgress {
 			return d, err
 		}
