@@ -97,6 +97,8 @@ func (s *Server) awaitOutcome(ctx context.Context, c *call, wait time.Duration, 
 		select {
 		case <-ctx.Done():
 			return last, nil
+		case <-s.waitCtx.Done(): // shutting down: answer 409, take nothing over
+			return last, nil
 		case <-timer.C:
 		}
 		d, err := s.claim(ctx, c)

@@ -27,7 +27,19 @@ var errLeaseLost = errors.New("gateway: lease on the idempotency record lost")
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease idempotency.Lease) {
 	ctx := r.Context()
 	name := c.entry.Spec.Name
-	s.inflight.Add(1)
+	if !s.enter() {
+		// Draining: the tool must not start now. Give the claim back so a
+		// retry (on another replica) runs it.
+		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+		defer cancel()
+		if err := s.store.Release(storeCtx, lease); err != nil {
+			s.log.WarnContext(ctx, "release while draining failed", "tool", name, "error", err)
+		}
+		setOutcome(ctx, name, outcomeToolError)
+		setExecutionHeaders(w.Header(), false, lease.ExecutionID)
+		writeProblem(w, newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down and did not run the tool; retry"))
+		return
+	}
 	defer s.inflight.Done()
 	gauge := s.metrics.inFlight.WithLabelValues(name)
 	gauge.Inc()
@@ -42,7 +54,9 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 	// The keeper renews until the outcome is written (not just until the
 	// tool returns): a completion retried through a store restart must not
 	// let another replica take the call over meanwhile.
-	keeper := s.keepLease(leaseCtx, lease, func() { cancelLease(errLeaseLost) })
+	// Its context outlives the tool's deadline and a drain's cancel: only
+	// finish and stop end the renewals.
+	keeper := s.keepLease(context.WithoutCancel(ctx), lease, func() { cancelLease(errLeaseLost) })
 	defer func() {
 		if keeper.stop() {
 			s.metrics.leasesLost.WithLabelValues(name).Inc()
@@ -77,6 +91,9 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 	case err == nil && recordable(resp.Status):
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
 		cerr := keeper.finish(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, c.policy.ReplayTTL) })
+		if errors.Is(cerr, idempotency.ErrLeaseLost) && s.completedBy(storeCtx, lease) {
+			cerr = nil // an earlier attempt landed and only its reply was lost
+		}
 		if cerr != nil {
 			s.outcomeNotRecorded(ctx, name, lease, cerr)
 		}
@@ -153,6 +170,14 @@ func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lea
 	}
 }
 
+// completedBy reports whether the record holds lease's own completion: a
+// retried completion meets it as "not the owner any more".
+func (s *Server) completedBy(ctx context.Context, lease idempotency.Lease) bool {
+	rec, err := s.store.Get(ctx, lease.Scope)
+	return err == nil && rec.State == idempotency.StateCompleted &&
+		rec.ExecutionID == lease.ExecutionID && rec.FencingToken == lease.FencingToken
+}
+
 // outcomeNotRecorded logs and counts a completion that did not land. The
 // client still gets the tool's real answer; a retry will not replay it.
 func (s *Server) outcomeNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
@@ -216,7 +241,9 @@ func (k *leaseKeeper) renew() {
 	case errors.Is(err, idempotency.ErrLeaseLost):
 	case time.Now().Before(k.validUntil):
 		k.s.log.WarnContext(k.ctx, "lease renewal failed; retrying", "tool", k.lease.Scope.Tool, "error", err)
-		k.timer.Reset(k.interval)
+		// Try again, at the latest just after the lease runs out, so its
+		// loss is noticed when it happens, not a renewal interval later.
+		k.timer.Reset(min(k.interval, time.Until(k.validUntil)+time.Millisecond))
 		return
 	}
 	k.s.log.ErrorContext(k.ctx, "lease lost; cancelling the tool", "tool", k.lease.Scope.Tool, "execution_id", k.lease.ExecutionID, "error", err)

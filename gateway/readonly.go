@@ -12,7 +12,11 @@ import (
 func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, entry *tools.Entry, body []byte) {
 	ctx := r.Context()
 	name := entry.Spec.Name
-	s.inflight.Add(1)
+	if !s.enter() {
+		setOutcome(ctx, name, outcomeToolError)
+		writeProblem(w, newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down; retry"))
+		return
+	}
 	defer s.inflight.Done()
 	gauge := s.metrics.inFlight.WithLabelValues(name)
 	gauge.Inc()

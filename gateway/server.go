@@ -89,7 +89,14 @@ type Server struct {
 	// the tools that are still running when a drain times out.
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
-	inflight   sync.WaitGroup
+	// inflight counts tool executions; drainMu orders its Add calls before
+	// Drain's Wait, and draining refuses new executions once Drain began.
+	inflight sync.WaitGroup
+	drainMu  sync.RWMutex
+	draining bool
+	// waitCtx ends the Prefer: wait polls when shutdown begins.
+	waitCtx     context.Context
+	stopWaiting context.CancelFunc
 }
 
 // NewServer builds a Server from opts.
@@ -107,6 +114,9 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("gateway: key mode %q: want derived or opaque", opts.KeyMode)
 	}
 	opts.LockTTL = orDefault(opts.LockTTL, DefaultLockTTL)
+	if opts.LockTTL < 10*time.Millisecond {
+		return nil, fmt.Errorf("gateway: lock ttl %v: must be at least 10ms", opts.LockTTL)
+	}
 	opts.ReplayTTL = orDefault(opts.ReplayTTL, DefaultReplayTTL)
 	opts.ToolTimeout = orDefault(opts.ToolTimeout, DefaultToolTimeout)
 	if opts.MaxBodyBytes <= 0 {
@@ -138,6 +148,7 @@ func NewServer(opts Options) (*Server, error) {
 		metrics: m,
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.waitCtx, s.stopWaiting = context.WithCancel(s.baseCtx)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -152,6 +163,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // records are released, so a retry runs them again) and Drain waits for them
 // to unwind before returning ctx's error.
 func (s *Server) Drain(ctx context.Context) error {
+	s.drainMu.Lock()
+	s.draining = true
+	s.drainMu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
@@ -162,9 +176,31 @@ func (s *Server) Drain(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		s.cancelBase()
-		<-done
+		// A bounded grace to release the cancelled tools' records; a tool
+		// that ignores its context is not waited for any longer.
+		select {
+		case <-done:
+		case <-time.After(storeCallTimeout):
+		}
 		return fmt.Errorf("gateway: drain: %w", ctx.Err())
 	}
+}
+
+// StopWaiting ends every Prefer: wait poll now (they answer 409 with
+// Retry-After), so waiting clients do not hold a shutdown up. Register it
+// with http.Server.RegisterOnShutdown.
+func (s *Server) StopWaiting() { s.stopWaiting() }
+
+// enter registers a tool execution, or reports false when the server is
+// draining and must not start one.
+func (s *Server) enter() bool {
+	s.drainMu.RLock()
+	defer s.drainMu.RUnlock()
+	if s.draining {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
 }
 
 // policy returns the effective policy of a tool.

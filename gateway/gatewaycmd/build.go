@@ -194,8 +194,18 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 	if err := s.Ping(pingCtx); err != nil {
 		log.Warn("redis does not answer yet; calls get 503 until it does", "store", desc, "error", err)
 	}
-	return s, desc, nil
+	return clientOwningStore{Store: s, client: client}, desc, nil
 }
+
+// clientOwningStore is the Redis store of the program, which also owns (and
+// closes) the client it opened.
+type clientOwningStore struct {
+	*redisstore.Store
+	client redis.UniversalClient
+}
+
+// Close closes the Redis client.
+func (s clientOwningStore) Close() error { return s.client.Close() }
 
 // redisLogger hands go-redis's log lines to slog.
 type redisLogger struct{ log *slog.Logger }

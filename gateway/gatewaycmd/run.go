@@ -105,6 +105,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		"tools", opts.Tools.Len(), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
 		"admin", opts.AdminTokenSHA256 != nil, "version", version())
 
+	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
+	// begins instead of holding it up.
+	srv.RegisterOnShutdown(gw.StopWaiting)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
