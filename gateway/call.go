@@ -207,7 +207,9 @@ func (s *Server) claimRequest(ctx context.Context, c *call) idempotency.ClaimReq
 		Scope:       idempotency.Scope{Tenant: c.tenant, Tool: c.entry.Spec.Name, Key: c.headers.key},
 		Fingerprint: c.fingerprint,
 		StepGuard:   !s.opts.StepGuardOff,
-		ExecutionID: newULID(),
+		// In derived mode the key is a hash of the session and step.
+		StepBoundKey: s.opts.KeyMode == KeyModeDerived,
+		ExecutionID:  newULID(),
 		// The request id is unique per request, so it can own the claim; a
 		// Prefer: wait poll of the same request that takes over reuses it.
 		Owner:       RequestIDFrom(ctx),

@@ -67,6 +67,13 @@ type ClaimRequest struct {
 	// record and its step entry together.
 	Step      *Step
 	StepGuard bool
+	// StepBoundKey says the key was derived from the step (derived mode), so
+	// the same key always comes with the same step. Only then may a sharded
+	// store keep the record next to its step entry; a key that is not bound
+	// to its step must be found by its scope alone, whatever step a request
+	// names (on Redis Cluster such a claim gets no step guard, since the
+	// step entry lives in another slot).
+	StepBoundKey bool
 	// ExecutionID and Owner are minted by the caller for a new claim (first
 	// claim or takeover); they are ignored otherwise.
 	ExecutionID string

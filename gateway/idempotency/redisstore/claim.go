@@ -16,6 +16,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
+	req.Step = s.keys.slotStep(req)
 	record := s.keys.record(req.Scope, req.Step)
 	keys := []string{record}
 	if req.Step != nil {

@@ -20,6 +20,16 @@ import (
 // the same slot), so a key layout that breaks them fails here with
 // CROSSSLOT errors.
 func TestConformanceOnCluster(t *testing.T) {
+	client := oneNodeCluster(t)
+	storetest.Run(t, func(t *testing.T) idempotency.Store {
+		return New(client, Options{Prefix: uniquePrefix(t, client)})
+	})
+}
+
+// oneNodeCluster starts a private one-node Redis Cluster serving every slot
+// and returns a ClusterClient on it.
+func oneNodeCluster(t *testing.T) *redis.ClusterClient {
+	t.Helper()
 	server := redistest.Start(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 	admin := redis.NewClient(&redis.Options{Addr: server.Addr})
 	t.Cleanup(func() { _ = admin.Close() })
@@ -38,12 +48,63 @@ func TestConformanceOnCluster(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{server.Addr}})
 	t.Cleanup(func() { _ = client.Close() })
-	storetest.Run(t, func(t *testing.T) idempotency.Store {
-		return New(client, Options{Prefix: uniquePrefix(t, client)})
-	})
+	return client
+}
+
+// TestClusterKeyNotBoundToStepIsFoundByScope: on a cluster, a key that is
+// not derived from its step (opaque mode) lives by its scope alone, so a
+// retry that names another session (or none) still meets its record: same
+// arguments replay, other arguments are refused as reused — the tool never
+// runs twice. A key bound to its step keeps the step guard.
+func TestClusterKeyNotBoundToStepIsFoundByScope(t *testing.T) {
+	client := oneNodeCluster(t)
+	s := New(client, Options{Prefix: uniquePrefix(t, client)})
+	ctx := t.Context()
+	scope := idempotency.Scope{Tenant: "acme", Tool: "charge", Key: "order-7"}
+	claim := func(step *idempotency.Step, fp string, bound bool) idempotency.Decision {
+		d, err := s.Claim(ctx, idempotency.ClaimRequest{
+			Scope: scope, Fingerprint: fp, Step: step, StepGuard: true, StepBoundKey: bound,
+			ExecutionID: "exec-" + fp, Owner: "owner-" + time.Now().String(), LockTTL: 10 * time.Second, ReplayTTL: time.Minute,
+			LeaseExpiry: idempotency.LeaseExpiryRerun,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	first := claim(&idempotency.Step{SessionID: "s1", Index: 1}, "fp-a", false)
+	if first.Outcome != idempotency.OutcomeClaimed {
+		t.Fatalf("first claim: %v", first.Outcome)
+	}
+	if err := s.Complete(ctx, first.Lease, idempotency.StoredResponse{Status: 200, Body: []byte(`{}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []*idempotency.Step{{SessionID: "s2", Index: 9}, nil} {
+		if d := claim(step, "fp-a", false); d.Outcome != idempotency.OutcomeReplay || d.ExecutionID != first.ExecutionID {
+			t.Fatalf("same key, step %v: %v %s, want the replay", step, d.Outcome, d.ExecutionID)
+		}
+	}
+	if d := claim(&idempotency.Step{SessionID: "s3", Index: 1}, "fp-b", false); d.Outcome != idempotency.OutcomeKeyReused {
+		t.Fatalf("same key, other arguments: %v", d.Outcome)
+	}
+	if rec, err := s.Get(ctx, scope); err != nil || rec.State != idempotency.StateCompleted {
+		t.Fatalf("admin get: %+v %v", rec, err)
+	}
+
+	// Bound keys (derived mode) keep the step guard on the cluster.
+	a := idempotency.Scope{Tenant: "acme", Tool: "charge", Key: "bound-a"}
+	b := idempotency.Scope{Tenant: "acme", Tool: "charge", Key: "bound-b"}
+	step := &idempotency.Step{SessionID: "s9", Index: 4}
+	for i, sc := range []idempotency.Scope{a, b} {
+		d, err := s.Claim(ctx, idempotency.ClaimRequest{Scope: sc, Fingerprint: "fp", Step: step, StepGuard: true, StepBoundKey: true,
+			ExecutionID: "e", Owner: "o" + sc.Key, LockTTL: 10 * time.Second, ReplayTTL: time.Minute, LeaseExpiry: idempotency.LeaseExpiryRerun})
+		want := []idempotency.Outcome{idempotency.OutcomeClaimed, idempotency.OutcomeStepConflict}[i]
+		if err != nil || d.Outcome != want {
+			t.Fatalf("bound key %s: %v %v, want %v", sc.Key, d.Outcome, err, want)
+		}
+	}
 }
 
 // TestConformanceOnThreeMasterCluster runs the suite against a real

@@ -69,6 +69,18 @@ func (k keyLayout) pointer(scope idempotency.Scope) string {
 	return k.prefix + "p:{" + k.scopeTag(scope) + "}:" + scope.Tool + ":" + scope.Key
 }
 
+// slotStep returns the step a claim is keyed and guarded by. On a cluster a
+// key not bound to its step (opaque mode) must live by its scope alone, so
+// the same key meets its record whatever Agent-* headers a retry carries;
+// its step entry would be in another slot, so such a claim has no step
+// guard there. A single Redis has no slots and keeps every step.
+func (k keyLayout) slotStep(req idempotency.ClaimRequest) *idempotency.Step {
+	if k.sessionSlots && !req.StepBoundKey {
+		return nil
+	}
+	return req.Step
+}
+
 // usesPointer reports whether a record claimed with step lives under a
 // session tag, so that Get and Delete need the pointer set to find it.
 func (k keyLayout) usesPointer(step *idempotency.Step) bool {

@@ -74,11 +74,13 @@ func (f *fixture) request(scope idempotency.Scope, fingerprint string, step *ide
 		Fingerprint: fingerprint,
 		Step:        step,
 		StepGuard:   step != nil,
-		ExecutionID: f.id("exec"),
-		Owner:       f.id("owner"),
-		LockTTL:     longLease,
-		ReplayTTL:   replayTTL,
-		LeaseExpiry: idempotency.LeaseExpiryRerun,
+		// As in derived mode, so sharded stores keep the step guard.
+		StepBoundKey: step != nil,
+		ExecutionID:  f.id("exec"),
+		Owner:        f.id("owner"),
+		LockTTL:      longLease,
+		ReplayTTL:    replayTTL,
+		LeaseExpiry:  idempotency.LeaseExpiryRerun,
 	}
 }
 
