@@ -159,13 +159,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Drain waits for the tool executions in flight to finish and record their
-// outcomes. When ctx ends first, the remaining tools are cancelled (their
-// records are released, so a retry runs them again) and Drain waits for them
-// to unwind before returning ctx's error.
+// outcomes; from its start no new execution begins and Prefer: wait polls
+// answer 409. When ctx ends first, the remaining tools are cancelled (their
+// records are released, so a retry runs them again) and Drain waits a
+// bounded grace for them to unwind before returning ctx's error.
 func (s *Server) Drain(ctx context.Context) error {
 	s.drainMu.Lock()
 	s.draining = true
 	s.drainMu.Unlock()
+	s.stopWaiting() // waiting clients get their 409 now, not at the deadline
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
