@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +74,8 @@ func TestRegisteredFromInit(t *testing.T) {
 	if !lookup.Spec.ReadOnly || provision.Spec.ReadOnly || echo.Spec.ReadOnly {
 		t.Fatal("only lookup-resource is read-only")
 	}
-	key := "registered-" + t.Name()
+	// The global counters outlive one run (go test -count=N): a fresh key.
+	key := "registered-" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	before := Executions(EchoName)
 	if _, err := echo.Tool.Call(context.Background(), &tools.Request{Arguments: []byte(`{}`), IdempotencyKey: key}); err != nil {
 		t.Fatal(err)
