@@ -110,14 +110,20 @@ func (s *Server) awaitOutcome(ctx context.Context, c *call, wait time.Duration, 
 	}
 }
 
-// writeToolResponse sends a tool's outcome (fresh or replayed) unchanged.
+// writeToolResponse sends a tool's outcome (fresh or replayed) unchanged,
+// marked as an execution or a replay.
 func writeToolResponse(w http.ResponseWriter, status int, contentType string, body []byte, replayed bool, executionID string) {
+	setExecutionHeaders(w.Header(), replayed, executionID)
+	writeOutcome(w, status, contentType, body)
+}
+
+// writeOutcome sends a tool's status, content type and body unchanged.
+func writeOutcome(w http.ResponseWriter, status int, contentType string, body []byte) {
 	h := w.Header()
 	if contentType != "" {
 		h.Set("Content-Type", contentType)
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	setExecutionHeaders(h, replayed, executionID)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

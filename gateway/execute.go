@@ -27,7 +27,8 @@ var errLeaseLost = errors.New("gateway: lease on the idempotency record lost")
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease idempotency.Lease) {
 	ctx := r.Context()
 	name := c.entry.Spec.Name
-	if !s.enter() {
+	leave, ok := s.enter(name)
+	if !ok {
 		// Draining: the tool must not start now. Give the claim back so a
 		// retry (on another replica) runs it.
 		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
@@ -40,10 +41,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		writeProblem(w, newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down and did not run the tool; retry"))
 		return
 	}
-	defer s.inflight.Done()
-	gauge := s.metrics.inFlight.WithLabelValues(name)
-	gauge.Inc()
-	defer gauge.Dec()
+	defer leave()
 
 	// The tool runs detached from the client: a client that hangs up must not
 	// abort a tool half-way; its retry gets 409 and then the replay.
@@ -73,15 +71,6 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, lease 
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	})
-	if err == nil && resp == nil {
-		err = errors.New("tool returned neither a response nor an error")
-	}
-	if err == nil && (resp.Status < 100 || resp.Status > 599) {
-		err = fmt.Errorf("tool returned invalid status %d", resp.Status)
-	}
-	if err == nil && resp.ContentType == "" {
-		resp.ContentType = "application/json"
-	}
 
 	// Recording gets at least a whole lease to ride out a store restart
 	// (Redis answers LOADING while it replays its AOF).
@@ -127,7 +116,9 @@ func recordable(status int) bool {
 	return status != http.StatusRequestTimeout && status != http.StatusTooEarly && status != http.StatusTooManyRequests
 }
 
-// callTool calls the tool, turning a panic into an error.
+// callTool calls the tool, turning a panic, a missing response or an
+// invalid status into an error; a response without a content type gets
+// application/json.
 func (s *Server) callTool(ctx context.Context, entry *tools.Entry, req *tools.Request) (resp *tools.Response, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -135,7 +126,18 @@ func (s *Server) callTool(ctx context.Context, entry *tools.Entry, req *tools.Re
 			resp, err = nil, fmt.Errorf("tool panicked: %v", p)
 		}
 	}()
-	return entry.Tool.Call(ctx, req)
+	resp, err = entry.Tool.Call(ctx, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case resp == nil:
+		return nil, errors.New("tool returned neither a response nor an error")
+	case resp.Status < 100 || resp.Status > 599:
+		return nil, fmt.Errorf("tool returned invalid status %d", resp.Status)
+	case resp.ContentType == "":
+		resp.ContentType = "application/json"
+	}
+	return resp, nil
 }
 
 // toolErrorProblem maps a tool error to the contract's problem.

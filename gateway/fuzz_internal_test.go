@@ -78,12 +78,7 @@ func FuzzCallHeaders(f *testing.F) {
 			}
 		}
 
-		// The gateway's step parser and the SDK's agree exactly.
-		n, ok := parseStepIndex(step)
 		sdk, err := keyderive.ParseStepIndex(step)
-		if ok != (err == nil) || (ok && n != sdk) {
-			t.Fatalf("step %q: gateway (%d, %v), keyderive (%d, %v)", step, n, ok, sdk, err)
-		}
 		// Read-only calls pass only well-formed Agent-* headers to the tool.
 		if s, i, has := optionalStepHeaders(h); has {
 			if s != session || keyderive.ValidateSessionID(s) != nil || i != sdk || err != nil {

@@ -80,8 +80,8 @@ func parseCallHeaders(h http.Header, mode KeyMode) (callHeaders, *Problem) {
 		}
 		return out, nil
 	}
-	index, okIndex := parseStepIndex(step)
-	if !ok || !okIndex {
+	index, err := keyderive.ParseStepIndex(step)
+	if !ok || err != nil {
 		return out, newProblem(http.StatusBadRequest, CodeAgentStepMalformed, "the step index must be a decimal integer 0..2^53-1 without sign or leading zeros")
 	}
 	out.sessionID, out.stepIndex, out.hasStep = session, index, true
@@ -109,8 +109,8 @@ func optionalStepHeaders(h http.Header) (sessionID string, stepIndex uint64, has
 	if !sessionPresent || !sessionOK || !stepPresent || !stepOK || keyderive.ValidateSessionID(session) != nil {
 		return "", 0, false
 	}
-	index, ok := parseStepIndex(step)
-	if !ok {
+	index, err := keyderive.ParseStepIndex(step)
+	if err != nil {
 		return "", 0, false
 	}
 	return session, index, true
@@ -188,23 +188,6 @@ func validKey(key string, mode KeyMode) bool {
 		}
 	}
 	return true
-}
-
-// parseStepIndex parses a decimal 0..2^53-1 with no sign and no leading zeros.
-func parseStepIndex(s string) (uint64, bool) {
-	if s == "" || len(s) > 16 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > keyderive.MaxStepIndex {
-		return 0, false
-	}
-	return n, true
 }
 
 // preferWait returns the N of a "Prefer: wait=N" header (RFC 7240), capped

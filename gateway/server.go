@@ -193,16 +193,22 @@ func (s *Server) Drain(ctx context.Context) error {
 // with http.Server.RegisterOnShutdown.
 func (s *Server) StopWaiting() { s.stopWaiting() }
 
-// enter registers a tool execution, or reports false when the server is
-// draining and must not start one.
-func (s *Server) enter() bool {
+// enter registers an execution of tool (for Drain and the in-flight
+// gauge) and returns the func that ends it, or reports false when the
+// server is draining and must not start one.
+func (s *Server) enter(tool string) (leave func(), ok bool) {
 	s.drainMu.RLock()
 	defer s.drainMu.RUnlock()
 	if s.draining {
-		return false
+		return nil, false
 	}
 	s.inflight.Add(1)
-	return true
+	gauge := s.metrics.inFlight.WithLabelValues(tool)
+	gauge.Inc()
+	return func() {
+		gauge.Dec()
+		s.inflight.Done()
+	}, true
 }
 
 // policy returns the effective policy of a tool.
