@@ -35,7 +35,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 	var upstreamClient *http.Client
 	for i, t := range c.Tools {
 		field := fmt.Sprintf("tools[%d]", i)
-		if !validName(t.Name) {
+		if !tools.ValidName(t.Name) {
 			return nil, nil, fmt.Errorf("%s.name: %q must match %s", field, t.Name, tools.NamePattern)
 		}
 		field += " (" + t.Name + ")"
@@ -122,7 +122,7 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 		seen := map[string]bool{}
 		for i, t := range c.Auth.Tenants {
 			field := fmt.Sprintf("auth.tenants[%d]", i)
-			if !validName(t.Name) {
+			if !tools.ValidName(t.Name) {
 				return nil, nil, fmt.Errorf("%s.name: %q must match %s", field, t.Name, tools.NamePattern)
 			}
 			if seen[t.Name] {

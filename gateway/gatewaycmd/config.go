@@ -16,7 +16,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/tools"
 )
 
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
@@ -265,6 +264,3 @@ func (c *Config) toolSchema(i int, t ToolEntry) (json.RawMessage, error) {
 	}
 	return nil, nil
 }
-
-// validName reports whether a tenant or tool name is well-formed.
-func validName(s string) bool { return tools.ValidName(s) }
