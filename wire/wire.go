@@ -1,0 +1,109 @@
+// Package wire holds the gateway's wire vocabulary: header names, problem
+// codes, MCP _meta member names and JSON-RPC error codes. The server, the Go
+// SDK and the HTTP upstream tool import it; the Python and TypeScript SDKs
+// mirror it, and a test compares their constants with these. It has no
+// dependencies, so importing it costs nothing.
+package wire
+
+// Request headers a client sends with a call.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderSessionID      = "Agent-Session-Id"
+	HeaderStepIndex      = "Agent-Step-Index"
+	HeaderAuthorization  = "Authorization"
+	HeaderPrefer         = "Prefer"
+	HeaderTraceparent    = "Traceparent"
+)
+
+// Response headers of a call.
+const (
+	HeaderReplayed          = "Idempotent-Replayed"
+	HeaderExecutionID       = "Tool-Execution-Id"
+	HeaderRequestID         = "X-Request-Id"
+	HeaderRetryAfter        = "Retry-After"
+	HeaderPreferenceApplied = "Preference-Applied"
+)
+
+// Headers the gateway sends to an HTTP upstream tool (besides the key and
+// the Agent-* headers above; the Idempotency-Key it forwards is the
+// tenant-scoped key).
+const (
+	HeaderFencingToken = "Fencing-Token"
+	HeaderTenant       = "Tool-Tenant"
+)
+
+// Media types.
+const (
+	MediaTypeJSON    = "application/json"
+	MediaTypeProblem = "application/problem+json"
+)
+
+// ProblemTypePrefix starts the "type" member of every problem document; the
+// code follows it.
+const ProblemTypePrefix = "urn:toolgateway:problem:"
+
+// Problem codes (the "code" member of a problem document, and data.code of
+// an MCP JSON-RPC error).
+const (
+	CodeInvalidJSON                 = "invalid_json"
+	CodeInvalidArguments            = "invalid_arguments"
+	CodeIdempotencyKeyMissing       = "idempotency_key_missing"
+	CodeIdempotencyKeyMalformed     = "idempotency_key_malformed"
+	CodeAgentSessionMissing         = "agent_session_missing"
+	CodeAgentSessionMalformed       = "agent_session_malformed"
+	CodeAgentStepMissing            = "agent_step_missing"
+	CodeAgentStepMalformed          = "agent_step_malformed"
+	CodeIdempotencyMetadataConflict = "idempotency_metadata_conflict"
+	CodeUnauthorized                = "unauthorized"
+	CodeToolNotFound                = "tool_not_found"
+	CodeRecordNotFound              = "record_not_found"
+	CodeNotFound                    = "not_found"
+	CodeMethodNotAllowed            = "method_not_allowed"
+	CodeRequestInProgress           = "request_in_progress"
+	CodeOutcomeUnknown              = "outcome_unknown"
+	CodeRecordNotResolvable         = "record_not_resolvable"
+	CodePayloadTooLarge             = "payload_too_large"
+	CodeUnsupportedMediaType        = "unsupported_media_type"
+	CodeIdempotencyKeyMismatch      = "idempotency_key_mismatch"
+	CodeIdempotencyKeyReused        = "idempotency_key_reused"
+	CodeStepConflict                = "step_conflict"
+	CodeRateLimited                 = "rate_limited"
+	CodeToolFailed                  = "tool_failed"
+	CodeUpstreamUnreachable         = "upstream_unreachable"
+	CodeStoreUnavailable            = "store_unavailable"
+	CodeUpstreamUnavailable         = "upstream_unavailable"
+	CodeToolTimeout                 = "tool_timeout"
+)
+
+// MetaPrefix is the vendor prefix of every _meta member the gateway reads
+// or writes over MCP.
+const MetaPrefix = "io.github.toolgateway/"
+
+// MCP _meta members. The identity members are read from a tools/call
+// request; the result members are written on results; the upstream members
+// are sent to an MCP upstream tool with a forwarded call.
+const (
+	MetaSessionID      = MetaPrefix + "sessionId"
+	MetaStepIndex      = MetaPrefix + "stepIndex"
+	MetaIdempotencyKey = MetaPrefix + "idempotencyKey"
+
+	MetaExecutionID = MetaPrefix + "executionId"
+	MetaReplayed    = MetaPrefix + "replayed"
+	MetaError       = MetaPrefix + "error"
+	MetaIdempotency = MetaPrefix + "idempotency"
+
+	MetaTenant       = MetaPrefix + "tenant"
+	MetaFencingToken = MetaPrefix + "fencingToken"
+)
+
+// MetaIdempotencyNone is the value of MetaIdempotency on the result of an
+// unkeyed call that ran unprotected (mcp.allow_unkeyed).
+const MetaIdempotencyNone = "none"
+
+// JSON-RPC error codes of the MCP endpoint.
+const (
+	RPCInvalidParams     = -32602
+	RPCRequestInProgress = -32001
+	RPCOutcomeUnknown    = -32002
+	RPCStoreUnavailable  = -32003
+)
