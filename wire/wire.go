@@ -107,3 +107,10 @@ const (
 	RPCOutcomeUnknown    = -32002
 	RPCStoreUnavailable  = -32003
 )
+
+// Violation is one schema violation of invalid_arguments: a JSON Pointer
+// into the arguments ("" for the root) and what is wrong there.
+type Violation struct {
+	Location string `json:"location"`
+	Message  string `json:"message"`
+}
