@@ -2,12 +2,13 @@ import serialize from "canonicalize";
 
 import { InvalidInputError } from "./errors.js";
 
-/** Options of {@link canonicalJSON}. Internal: the public API always refuses unsafe integers. */
+/** Options of {@link canonicalJSON} (internal). */
 export interface CanonicalOptions {
   /**
    * Accept integral numbers beyond ±(2^53−1) and write them as RFC 8785
-   * does (as doubles). Only the differential test uses it, to compare the
-   * number formatting of every double with the Go implementation.
+   * does (as doubles). canonicalize and deriveKey do, to reproduce the Go
+   * implementation on every double; Session.call and mcpMeta, which prepare
+   * a request, do not.
    */
   allowUnsafeIntegers?: boolean;
 }
@@ -19,10 +20,13 @@ export interface CanonicalOptions {
  * SHA-256 of `session:step:tool:` followed by this text is a call's
  * idempotency key.
  *
- * Refused with an {@link InvalidInputError} (nothing is ever sent):
- * NaN and ±Infinity; integral numbers beyond ±(2^53−1) (such as
- * `2 ** 53` or `1e21`: JavaScript cannot tell them from a large id that
- * already lost digits — send such ids as strings); BigInt; functions and
+ * Every finite number is written as RFC 8785 writes doubles, as the
+ * gateway's Go implementation does, including integral values beyond
+ * ±(2^53−1) such as `1e30` (Session.call and mcpMeta refuse those before
+ * sending: see there).
+ *
+ * Refused with an {@link InvalidInputError}: NaN and ±Infinity; BigInt
+ * (send big ids as strings); functions and
  * symbols; `undefined` except as an object member, where it is omitted as
  * `JSON.stringify` omits it; strings or member names with a lone surrogate;
  * cycles; objects other than plain objects and arrays (a `Map` or a class
@@ -30,7 +34,7 @@ export interface CanonicalOptions {
  * `JSON.stringify` uses it (a `Date` becomes its ISO string).
  */
 export function canonicalize(value: unknown): string {
-  return canonicalJSON(value, {});
+  return canonicalJSON(value, { allowUnsafeIntegers: true });
 }
 
 /** {@link canonicalize} with options; not part of the package's exports. */

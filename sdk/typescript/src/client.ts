@@ -170,7 +170,7 @@ export class Client {
 
   /** @internal One call with its retries; Session.call checks its inputs first. */
   async _call(sessionId: string, step: number, tool: string, args: unknown, options: CallOptions): Promise<Result> {
-    const { key, canonical } = derive(sessionId, step, tool, args);
+    const { key, canonical } = derive(sessionId, step, tool, args, { allowUnsafeIntegers: false });
     const url = `${this.baseUrl}/api/tools/v1/${tool}`;
     const headers: Record<string, string> = {
       "Content-Type": MediaTypeJSON,
@@ -299,7 +299,11 @@ export class Session {
    * Runs tool with args as step `step` of this session and returns its
    * outcome. The RFC 8785 text of args is sent, under the key derived from
    * it. Invalid inputs throw {@link InvalidInputError} before anything is
-   * sent.
+   * sent: a bad step or tool name; arguments that are not a JSON object or
+   * hold NaN, ±Infinity, or an integral number beyond ±(2^53−1) (`2 ** 53`,
+   * `1e21`: JavaScript cannot tell such a number from a large id that
+   * already lost digits, so send such ids as strings), a BigInt, a function,
+   * a Map or class instance without toJSON, a lone surrogate or a cycle.
    *
    * Retries with the same key on network errors, 409 request_in_progress
    * (after its Retry-After), 502, 503 and 504, with capped exponential

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 
-import { canonicalize } from "./canonical.js";
+import { canonicalJSON, type CanonicalOptions } from "./canonical.js";
 import { InvalidInputError } from "./errors.js";
 
 /** The longest session id the gateway accepts. */
@@ -72,22 +72,35 @@ export interface Derived {
 /**
  * Derives a call's idempotency key exactly as the gateway does:
  * lowercase hex of SHA-256(`sessionId:stepIndex:tool:` + RFC 8785 text of
- * args). args must be a plain object (the tool's arguments). Every input is
- * checked first; a bad one throws {@link InvalidInputError}.
+ * args), byte for byte the key of the Go `keyderive.Key`. args must be a
+ * plain object (the tool's arguments); its values follow
+ * {@link canonicalize}. Every input is checked first; a bad one throws
+ * {@link InvalidInputError}.
  */
 export function deriveKey(sessionId: string, stepIndex: number | bigint, tool: string, args: unknown): string {
-  return derive(sessionId, stepIndex, tool, args).key;
+  return derive(sessionId, stepIndex, tool, args, { allowUnsafeIntegers: true }).key;
 }
 
-/** {@link deriveKey} that also returns the canonical arguments. */
-export function derive(sessionId: string, stepIndex: number | bigint, tool: string, args: unknown): Derived {
+/**
+ * {@link deriveKey} that also returns the canonical arguments. For a call
+ * about to be sent, options.allowUnsafeIntegers is false: integral numbers
+ * beyond ±(2^53−1) are refused, since JavaScript cannot tell them from an
+ * id that already lost digits.
+ */
+export function derive(
+  sessionId: string,
+  stepIndex: number | bigint,
+  tool: string,
+  args: unknown,
+  options: CanonicalOptions,
+): Derived {
   checkSessionId(sessionId);
   const step = checkStepIndex(stepIndex);
   checkToolName(tool);
   if (args === null || typeof args !== "object" || Array.isArray(args)) {
     throw new InvalidInputError("args", `arguments must be a JSON object, not ${describe(args)}`, "");
   }
-  const canonical = canonicalize(args);
+  const canonical = canonicalJSON(args, options);
   if (!canonical.startsWith("{")) {
     // A toJSON method turned the object into something else.
     throw new InvalidInputError("args", "arguments must be a JSON object", "");

@@ -1,5 +1,5 @@
 import { InvalidInputError } from "./errors.js";
-import { checkSessionId, checkStepIndex, deriveKey } from "./key.js";
+import { checkSessionId, checkStepIndex, derive } from "./key.js";
 import { MetaIdempotencyKey, MetaSessionID, MetaStepIndex } from "./wire.js";
 
 /** The `_meta` members of an MCP `tools/call` that identify the call to the gateway. */
@@ -21,7 +21,9 @@ export interface McpMeta {
  *     await mcp.callTool({ name: "provision", arguments: args,
  *                          _meta: mcpMeta(sessionId, 7, "provision", args) });
  *
- * Every input is checked; a bad one throws {@link InvalidInputError}.
+ * Every input is checked; a bad one throws {@link InvalidInputError}. As
+ * for Session.call, args must not hold NaN, ±Infinity or an integral
+ * number beyond ±(2^53−1) (send such ids as strings).
  */
 export function mcpMeta(sessionId: string, stepIndex: number | bigint, tool?: string, args?: unknown): McpMeta {
   checkSessionId(sessionId);
@@ -36,6 +38,6 @@ export function mcpMeta(sessionId: string, stepIndex: number | bigint, tool?: st
       "give both tool and args (or neither): the idempotency key is derived from both",
     );
   }
-  meta[MetaIdempotencyKey] = deriveKey(sessionId, step, tool, args);
+  meta[MetaIdempotencyKey] = derive(sessionId, step, tool, args, { allowUnsafeIntegers: false }).key;
   return meta;
 }
