@@ -31,7 +31,9 @@ export interface CanonicalOptions {
  * `JSON.stringify` omits it; strings or member names with a lone surrogate;
  * cycles; objects other than plain objects and arrays (a `Map` or a class
  * instance) unless they have a `toJSON` method, which is used as
- * `JSON.stringify` uses it (a `Date` becomes its ISO string).
+ * `JSON.stringify` uses it (a `Date` becomes its ISO string); arrays and
+ * objects nested more than 128 levels ({@link MaxDepth}), which the gateway
+ * refuses.
  */
 export function canonicalize(value: unknown): string {
   return canonicalJSON(value, { allowUnsafeIntegers: true });
@@ -39,7 +41,7 @@ export function canonicalize(value: unknown): string {
 
 /** {@link canonicalize} with options; not part of the package's exports. */
 export function canonicalJSON(value: unknown, options: CanonicalOptions): string {
-  const plain = toPlainJSON(value, "", new Set(), options.allowUnsafeIntegers === true);
+  const plain = toPlainJSON(value, "", 0, new Set(), options.allowUnsafeIntegers === true);
   if (plain === undefined) {
     throw new InvalidInputError("args", "undefined is not a JSON value", "");
   }
@@ -50,6 +52,12 @@ export function canonicalJSON(value: unknown, options: CanonicalOptions): string
   }
   return text;
 }
+
+/**
+ * The deepest nesting of arrays and objects accepted, as the gateway's
+ * keyderive.MaxDepth: deeper arguments are refused before they are sent.
+ */
+export const MaxDepth = 128;
 
 type PlainJSON = null | boolean | number | string | PlainJSON[] | { [name: string]: PlainJSON };
 
@@ -65,6 +73,7 @@ const loneSurrogate = /\p{Cs}/u;
 function toPlainJSON(
   value: unknown,
   path: string,
+  depth: number,
   seen: Set<object>,
   allowUnsafeIntegers: boolean,
 ): PlainJSON | undefined {
@@ -112,12 +121,15 @@ function toPlainJSON(
   try {
     const toJSON = (object as { toJSON?: unknown }).toJSON;
     if (typeof toJSON === "function") {
-      return toPlainJSON(toJSON.call(object, lastSegment(path)), path, seen, allowUnsafeIntegers);
+      return toPlainJSON(toJSON.call(object, lastSegment(path)), path, depth, seen, allowUnsafeIntegers);
+    }
+    if (depth + 1 > MaxDepth) {
+      throw new InvalidInputError("args", `arrays and objects nested more than ${MaxDepth} levels`, path);
     }
     if (Array.isArray(object)) {
       return object.map((element: unknown, index) => {
         const elementPath = `${path}/${index}`;
-        const plain = toPlainJSON(element, elementPath, seen, allowUnsafeIntegers);
+        const plain = toPlainJSON(element, elementPath, depth + 1, seen, allowUnsafeIntegers);
         if (plain === undefined) {
           throw new InvalidInputError("args", "undefined in an array has no JSON form (JSON.stringify would write null)", elementPath);
         }
@@ -139,7 +151,7 @@ function toPlainJSON(
       if (loneSurrogate.test(name)) {
         throw new InvalidInputError("args", "member name contains a lone surrogate, which is not valid Unicode", memberPath);
       }
-      const plain = toPlainJSON(member, memberPath, seen, allowUnsafeIntegers);
+      const plain = toPlainJSON(member, memberPath, depth + 1, seen, allowUnsafeIntegers);
       if (plain !== undefined) {
         // defineProperty, not assignment: a member named "__proto__" stays a member.
         Object.defineProperty(result, name, { value: plain, enumerable: true, writable: true, configurable: true });

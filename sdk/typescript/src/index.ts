@@ -8,7 +8,7 @@
  *
  * @module
  */
-export { canonicalize } from "./canonical.js";
+export { canonicalize, MaxDepth } from "./canonical.js";
 export { deriveKey, MaxSessionIDLength, MaxStepIndex } from "./key.js";
 export { Client, Defaults, NetworkError, Result, Session } from "./client.js";
 export type { CallOptions, ClientOptions } from "./client.js";

@@ -98,6 +98,10 @@ test("canonicalize follows JSON.stringify for toJSON and undefined members, and 
   assert.equal(canonicalize(JSON.parse('{"__proto__":1}')), '{"__proto__":1}');
   assert.equal(canonicalize("\u2028"), '"\u2028"');
   assert.throws(() => canonicalize(undefined), InvalidInputError);
+  // 128 levels are accepted, as by the gateway; 129 are not.
+  const nest = (levels: number): unknown => (levels === 1 ? {} : { a: nest(levels - 1) });
+  assert.equal(canonicalize(nest(128)).length, "{\"a\":".length * 127 + 2 + 127);
+  assert.throws(() => canonicalize(nest(129)), /nested more than 128 levels/);
   assert.throws(() => canonicalize({ n: NaN }), InvalidInputError);
 });
 
