@@ -46,6 +46,25 @@ test("crash and replay: a new process replays step 4 with the same execution id;
   assert.equal(stack.executions.get("cache"), undefined);
 });
 
+test("the gateway is killed mid-call: the call retries through the restart and the lease takeover, and ends with a result", async () => {
+  const client = new Client(stack.gateway.url, { token, preferWait: 1, initialBackoff: 50, maxBackoff: 500 });
+  const call = client.session("run-crash").call(0, "provision", { name: "mid-call", delay_ms: 1000 });
+  // kill -9 while the upstream runs; the same port answers again later.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await stack.restartGateway();
+  const result = await call;
+  assert.equal(result.status, 201);
+  assert.equal(result.replayed, false);
+  assert.ok(result.attempts >= 2, `${result.attempts} attempts`);
+  // lease_expiry: rerun (the default): the record of the dead gateway is
+  // taken over once its lease (lock_ttl 2s) passed, and the tool runs again.
+  assert.equal(stack.executions.get("mid-call"), 2);
+  const again = await new Client(stack.gateway.url, { token }).session("run-crash").call(0, "provision", { name: "mid-call", delay_ms: 1000 });
+  assert.equal(again.replayed, true);
+  assert.equal(again.executionId, result.executionId);
+  assert.equal(stack.executions.get("mid-call"), 2);
+});
+
 test("a duplicate of a call in flight gets its outcome (Prefer: wait), and the tool runs once", async () => {
   const client = new Client(stack.gateway.url, { token });
   const original = client.session("run-slow").call(0, "provision", { name: "vm", delay_ms: 1500 });

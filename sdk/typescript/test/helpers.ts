@@ -55,14 +55,15 @@ export interface Gateway {
 
 /**
  * Starts the real gateway binary (built from this repository, or the one
- * TOOLGATEWAY_GATEWAY_BIN names) with the YAML configuration text (listen
- * 127.0.0.1:0 is added) and resolves once it logs the address it listens on.
+ * TOOLGATEWAY_GATEWAY_BIN names) with the YAML configuration text and the
+ * listen address (a free port by default) and resolves once it logs the
+ * address it listens on.
  */
-export async function startGateway(dir: string, config: string): Promise<Gateway> {
+export async function startGateway(dir: string, config: string, listen = "127.0.0.1:0"): Promise<Gateway> {
   // TOOLGATEWAY_GATEWAY_BIN runs the tests against a gateway built elsewhere.
   const binary = process.env["TOOLGATEWAY_GATEWAY_BIN"] || (await buildGo("./cmd/gateway"));
   const configPath = join(dir, `gateway-${Date.now()}-${Math.random().toString(36).slice(2)}.yaml`);
-  writeFileSync(configPath, `listen: 127.0.0.1:0\n${config}`);
+  writeFileSync(configPath, `listen: ${listen}\n${config}`);
   const child = spawn(binary, ["-config", configPath], { stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<void>((resolveExit) => child.once("exit", () => resolveExit()));
   process.on("exit", () => child.kill("SIGKILL"));

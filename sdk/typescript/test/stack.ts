@@ -15,7 +15,7 @@ export interface Stack {
   executions: Map<string, number>;
   /** Total executions of "provision". */
   total(): number;
-  /** kill -9 the gateway and start it again on the same store file. */
+  /** kill -9 the gateway and start it again on the same store file (and the same port). */
   restartGateway(): Promise<Gateway>;
   close(): Promise<void>;
 }
@@ -64,7 +64,7 @@ tools:
     total: () => total,
     async restartGateway() {
       await stack.gateway.kill();
-      stack.gateway = await startGateway(dir, config);
+      stack.gateway = await startGateway(dir, config, new URL(stack.gateway.url).host);
       return stack.gateway;
     },
     async close() {
