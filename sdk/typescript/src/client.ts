@@ -1,4 +1,4 @@
-import { GatewayError, InvalidInputError, isProblemMediaType } from "./errors.js";
+import { GatewayError, isProblemMediaType } from "./errors.js";
 import { checkSessionId, checkStepIndex, checkToolName, derive } from "./key.js";
 import {
   HeaderAuthorization,
@@ -149,6 +149,10 @@ export class Client {
       );
     }
     this.baseUrl = url.href.replace(/\/+$/, "");
+    if (options.token !== undefined && (typeof options.token !== "string" || !/^[\x21-\x7e]*$/.test(options.token))) {
+      // The token itself stays out of the message: errors get logged.
+      throw new TypeError("toolgateway: the token must be a string of visible ASCII characters (0x21–0x7E)");
+    }
     this.#token = options.token;
     this.#preferWait = Math.min(Math.max(Math.ceil(nonNegative("preferWait", options.preferWait, Defaults.preferWait)), 0), maxPreferWait);
     this.#maxAttempts = Math.max(1, Math.floor(nonNegative("maxAttempts", options.maxAttempts, Defaults.maxAttempts)));
@@ -181,8 +185,9 @@ export class Client {
     };
     if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
     if (this.#preferWait > 0) headers[HeaderPrefer] = `wait=${this.#preferWait}`;
-    // Building the request checks the URL and the header values: a failure
-    // here is permanent and is thrown at once, before anything is sent.
+    // Building the request checks the URL and the header values (all
+    // checked already, the token in the constructor): a failure here is
+    // permanent and is thrown at once, before anything is sent.
     try {
       new Request(url, { method: "POST", headers, body: canonical });
     } catch (err) {
