@@ -388,4 +388,3 @@ func closedAddr(t *testing.T) string {
 	ln.Close()
 	return addr
 }
-

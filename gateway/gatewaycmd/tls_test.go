@@ -92,7 +92,9 @@ func TestTLSServesHTTPS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, []string{"gateway", "-config", config}, func(string) string { return "" }, logs) }()
+	go func() {
+		done <- Run(ctx, []string{"gateway", "-config", config}, func(string) string { return "" }, logs)
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
