@@ -644,3 +644,36 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatalf("exposure level 2 or above:\n%s", out[max(0, len(out)-300):])
 	}
 }
+
+// TestKustomizeBuilds renders the Kubernetes manifests with `kubectl
+// kustomize` (offline; no cluster is needed or contacted) when kubectl is
+// installed, and checks every object lands in the namespace.
+func TestKustomizeBuilds(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed")
+	}
+	out, err := exec.Command(kubectl, "kustomize", "kubernetes").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	var kinds []string
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		kind := obj["kind"].(string)
+		kinds = append(kinds, kind)
+		if ns := dig(t, obj, "metadata", "namespace"); kind != "Namespace" && ns != "toolgateway" {
+			t.Errorf("%s in namespace %v", kind, ns)
+		}
+	}
+	slices.Sort(kinds)
+	if want := []string{"ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "Secret", "Service"}; !slices.Equal(kinds, want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+}
