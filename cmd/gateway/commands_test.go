@@ -208,6 +208,14 @@ tools:
 		}
 	}
 
+	// A relative -config from another directory: the schema is found next
+	// to the file and the report names the file's absolute path.
+	t.Chdir(filepath.Dir(dir))
+	relOut, err := runProgram(t, "", "check", "-config", filepath.Join(filepath.Base(dir), "gateway.yaml"))
+	if err != nil || !strings.HasPrefix(relOut, "config    "+config+": OK\n") {
+		t.Fatalf("relative -config: %v\n%s", err, relOut)
+	}
+
 	jsonOut, err := runProgram(t, "", "check", "-json", "-config", config)
 	if err != nil {
 		t.Fatal(err)

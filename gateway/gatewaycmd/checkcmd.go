@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,8 +77,12 @@ func Check(path string, getenv func(string) string) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	report := &CheckReport{
-		Config:  cfg.path(path),
+		Config:  abs,
 		Listen:  cfg.Listen,
 		TLS:     cfg.TLS.enabled(),
 		Store:   store,
