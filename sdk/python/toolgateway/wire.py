@@ -24,6 +24,10 @@ HEADER_REQUEST_ID: Final = "X-Request-Id"
 HEADER_RETRY_AFTER: Final = "Retry-After"
 HEADER_PREFERENCE_APPLIED: Final = "Preference-Applied"
 
+# Headers the gateway sends to an HTTP upstream tool.
+HEADER_FENCING_TOKEN: Final = "Fencing-Token"
+HEADER_TENANT: Final = "Tool-Tenant"
+
 # Media types.
 MEDIA_TYPE_JSON: Final = "application/json"
 MEDIA_TYPE_PROBLEM: Final = "application/problem+json"
