@@ -133,7 +133,8 @@ def run_go(texts):
     program = go_binary("./internal/cmd/canonical")
     data = "".join(t + "\n" for t in texts).encode("utf-8")
     proc = subprocess.run([program], input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
-    answers = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines()]
+    # split on "\n" only: str.splitlines() also splits at U+0085, U+2028 and others
+    answers = [json.loads(line) for line in proc.stdout.decode("utf-8").split("\n")[:-1]]
     if len(answers) != len(texts):
         raise AssertionError(f"Go answered {len(answers)} lines for {len(texts)} documents")
     return answers
