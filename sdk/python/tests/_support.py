@@ -1,5 +1,6 @@
 """Shared helpers of the SDK tests: paths, the Go toolchain, free ports."""
 
+import atexit
 import os
 import shutil
 import socket
@@ -38,6 +39,7 @@ def go_binary(package: str) -> str:
             return _built[package]
         if _build_dir is None:
             _build_dir = tempfile.mkdtemp(prefix="toolgateway-py-tests-")
+            atexit.register(shutil.rmtree, _build_dir, True)
         out = os.path.join(_build_dir, package.strip("./").replace("/", "_"))
         proc = subprocess.run([GO, "build", "-o", out, package], cwd=REPO_ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
