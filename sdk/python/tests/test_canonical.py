@@ -179,5 +179,13 @@ class MCPMetaTest(unittest.TestCase):
         self.assertRaises(InvalidInputError, mcp_meta, "a", 0, "echo", {"x": math.nan})
 
 
+def load_tests(loader, tests, pattern):
+    """Also run the examples in the docstrings."""
+    import doctest
+    import toolgateway.canonical
+    tests.addTests(doctest.DocTestSuite(toolgateway.canonical))
+    return tests
+
+
 if __name__ == "__main__":
     unittest.main()

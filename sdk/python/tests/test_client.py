@@ -2,6 +2,7 @@
 sends, retries with the same key, Retry-After, no retry of final answers,
 the default bound, and bad input refused before anything is sent."""
 
+import asyncio
 import decimal
 import http.server
 import json
@@ -290,6 +291,44 @@ class BadInputTest(ClientTestCase):
         self.assertRaises(InvalidInputError, Client, "http://gw", timeout=0)
         self.assertRaises(InvalidInputError, Client, "http://gw", max_attempts=0)
         self.assertEqual(Client("https://gw.example:8443/base/").base_url, "https://gw.example:8443/base")
+
+
+class AsyncClientTest(ClientTestCase):
+    def test_retries_with_the_same_key_and_honours_retry_after(self):
+        server = self.serve(DROP, problem(409, "request_in_progress", {"Retry-After": "2"}),
+                            problem(503, "store_unavailable"), OK)
+        client = toolgateway.AsyncClient(server.url, token="t", initial_backoff=0.01, max_backoff=0.04)
+        sleeps = []
+
+        async def record(delay):
+            sleeps.append(delay)
+
+        client._sleep = record
+        result = asyncio.run(client.session("run-1").call(3, "t", {"n": 1}))
+        self.assertEqual((result.status, result.attempts, len(server.requests)), (200, 4, 4))
+        self.assertEqual({r["headers"]["Idempotency-Key"] for r in server.requests}, {result.key})
+        self.assertEqual(sleeps[1], 2.0)
+        self.assertTrue(0.005 <= sleeps[0] <= 0.01 and 0.02 <= sleeps[2] <= 0.04, sleeps)
+
+    def test_final_answers_and_bad_input(self):
+        server = self.serve(problem(422, "step_conflict", tool="x", execution_id="01E"))
+        client = toolgateway.AsyncClient(server.url)
+        with self.assertRaises(GatewayError) as caught:
+            asyncio.run(client.session("s").call(0, "t", {}))
+        self.assertEqual((caught.exception.code, len(server.requests)), ("step_conflict", 1))
+        with self.assertRaises(InvalidInputError):
+            asyncio.run(client.session("s").call(-1, "t", {}))
+        with self.assertRaises(InvalidInputError):
+            asyncio.run(client.session("s").call(0, "t", {"x": math.nan}))
+        self.assertRaises(InvalidInputError, client.session, "a:b")
+        self.assertEqual(len(server.requests), 1)
+
+    def test_bound_against_a_closed_port(self):
+        client = toolgateway.AsyncClient("http://127.0.0.1:%d" % closed_port(), max_attempts=3,
+                                         initial_backoff=0.01, max_backoff=0.02)
+        with self.assertRaises(GatewayConnectionError) as caught:
+            asyncio.run(client.session("s").call(0, "t", {}))
+        self.assertEqual(caught.exception.attempts, 3)
 
 
 if __name__ == "__main__":

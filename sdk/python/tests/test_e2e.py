@@ -4,6 +4,7 @@ test run), with the embedded store in a temporary directory: crash and replay
 schema errors, auth, a duplicate of a call in flight, and exotic arguments
 whose key the gateway recomputes and accepts."""
 
+import asyncio
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ import unittest
 
 from _support import go_binary
 
-from toolgateway import Client, GatewayError, canonicalize
+from toolgateway import AsyncClient, Client, GatewayError, canonicalize
 
 TOKEN = "py-e2e-token"
 
@@ -149,6 +150,14 @@ class EndToEndTest(unittest.TestCase):
         self.assertFalse(first.replayed)
         self.assertEqual((duplicate.replayed, duplicate.execution_id, duplicate.body),
                          (True, first.execution_id, first.body))
+
+    def test_async_client_and_sync_client_share_the_record(self):
+        args = {"text": "from asyncio"}
+        client = AsyncClient(self.gateway.url, token=TOKEN)
+        first = asyncio.run(client.session("run-async").call(0, "echo", args))
+        again = self.client().session("run-async").call(0, "echo", args)
+        self.assertEqual((first.replayed, again.replayed, again.execution_id, again.body),
+                         (False, True, first.execution_id, first.body))
 
 
 if __name__ == "__main__":

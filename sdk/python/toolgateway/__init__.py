@@ -17,6 +17,7 @@ ids and step indices in LangGraph, the OpenAI Agents SDK and Temporal.
 """
 
 from . import runtimes, wire
+from .aio import AsyncClient, AsyncSession
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonicalize, format_number, parse_json_text
 from .client import Client, Result, Session
 from .errors import (CanonicalizationError, GatewayConnectionError, GatewayError,
@@ -27,6 +28,8 @@ from .keys import (MAX_STEP_INDEX, derive_key, mcp_meta, validate_session_id,
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncClient",
+    "AsyncSession",
     "CanonicalizationError",
     "Client",
     "GatewayConnectionError",

@@ -146,9 +146,10 @@ class Client:
         ceiling = min(self.initial_backoff * (2 ** min(retry, 62)), self.max_backoff)
         return self._random(ceiling / 2, ceiling)
 
-    def _call(self, session_id: str, step: int, tool: str, args: Any) -> Result:
-        key, canonical = derive(session_id, step, tool, args)  # raises before anything is sent
-        url = self.base_url + "/api/tools/v1/" + tool
+    def _prepare(self, session_id: str, step: int, tool: str, args: Any) -> "_Call":
+        """Validate, canonicalize and derive: everything before the first
+        request, so bad input raises before anything is sent."""
+        key, canonical = derive(session_id, step, tool, args)
         headers = {
             "Content-Type": wire.MEDIA_TYPE_JSON,
             "Accept": wire.MEDIA_TYPE_JSON + ", " + wire.MEDIA_TYPE_PROBLEM,
@@ -161,31 +162,40 @@ class Client:
             headers[wire.HEADER_AUTHORIZATION] = "Bearer " + self.token
         if self.prefer_wait:
             headers[wire.HEADER_PREFER] = f"wait={self.prefer_wait}"
+        return _Call(self.base_url + "/api/tools/v1/" + tool, canonical, headers, key, f"{tool} step {step}")
+
+    def _next_wait(self, call: "_Call", outcome: Union[GatewayError, Exception], attempt: int,
+                   started: float) -> float:
+        """The delay before the next attempt, or raise when the outcome is
+        final or the bound is reached."""
+        if isinstance(outcome, GatewayError):
+            if not _should_retry(outcome):
+                raise outcome
+            wait = outcome.retry_after if outcome.retry_after else self._backoff(attempt - 1)
+        else:
+            wait = self._backoff(attempt - 1)
+        if attempt >= self.max_attempts or self._clock() - started + wait > self.max_elapsed:
+            if isinstance(outcome, GatewayError):
+                raise outcome
+            raise GatewayConnectionError(
+                f"toolgateway: {call.what}: no answer from {self.base_url} after "
+                f"{attempt} attempt(s): {outcome}", attempt) from outcome
+        return wait
+
+    def _call(self, session_id: str, step: int, tool: str, args: Any) -> Result:
+        call = self._prepare(session_id, step, tool, args)
         started = self._clock()
         attempt = 0
         while True:
             attempt += 1
-            outcome = self._attempt(url, canonical, headers, key, attempt)
+            outcome = self._attempt(call, attempt)
             if isinstance(outcome, Result):
                 return outcome
-            if isinstance(outcome, GatewayError):
-                if not _should_retry(outcome):
-                    raise outcome
-                wait = outcome.retry_after if outcome.retry_after else self._backoff(attempt - 1)
-            else:
-                wait = self._backoff(attempt - 1)
-            if attempt >= self.max_attempts or self._clock() - started + wait > self.max_elapsed:
-                if isinstance(outcome, GatewayError):
-                    raise outcome
-                raise GatewayConnectionError(
-                    f"toolgateway: {tool} step {step}: no answer from {self.base_url} after "
-                    f"{attempt} attempt(s): {outcome}", attempt) from outcome
-            self._sleep(wait)
+            self._sleep(self._next_wait(call, outcome, attempt, started))
 
-    def _attempt(self, url: str, body: bytes, headers: Dict[str, str], key: str,
-                 attempt: int) -> Union[Result, GatewayError, Exception]:
+    def _attempt(self, call: "_Call", attempt: int) -> Union[Result, GatewayError, Exception]:
         """Send one request: a Result, a GatewayError, or the transport error."""
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        request = urllib.request.Request(call.url, data=call.body, headers=call.headers, method="POST")
         try:
             try:
                 response = self._opener.open(request, timeout=self.timeout)
@@ -218,8 +228,21 @@ class Client:
             status=status, body=payload,
             replayed=response_headers.get(wire.HEADER_REPLAYED, "") == "true",
             execution_id=response_headers.get(wire.HEADER_EXECUTION_ID, ""),
-            key=key, content_type=content_type, request_id=request_id, attempts=attempt,
+            key=call.key, content_type=content_type, request_id=request_id, attempts=attempt,
         )
+
+
+class _Call:
+    """What is identical in every attempt of one call."""
+
+    __slots__ = ("url", "body", "headers", "key", "what")
+
+    def __init__(self, url: str, body: bytes, headers: Dict[str, str], key: str, what: str) -> None:
+        self.url = url
+        self.body = body
+        self.headers = headers
+        self.key = key
+        self.what = what
 
 
 class Session:
