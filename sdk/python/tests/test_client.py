@@ -118,6 +118,12 @@ class RequestTest(ClientTestCase):
         self.assertEqual((result.status, result.replayed, result.execution_id, result.body),
                          (404, True, "01OLD", b'{"error":"no such zone"}'))
 
+    def test_redirects_are_answers_not_followed(self):
+        server = self.serve({"status": 307, "type": "text/plain", "body": b"moved",
+                             "headers": {"Location": "http://127.0.0.1:1/elsewhere"}})
+        result = Client(server.url).session("s").call(0, "t", {})
+        self.assertEqual((result.status, result.body, len(server.requests)), (307, b"moved", 1))
+
     def test_bytes_arguments_are_json_text(self):
         server = self.serve(OK)
         result = Client(server.url).session("s").call(1, "t", b'{ "b": 1.0, "a": "\\u0078" }')
