@@ -103,12 +103,14 @@ func defaultHTTPClient() *http.Client {
 
 // checkBaseURL accepts absolute http and https URLs with a host.
 func checkBaseURL(baseURL string) error {
+	scheme, _, _ := strings.Cut(baseURL, "://")
+	if scheme = strings.ToLower(scheme); scheme != "http" && scheme != "https" {
+		return fmt.Errorf("%w %q: it must start with http:// or https:// (for example \"http://127.0.0.1:8080\")", ErrInvalidBaseURL, baseURL)
+	}
 	u, err := url.Parse(baseURL)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w %q: %w", ErrInvalidBaseURL, baseURL, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%w %q: it must start with http:// or https:// (for example \"http://127.0.0.1:8080\")", ErrInvalidBaseURL, baseURL)
 	case u.Host == "":
 		return fmt.Errorf("%w %q: no host", ErrInvalidBaseURL, baseURL)
 	case u.RawQuery != "" || u.Fragment != "":
