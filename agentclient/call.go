@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Call runs tool with args as step step of the session. args may be
@@ -20,9 +21,11 @@ import (
 //
 // Call retries as the package documentation describes. It returns a *Result
 // for the tool's outcome, an *Error for a problem or 5xx response, a
-// keyderive error (no request sent) for invalid inputs, or the network error
-// of the last attempt. When ctx ends during retries the error wraps both
-// ctx.Err() and the last attempt's error.
+// keyderive error for invalid inputs or an ErrInvalidBaseURL/ErrInvalidToken
+// error for a misconfigured client (both at once, no request sent), or the
+// network error of the last attempt. When ctx ends during retries the error
+// wraps both ctx.Err() and the last attempt's error; when the retry budget
+// runs out it wraps the last attempt's error.
 func (s *Session) Call(ctx context.Context, step uint64, tool string, args any) (*Result, error) {
 	text, err := argumentsJSON(args)
 	if err != nil {
@@ -52,11 +55,21 @@ type attemptRequest struct {
 }
 
 func (c *Client) callWithRetries(ctx context.Context, call *attemptRequest) (*Result, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	start := c.now()
+	end := c.retryEnd(ctx, start)
 	// previous is the outcome of the last completed attempt, reported along
 	// with ctx's error if ctx ends in the middle of the next one.
 	var previous error
 	for attempt := 1; ; attempt++ {
-		result, problem, err := c.attempt(ctx, call)
+		req, err := c.newRequest(ctx, call, c.preferSeconds(ctx, end))
+		if err != nil {
+			// Nothing about this request changes on a retry.
+			return nil, err
+		}
+		result, problem, err := c.send(req, call)
 		if err == nil && problem == nil {
 			result.Attempts = attempt
 			return result, nil
@@ -88,32 +101,73 @@ func (c *Client) callWithRetries(ctx context.Context, call *attemptRequest) (*Re
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return nil, fmt.Errorf("agentclient: %w before the next attempt (in %v): %w", context.DeadlineExceeded, wait, lastErr)
 		}
+		if !end.IsZero() && c.now().Add(wait).After(end) {
+			return nil, fmt.Errorf("agentclient: gave up after %d attempts in %v (retry budget %v): %w",
+				attempt, c.now().Sub(start).Round(time.Millisecond), end.Sub(start), lastErr)
+		}
 		if err := c.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("agentclient: %w: %w", err, lastErr)
 		}
 	}
 }
 
-// attempt sends one request. It returns a Result for the tool's outcome, a
-// problem for an error response, or err for a transport failure (including a
-// body cut short, which is as retryable as a lost connection).
-func (c *Client) attempt(ctx context.Context, call *attemptRequest) (*Result, *Error, error) {
+// retryEnd is the time after which a call starts no attempt or wait; zero
+// when only the context (and WithMaxAttempts) bound the retries.
+func (c *Client) retryEnd(ctx context.Context, start time.Time) time.Time {
+	if !c.retryBudgetSet {
+		if _, hasDeadline := ctx.Deadline(); hasDeadline {
+			return time.Time{}
+		}
+	}
+	if c.retryBudget <= 0 {
+		return time.Time{}
+	}
+	return start.Add(c.retryBudget)
+}
+
+// preferSeconds is the N of the Prefer: wait=N header of the next attempt:
+// the configured wait rounded up to whole seconds, but never past the
+// context's deadline or the retry budget's end, so the gateway answers while
+// the client still listens; 0 means send no Prefer header.
+func (c *Client) preferSeconds(ctx context.Context, end time.Time) int64 {
+	if c.preferWait <= 0 {
+		return 0
+	}
+	seconds := int64((c.preferWait + time.Second - 1) / time.Second)
+	if deadline, ok := ctx.Deadline(); ok {
+		seconds = min(seconds, int64(time.Until(deadline)/time.Second))
+	}
+	if !end.IsZero() {
+		seconds = min(seconds, int64(end.Sub(c.now())/time.Second))
+	}
+	return max(seconds, 0)
+}
+
+// newRequest builds one attempt's request. An error here is permanent: the
+// next attempt would build the same request.
+func (c *Client) newRequest(ctx context.Context, call *attemptRequest, preferSeconds int64) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, call.url, bytes.NewReader(call.body))
 	if err != nil {
-		return nil, nil, fmt.Errorf("build request: %w", err)
+		return nil, fmt.Errorf("agentclient: build request: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, application/problem+json")
-	req.Header.Set("Idempotency-Key", call.key)
-	req.Header.Set("Agent-Session-Id", call.sessionID)
-	req.Header.Set("Agent-Step-Index", strconv.FormatUint(call.step, 10))
+	req.Header.Set("Content-Type", wire.MediaTypeJSON)
+	req.Header.Set("Accept", wire.MediaTypeJSON+", "+wire.MediaTypeProblem)
+	req.Header.Set(wire.HeaderIdempotencyKey, call.key)
+	req.Header.Set(wire.HeaderSessionID, call.sessionID)
+	req.Header.Set(wire.HeaderStepIndex, strconv.FormatUint(call.step, 10))
 	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set(wire.HeaderAuthorization, "Bearer "+c.token)
 	}
-	if c.preferWait > 0 {
-		seconds := (c.preferWait + time.Second - 1) / time.Second
-		req.Header.Set("Prefer", "wait="+strconv.FormatInt(int64(seconds), 10))
+	if preferSeconds > 0 {
+		req.Header.Set(wire.HeaderPrefer, "wait="+strconv.FormatInt(preferSeconds, 10))
 	}
+	return req, nil
+}
+
+// send makes one attempt. It returns a Result for the tool's outcome, a
+// problem for an error response, or err for a transport failure (including a
+// body cut short, which is as retryable as a lost connection).
+func (c *Client) send(req *http.Request, call *attemptRequest) (*Result, *Error, error) {
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -130,11 +184,11 @@ func (c *Client) attempt(ctx context.Context, call *attemptRequest) (*Result, *E
 	return &Result{
 		Status:      resp.StatusCode,
 		Body:        body,
-		Replayed:    resp.Header.Get("Idempotent-Replayed") == "true",
-		ExecutionID: resp.Header.Get("Tool-Execution-Id"),
+		Replayed:    resp.Header.Get(wire.HeaderReplayed) == "true",
+		ExecutionID: resp.Header.Get(wire.HeaderExecutionID),
 		Key:         call.key,
 		ContentType: contentType,
-		RequestID:   resp.Header.Get("X-Request-Id"),
+		RequestID:   resp.Header.Get(wire.HeaderRequestID),
 	}, nil, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // scriptedServer answers attempt i with responses[i] (the last one repeats)
@@ -81,7 +82,7 @@ func problem(status int, code string, headers map[string]string) scriptedRespons
 		status:      status,
 		contentType: "application/problem+json",
 		headers:     headers,
-		body:        `{"type":"https://toolgateway.dev/problems/` + code + `","title":"t-` + code + `","status":` + itoa(status) + `,"detail":"d-` + code + `","code":"` + code + `","retryable":` + map[bool]string{true: "true", false: "false"}[code == CodeRequestInProgress] + `}`,
+		body:        `{"type":"https://toolgateway.dev/problems/` + code + `","title":"t-` + code + `","status":` + itoa(status) + `,"detail":"d-` + code + `","code":"` + code + `","retryable":` + map[bool]string{true: "true", false: "false"}[code == wire.CodeRequestInProgress] + `}`,
 	}
 }
 
@@ -94,14 +95,21 @@ var okResponse = scriptedResponse{
 	body:        `{"ok":true}`,
 }
 
-// recordSleeps replaces the client's sleep so that tests see the delays
-// without waiting them.
+// recordSleeps replaces the client's sleep and clock so that tests see the
+// delays without waiting them: a sleep moves the client's clock forward.
 func recordSleeps(c *Client) *[]time.Duration {
 	var mu sync.Mutex
 	sleeps := &[]time.Duration{}
+	clock := time.Now()
+	c.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
 	c.sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		*sleeps = append(*sleeps, d)
+		clock = clock.Add(d)
 		mu.Unlock()
 		return ctx.Err()
 	}
@@ -197,7 +205,7 @@ func TestCallRetriesTransientAnswersWithTheSameKey(t *testing.T) {
 		problem(http.StatusServiceUnavailable, "store_unavailable", nil),
 		scriptedResponse{status: http.StatusBadGateway, contentType: "text/plain", body: "bad gateway"},
 		problem(http.StatusGatewayTimeout, "tool_timeout", nil),
-		problem(http.StatusConflict, CodeRequestInProgress, nil),
+		problem(http.StatusConflict, wire.CodeRequestInProgress, nil),
 		okResponse,
 	)
 	client := New(server.URL, WithRetry(10*time.Millisecond, 40*time.Millisecond))
@@ -231,7 +239,7 @@ func TestCallRetriesTransientAnswersWithTheSameKey(t *testing.T) {
 
 func TestCallHonoursRetryAfter(t *testing.T) {
 	recorder, server := newScriptedServer(t,
-		problem(http.StatusConflict, CodeRequestInProgress, map[string]string{"Retry-After": "3"}),
+		problem(http.StatusConflict, wire.CodeRequestInProgress, map[string]string{"Retry-After": "3"}),
 		problem(http.StatusServiceUnavailable, "store_unavailable", map[string]string{"Retry-After": "1"}),
 		okResponse,
 	)
@@ -251,7 +259,7 @@ func TestCallHonoursRetryAfter(t *testing.T) {
 
 func TestCallWaitsRetryAfterForReal(t *testing.T) {
 	_, server := newScriptedServer(t,
-		problem(http.StatusConflict, CodeRequestInProgress, map[string]string{"Retry-After": "1"}),
+		problem(http.StatusConflict, wire.CodeRequestInProgress, map[string]string{"Retry-After": "1"}),
 		okResponse,
 	)
 	start := time.Now()
@@ -271,12 +279,12 @@ func TestCallDoesNotRetryFinalAnswers(t *testing.T) {
 		status   int
 		code     string
 	}{
-		{"400 invalid_json", problem(http.StatusBadRequest, CodeInvalidJSON, nil), 400, CodeInvalidJSON},
+		{"400 invalid_json", problem(http.StatusBadRequest, wire.CodeInvalidJSON, nil), 400, wire.CodeInvalidJSON},
 		{"401 unauthorized", problem(http.StatusUnauthorized, "unauthorized", nil), 401, "unauthorized"},
 		{"404 tool_not_found", problem(http.StatusNotFound, "tool_not_found", nil), 404, "tool_not_found"},
-		{"409 outcome_unknown", problem(http.StatusConflict, CodeOutcomeUnknown, nil), 409, CodeOutcomeUnknown},
-		{"422 key reused", problem(http.StatusUnprocessableEntity, CodeKeyReused, nil), 422, CodeKeyReused},
-		{"422 step_conflict", problem(http.StatusUnprocessableEntity, CodeStepConflict, nil), 422, CodeStepConflict},
+		{"409 outcome_unknown", problem(http.StatusConflict, wire.CodeOutcomeUnknown, nil), 409, wire.CodeOutcomeUnknown},
+		{"422 key reused", problem(http.StatusUnprocessableEntity, wire.CodeIdempotencyKeyReused, nil), 422, wire.CodeIdempotencyKeyReused},
+		{"422 step_conflict", problem(http.StatusUnprocessableEntity, wire.CodeStepConflict, nil), 422, wire.CodeStepConflict},
 		{"500 tool_failed", problem(http.StatusInternalServerError, "tool_failed", nil), 500, "tool_failed"},
 		{"500 plain upstream", scriptedResponse{status: 500, contentType: "text/plain", body: "boom"}, 500, ""},
 	}
@@ -326,16 +334,16 @@ func TestErrorDecodesProblemDocument(t *testing.T) {
 	if !errors.As(err, &problem) {
 		t.Fatalf("error = %v, want *Error", err)
 	}
-	want := Error{Status: 400, Type: "https://toolgateway.dev/problems/invalid_arguments", Code: CodeInvalidArguments,
+	want := Error{Status: 400, Type: "https://toolgateway.dev/problems/invalid_arguments", Code: wire.CodeInvalidArguments,
 		Title: "Invalid arguments", Detail: "1 error", RequestID: "01REQ"}
 	if problem.Status != want.Status || problem.Type != want.Type || problem.Code != want.Code || problem.Title != want.Title ||
 		problem.Detail != want.Detail || problem.Retryable || problem.RequestID != want.RequestID || string(problem.Raw) != body {
 		t.Errorf("error = %+v\nwant %+v", problem, want)
 	}
-	if len(problem.Errors) != 1 || problem.Errors[0] != (FieldError{Location: "/size", Message: "must be a string"}) {
+	if len(problem.Errors) != 1 || problem.Errors[0] != (wire.Violation{Location: "/size", Message: "must be a string"}) {
 		t.Errorf("errors = %+v", problem.Errors)
 	}
-	if got := problem.Error(); got != "agentclient: 400 invalid_arguments: Invalid arguments: 1 error" {
+	if got := problem.Error(); got != "agentclient: 400 invalid_arguments: 1 error (/size: must be a string)" {
 		t.Errorf("Error() = %q", got)
 	}
 
@@ -365,7 +373,7 @@ func TestCallStopsWhenContextEnds(t *testing.T) {
 }
 
 func TestCallGivesUpWhenRetryAfterOutlastsDeadline(t *testing.T) {
-	recorder, server := newScriptedServer(t, problem(http.StatusConflict, CodeRequestInProgress, map[string]string{"Retry-After": "30"}))
+	recorder, server := newScriptedServer(t, problem(http.StatusConflict, wire.CodeRequestInProgress, map[string]string{"Retry-After": "30"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	client := New(server.URL)
@@ -383,7 +391,7 @@ func TestCallGivesUpWhenRetryAfterOutlastsDeadline(t *testing.T) {
 func TestCallCancelledWhileWaiting(t *testing.T) {
 	_, server := newScriptedServer(t, problem(http.StatusServiceUnavailable, "store_unavailable", nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	client := New(server.URL, WithRetry(time.Hour, time.Hour))
+	client := New(server.URL, WithRetry(time.Hour, time.Hour), WithRetryBudget(0))
 	done := make(chan error, 1)
 	go func() {
 		_, err := client.Session("run-1").Call(ctx, 0, "t", map[string]int{})

@@ -1,9 +1,10 @@
 // Package agentclient is the Go SDK for agent runtimes that call tools
-// through the gateway (contract section 7). Every call carries an idempotency
-// key derived with package keyderive from the session id, the step index, the
-// tool name and the canonical arguments, so a call that is sent again (by a
-// retry, or by a runtime that crashed and resumed) is recognised by the
-// gateway and answered from its record instead of running the tool twice.
+// through the gateway (the API docs/api.md describes). Every call carries an
+// idempotency key derived with package keyderive from the session id, the
+// step index, the tool name and the canonical arguments, so a call that is
+// sent again (by a retry, or by a runtime that crashed and resumed) is
+// recognised by the gateway and answered from its record instead of running
+// the tool twice.
 //
 // # Session ids and step indices
 //
@@ -34,14 +35,48 @@
 //
 // Call retries with the same key on network errors, 409 request_in_progress
 // (waiting the Retry-After the gateway sends), 502, 503 and 504, with capped
-// exponential backoff and jitter, until ctx ends or WithMaxAttempts is
-// reached. Every other status is returned at once; in particular 409
-// outcome_unknown is never retried, since it means the tool may have acted
-// and a human has to check.
+// exponential backoff and jitter. Every other status is returned at once; in
+// particular 409 outcome_unknown is never retried, since it means the tool
+// may have acted and a human has to check. So is a mistake no retry can fix:
+// a base URL without http:// or https:// (ErrInvalidBaseURL), a token a
+// header cannot carry (ErrInvalidToken), invalid session ids, step indices,
+// tool names or arguments (keyderive's errors); nothing is sent for them.
+//
+// Retries end when the first of these is reached:
+//
+//   - the context ends (its deadline, if it has one, is the time bound you
+//     chose);
+//   - a context without deadline: DefaultRetryBudget (20 s) after the call
+//     started, no attempt or wait starts that would end later, so a call to
+//     a gateway that is down ends within about 20 s plus one connection
+//     attempt (DefaultDialTimeout, 10 s, with the default HTTP client);
+//     WithRetryBudget sets another budget, which then applies with or
+//     without a deadline (d ≤ 0: no budget);
+//   - WithMaxAttempts attempts were made (no bound by default).
+//
+// # Waiting for a call in flight
+//
+// Every attempt sends "Prefer: wait=N" (N = 10 s by default, never past the
+// context's deadline or the retry budget; WithPreferWait changes or disables
+// it). A duplicate of a call that is still running elsewhere, such as the
+// retry of a runtime that lost its connection, is then held by the gateway
+// and answered with the outcome as soon as it exists, instead of being told
+// 409 "come back after Retry-After". The gateway waits at most 60 s.
+//
+// # MCP
+//
+// A runtime that reaches the gateway's POST /mcp endpoint with an MCP client
+// puts the call's identity into the tools/call _meta: MCPMeta(sessionID,
+// step), or MCPMetaWithKey to add the derived key. The key is the one Call
+// would send, so a call made over REST and over MCP is one call.
 //
 // # Results and errors
 //
 // A response with a status of 2xx–4xx that is not application/problem+json
 // is the tool's own recorded outcome and comes back as a *Result. A problem
-// response (the gateway's errors) and any 5xx come back as an *Error.
+// response (the gateway's errors) and any 5xx come back as an *Error, whose
+// Code is one of the wire.Code* constants and which carries the problem's
+// extra members: the earlier call of a step_conflict, the violations of
+// invalid_arguments, the gateway's expected key and canonical arguments of
+// an idempotency_key_mismatch.
 package agentclient

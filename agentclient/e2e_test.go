@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // provisionTool is a real in-process tool that counts its executions and
@@ -98,43 +100,62 @@ func TestCrashAndReplayAgainstTheRealGateway(t *testing.T) {
 	// Another call in the same step is refused, naming the first call.
 	_, err = after.Call(ctx, 4, "provision", map[string]any{"name": "cache"})
 	var perr *agentclient.Error
-	if !errors.As(err, &perr) || perr.Status != 422 || perr.Code != "step_conflict" || perr.ExecutionID != first.ExecutionID {
+	if !errors.As(err, &perr) || perr.Status != 422 || perr.Code != wire.CodeStepConflict || perr.ExecutionID != first.ExecutionID {
 		t.Fatalf("step conflict: %v", err)
+	}
+	// Said once, naming the earlier call (the title and detail used to both appear).
+	if msg := err.Error(); strings.Count(msg, "already made another call") != 1 || !strings.HasSuffix(msg, "(earlier call: tool provision, execution "+first.ExecutionID+")") {
+		t.Fatalf("step conflict message: %q", msg)
 	}
 	// Invalid arguments come back as a 400 with the location.
 	_, err = after.Call(ctx, 5, "provision", map[string]any{"name": 7})
-	if !errors.As(err, &perr) || perr.Status != 400 || perr.Code != "invalid_arguments" {
+	if !errors.As(err, &perr) || perr.Status != 400 || perr.Code != wire.CodeInvalidArguments {
 		t.Fatalf("invalid arguments: %v", err)
 	}
 }
 
 // TestReplayWhileRunningWaitsForTheOutcome: a replay that arrives while the
-// original call still runs gets 409 request_in_progress; the SDK retries
-// with the same key and ends with the recorded outcome.
+// original call still runs is held by the gateway (the SDK sends Prefer:
+// wait by default) and answered with the outcome as soon as it exists, in
+// one attempt; without Prefer it gets 409 request_in_progress and retries
+// after Retry-After. Either way the tool runs once.
 func TestReplayWhileRunningWaitsForTheOutcome(t *testing.T) {
-	tool := &provisionTool{delay: 1500 * time.Millisecond}
-	url := realGateway(t, tool)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	client := agentclient.New(url, agentclient.WithRetry(50*time.Millisecond, 500*time.Millisecond))
-	done := make(chan *agentclient.Result, 1)
-	go func() {
-		r, err := client.Session("slow").Call(ctx, 1, "provision", map[string]any{"name": "vm"})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
-	time.Sleep(300 * time.Millisecond)
-	replay, err := agentclient.New(url).Session("slow").Call(ctx, 1, "provision", map[string]any{"name": "vm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	original := <-done
-	if replay.Attempts < 2 || !replay.Replayed || replay.ExecutionID != original.ExecutionID {
-		t.Fatalf("replay %+v (original %+v)", replay, original)
-	}
-	if n := tool.runs.Load(); n != 1 {
-		t.Fatalf("tool ran %d times", n)
+	for _, tc := range []struct {
+		name     string
+		opts     []agentclient.Option
+		attempts func(int) bool
+	}{
+		{"prefer wait (default)", nil, func(n int) bool { return n == 1 }},
+		{"no prefer wait", []agentclient.Option{agentclient.WithPreferWait(0)}, func(n int) bool { return n >= 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := &provisionTool{delay: 1500 * time.Millisecond}
+			url := realGateway(t, tool)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			done := make(chan *agentclient.Result, 1)
+			go func() {
+				r, err := agentclient.New(url).Session("slow").Call(ctx, 1, "provision", map[string]any{"name": "vm"})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- r
+			}()
+			// Wait until the original call is running before sending the duplicate.
+			for tool.runs.Load() == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			replay, err := agentclient.New(url, tc.opts...).Session("slow").Call(ctx, 1, "provision", map[string]any{"name": "vm"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			original := <-done
+			if original == nil || !tc.attempts(replay.Attempts) || !replay.Replayed || replay.ExecutionID != original.ExecutionID {
+				t.Fatalf("replay %+v (original %+v)", replay, original)
+			}
+			if n := tool.runs.Load(); n != 1 {
+				t.Fatalf("tool ran %d times", n)
+			}
+		})
 	}
 }

@@ -1,33 +1,26 @@
 package agentclient
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
-)
 
-// Problem codes of the contract that change what a client does.
-const (
-	CodeRequestInProgress = "request_in_progress"
-	CodeOutcomeUnknown    = "outcome_unknown"
-	CodeStepConflict      = "step_conflict"
-	CodeKeyReused         = "idempotency_key_reused"
-	CodeKeyMismatch       = "idempotency_key_mismatch"
-	CodeInvalidArguments  = "invalid_arguments"
-	CodeInvalidJSON       = "invalid_json"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Error is a problem response (RFC 9457 application/problem+json) or a 5xx
-// response. Use errors.As to get it from the error Call returns.
+// response. Use errors.As to get it from the error Call returns, and compare
+// Code with the wire.Code* constants.
 type Error struct {
 	// Status is the HTTP status.
 	Status int `json:"-"`
 	// Type, Code, Title and Detail are the problem's members; Code is the
-	// contract's machine-readable code such as "step_conflict" (empty when
-	// the body was not a problem document).
+	// machine-readable code such as wire.CodeStepConflict (empty when the
+	// body was not a problem document).
 	Type   string `json:"type"`
 	Code   string `json:"code"`
 	Title  string `json:"title"`
@@ -35,11 +28,18 @@ type Error struct {
 	// Retryable tells whether the same request, unchanged, may succeed later.
 	Retryable bool `json:"retryable"`
 	// Errors lists the schema violations of invalid_arguments.
-	Errors []FieldError `json:"errors,omitempty"`
+	Errors []wire.Violation `json:"errors,omitempty"`
 	// Tool and ExecutionID name the earlier call that holds the step, for
 	// step_conflict.
 	Tool        string `json:"tool,omitempty"`
 	ExecutionID string `json:"execution_id,omitempty"`
+	// ExpectedKey and CanonicalArguments come with idempotency_key_mismatch:
+	// the key the gateway derived from the headers and body, and the RFC 8785
+	// text of the arguments it derived it from. Comparing CanonicalArguments
+	// with what the client hashed shows the byte that differs (a 1.0 that
+	// should be 1, an escaped \u00e9 that should be é).
+	ExpectedKey        string `json:"expected_key,omitempty"`
+	CanonicalArguments string `json:"canonical_arguments,omitempty"`
 	// RetryAfter is the response's Retry-After (0 when absent).
 	RetryAfter time.Duration `json:"-"`
 	// RequestID is the gateway's X-Request-Id.
@@ -48,25 +48,32 @@ type Error struct {
 	Raw []byte `json:"-"`
 }
 
-// FieldError is one schema violation: Location is a JSON Pointer into the
-// arguments ("" for the root).
-type FieldError struct {
-	Location string `json:"location"`
-	Message  string `json:"message"`
-}
-
-// Error implements error.
+// Error implements error: "agentclient: <status> <code>: <what happened>",
+// where what happened is the problem's detail (its title when there is no
+// detail), followed by what the code's extra members say. The message
+// never holds a whole key: it may be logged.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agentclient: %d", e.Status)
 	if e.Code != "" {
 		b.WriteString(" " + e.Code)
 	}
-	if e.Title != "" {
-		b.WriteString(": " + e.Title)
+	// The title names the code's general case and the detail this case, so
+	// one of them says it all; both would say it twice.
+	if what := cmp.Or(e.Detail, e.Title); what != "" {
+		b.WriteString(": " + what)
 	}
-	if e.Detail != "" {
-		b.WriteString(": " + e.Detail)
+	switch {
+	case e.Tool != "" || e.ExecutionID != "":
+		fmt.Fprintf(&b, " (earlier call: tool %s, execution %s)", cmp.Or(e.Tool, "?"), cmp.Or(e.ExecutionID, "?"))
+	case len(e.Errors) > 0:
+		violations := make([]string, len(e.Errors))
+		for i, v := range e.Errors {
+			violations[i] = cmp.Or(v.Location, "/") + ": " + v.Message
+		}
+		b.WriteString(" (" + strings.Join(violations, "; ") + ")")
+	case e.ExpectedKey != "":
+		fmt.Fprintf(&b, " (expected key %.8s…)", e.ExpectedKey)
 	}
 	return b.String()
 }
@@ -74,7 +81,7 @@ func (e *Error) Error() string {
 // isProblem reports whether a Content-Type is application/problem+json.
 func isProblem(contentType string) bool {
 	mediaType, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mediaType == "application/problem+json"
+	return err == nil && mediaType == wire.MediaTypeProblem
 }
 
 // newError builds the *Error of a response. A body that is not a problem
@@ -91,8 +98,8 @@ func newError(resp *http.Response, body []byte) *Error {
 	if problem.Title == "" {
 		problem.Title = http.StatusText(resp.StatusCode)
 	}
-	problem.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
-	problem.RequestID = resp.Header.Get("X-Request-Id")
+	problem.RetryAfter = parseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter))
+	problem.RequestID = resp.Header.Get(wire.HeaderRequestID)
 	problem.Raw = body
 	return problem
 }

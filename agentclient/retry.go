@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // retryableStatus: statuses after which the same request may succeed; the
@@ -21,7 +23,7 @@ func retryableStatus(status int) bool {
 // are retried. 409 outcome_unknown is final: the tool may have acted.
 func shouldRetry(problem *Error) bool {
 	if problem.Status == http.StatusConflict {
-		return problem.Code == CodeRequestInProgress
+		return problem.Code == wire.CodeRequestInProgress
 	}
 	return retryableStatus(problem.Status)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // balancer sends every HTTP attempt to a random replica: the SDK retries a
@@ -123,7 +124,7 @@ func (a *agent) final(ctx context.Context, s *step) answer {
 		}
 		var problem *agentclient.Error
 		switch {
-		case errors.As(err, &problem) && problem.Code == agentclient.CodeOutcomeUnknown:
+		case errors.As(err, &problem) && problem.Code == wire.CodeOutcomeUnknown:
 			return answer{Kind: answerUnknown, Status: problem.Status}
 		case ctx.Err() != nil:
 			return answer{Kind: answerLost, Detail: err.Error()}
