@@ -60,7 +60,11 @@ func TestDocSnippetsAreTestedCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section, _, _ := strings.Cut(string(readme)[strings.Index(string(readme), "## The Go SDK"):], "\n## Configuration")
+	start := strings.Index(string(readme), "\n## SDKs")
+	if start < 0 {
+		t.Fatal(`README.md has no "## SDKs" section`)
+	}
+	section, _, _ := strings.Cut(string(readme)[start:], "\n## Configuration")
 	keys, err := os.ReadFile("../docs/keys.md")
 	if err != nil {
 		t.Fatal(err)
