@@ -7,22 +7,24 @@ import (
 	"time"
 )
 
-// Outcomes, the values of the "outcome" label and log field. The set is
-// fixed so no label value ever comes from user input.
+// Labels: the values of the "outcome" label of the request metrics and
+// field of the access log. The set is fixed so no label value ever comes
+// from user input; problemCodes maps each problem code to one of them.
 const (
-	outcomeExecuted       = "executed"
-	outcomeReplayed       = "replayed"
-	outcomeInProgress     = "in_progress"
-	outcomeKeyReused      = "key_reused"
-	outcomeKeyMismatch    = "key_mismatch"
-	outcomeStepConflict   = "step_conflict"
-	outcomeOutcomeUnknown = "outcome_unknown"
-	outcomeInvalid        = "invalid"
-	outcomeUnauthorized   = "unauthorized"
-	outcomeNotFound       = "not_found"
-	outcomeToolError      = "tool_error"
-	outcomeStoreError     = "store_error"
-	outcomeOther          = "other"
+	labelExecuted       = "executed"
+	labelReplayed       = "replayed"
+	labelInProgress     = "in_progress"
+	labelKeyReused      = "key_reused"
+	labelKeyMismatch    = "key_mismatch"
+	labelStepConflict   = "step_conflict"
+	labelOutcomeUnknown = "outcome_unknown"
+	labelInvalid        = "invalid"
+	labelUnauthorized   = "unauthorized"
+	labelNotFound       = "not_found"
+	labelRateLimited    = "rate_limited"
+	labelToolError      = "tool_error"
+	labelStoreError     = "store_error"
+	labelOther          = "other"
 )
 
 // requestInfo collects what the handlers learn about a request, for the one
@@ -46,13 +48,13 @@ func infoFrom(ctx context.Context) *requestInfo {
 	return info
 }
 
-// setOutcome records the tool (when known) and the outcome of the request.
-func setOutcome(ctx context.Context, tool, outcome string) {
+// setLabel records the tool (when known) and the outcome label of the request.
+func setLabel(ctx context.Context, tool, label string) {
 	if info := infoFrom(ctx); info != nil {
 		if tool != "" {
 			info.tool = tool
 		}
-		info.outcome = outcome
+		info.outcome = label
 	}
 }
 
@@ -131,7 +133,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		}
 		outcome := info.outcome
 		if outcome == "" {
-			outcome = outcomeOther
+			outcome = labelOther
 		}
 		tenant := info.tenant
 		if tenant == "" {
@@ -140,7 +142,11 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if info.outcome != "" && !info.counted {
 			// Only tool API calls count as requests; health checks and
 			// scrapes would drown the series.
-			s.metrics.observeRequest(tool, outcome, elapsed)
+			api := info.api
+			if api == "" {
+				api = APIREST // the MCP adapter sets its door before anything can refuse
+			}
+			s.metrics.observeRequest(api, tool, outcome, elapsed)
 		}
 		route := info.route
 		if route == "" {
