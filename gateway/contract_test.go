@@ -1,6 +1,6 @@
 package gateway_test
 
-// Acceptance tests written from CONTRACT.md, one test per contract point
+// Acceptance tests written from the API contract (docs/api.md), one test per point
 // that the other test files do not pin down precisely. They talk to the
 // gateway over real HTTP only (plus the store, to prove nothing was written).
 

@@ -2,19 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/wire"
 )
-
-// newULID mints a ULID from crypto/rand. ulid.Make would share one
-// monotonic entropy source behind a mutex; crypto/rand needs no lock.
-func newULID() string {
-	return ulid.MustNew(ulid.Now(), rand.Reader).String()
-}
 
 type requestIDKey struct{}
 
