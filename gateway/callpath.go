@@ -394,6 +394,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		StepIndex:      cl.id.StepIndex,
 		HasStep:        cl.id.HasStep,
 		IdempotencyKey: cl.id.Key,
+		ScopedKey:      keyderive.ScopedKey(c.Tenant, name, cl.id.Key),
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	})

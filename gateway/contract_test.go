@@ -504,7 +504,8 @@ func TestContractHTTPUpstream(t *testing.T) {
 			}
 			want := map[string]string{
 				"Content-Type":      "application/json",
-				"Idempotency-Key":   key, // unwrapped
+				"Idempotency-Key":   scopedKey(gateway.AnonymousTenant, "up-ok", key), // of the unwrapped key
+				"Tool-Tenant":       gateway.AnonymousTenant,
 				"Agent-Session-Id":  "up",
 				"Agent-Step-Index":  "7",
 				"Tool-Execution-Id": first.header.Get("Tool-Execution-Id"),

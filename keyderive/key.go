@@ -59,6 +59,16 @@ func Fingerprint(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ScopedKey is the key an upstream (HTTP or MCP) and an in-process tool's
+// backend receive: lowercase_hex(SHA-256(tenant ":" tool ":" key)), scoped
+// like the gateway's record. Two tenants that send the same key never share
+// an upstream's deduplication, even one that deduplicates on this value
+// alone. key is the client's (unquoted) key; tool the gateway's tool name.
+func ScopedKey(tenant, tool, key string) string {
+	sum := sha256.Sum256([]byte(tenant + ":" + tool + ":" + key))
+	return hex.EncodeToString(sum[:])
+}
+
 func hashKey(sessionID string, stepIndex uint64, tool string, canonical []byte) string {
 	// The prefix is at most 256+1+16+1+64+1 bytes; building it on the stack
 	// avoids copying the (possibly large) canonical bytes into one buffer.
