@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -167,9 +168,11 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	name := c.Entry.Spec.Name
 
 	// check: I-JSON, identity, derived key, schema.
-	value, canonical, err := keyderive.Decode(c.Arguments)
+	// The value tree is the canonical one: the schema judges the very
+	// values the key is derived from.
+	value, canonical, err := keyderive.DecodeCanonical(c.Arguments)
 	if err != nil {
-		return problemResult(newProblem(wire.CodeInvalidJSON, err.Error()))
+		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
 	}
 	if c.Entry.Spec.ReadOnly {
 		if p := validateArguments(c.Entry, value); p != nil {
@@ -194,7 +197,13 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		}
 		if err != nil || want != id.Key {
 			setKey(ctx, id.Key)
-			return problemResult(newProblem(wire.CodeIdempotencyKeyMismatch, "Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; see docs/keys.md"))
+			p := newProblem(wire.CodeIdempotencyKeyMismatch,
+				"Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; expected_key is the key derived from canonical_arguments; see docs/keys.md")
+			// What the client needs to find its own mistake: the key the
+			// gateway derived and the JCS text it hashed (it can compute
+			// both from what it sent, so they disclose nothing new).
+			p.ExpectedKey, p.CanonicalArguments = want, string(canonical)
+			return problemResult(p)
 		}
 	}
 	setKey(ctx, id.Key)
@@ -468,6 +477,16 @@ func labelForStatus(status int) string {
 		return labelToolError
 	}
 	return labelExecuted
+}
+
+// invalidJSONDetail says whether the body is not JSON at all or JSON that
+// is not I-JSON, then the parser's specific reason.
+func invalidJSONDetail(err error) string {
+	reason := strings.TrimPrefix(err.Error(), "keyderive: ")
+	if errors.Is(err, keyderive.ErrSyntax) {
+		return "the body is not JSON (send the arguments as one JSON object): " + reason
+	}
+	return "the body is JSON but not I-JSON (RFC 7493): " + reason
 }
 
 // validateArguments checks that the arguments are one JSON object valid
