@@ -17,6 +17,7 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID)
+	r.Use(closeChunked)
 	r.Use(s.accessLog)
 	// HEAD is served wherever GET is (health checks often use it).
 	r.Use(middleware.GetHead)
