@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -43,33 +41,13 @@ func (s *hangingPingStore) Ping(ctx context.Context) error {
 	return errors.New("ping: " + ctx.Err().Error())
 }
 
-// lockedLog is a log buffer safe for the server's goroutines.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
-
 // /readyz bounds its store ping to 500 ms (Kubernetes' default probe
 // timeout is 1 s), and logs one line per change of state, not one per
 // probe.
 func TestReadyzIsBoundedAndLogsStateChanges(t *testing.T) {
 	store := &hangingPingStore{Store: newStore(t, storeEmbedded)}
-	logs := &lockedLog{}
-	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")}, withStore(store), func(o *gateway.Options) {
-		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-	})
+	logs := &lockedBuffer{}
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")}, withStore(store), withLogger(slog.New(slog.NewJSONHandler(logs, nil))))
 	store.down.Store(true)
 	for range 3 {
 		if r := h.get("/readyz", ""); r.status != 503 {
@@ -83,8 +61,8 @@ func TestReadyzIsBoundedAndLogsStateChanges(t *testing.T) {
 		}
 	}
 	store.mu.Unlock()
-	if n := logs.count("not ready"); n != 1 {
-		t.Fatalf("%d 'not ready' lines for three failed probes, want 1:\n%s", n, logs.buf.String())
+	if n := strings.Count(logs.String(), "not ready"); n != 1 {
+		t.Fatalf("%d 'not ready' lines for three failed probes, want 1:\n%s", n, logs.String())
 	}
 	store.down.Store(false)
 	for range 3 {
@@ -92,7 +70,7 @@ func TestReadyzIsBoundedAndLogsStateChanges(t *testing.T) {
 			t.Fatalf("/readyz with the store back: %d", r.status)
 		}
 	}
-	if n := logs.count("ready again"); n != 1 {
+	if n := strings.Count(logs.String(), "ready again"); n != 1 {
 		t.Fatalf("%d 'ready again' lines, want 1", n)
 	}
 }

@@ -51,6 +51,23 @@ type Scope struct {
 	Key    string // the unquoted Idempotency-Key
 }
 
+// keyPrefixLen is how much of an idempotency key may appear in a log line
+// or in an error that can be logged: enough to correlate lines, too little
+// to replay the key.
+const keyPrefixLen = 8
+
+// KeyPrefix returns the first characters of key, the only part of a key
+// that may be logged (a key can be replayed by whoever reads it).
+func KeyPrefix(key string) string {
+	return key[:min(len(key), keyPrefixLen)]
+}
+
+// String names the scope with the key's prefix only, so a scope in an
+// error or a log line never carries the full key.
+func (s Scope) String() string {
+	return s.Tenant + "/" + s.Tool + "/" + KeyPrefix(s.Key) + "…"
+}
+
 // Step names one step of an agent session, for the step guard.
 type Step struct {
 	SessionID string

@@ -36,18 +36,18 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	reply, err := cmds[0].StringSlice()
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	d, err := decodeDecision(req, reply)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.claimReplicated(ctx, d, acked); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	return d, nil
 }
