@@ -8,6 +8,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -33,6 +34,16 @@ const (
 	// twice, so a human decides.
 	LeaseExpiryUnknown LeaseExpiry = "unknown"
 )
+
+// Validate accepts the two policies and "" (which stores treat as rerun,
+// the default).
+func (e LeaseExpiry) Validate() error {
+	switch e {
+	case "", LeaseExpiryRerun, LeaseExpiryUnknown:
+		return nil
+	}
+	return fmt.Errorf("lease expiry policy %q: want rerun or unknown", string(e))
+}
 
 // Errors a Store returns. Any other error means the store could not be
 // reached or failed; the gateway answers 503 and runs nothing.
@@ -102,6 +113,19 @@ type ClaimRequest struct {
 	ReplayTTL time.Duration
 	// LeaseExpiry says what happens to an IN_PROGRESS record whose lease expired.
 	LeaseExpiry LeaseExpiry
+}
+
+// Validate checks what every store needs of a claim, so the stores refuse
+// the same requests: positive TTLs, an owner and an execution id, a known
+// lease expiry policy.
+func (r ClaimRequest) Validate() error {
+	switch {
+	case r.LockTTL <= 0 || r.ReplayTTL <= 0:
+		return fmt.Errorf("lock ttl %v and replay ttl %v must be positive", r.LockTTL, r.ReplayTTL)
+	case r.Owner == "" || r.ExecutionID == "":
+		return errors.New("owner and execution id are required")
+	}
+	return r.LeaseExpiry.Validate()
 }
 
 // Outcome is what the store decided.

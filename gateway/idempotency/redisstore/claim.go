@@ -53,17 +53,10 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 }
 
 func validateClaim(req idempotency.ClaimRequest) error {
-	switch {
-	case req.LockTTL <= 0 || req.ReplayTTL <= 0:
-		return fmt.Errorf("redisstore: claim: lock ttl %v and replay ttl %v must be positive", req.LockTTL, req.ReplayTTL)
-	case req.ExecutionID == "" || req.Owner == "":
-		return errors.New("redisstore: claim: execution id and owner are required")
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: claim: %w", err)
 	}
-	switch req.LeaseExpiry {
-	case idempotency.LeaseExpiryRerun, idempotency.LeaseExpiryUnknown, "":
-		return nil
-	}
-	return fmt.Errorf("redisstore: claim: unknown lease expiry policy %q", req.LeaseExpiry)
+	return nil
 }
 
 var errBadReply = errors.New("unexpected script reply")
