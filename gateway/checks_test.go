@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // TestChecksInOrder sends bad requests and checks each gets the contract's
@@ -31,31 +31,31 @@ func TestChecksInOrder(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"unknown tool", callSpec{tool: "nope", session: "s", step: 1, args: good}, "", 404, gateway.CodeToolNotFound},
-		{"tool name with bad characters", callSpec{tool: "Provision", session: "s", step: 1, args: good}, "", 404, gateway.CodeToolNotFound},
-		{"unknown tool beats bad method", callSpec{tool: "nope", method: http.MethodPut}, "", 404, gateway.CodeToolNotFound},
-		{"method", callSpec{tool: "provision", method: http.MethodPut, args: good}, "", 405, gateway.CodeMethodNotAllowed},
-		{"content type missing", callSpec{tool: "provision", session: "s", step: 1, args: good}, "-", 415, gateway.CodeUnsupportedMediaType},
-		{"content type text", callSpec{tool: "provision", session: "s", step: 1, args: good}, "text/plain", 415, gateway.CodeUnsupportedMediaType},
-		{"too large beats bad json", callSpec{tool: "provision", session: "s", step: 1, args: `{"a":"` + strings.Repeat("x", 300) + `"`}, "", 413, gateway.CodePayloadTooLarge},
-		{"bad json beats missing key", callSpec{tool: "provision", args: `{"size":`}, "", 400, gateway.CodeInvalidJSON},
-		{"duplicate member", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"size":2}`}, "", 400, gateway.CodeInvalidJSON},
-		{"lone surrogate", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"n":"\ud800"}`}, "", 400, gateway.CodeInvalidJSON},
-		{"number out of range", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1e400}`}, "", 400, gateway.CodeInvalidJSON},
-		{"not an object, key headers right", callSpec{tool: "provision", args: `[1,2]`, key: arrayKey, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeInvalidArguments},
-		{"not an object, key missing", callSpec{tool: "provision", args: `[1,2]`}, "", 400, gateway.CodeIdempotencyKeyMissing},
-		{"key missing", callSpec{tool: "provision", args: good}, "", 400, gateway.CodeIdempotencyKeyMissing},
-		{"key malformed beats session missing", callSpec{tool: "provision", args: good, key: "ABC"}, "", 400, gateway.CodeIdempotencyKeyMalformed},
-		{"key uppercase hex", callSpec{tool: "provision", args: good, key: strings.ToUpper(key), headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeIdempotencyKeyMalformed},
-		{"session missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Step-Index": "1"}}, "", 400, gateway.CodeAgentSessionMissing},
-		{"session malformed", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeAgentSessionMalformed},
-		{"session malformed beats step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a b"}}, "", 400, gateway.CodeAgentSessionMalformed},
-		{"step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s"}}, "", 400, gateway.CodeAgentStepMissing},
-		{"step leading zero", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}}, "", 400, gateway.CodeAgentStepMalformed},
-		{"step negative", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "-1"}}, "", 400, gateway.CodeAgentStepMalformed},
-		{"step too large", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "9007199254740992"}}, "", 400, gateway.CodeAgentStepMalformed},
-		{"key mismatch beats schema", callSpec{tool: "provision", session: "s", step: 2, args: `{"size":0}`, key: key}, "", 422, gateway.CodeIdempotencyKeyMismatch},
-		{"schema", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}],"extra":true}`}, "", 400, gateway.CodeInvalidArguments},
+		{"unknown tool", callSpec{tool: "nope", session: "s", step: 1, args: good}, "", 404, wire.CodeToolNotFound},
+		{"tool name with bad characters", callSpec{tool: "Provision", session: "s", step: 1, args: good}, "", 404, wire.CodeToolNotFound},
+		{"unknown tool beats bad method", callSpec{tool: "nope", method: http.MethodPut}, "", 404, wire.CodeToolNotFound},
+		{"method", callSpec{tool: "provision", method: http.MethodPut, args: good}, "", 405, wire.CodeMethodNotAllowed},
+		{"content type missing", callSpec{tool: "provision", session: "s", step: 1, args: good}, "-", 415, wire.CodeUnsupportedMediaType},
+		{"content type text", callSpec{tool: "provision", session: "s", step: 1, args: good}, "text/plain", 415, wire.CodeUnsupportedMediaType},
+		{"too large beats bad json", callSpec{tool: "provision", session: "s", step: 1, args: `{"a":"` + strings.Repeat("x", 300) + `"`}, "", 413, wire.CodePayloadTooLarge},
+		{"bad json beats missing key", callSpec{tool: "provision", args: `{"size":`}, "", 400, wire.CodeInvalidJSON},
+		{"duplicate member", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"size":2}`}, "", 400, wire.CodeInvalidJSON},
+		{"lone surrogate", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"n":"\ud800"}`}, "", 400, wire.CodeInvalidJSON},
+		{"number out of range", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1e400}`}, "", 400, wire.CodeInvalidJSON},
+		{"not an object, key headers right", callSpec{tool: "provision", args: `[1,2]`, key: arrayKey, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, wire.CodeInvalidArguments},
+		{"not an object, key missing", callSpec{tool: "provision", args: `[1,2]`}, "", 400, wire.CodeIdempotencyKeyMissing},
+		{"key missing", callSpec{tool: "provision", args: good}, "", 400, wire.CodeIdempotencyKeyMissing},
+		{"key malformed beats session missing", callSpec{tool: "provision", args: good, key: "ABC"}, "", 400, wire.CodeIdempotencyKeyMalformed},
+		{"key uppercase hex", callSpec{tool: "provision", args: good, key: strings.ToUpper(key), headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, wire.CodeIdempotencyKeyMalformed},
+		{"session missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Step-Index": "1"}}, "", 400, wire.CodeAgentSessionMissing},
+		{"session malformed", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}}, "", 400, wire.CodeAgentSessionMalformed},
+		{"session malformed beats step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a b"}}, "", 400, wire.CodeAgentSessionMalformed},
+		{"step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s"}}, "", 400, wire.CodeAgentStepMissing},
+		{"step leading zero", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}}, "", 400, wire.CodeAgentStepMalformed},
+		{"step negative", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "-1"}}, "", 400, wire.CodeAgentStepMalformed},
+		{"step too large", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "9007199254740992"}}, "", 400, wire.CodeAgentStepMalformed},
+		{"key mismatch beats schema", callSpec{tool: "provision", session: "s", step: 2, args: `{"size":0}`, key: key}, "", 422, wire.CodeIdempotencyKeyMismatch},
+		{"schema", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}],"extra":true}`}, "", 400, wire.CodeInvalidArguments},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestSchemaViolationsListEveryLocation(t *testing.T) {
 	tool.schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1},"disks":{"type":"array","items":{"type":"object","properties":{"gb":{"type":"integer"}}}}},"required":["size"]}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}]}`})
-	p := wantProblem(t, r, 400, gateway.CodeInvalidArguments)
+	p := wantProblem(t, r, 400, wire.CodeInvalidArguments)
 	errs, _ := p["errors"].([]any)
 	locations := map[string]bool{}
 	for _, e := range errs {
@@ -147,7 +147,7 @@ func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
 	for path, want := range map[string]string{"/healthz": "GET", "/api/tools/v1": "GET", "/api/tools/v1/echo": "POST"} {
 		r := h.send(http.MethodDelete, path, "")
-		wantProblem(t, r, 405, gateway.CodeMethodNotAllowed)
+		wantProblem(t, r, 405, wire.CodeMethodNotAllowed)
 		if !strings.Contains(r.header.Get("Allow"), want) {
 			t.Fatalf("%s: Allow %q lacks %s", path, r.header.Get("Allow"), want)
 		}
@@ -160,5 +160,73 @@ func TestHeadIsServedWhereGetIs(t *testing.T) {
 		if r := h.send(http.MethodHead, path, ""); r.status != 200 || len(r.body) != 0 {
 			t.Fatalf("HEAD %s: %d (%d body bytes)", path, r.status, len(r.body))
 		}
+	}
+}
+
+// A 422 idempotency_key_mismatch says which key the gateway derived and
+// from which canonical text, so a client whose own canonicalisation
+// differs (json.dumps(sort_keys=True) keeps 1.0 and escapes é) sees at a
+// glance which bytes differ.
+func TestKeyMismatchShowsExpectedKeyAndCanonicalArguments(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")})
+	args := `{"size": 1.0, "name": "caf\u00e9"}`
+	pythonCanonical := `{"name": "caf\u00e9", "size": 1.0}` // what a Python client hashed
+	wrong := derivedKey(t, "s", 1, "provision", `{"other":true}`)
+	r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: args, key: wrong})
+	p := wantProblem(t, r, 422, wire.CodeIdempotencyKeyMismatch)
+	if got, want := p["expected_key"], derivedKey(t, "s", 1, "provision", args); got != want {
+		t.Fatalf("expected_key = %v, want %s", got, want)
+	}
+	canonical, _ := p["canonical_arguments"].(string)
+	if canonical != `{"name":"café","size":1}` {
+		t.Fatalf("canonical_arguments = %q", canonical)
+	}
+	if canonical == pythonCanonical {
+		t.Fatal("the difference should be visible")
+	}
+	if strings.Contains(string(r.body), wrong) {
+		t.Fatal("the problem echoes the client's wrong key")
+	}
+}
+
+// The schema judges the canonical values the key is derived from: 1e-400
+// is 0 under JCS, so {"delay_ms":0} and {"delay_ms":1e-400} are one call
+// and get one answer, replayed, never a 400 for one spelling of it.
+func TestSchemaJudgesCanonicalValues(t *testing.T) {
+	tool := newTestTool("sleep")
+	tool.schema = `{"type":"object","properties":{"delay_ms":{"type":"integer","minimum":0}},"required":["delay_ms"]}`
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	zero := `{"delay_ms":0}`
+	underflow := `{"delay_ms":1e-400}`
+	key := derivedKey(t, "s", 1, "sleep", zero)
+	if derivedKey(t, "s", 1, "sleep", underflow) != key {
+		t.Fatal("the two spellings should derive one key")
+	}
+	first := h.do(callSpec{tool: "sleep", session: "s", step: 1, args: zero})
+	if first.status != 200 {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	for range 2 {
+		again := h.do(callSpec{tool: "sleep", session: "s", step: 1, args: underflow})
+		if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the other spelling: %d %s", again.status, again.body)
+		}
+	}
+	// Alone (a fresh step), the underflowing spelling is valid too.
+	fresh := h.do(callSpec{tool: "sleep", session: "s", step: 2, args: underflow})
+	if fresh.status != 200 {
+		t.Fatalf("fresh 1e-400: %d %s", fresh.status, fresh.body)
+	}
+}
+
+// A form-encoded body sent as application/json is told it is not JSON,
+// not given a tokenizer's message about literals.
+func TestFormBodyIsNotJSON(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")})
+	r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: "region=eu&size=2", key: strings.Repeat("a", 64)})
+	p := wantProblem(t, r, 400, wire.CodeInvalidJSON)
+	detail, _ := p["detail"].(string)
+	if !strings.HasPrefix(detail, "the body is not JSON") {
+		t.Fatalf("detail = %q", detail)
 	}
 }

@@ -17,10 +17,13 @@ type Tool interface {
 	// Spec describes the tool: its name, description, input schema and policy.
 	Spec() Spec
 	// Call runs the tool once. ctx is cancelled when the tool's timeout
-	// expires, when the client's request is abandoned after the tool was
-	// claimed, or when the gateway loses the lease on the idempotency record
+	// expires, when the gateway loses the lease on the idempotency record
 	// (another gateway may then run the tool; use Request.FencingToken to
-	// reject the stale writer in the backend).
+	// reject the stale writer in the backend), or when a shutdown's drain
+	// runs out of time. A client that hangs up does NOT cancel a mutating
+	// call: once claimed, the tool runs to the end so its outcome can be
+	// recorded and replayed to the client's retry. Only a read-only tool's
+	// ctx ends with the client's request (nothing is recorded for it).
 	//
 	// A returned Response with a status of 2xx–4xx is recorded and replayed to
 	// every retry of the same call; a 5xx response or an error is not recorded,
@@ -54,8 +57,15 @@ type Request struct {
 	SessionID string
 	StepIndex uint64
 	HasStep   bool
-	// IdempotencyKey is the (unquoted) key of the call; empty for read-only tools.
+	// IdempotencyKey is the (unquoted) key of the call as the client sent
+	// it; empty for read-only tools. Two tenants can send the same key: do
+	// not deduplicate on it in a backend shared by tenants, use ScopedKey.
 	IdempotencyKey string
+	// ScopedKey is lowercase_hex(SHA-256(tenant ":" tool ":" key)): the key
+	// scoped like the gateway's record (keyderive.ScopedKey). It is what an
+	// HTTP upstream receives as Idempotency-Key; pass it to your backend as
+	// its deduplication key. Empty for read-only tools.
+	ScopedKey string
 	// ExecutionID is the ULID minted when the call was claimed; a replay
 	// returns it to the client again.
 	ExecutionID string

@@ -14,20 +14,11 @@ import (
 	"strconv"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // DefaultMaxResponseBytes caps an upstream response when Config leaves it 0.
 const DefaultMaxResponseBytes int64 = 4 << 20
-
-// The headers an upstream receives with every call, so that it can
-// deduplicate too and reject writes from a gateway that lost its lease.
-const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderSessionID      = "Agent-Session-Id"
-	HeaderStepIndex      = "Agent-Step-Index"
-	HeaderFencingToken   = "Fencing-Token"
-	HeaderExecutionID    = "Tool-Execution-Id"
-)
 
 // Config declares one upstream tool.
 type Config struct {
@@ -41,7 +32,7 @@ type Config struct {
 	// Headers are sent with every call (an API key for the upstream, say).
 	// They cannot replace the headers the gateway forwards: Content-Type,
 	// Idempotency-Key, Agent-Session-Id, Agent-Step-Index, Fencing-Token,
-	// Tool-Execution-Id. A "Host" entry sets the request's Host.
+	// Tool-Execution-Id, Tool-Tenant. A "Host" entry sets the request's Host.
 	Headers map[string]string
 	// MaxResponseBytes caps the response body (default
 	// DefaultMaxResponseBytes); a larger one is an error wrapping
@@ -150,19 +141,25 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 // to deduplicate and the fencing token to refuse a stale owner.
 func setCallHeaders(h http.Header, req *tools.Request) {
 	h.Set("Content-Type", "application/json")
-	if req.IdempotencyKey != "" {
-		h.Set(HeaderIdempotencyKey, req.IdempotencyKey)
+	// The tenant-scoped key, never the client's: two tenants can send the
+	// same key, and an upstream that deduplicates on the header alone must
+	// not hand one tenant another's result.
+	if req.ScopedKey != "" {
+		h.Set(wire.HeaderIdempotencyKey, req.ScopedKey)
+	}
+	if req.Tenant != "" {
+		h.Set(wire.HeaderTenant, req.Tenant)
 	}
 	if req.SessionID != "" {
-		h.Set(HeaderSessionID, req.SessionID)
+		h.Set(wire.HeaderSessionID, req.SessionID)
 	}
 	if req.HasStep {
-		h.Set(HeaderStepIndex, strconv.FormatUint(req.StepIndex, 10))
+		h.Set(wire.HeaderStepIndex, strconv.FormatUint(req.StepIndex, 10))
 	}
 	if req.FencingToken > 0 {
-		h.Set(HeaderFencingToken, strconv.FormatInt(req.FencingToken, 10))
+		h.Set(wire.HeaderFencingToken, strconv.FormatInt(req.FencingToken, 10))
 	}
 	if req.ExecutionID != "" {
-		h.Set(HeaderExecutionID, req.ExecutionID)
+		h.Set(wire.HeaderExecutionID, req.ExecutionID)
 	}
 }
