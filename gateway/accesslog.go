@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -32,6 +33,10 @@ type requestInfo struct {
 	keyPrefix string
 	outcome   string
 	route     string // set by handlers whose pattern is fixed; "" asks chi
+	api       API    // the door of a tool call ("" for other requests)
+	start     time.Time
+	// counted: the call path already observed the request metrics.
+	counted bool
 }
 
 type requestInfoKey struct{}
@@ -49,6 +54,29 @@ func setOutcome(ctx context.Context, tool, outcome string) {
 		}
 		info.outcome = outcome
 	}
+}
+
+// setAPI records the door a tool call came in by.
+func setAPI(ctx context.Context, api API) {
+	if info := infoFrom(ctx); info != nil {
+		info.api = api
+	}
+}
+
+// markCounted notes that the call path observed the request metrics, so the
+// access log does not count the request a second time.
+func markCounted(ctx context.Context) {
+	if info := infoFrom(ctx); info != nil {
+		info.counted = true
+	}
+}
+
+// requestStart returns when the request arrived (zero outside a request).
+func requestStart(ctx context.Context) time.Time {
+	if info := infoFrom(ctx); info != nil {
+		return info.start
+	}
+	return time.Time{}
 }
 
 func setTenant(ctx context.Context, tenant string) {
@@ -92,7 +120,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{}
+		info := &requestInfo{start: start}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 		elapsed := time.Since(start)
@@ -109,7 +137,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if tenant == "" {
 			tenant = AnonymousTenant
 		}
-		if info.outcome != "" {
+		if info.outcome != "" && !info.counted {
 			// Only tool API calls count as requests; health checks and
 			// scrapes would drown the series.
 			s.metrics.observeRequest(tool, outcome, elapsed)
@@ -118,16 +146,20 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if route == "" {
 			route = routeOf(r)
 		}
-		s.log.LogAttrs(r.Context(), levelFor(rec.status), "request",
-			stringAttr("request_id", RequestIDFrom(r.Context())),
-			stringAttr("method", r.Method),
-			stringAttr("route", route),
-			stringAttr("tenant", tenant),
-			stringAttr("tool", tool),
-			stringAttr("key_prefix", info.keyPrefix),
-			stringAttr("outcome", outcome),
-			intAttr("status", rec.status),
+		attrs := []slog.Attr{
+			slog.String("request_id", RequestIDFrom(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.String("tenant", tenant),
+			slog.String("tool", tool),
+			slog.String("key_prefix", info.keyPrefix),
+			slog.String("outcome", outcome),
+			slog.Int("status", rec.status),
 			durationAttr("duration_ms", elapsed),
-		)
+		}
+		if info.api != "" {
+			attrs = append(attrs, slog.String("api", string(info.api)))
+		}
+		s.log.LogAttrs(r.Context(), levelFor(rec.status), "request", attrs...)
 	})
 }

@@ -1,0 +1,593 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// What happens to a tool call, whatever door it came in by.
+//
+// An adapter (REST in rest.go, MCP over POST /mcp) does the checks only its
+// transport knows (auth, tool lookup, method, content type, body size),
+// parses the call's identity from its own carriers (HTTP headers, MCP
+// _meta) and hands the call path a Call. Server.Call then reads, top to
+// bottom:
+//
+//	check:  I-JSON → identity (adapter's parse) → derived key → schema
+//	claim:  one atomic store decision (run, replay, in progress, reused,
+//	        step conflict, unknown), with an optional wait for a duplicate
+//	run:    the tool, detached from the client, under a renewed, fenced lease
+//	record: complete (2xx–4xx but 408/425/429) or release (everything else)
+//
+// and returns a Result the adapter renders (an HTTP response, or an MCP
+// CallToolResult / JSON-RPC error). Nothing here knows about
+// http.ResponseWriter. Drain accounting, metrics, the request's log fields
+// and the takeover and lease logs all live on this path, so both adapters
+// get them alike.
+
+// API names the door a call came in by: the "api" field of the access log
+// and label of the request metrics.
+type API string
+
+// The doors.
+const (
+	APIREST API = "rest"
+	APIMCP  API = "mcp"
+)
+
+// Identity is a call's idempotency identity as an adapter parsed it.
+type Identity struct {
+	// Key is the unquoted Idempotency-Key. In derived mode it may be empty
+	// when the transport makes it optional (MCP): the call path derives it.
+	Key       string
+	SessionID string
+	StepIndex uint64
+	// HasStep: session id and step index were both sent and well-formed.
+	HasStep bool
+}
+
+// Call is one tool call as an adapter hands it to Server.Call.
+type Call struct {
+	API    API
+	Tenant string
+	Entry  *tools.Entry
+	// Arguments are the raw argument bytes, exactly as the client sent them
+	// (an HTTP upstream receives these bytes).
+	Arguments []byte
+
+	// Identity is the parsed identity. For a read-only tool only its
+	// session id and step index are used (handed to the tool when HasStep).
+	Identity Identity
+	// IdentityProblem is what was wrong with the identity (missing or
+	// malformed key, session or step; conflicting carriers). The call path
+	// reports it only after the JSON checks, in the contract's order, and
+	// never for a read-only tool.
+	IdentityProblem *Problem
+	// NoIdentity: the client sent none of key, session id and step index.
+	NoIdentity bool
+	// AllowUnkeyed runs a mutating call with NoIdentity on every call,
+	// without a record (MCP's mcp.allow_unkeyed), instead of reporting
+	// IdentityProblem; the Result says it ran unprotected.
+	AllowUnkeyed bool
+
+	// Wait is how long a duplicate of a call in flight waits for its outcome
+	// before the answer is "in progress" (REST: Prefer: wait=N; MCP:
+	// mcp.in_progress_wait). Zero answers at once.
+	Wait time.Duration
+	// Received is when the request arrived, for the latency histogram; zero
+	// means when Server.Call started.
+	Received time.Time
+}
+
+// ResultKind says what became of a call.
+type ResultKind int
+
+// Result kinds.
+const (
+	// ResultExecuted: the tool ran under a claim; Status, ContentType and
+	// Body are its answer (recorded for replay when recordable).
+	ResultExecuted ResultKind = iota + 1
+	// ResultReplayed: a stored answer, byte for byte; the tool did not run.
+	ResultReplayed
+	// ResultReadOnly: a read-only tool ran; nothing is stored.
+	ResultReadOnly
+	// ResultUnkeyed: a mutating tool ran without a record (AllowUnkeyed);
+	// the adapter must mark it unprotected.
+	ResultUnkeyed
+	// ResultInProgress: a duplicate of a call still running; Problem is
+	// request_in_progress with its Retry-After.
+	ResultInProgress
+	// ResultUnknown: the record is UNKNOWN; Problem is outcome_unknown.
+	ResultUnknown
+	// ResultProblem: any other refusal or failure; Problem says which.
+	ResultProblem
+)
+
+// Result is what the call path answers; adapters render it.
+type Result struct {
+	Kind ResultKind
+	// Status, ContentType and Body are the tool's answer (Executed,
+	// Replayed, ReadOnly, Unkeyed).
+	Status      int
+	ContentType string
+	Body        []byte
+	// ExecutionID is set when the call reached a claim (executed, replayed,
+	// or a tool failure after the claim): REST sends it with
+	// Idempotent-Replayed, MCP in _meta.
+	ExecutionID string
+	Replayed    bool
+	// Problem is set for InProgress, Unknown and Problem.
+	Problem *Problem
+	// Waited: the call waited for a duplicate in flight (REST answers
+	// Preference-Applied).
+	Waited bool
+	// Label is the metrics outcome label the call was counted under.
+	Label string
+}
+
+// Call runs c: checks, store decision, execution and recording. It never
+// writes to a transport; see the comment at the top of this file.
+func (s *Server) Call(ctx context.Context, c *Call) Result {
+	if c.Received.IsZero() {
+		c.Received = time.Now()
+	}
+	res := s.call(ctx, c)
+	if res.Problem != nil && res.Kind == 0 {
+		res.Kind = ResultProblem
+	}
+	s.count(ctx, c, res.Label)
+	return res
+}
+
+// count records the call's metrics and its access-log fields.
+func (s *Server) count(ctx context.Context, c *Call, label string) {
+	name := c.Entry.Spec.Name
+	setOutcome(ctx, name, label)
+	setAPI(ctx, c.API)
+	s.metrics.observeRequest(name, label, time.Since(c.Received))
+	markCounted(ctx)
+}
+
+// problemResult is a refusal counted under label.
+func problemResult(label string, p *Problem) Result {
+	return Result{Kind: ResultProblem, Problem: p, Label: label}
+}
+
+// call is Call without the bookkeeping.
+func (s *Server) call(ctx context.Context, c *Call) Result {
+	name := c.Entry.Spec.Name
+
+	// check: I-JSON, identity, derived key, schema.
+	value, canonical, err := keyderive.Decode(c.Arguments)
+	if err != nil {
+		return problemResult(outcomeInvalid, newProblem(http.StatusBadRequest, CodeInvalidJSON, err.Error()))
+	}
+	if c.Entry.Spec.ReadOnly {
+		if p := validateArguments(c.Entry, value); p != nil {
+			return problemResult(outcomeInvalid, p)
+		}
+		return s.runUnprotected(ctx, c, ResultReadOnly)
+	}
+	if c.IdentityProblem != nil {
+		if c.AllowUnkeyed && c.NoIdentity {
+			if p := validateArguments(c.Entry, value); p != nil {
+				return problemResult(outcomeInvalid, p)
+			}
+			return s.runUnprotected(ctx, c, ResultUnkeyed)
+		}
+		return problemResult(outcomeInvalid, c.IdentityProblem)
+	}
+	id := c.Identity
+	if s.opts.KeyMode == KeyModeDerived {
+		want, err := keyderive.KeyFromCanonical(id.SessionID, id.StepIndex, name, canonical)
+		if id.Key == "" && err == nil {
+			id.Key = want // the transport let the client leave it to us
+		}
+		if err != nil || want != id.Key {
+			setKey(ctx, id.Key)
+			return problemResult(outcomeKeyMismatch, newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyMismatch,
+				"Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; see docs/keys.md"))
+		}
+	}
+	setKey(ctx, id.Key)
+	if p := validateArguments(c.Entry, value); p != nil {
+		return problemResult(outcomeInvalid, p)
+	}
+
+	// claim.
+	cl := &claim{
+		call:        c,
+		id:          id,
+		fingerprint: keyderive.Fingerprint(canonical),
+		policy:      s.policy(name),
+		owner:       RequestIDFrom(ctx),
+	}
+	if cl.owner == "" {
+		cl.owner = newULID()
+	}
+	d, waited, err := s.decide(ctx, cl)
+	if err != nil {
+		s.log.ErrorContext(ctx, "store claim failed", "tool", name, "error", err)
+		return s.storeUnavailable("the idempotency store is unreachable; the tool was not run", waited)
+	}
+	switch d.Outcome {
+	case idempotency.OutcomeClaimed:
+		if d.TakenOver {
+			s.metrics.takeovers.WithLabelValues(name).Inc()
+			s.log.WarnContext(ctx, "took over an expired lease; running the tool again", "tool", name, "execution_id", d.Lease.ExecutionID)
+		}
+		res := s.runClaimed(ctx, cl, d.Lease)
+		res.Waited = waited
+		return res
+	case idempotency.OutcomeReplay:
+		return Result{Kind: ResultReplayed, Status: d.Response.Status, ContentType: d.Response.ContentType, Body: d.Response.Body,
+			ExecutionID: d.ExecutionID, Replayed: true, Waited: waited, Label: outcomeReplayed}
+	case idempotency.OutcomeInProgress:
+		p := newProblem(http.StatusConflict, CodeRequestInProgress,
+			"a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
+			withRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
+		return Result{Kind: ResultInProgress, Problem: p, Waited: waited, Label: outcomeInProgress}
+	case idempotency.OutcomeKeyReused:
+		res := problemResult(outcomeKeyReused, newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+			"this Idempotency-Key was first used with other arguments"))
+		res.Waited = waited
+		return res
+	case idempotency.OutcomeStepConflict:
+		p := newProblem(http.StatusUnprocessableEntity, CodeStepConflict,
+			"this session step already made another call; give each tool call its own step index")
+		if d.Conflict != nil {
+			p.Tool, p.ExecutionID = d.Conflict.Tool, d.Conflict.ExecutionID
+		}
+		res := problemResult(outcomeStepConflict, p)
+		res.Waited = waited
+		return res
+	case idempotency.OutcomeUnknown:
+		p := newProblem(http.StatusConflict, CodeOutcomeUnknown,
+			"the gateway running this call died before recording its outcome; an operator must check the side effect and resolve the record")
+		return Result{Kind: ResultUnknown, Problem: p, Waited: waited, Label: outcomeOutcomeUnknown}
+	default:
+		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
+		return s.storeUnavailable("the idempotency store gave an invalid answer", waited)
+	}
+}
+
+// storeUnavailable is the fail-closed answer when the store cannot decide.
+func (s *Server) storeUnavailable(detail string, waited bool) Result {
+	res := problemResult(outcomeStoreError, newProblem(http.StatusServiceUnavailable, CodeStoreUnavailable, detail).withRetryAfter(1))
+	res.Waited = waited
+	return res
+}
+
+// claim is a checked call on its way to the store.
+type claim struct {
+	call        *Call
+	id          Identity // with the derived key filled in
+	fingerprint string
+	policy      ToolPolicy
+	// owner owns the claim: the request id is unique per request, and a
+	// wait of the same request that takes over reuses it.
+	owner string
+}
+
+// decide asks the store, in one atomic step, what to do with the call; a
+// duplicate of a call in flight waits up to Call.Wait for its outcome.
+// waited reports that it did wait.
+func (s *Server) decide(ctx context.Context, cl *claim) (d idempotency.Decision, waited bool, err error) {
+	d, err = s.claimOnce(ctx, cl)
+	if err == nil && d.Outcome == idempotency.OutcomeInProgress && cl.call.Wait > 0 {
+		d, err = s.awaitOutcome(ctx, cl, cl.call.Wait, d)
+		waited = true
+	}
+	return d, waited, err
+}
+
+// claimOnce runs one store decision on a context detached from the client:
+// a client that hangs up while its claim is on the wire must not leave a
+// claimed record that nobody runs (for a lease_expiry: unknown tool it would
+// turn UNKNOWN without the tool ever running).
+func (s *Server) claimOnce(ctx context.Context, cl *claim) (idempotency.Decision, error) {
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+	defer cancel()
+	return s.store.Claim(claimCtx, s.claimRequest(cl))
+}
+
+// claimRequest builds the store request with a fresh execution id (used
+// only if the claim succeeds).
+func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
+	req := idempotency.ClaimRequest{
+		Scope:       idempotency.Scope{Tenant: cl.call.Tenant, Tool: cl.call.Entry.Spec.Name, Key: cl.id.Key},
+		Fingerprint: cl.fingerprint,
+		StepGuard:   !s.opts.StepGuardOff,
+		// In derived mode the key is a hash of the session and step.
+		StepBoundKey: s.opts.KeyMode == KeyModeDerived,
+		ExecutionID:  newULID(),
+		Owner:        cl.owner,
+		LockTTL:      s.opts.LockTTL,
+		ReplayTTL:    cl.policy.ReplayTTL,
+		LeaseExpiry:  cl.policy.LeaseExpiry,
+	}
+	if cl.id.HasStep {
+		req.Step = &idempotency.Step{SessionID: cl.id.SessionID, Index: cl.id.StepIndex}
+	}
+	return req
+}
+
+// awaitOutcome polls the store until the running call finishes, its lease
+// expires (and this request takes over), ctx ends or wait passes. Polling
+// keeps replicas independent of any pub/sub channel and costs one round
+// trip per poll.
+func (s *Server) awaitOutcome(ctx context.Context, cl *claim, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
+	deadline := time.Now().Add(wait)
+	delay := 20 * time.Millisecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return last, nil
+		}
+		timer.Reset(min(delay, left))
+		select {
+		case <-ctx.Done():
+			return last, nil
+		case <-s.waitCtx.Done(): // shutting down: answer "in progress", take nothing over
+			return last, nil
+		case <-timer.C:
+		}
+		d, err := s.claimOnce(ctx, cl)
+		if err != nil || d.Outcome != idempotency.OutcomeInProgress {
+			return d, err
+		}
+		last = d
+		delay = min(delay*2, 250*time.Millisecond)
+	}
+}
+
+// runClaimed runs the tool under the lease the claim gave, renewing it, and
+// records the outcome: 2xx–4xx (except 408, 425, 429) is completed for
+// replay; everything else releases the record so a retry runs the tool again.
+func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Lease) Result {
+	c := cl.call
+	name := c.Entry.Spec.Name
+	failed := func(p *Problem) Result {
+		return Result{Kind: ResultProblem, Problem: p, ExecutionID: lease.ExecutionID, Label: outcomeToolError}
+	}
+	leave, ok := s.enter(name)
+	if !ok {
+		// Draining: the tool must not start now. Give the claim back so a
+		// retry (on another replica) runs it.
+		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+		defer cancel()
+		if err := s.store.Release(storeCtx, lease); err != nil {
+			s.log.WarnContext(ctx, "release while draining failed", "tool", name, "error", err)
+		}
+		return failed(newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down and did not run the tool; retry"))
+	}
+	defer leave()
+
+	// run: detached from the client (one that hangs up must not abort a
+	// tool half-way; its retry gets "in progress" and then the replay).
+	toolCtx, cancel := context.WithTimeoutCause(s.baseCtx, cl.policy.Timeout, context.DeadlineExceeded)
+	defer cancel()
+	leaseCtx, cancelLease := context.WithCancelCause(toolCtx)
+	defer cancelLease(nil)
+	// The keeper renews until the outcome is written (not just until the
+	// tool returns): a completion retried through a store restart must not
+	// let another replica take the call over meanwhile. Its context
+	// outlives the tool's deadline and a drain's cancel: only finish and
+	// stop end the renewals.
+	keeper := s.keepLease(context.WithoutCancel(ctx), lease, func() { cancelLease(errLeaseLost) })
+	defer func() {
+		if keeper.stop() {
+			s.metrics.leasesLost.WithLabelValues(name).Inc()
+		}
+	}()
+	resp, err := s.callTool(leaseCtx, c.Entry, &tools.Request{
+		Arguments:      c.Arguments,
+		Tenant:         c.Tenant,
+		SessionID:      cl.id.SessionID,
+		StepIndex:      cl.id.StepIndex,
+		HasStep:        cl.id.HasStep,
+		IdempotencyKey: cl.id.Key,
+		ExecutionID:    lease.ExecutionID,
+		FencingToken:   lease.FencingToken,
+	})
+
+	// record: at least a whole lease to ride out a store restart (Redis
+	// answers LOADING while it replays its AOF).
+	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), max(storeCallTimeout, s.opts.LockTTL))
+	defer cancelStore()
+	if err != nil {
+		s.release(storeCtx, name, lease, keeper)
+		p := s.toolErrorProblem(leaseCtx, err)
+		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", err)
+		return failed(p)
+	}
+	if recordable(resp.Status) {
+		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+		cerr := keeper.finish(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, cl.policy.ReplayTTL) })
+		if errors.Is(cerr, idempotency.ErrLeaseLost) && s.completedBy(storeCtx, lease) {
+			cerr = nil // an earlier attempt landed and only its reply was lost
+		}
+		if cerr != nil {
+			s.outcomeNotRecorded(ctx, name, lease, cerr)
+		}
+	} else {
+		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
+		s.release(storeCtx, name, lease, keeper)
+	}
+	return Result{Kind: ResultExecuted, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body,
+		ExecutionID: lease.ExecutionID, Label: labelForStatus(resp.Status)}
+}
+
+// runUnprotected runs a call that has no record: a read-only tool, or an
+// unkeyed call the adapter allows. Every call runs.
+func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) Result {
+	name := c.Entry.Spec.Name
+	leave, ok := s.enter(name)
+	if !ok {
+		return problemResult(outcomeToolError, newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down; retry"))
+	}
+	defer leave()
+
+	parent := ctx
+	if kind == ResultUnkeyed {
+		// A mutating tool must not be aborted half-way by a client that
+		// hangs up, record or not.
+		parent = context.WithoutCancel(ctx)
+	}
+	// A read-only call has no record to protect, so the client's own
+	// cancellation may stop it; a drain's cancel stops both.
+	toolCtx, cancel := context.WithTimeoutCause(parent, s.policy(name).Timeout, context.DeadlineExceeded)
+	defer cancel()
+	stop := context.AfterFunc(s.baseCtx, cancel)
+	defer stop()
+
+	req := &tools.Request{Arguments: c.Arguments, Tenant: c.Tenant}
+	if c.Identity.HasStep {
+		req.SessionID, req.StepIndex, req.HasStep = c.Identity.SessionID, c.Identity.StepIndex, true
+	}
+	resp, err := s.callTool(toolCtx, c.Entry, req)
+	if err != nil {
+		p := s.toolErrorProblem(toolCtx, err)
+		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)
+		return problemResult(outcomeToolError, p)
+	}
+	return Result{Kind: kind, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body, Label: labelForStatus(resp.Status)}
+}
+
+// labelForStatus is the metrics label of a tool's answer.
+func labelForStatus(status int) string {
+	if status >= 500 {
+		return outcomeToolError
+	}
+	return outcomeExecuted
+}
+
+// validateArguments checks that the arguments are one JSON object valid
+// against the tool's schema (the contract's schema step: after the key
+// checks, so a non-object body is invalid_arguments only once the identity
+// is right).
+func validateArguments(entry *tools.Entry, value any) *Problem {
+	if _, isObject := value.(map[string]any); !isObject {
+		p := newProblem(http.StatusBadRequest, CodeInvalidArguments, "the arguments must be one JSON object")
+		p.Errors = []Violation{{Location: "", Message: "expected a JSON object"}}
+		return p
+	}
+	violations := entry.Validate(value)
+	if len(violations) == 0 {
+		return nil
+	}
+	p := newProblem(http.StatusBadRequest, CodeInvalidArguments, fmt.Sprintf("%d schema violation(s); see errors", len(violations)))
+	p.Errors = make([]Violation, len(violations))
+	for i, v := range violations {
+		p.Errors[i] = Violation{Location: v.Location, Message: v.Message}
+	}
+	return p
+}
+
+// storeCallTimeout bounds each completion or release, which run on a
+// context detached from the client so they happen even if it has gone.
+const storeCallTimeout = 5 * time.Second
+
+// errLeaseLost is the cause of a tool context cancelled because the gateway
+// lost its lease (another request may be running the tool now).
+var errLeaseLost = errors.New("gateway: lease on the idempotency record lost")
+
+// recordable reports whether a tool status is stored for replay: 2xx–4xx,
+// except the transient 408, 425 and 429 (the tool did nothing).
+func recordable(status int) bool {
+	if status < 200 || status > 499 {
+		return false
+	}
+	return status != http.StatusRequestTimeout && status != http.StatusTooEarly && status != http.StatusTooManyRequests
+}
+
+// callTool calls the tool, turning a panic, a missing response or an
+// invalid status into an error; a response without a content type gets
+// application/json.
+func (s *Server) callTool(ctx context.Context, entry *tools.Entry, req *tools.Request) (resp *tools.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.ErrorContext(ctx, "tool panicked", "tool", entry.Spec.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("tool panicked: %v", p)
+		}
+	}()
+	resp, err = entry.Tool.Call(ctx, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case resp == nil:
+		return nil, errors.New("tool returned neither a response nor an error")
+	case resp.Status < 100 || resp.Status > 599:
+		return nil, fmt.Errorf("tool returned invalid status %d", resp.Status)
+	case resp.ContentType == "":
+		resp.ContentType = "application/json"
+	}
+	return resp, nil
+}
+
+// toolErrorProblem maps a tool error to the contract's problem.
+func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
+	switch {
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway lost the lease on this call while the tool ran; retry to get the outcome")
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return newProblem(http.StatusGatewayTimeout, CodeToolTimeout, "the tool did not finish within its timeout")
+	case errors.Is(err, tools.ErrUpstreamUnreachable):
+		return newProblem(http.StatusBadGateway, CodeUpstreamUnreachable, "the tool's upstream could not be reached")
+	case errors.Is(err, tools.ErrResponseTooLarge):
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the tool's upstream answered with a body over the configured cap")
+	case errors.Is(context.Cause(ctx), context.Canceled):
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway was shutting down and cancelled the tool; retry")
+	default:
+		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the tool failed; retrying runs it again")
+	}
+}
+
+// release deletes the record so a retry runs the tool again.
+func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lease, keeper *leaseKeeper) {
+	err := keeper.finish(ctx, func() error { return s.store.Release(ctx, lease) })
+	switch {
+	case err == nil:
+	case errors.Is(err, idempotency.ErrLeaseLost):
+		s.log.WarnContext(ctx, "release skipped: lease already lost", "tool", tool, "execution_id", lease.ExecutionID)
+	default:
+		// The record stays IN_PROGRESS until its lease expires; then the
+		// tool's lease_expiry policy decides (rerun or UNKNOWN).
+		s.log.ErrorContext(ctx, "release failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
+	}
+}
+
+// completedBy reports whether the record holds lease's own completion: a
+// retried completion meets it as "not the owner any more".
+func (s *Server) completedBy(ctx context.Context, lease idempotency.Lease) bool {
+	rec, err := s.store.Get(ctx, lease.Scope)
+	return err == nil && rec.State == idempotency.StateCompleted &&
+		rec.ExecutionID == lease.ExecutionID && rec.FencingToken == lease.FencingToken
+}
+
+// outcomeNotRecorded logs and counts a completion that did not land. The
+// client still gets the tool's real answer; a retry will not replay it.
+func (s *Server) outcomeNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
+	s.metrics.unrecorded.WithLabelValues(tool).Inc()
+	if errors.Is(err, idempotency.ErrLeaseLost) {
+		s.log.ErrorContext(ctx, "outcome not recorded: lease lost to another owner", "tool", tool, "execution_id", lease.ExecutionID, "fencing_token", lease.FencingToken)
+		return
+	}
+	s.log.ErrorContext(ctx, "outcome not recorded: store failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
+}
+
+// maxInProgressRetryAfter caps the Retry-After of request_in_progress. The
+// remaining lease is only an upper bound (a live owner renews it and may
+// finish any moment), so a client should not be sent away for all of it.
+const maxInProgressRetryAfter = 5

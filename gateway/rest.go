@@ -1,0 +1,184 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// The REST adapter: POST /api/tools/v1/{tool}. It does the checks only HTTP
+// has (tool exists → method → content type → body size), parses the
+// Idempotency-Key and Agent-* headers into a Call, hands it to Server.Call
+// and renders the Result as HTTP.
+
+// handleTool serves /api/tools/v1/{tool}: GET describes the tool, POST calls
+// it. The tool must exist before the method is looked at (404 before 405).
+func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
+	if info := infoFrom(r.Context()); info != nil {
+		info.route = toolRoute // what chi would rebuild on every call
+	}
+	entry, ok := s.tools.Lookup(chi.URLParam(r, "tool"))
+	if !ok {
+		setOutcome(r.Context(), "", outcomeNotFound)
+		writeProblem(w, newProblem(http.StatusNotFound, CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them"))
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		s.handleCall(w, r, entry)
+	case http.MethodGet, http.MethodHead:
+		setOutcome(r.Context(), entry.Spec.Name, "")
+		s.handleDescribe(w, r, entry)
+	default:
+		setOutcome(r.Context(), entry.Spec.Name, outcomeInvalid)
+		p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
+		p.allow = "GET, HEAD, POST"
+		writeProblem(w, p)
+	}
+}
+
+// toolRoute is handleTool's route pattern, for the access log.
+const toolRoute = "/api/tools/v1/{tool}"
+
+// handleCall runs the HTTP-only checks, then the call path.
+func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools.Entry) {
+	ctx := r.Context()
+	fail := func(p *Problem) {
+		setOutcome(ctx, entry.Spec.Name, outcomeInvalid)
+		writeProblem(w, p)
+	}
+	if !isJSONContentType(requestContentType(r.Header)) {
+		fail(newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "send the arguments as application/json"))
+		return
+	}
+	body, p := s.readBody(w, r)
+	if p != nil {
+		fail(p)
+		return
+	}
+	c := &Call{
+		API:       APIREST,
+		Tenant:    tenantFrom(ctx),
+		Entry:     entry,
+		Arguments: body,
+		Received:  requestStart(ctx),
+	}
+	if entry.Spec.ReadOnly {
+		c.Identity.SessionID, c.Identity.StepIndex, c.Identity.HasStep = optionalStepHeaders(r.Header)
+	} else {
+		h, p := parseCallHeaders(r.Header, s.opts.KeyMode)
+		c.Identity = Identity{Key: h.key, SessionID: h.sessionID, StepIndex: h.stepIndex, HasStep: h.hasStep}
+		c.IdentityProblem = p
+	}
+	wait := preferWait(r.Header, MaxPreferWait)
+	c.Wait = time.Duration(wait) * time.Second
+	res := s.Call(ctx, c)
+	if res.Waited {
+		w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+	}
+	writeResult(w, res)
+}
+
+// writeResult renders a call's Result as HTTP: the tool's answer unchanged
+// or a problem, with Idempotent-Replayed and Tool-Execution-Id whenever the
+// call reached a claim.
+func writeResult(w http.ResponseWriter, res Result) {
+	if res.ExecutionID != "" {
+		setExecutionHeaders(w.Header(), res.Replayed, res.ExecutionID)
+	}
+	if res.Problem != nil {
+		writeProblem(w, res.Problem)
+		return
+	}
+	writeToolAnswer(w, res.Status, res.ContentType, res.Body)
+}
+
+// writeToolAnswer sends a tool's status, content type and body unchanged.
+func writeToolAnswer(w http.ResponseWriter, status int, contentType string, body []byte) {
+	h := w.Header()
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// setExecutionHeaders marks a response of an executed or replayed call.
+func setExecutionHeaders(h http.Header, replayed bool, executionID string) {
+	h.Set(headerReplayed, strconv.FormatBool(replayed))
+	h.Set(headerExecutionID, executionID)
+}
+
+// ceilSeconds rounds d up to whole seconds, at least 1.
+func ceilSeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// isJSONContentType accepts application/json with any parameters.
+func isJSONContentType(v string) bool {
+	if v == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/json"
+}
+
+// readBody reads at most MaxBodyBytes; a larger body is refused as soon as
+// the limit is crossed, without reading the rest.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Problem) {
+	limit := s.opts.MaxBodyBytes
+	tooLarge := func() *Problem {
+		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge()
+	}
+	size := int64(512)
+	if r.ContentLength > 0 {
+		size = r.ContentLength
+	}
+	buf := make([]byte, 0, size+1)
+	// The innermost writer is net/http's own: only it can learn from the
+	// MaxBytesReader that the limit was hit, and then close the connection
+	// instead of reading up to 256 KiB more of a stalled body before the 413.
+	body := http.MaxBytesReader(innermostWriter(w), r.Body, limit)
+	for {
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var maxErr *http.MaxBytesError
+			if errors.As(err, &maxErr) {
+				return nil, tooLarge()
+			}
+			return nil, newProblem(http.StatusBadRequest, CodeInvalidJSON, "the request body could not be read")
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// innermostWriter unwraps middleware writers (those with Unwrap, as
+// http.ResponseController does) down to the server's own.
+func innermostWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
