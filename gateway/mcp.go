@@ -96,13 +96,14 @@ func (s *Server) mountMCP(r chi.Router) {
 	})
 }
 
-// markMCP names the route of every /mcp request in the access log (chi
-// would report the sub-router's "/mcp/").
+// markMCP names the route and the api of every /mcp request in the access
+// log (chi would report the sub-router's "/mcp/").
 func markMCP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if info := infoFrom(r.Context()); info != nil {
 			info.route = mcpPath
 		}
+		setAPI(r.Context(), APIMCP)
 		next.ServeHTTP(w, r)
 	})
 }
