@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // adminRecord is the admin API's view of a record.
@@ -52,7 +53,7 @@ func adminScope(r *http.Request) (idempotency.Scope, bool) {
 func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r)
 	if !ok {
-		writeProblem(w, newProblem(http.StatusNotFound, CodeRecordNotFound, "no record under that path"))
+		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	rec, err := s.store.Get(r.Context(), scope)
@@ -84,7 +85,7 @@ func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r)
 	if !ok {
-		writeProblem(w, newProblem(http.StatusNotFound, CodeRecordNotFound, "no record under that path"))
+		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	err := s.store.Delete(r.Context(), scope)
@@ -101,10 +102,10 @@ func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err err
 	case err == nil:
 		return false
 	case errors.Is(err, idempotency.ErrNotFound):
-		writeProblem(w, newProblem(http.StatusNotFound, CodeRecordNotFound, "no record under that path"))
+		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
 	default:
 		s.log.ErrorContext(r.Context(), "admin: store failed", "error", err)
-		writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeStoreUnavailable, "the idempotency store is unreachable").withRetryAfter(1))
+		writeProblem(w, newProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").withRetryAfter(1))
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 type tenantKey struct{}
@@ -51,7 +52,7 @@ func checkAuthOptions(tenants []Tenant, admin *[sha256.Size]byte) error {
 
 // bearerTokenHash returns SHA-256 of the request's bearer token.
 func bearerTokenHash(r *http.Request) ([sha256.Size]byte, bool) {
-	values := r.Header.Values("Authorization")
+	values := r.Header.Values(wire.HeaderAuthorization)
 	if len(values) != 1 {
 		return [sha256.Size]byte{}, false
 	}
@@ -107,7 +108,8 @@ func (s *Server) authenticateAdmin(next http.Handler) http.Handler {
 }
 
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
-	setOutcome(r.Context(), "", outcomeUnauthorized)
+	p := newProblem(wire.CodeUnauthorized, "send a valid bearer token")
+	setLabel(r.Context(), "", p.label())
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgateway"`)
-	writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthorized, "send a valid bearer token"))
+	writeProblem(w, p)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 func forEachStore(t *testing.T, f func(t *testing.T, kind storeKind)) {
@@ -99,17 +100,17 @@ func TestOutcomesThatAreNotRecordedRunAgain(t *testing.T) {
 		}, 425, ""},
 		{"error", func(context.Context, *tools.Request) (*tools.Response, error) {
 			return nil, context.Canceled
-		}, 500, gateway.CodeToolFailed},
+		}, 500, wire.CodeToolFailed},
 		{"panic", func(context.Context, *tools.Request) (*tools.Response, error) {
 			panic("boom")
-		}, 500, gateway.CodeToolFailed},
+		}, 500, wire.CodeToolFailed},
 		{"upstream unreachable", func(context.Context, *tools.Request) (*tools.Response, error) {
 			return nil, tools.ErrUpstreamUnreachable
-		}, 502, gateway.CodeUpstreamUnreachable},
+		}, 502, wire.CodeUpstreamUnreachable},
 		{"timeout", func(ctx context.Context, _ *tools.Request) (*tools.Response, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}, 504, gateway.CodeToolTimeout},
+		}, 504, wire.CodeToolTimeout},
 	}
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		for _, tc := range cases {
@@ -188,11 +189,11 @@ func TestKeyReusedAndStepConflict(t *testing.T) {
 		// mismatch check come first — use the same key with a forged body
 		// via opaque mode below).
 		mismatch := h.do(callSpec{tool: "create", session: "s1", step: 2, args: `{"n":2}`, key: derivedKey(t, "s1", 2, "create", `{"n":1}`)})
-		wantProblem(t, mismatch, 422, gateway.CodeIdempotencyKeyMismatch)
+		wantProblem(t, mismatch, 422, wire.CodeIdempotencyKeyMismatch)
 
 		// Another call in the same step: step_conflict naming the first call.
 		conflict := h.do(callSpec{tool: "delete", session: "s1", step: 2, args: `{"n":1}`})
-		p := wantProblem(t, conflict, 422, gateway.CodeStepConflict)
+		p := wantProblem(t, conflict, 422, wire.CodeStepConflict)
 		if p["tool"] != "create" || p["execution_id"] != key {
 			t.Fatalf("step_conflict names %v/%v, want create/%s", p["tool"], p["execution_id"], key)
 		}
@@ -223,7 +224,7 @@ func TestOpaqueModeKeyReuse(t *testing.T) {
 			t.Fatalf("unquoted key did not replay the quoted one: %d %s", plain.status, plain.body)
 		}
 		reused := h.do(callSpec{tool: "charge", args: `{"amount":11}`, key: `order-17/charge`})
-		p := wantProblem(t, reused, 422, gateway.CodeIdempotencyKeyReused)
+		p := wantProblem(t, reused, 422, wire.CodeIdempotencyKeyReused)
 		if p["retryable"] != false {
 			t.Fatal("key_reused is not retryable")
 		}
@@ -236,9 +237,9 @@ func TestOpaqueModeKeyReuse(t *testing.T) {
 		if a.status != 200 {
 			t.Fatalf("opaque with step: %d %s", a.status, a.body)
 		}
-		wantProblem(t, b, 422, gateway.CodeStepConflict)
+		wantProblem(t, b, 422, wire.CodeStepConflict)
 		// A lone Agent-Step-Index in opaque mode asks for its session.
-		wantProblem(t, h.do(callSpec{tool: "charge", args: `{}`, key: "k-c", headers: map[string]string{"Agent-Step-Index": "3"}}), 400, gateway.CodeAgentSessionMissing)
+		wantProblem(t, h.do(callSpec{tool: "charge", args: `{}`, key: "k-c", headers: map[string]string{"Agent-Step-Index": "3"}}), 400, wire.CodeAgentSessionMissing)
 	})
 }
 
@@ -249,9 +250,9 @@ func TestTenantsAreIsolated(t *testing.T) {
 		c := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":1}`}
 
 		c.token = ""
-		wantProblem(t, h.do(c), 401, gateway.CodeUnauthorized)
+		wantProblem(t, h.do(c), 401, wire.CodeUnauthorized)
 		c.token = "wrong"
-		wantProblem(t, h.do(c), 401, gateway.CodeUnauthorized)
+		wantProblem(t, h.do(c), 401, wire.CodeUnauthorized)
 		if tool.total.Load() != 0 {
 			t.Fatal("tool ran without auth")
 		}
@@ -268,7 +269,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 		}
 		// No step conflict across tenants either.
 		c2 := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":2}`, token: "tok-globex"}
-		wantProblem(t, h.do(c2), 422, gateway.CodeStepConflict) // globex's own step 1 is taken
+		wantProblem(t, h.do(c2), 422, wire.CodeStepConflict) // globex's own step 1 is taken
 		c3 := callSpec{tool: "provision", session: "shared", step: 2, args: `{"x":2}`, token: "tok-acme"}
 		if r := h.do(c3); r.status != 200 {
 			t.Fatalf("acme step 2: %d %s", r.status, r.body)
@@ -344,7 +345,7 @@ func TestConcurrentIdenticalRequestsRunOnce(t *testing.T) {
 						}
 						bodies[res.step] = res.body
 					case 409:
-						if res.code != gateway.CodeRequestInProgress || res.retry == "" {
+						if res.code != wire.CodeRequestInProgress || res.retry == "" {
 							t.Fatalf("409 without request_in_progress + Retry-After: %+v", res)
 						}
 					default:
@@ -381,7 +382,7 @@ func TestCompletionInterleavedWithClaim(t *testing.T) {
 		if first.status != 200 {
 			t.Fatalf("A: %d %s", first.status, first.body)
 		}
-		wantProblem(t, before, 409, gateway.CodeRequestInProgress)
+		wantProblem(t, before, 409, wire.CodeRequestInProgress)
 		if after.status != 200 || after.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(after.body, first.body) {
 			t.Fatalf("B right after A's completion: %d replayed=%q %s", after.status, after.header.Get("Idempotent-Replayed"), after.body)
 		}
@@ -423,7 +424,7 @@ func TestLeaseIsRenewedWhileTheToolRuns(t *testing.T) {
 				return
 			case <-time.After(200 * time.Millisecond):
 				r := h.do(c)
-				p := wantProblem(t, r, 409, gateway.CodeRequestInProgress)
+				p := wantProblem(t, r, 409, wire.CodeRequestInProgress)
 				_ = p
 				if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
 					t.Fatalf("Retry-After %q", ra)
@@ -494,7 +495,7 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		}
 		deadExec, deadFence := abandon("rerun-tool", `{"v":1}`)
 		r := h.do(callSpec{tool: "rerun-tool", session: "crash-rerun-tool", step: 1, args: `{"v":1}`})
-		wantProblem(t, r, 409, gateway.CodeRequestInProgress)
+		wantProblem(t, r, 409, wire.CodeRequestInProgress)
 		time.Sleep(400 * time.Millisecond)
 		var fence int64
 		rerun.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
@@ -514,7 +515,7 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		c := callSpec{tool: "pay-once", session: "crash-pay-once", step: 1, args: `{"v":1}`}
 		for i := 0; i < 2; i++ {
 			r = h.do(c)
-			p := wantProblem(t, r, 409, gateway.CodeOutcomeUnknown)
+			p := wantProblem(t, r, 409, wire.CodeOutcomeUnknown)
 			if r.header.Get("Retry-After") != "" || p["retryable"] != false {
 				t.Fatalf("outcome_unknown must have no Retry-After and not be retryable: %v %s", r.header, r.body)
 			}
@@ -525,7 +526,7 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		// The operator checks the side effect, inspects and deletes the record.
 		key := derivedKey(t, "crash-pay-once", 1, "pay-once", `{"v":1}`)
 		path := "/admin/v1/records/anonymous/pay-once/" + key
-		wantProblem(t, h.get(path, "wrong"), 401, gateway.CodeUnauthorized)
+		wantProblem(t, h.get(path, "wrong"), 401, wire.CodeUnauthorized)
 		rec := h.get(path, "admin-secret")
 		if rec.status != 200 || mustJSON(t, rec.body)["state"] != "UNKNOWN" {
 			t.Fatalf("admin get: %d %s", rec.status, rec.body)
@@ -533,7 +534,7 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		if del := h.send(http.MethodDelete, path, "admin-secret"); del.status != 204 {
 			t.Fatalf("admin delete: %d %s", del.status, del.body)
 		}
-		wantProblem(t, h.get(path, "admin-secret"), 404, gateway.CodeRecordNotFound)
+		wantProblem(t, h.get(path, "admin-secret"), 404, wire.CodeRecordNotFound)
 		if r = h.do(c); r.status != 200 || once.total.Load() != 1 {
 			t.Fatalf("after delete: %d runs=%d", r.status, once.total.Load())
 		}
@@ -583,7 +584,7 @@ func TestStoreDownFailsClosed(t *testing.T) {
 		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
 		hs.down.Store(true)
 		r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`})
-		p := wantProblem(t, r, 503, gateway.CodeStoreUnavailable)
+		p := wantProblem(t, r, 503, wire.CodeStoreUnavailable)
 		if r.header.Get("Retry-After") == "" || p["retryable"] != true {
 			t.Fatalf("503 needs Retry-After and retryable: %v", r.header)
 		}
@@ -612,7 +613,7 @@ func TestReadOnlyToolsNeedNoKey(t *testing.T) {
 		if tool.total.Load() != 3 {
 			t.Fatalf("read-only tool ran %d times, want every call", tool.total.Load())
 		}
-		wantProblem(t, h.do(callSpec{tool: "lookup", args: `{}`}), 400, gateway.CodeInvalidArguments)
+		wantProblem(t, h.do(callSpec{tool: "lookup", args: `{}`}), 400, wire.CodeInvalidArguments)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // What happens to a tool call, whatever door it came in by.
@@ -150,15 +151,15 @@ func (s *Server) Call(ctx context.Context, c *Call) Result {
 // count records the call's metrics and its access-log fields.
 func (s *Server) count(ctx context.Context, c *Call, label string) {
 	name := c.Entry.Spec.Name
-	setOutcome(ctx, name, label)
+	setLabel(ctx, name, label)
 	setAPI(ctx, c.API)
-	s.metrics.observeRequest(name, label, time.Since(c.Received))
+	s.metrics.observeRequest(c.API, name, label, time.Since(c.Received))
 	markCounted(ctx)
 }
 
-// problemResult is a refusal counted under label.
-func problemResult(label string, p *Problem) Result {
-	return Result{Kind: ResultProblem, Problem: p, Label: label}
+// problemResult is a refusal, counted under its code's label.
+func problemResult(p *Problem) Result {
+	return Result{Kind: ResultProblem, Problem: p, Label: p.label()}
 }
 
 // call is Call without the bookkeeping.
@@ -168,22 +169,22 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	// check: I-JSON, identity, derived key, schema.
 	value, canonical, err := keyderive.Decode(c.Arguments)
 	if err != nil {
-		return problemResult(outcomeInvalid, newProblem(http.StatusBadRequest, CodeInvalidJSON, err.Error()))
+		return problemResult(newProblem(wire.CodeInvalidJSON, err.Error()))
 	}
 	if c.Entry.Spec.ReadOnly {
 		if p := validateArguments(c.Entry, value); p != nil {
-			return problemResult(outcomeInvalid, p)
+			return problemResult(p)
 		}
 		return s.runUnprotected(ctx, c, ResultReadOnly)
 	}
 	if c.IdentityProblem != nil {
 		if c.AllowUnkeyed && c.NoIdentity {
 			if p := validateArguments(c.Entry, value); p != nil {
-				return problemResult(outcomeInvalid, p)
+				return problemResult(p)
 			}
 			return s.runUnprotected(ctx, c, ResultUnkeyed)
 		}
-		return problemResult(outcomeInvalid, c.IdentityProblem)
+		return problemResult(c.IdentityProblem)
 	}
 	id := c.Identity
 	if s.opts.KeyMode == KeyModeDerived {
@@ -193,13 +194,12 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		}
 		if err != nil || want != id.Key {
 			setKey(ctx, id.Key)
-			return problemResult(outcomeKeyMismatch, newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyMismatch,
-				"Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; see docs/keys.md"))
+			return problemResult(newProblem(wire.CodeIdempotencyKeyMismatch, "Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; see docs/keys.md"))
 		}
 	}
 	setKey(ctx, id.Key)
 	if p := validateArguments(c.Entry, value); p != nil {
-		return problemResult(outcomeInvalid, p)
+		return problemResult(p)
 	}
 
 	// claim.
@@ -229,30 +229,26 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		return res
 	case idempotency.OutcomeReplay:
 		return Result{Kind: ResultReplayed, Status: d.Response.Status, ContentType: d.Response.ContentType, Body: d.Response.Body,
-			ExecutionID: d.ExecutionID, Replayed: true, Waited: waited, Label: outcomeReplayed}
+			ExecutionID: d.ExecutionID, Replayed: true, Waited: waited, Label: labelReplayed}
 	case idempotency.OutcomeInProgress:
-		p := newProblem(http.StatusConflict, CodeRequestInProgress,
-			"a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
+		p := newProblem(wire.CodeRequestInProgress, "a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
 			withRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
-		return Result{Kind: ResultInProgress, Problem: p, Waited: waited, Label: outcomeInProgress}
+		return Result{Kind: ResultInProgress, Problem: p, Waited: waited, Label: labelInProgress}
 	case idempotency.OutcomeKeyReused:
-		res := problemResult(outcomeKeyReused, newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
-			"this Idempotency-Key was first used with other arguments"))
+		res := problemResult(newProblem(wire.CodeIdempotencyKeyReused, "this Idempotency-Key was first used with other arguments"))
 		res.Waited = waited
 		return res
 	case idempotency.OutcomeStepConflict:
-		p := newProblem(http.StatusUnprocessableEntity, CodeStepConflict,
-			"this session step already made another call; give each tool call its own step index")
+		p := newProblem(wire.CodeStepConflict, "this session step already made another call; give each tool call its own step index")
 		if d.Conflict != nil {
 			p.Tool, p.ExecutionID = d.Conflict.Tool, d.Conflict.ExecutionID
 		}
-		res := problemResult(outcomeStepConflict, p)
+		res := problemResult(p)
 		res.Waited = waited
 		return res
 	case idempotency.OutcomeUnknown:
-		p := newProblem(http.StatusConflict, CodeOutcomeUnknown,
-			"the gateway running this call died before recording its outcome; an operator must check the side effect and resolve the record")
-		return Result{Kind: ResultUnknown, Problem: p, Waited: waited, Label: outcomeOutcomeUnknown}
+		p := newProblem(wire.CodeOutcomeUnknown, "the gateway running this call died before recording its outcome; an operator must check the side effect and resolve the record")
+		return Result{Kind: ResultUnknown, Problem: p, Waited: waited, Label: labelOutcomeUnknown}
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
 		return s.storeUnavailable("the idempotency store gave an invalid answer", waited)
@@ -261,7 +257,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 
 // storeUnavailable is the fail-closed answer when the store cannot decide.
 func (s *Server) storeUnavailable(detail string, waited bool) Result {
-	res := problemResult(outcomeStoreError, newProblem(http.StatusServiceUnavailable, CodeStoreUnavailable, detail).withRetryAfter(1))
+	res := problemResult(newProblem(wire.CodeStoreUnavailable, detail).withRetryAfter(1))
 	res.Waited = waited
 	return res
 }
@@ -359,7 +355,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 	c := cl.call
 	name := c.Entry.Spec.Name
 	failed := func(p *Problem) Result {
-		return Result{Kind: ResultProblem, Problem: p, ExecutionID: lease.ExecutionID, Label: outcomeToolError}
+		return Result{Kind: ResultProblem, Problem: p, ExecutionID: lease.ExecutionID, Label: p.label()}
 	}
 	leave, ok := s.enter(name)
 	if !ok {
@@ -370,7 +366,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		if err := s.store.Release(storeCtx, lease); err != nil {
 			s.log.WarnContext(ctx, "release while draining failed", "tool", name, "error", err)
 		}
-		return failed(newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down and did not run the tool; retry"))
+		return failed(newProblem(wire.CodeToolFailed, "the gateway is shutting down and did not run the tool; retry"))
 	}
 	defer leave()
 
@@ -435,7 +431,7 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	name := c.Entry.Spec.Name
 	leave, ok := s.enter(name)
 	if !ok {
-		return problemResult(outcomeToolError, newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway is shutting down; retry"))
+		return problemResult(newProblem(wire.CodeToolFailed, "the gateway is shutting down; retry"))
 	}
 	defer leave()
 
@@ -460,7 +456,7 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	if err != nil {
 		p := s.toolErrorProblem(toolCtx, err)
 		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)
-		return problemResult(outcomeToolError, p)
+		return problemResult(p)
 	}
 	return Result{Kind: kind, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body, Label: labelForStatus(resp.Status)}
 }
@@ -468,9 +464,9 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 // labelForStatus is the metrics label of a tool's answer.
 func labelForStatus(status int) string {
 	if status >= 500 {
-		return outcomeToolError
+		return labelToolError
 	}
-	return outcomeExecuted
+	return labelExecuted
 }
 
 // validateArguments checks that the arguments are one JSON object valid
@@ -479,18 +475,18 @@ func labelForStatus(status int) string {
 // is right).
 func validateArguments(entry *tools.Entry, value any) *Problem {
 	if _, isObject := value.(map[string]any); !isObject {
-		p := newProblem(http.StatusBadRequest, CodeInvalidArguments, "the arguments must be one JSON object")
-		p.Errors = []Violation{{Location: "", Message: "expected a JSON object"}}
+		p := newProblem(wire.CodeInvalidArguments, "the arguments must be one JSON object")
+		p.Errors = []wire.Violation{{Location: "", Message: "expected a JSON object"}}
 		return p
 	}
 	violations := entry.Validate(value)
 	if len(violations) == 0 {
 		return nil
 	}
-	p := newProblem(http.StatusBadRequest, CodeInvalidArguments, fmt.Sprintf("%d schema violation(s); see errors", len(violations)))
-	p.Errors = make([]Violation, len(violations))
+	p := newProblem(wire.CodeInvalidArguments, fmt.Sprintf("%d schema violation(s); see errors", len(violations)))
+	p.Errors = make([]wire.Violation, len(violations))
 	for i, v := range violations {
-		p.Errors[i] = Violation{Location: v.Location, Message: v.Message}
+		p.Errors[i] = wire.Violation{Location: v.Location, Message: v.Message}
 	}
 	return p
 }
@@ -540,17 +536,17 @@ func (s *Server) callTool(ctx context.Context, entry *tools.Entry, req *tools.Re
 func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 	switch {
 	case errors.Is(context.Cause(ctx), errLeaseLost):
-		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway lost the lease on this call while the tool ran; retry to get the outcome")
+		return newProblem(wire.CodeToolFailed, "the gateway lost the lease on this call while the tool ran; retry to get the outcome")
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		return newProblem(http.StatusGatewayTimeout, CodeToolTimeout, "the tool did not finish within its timeout")
+		return newProblem(wire.CodeToolTimeout, "the tool did not finish within its timeout")
 	case errors.Is(err, tools.ErrUpstreamUnreachable):
-		return newProblem(http.StatusBadGateway, CodeUpstreamUnreachable, "the tool's upstream could not be reached")
+		return newProblem(wire.CodeUpstreamUnreachable, "the tool's upstream could not be reached")
 	case errors.Is(err, tools.ErrResponseTooLarge):
-		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the tool's upstream answered with a body over the configured cap")
+		return newProblem(wire.CodeToolFailed, "the tool's upstream answered with a body over the configured cap")
 	case errors.Is(context.Cause(ctx), context.Canceled):
-		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway was shutting down and cancelled the tool; retry")
+		return newProblem(wire.CodeToolFailed, "the gateway was shutting down and cancelled the tool; retry")
 	default:
-		return newProblem(http.StatusInternalServerError, CodeToolFailed, "the tool failed; retrying runs it again")
+		return newProblem(wire.CodeToolFailed, "the tool failed; retrying runs it again")
 	}
 }
 

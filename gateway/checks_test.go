@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // TestChecksInOrder sends bad requests and checks each gets the contract's
@@ -31,31 +31,31 @@ func TestChecksInOrder(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"unknown tool", callSpec{tool: "nope", session: "s", step: 1, args: good}, "", 404, gateway.CodeToolNotFound},
-		{"tool name with bad characters", callSpec{tool: "Provision", session: "s", step: 1, args: good}, "", 404, gateway.CodeToolNotFound},
-		{"unknown tool beats bad method", callSpec{tool: "nope", method: http.MethodPut}, "", 404, gateway.CodeToolNotFound},
-		{"method", callSpec{tool: "provision", method: http.MethodPut, args: good}, "", 405, gateway.CodeMethodNotAllowed},
-		{"content type missing", callSpec{tool: "provision", session: "s", step: 1, args: good}, "-", 415, gateway.CodeUnsupportedMediaType},
-		{"content type text", callSpec{tool: "provision", session: "s", step: 1, args: good}, "text/plain", 415, gateway.CodeUnsupportedMediaType},
-		{"too large beats bad json", callSpec{tool: "provision", session: "s", step: 1, args: `{"a":"` + strings.Repeat("x", 300) + `"`}, "", 413, gateway.CodePayloadTooLarge},
-		{"bad json beats missing key", callSpec{tool: "provision", args: `{"size":`}, "", 400, gateway.CodeInvalidJSON},
-		{"duplicate member", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"size":2}`}, "", 400, gateway.CodeInvalidJSON},
-		{"lone surrogate", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"n":"\ud800"}`}, "", 400, gateway.CodeInvalidJSON},
-		{"number out of range", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1e400}`}, "", 400, gateway.CodeInvalidJSON},
-		{"not an object, key headers right", callSpec{tool: "provision", args: `[1,2]`, key: arrayKey, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeInvalidArguments},
-		{"not an object, key missing", callSpec{tool: "provision", args: `[1,2]`}, "", 400, gateway.CodeIdempotencyKeyMissing},
-		{"key missing", callSpec{tool: "provision", args: good}, "", 400, gateway.CodeIdempotencyKeyMissing},
-		{"key malformed beats session missing", callSpec{tool: "provision", args: good, key: "ABC"}, "", 400, gateway.CodeIdempotencyKeyMalformed},
-		{"key uppercase hex", callSpec{tool: "provision", args: good, key: strings.ToUpper(key), headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeIdempotencyKeyMalformed},
-		{"session missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Step-Index": "1"}}, "", 400, gateway.CodeAgentSessionMissing},
-		{"session malformed", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}}, "", 400, gateway.CodeAgentSessionMalformed},
-		{"session malformed beats step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a b"}}, "", 400, gateway.CodeAgentSessionMalformed},
-		{"step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s"}}, "", 400, gateway.CodeAgentStepMissing},
-		{"step leading zero", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}}, "", 400, gateway.CodeAgentStepMalformed},
-		{"step negative", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "-1"}}, "", 400, gateway.CodeAgentStepMalformed},
-		{"step too large", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "9007199254740992"}}, "", 400, gateway.CodeAgentStepMalformed},
-		{"key mismatch beats schema", callSpec{tool: "provision", session: "s", step: 2, args: `{"size":0}`, key: key}, "", 422, gateway.CodeIdempotencyKeyMismatch},
-		{"schema", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}],"extra":true}`}, "", 400, gateway.CodeInvalidArguments},
+		{"unknown tool", callSpec{tool: "nope", session: "s", step: 1, args: good}, "", 404, wire.CodeToolNotFound},
+		{"tool name with bad characters", callSpec{tool: "Provision", session: "s", step: 1, args: good}, "", 404, wire.CodeToolNotFound},
+		{"unknown tool beats bad method", callSpec{tool: "nope", method: http.MethodPut}, "", 404, wire.CodeToolNotFound},
+		{"method", callSpec{tool: "provision", method: http.MethodPut, args: good}, "", 405, wire.CodeMethodNotAllowed},
+		{"content type missing", callSpec{tool: "provision", session: "s", step: 1, args: good}, "-", 415, wire.CodeUnsupportedMediaType},
+		{"content type text", callSpec{tool: "provision", session: "s", step: 1, args: good}, "text/plain", 415, wire.CodeUnsupportedMediaType},
+		{"too large beats bad json", callSpec{tool: "provision", session: "s", step: 1, args: `{"a":"` + strings.Repeat("x", 300) + `"`}, "", 413, wire.CodePayloadTooLarge},
+		{"bad json beats missing key", callSpec{tool: "provision", args: `{"size":`}, "", 400, wire.CodeInvalidJSON},
+		{"duplicate member", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"size":2}`}, "", 400, wire.CodeInvalidJSON},
+		{"lone surrogate", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1,"n":"\ud800"}`}, "", 400, wire.CodeInvalidJSON},
+		{"number out of range", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":1e400}`}, "", 400, wire.CodeInvalidJSON},
+		{"not an object, key headers right", callSpec{tool: "provision", args: `[1,2]`, key: arrayKey, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, wire.CodeInvalidArguments},
+		{"not an object, key missing", callSpec{tool: "provision", args: `[1,2]`}, "", 400, wire.CodeIdempotencyKeyMissing},
+		{"key missing", callSpec{tool: "provision", args: good}, "", 400, wire.CodeIdempotencyKeyMissing},
+		{"key malformed beats session missing", callSpec{tool: "provision", args: good, key: "ABC"}, "", 400, wire.CodeIdempotencyKeyMalformed},
+		{"key uppercase hex", callSpec{tool: "provision", args: good, key: strings.ToUpper(key), headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}}, "", 400, wire.CodeIdempotencyKeyMalformed},
+		{"session missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Step-Index": "1"}}, "", 400, wire.CodeAgentSessionMissing},
+		{"session malformed", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}}, "", 400, wire.CodeAgentSessionMalformed},
+		{"session malformed beats step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "a b"}}, "", 400, wire.CodeAgentSessionMalformed},
+		{"step missing", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s"}}, "", 400, wire.CodeAgentStepMissing},
+		{"step leading zero", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}}, "", 400, wire.CodeAgentStepMalformed},
+		{"step negative", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "-1"}}, "", 400, wire.CodeAgentStepMalformed},
+		{"step too large", callSpec{tool: "provision", args: good, key: key, headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "9007199254740992"}}, "", 400, wire.CodeAgentStepMalformed},
+		{"key mismatch beats schema", callSpec{tool: "provision", session: "s", step: 2, args: `{"size":0}`, key: key}, "", 422, wire.CodeIdempotencyKeyMismatch},
+		{"schema", callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}],"extra":true}`}, "", 400, wire.CodeInvalidArguments},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestSchemaViolationsListEveryLocation(t *testing.T) {
 	tool.schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1},"disks":{"type":"array","items":{"type":"object","properties":{"gb":{"type":"integer"}}}}},"required":["size"]}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	r := h.do(callSpec{tool: "provision", session: "s", step: 1, args: `{"size":0,"disks":[{"gb":1},{"gb":"x"}]}`})
-	p := wantProblem(t, r, 400, gateway.CodeInvalidArguments)
+	p := wantProblem(t, r, 400, wire.CodeInvalidArguments)
 	errs, _ := p["errors"].([]any)
 	locations := map[string]bool{}
 	for _, e := range errs {
@@ -147,7 +147,7 @@ func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
 	for path, want := range map[string]string{"/healthz": "GET", "/api/tools/v1": "GET", "/api/tools/v1/echo": "POST"} {
 		r := h.send(http.MethodDelete, path, "")
-		wantProblem(t, r, 405, gateway.CodeMethodNotAllowed)
+		wantProblem(t, r, 405, wire.CodeMethodNotAllowed)
 		if !strings.Contains(r.header.Get("Allow"), want) {
 			t.Fatalf("%s: Allow %q lacks %s", path, r.header.Get("Allow"), want)
 		}

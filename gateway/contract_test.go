@@ -1,6 +1,6 @@
 package gateway_test
 
-// Acceptance tests written from CONTRACT.md, one test per contract point
+// Acceptance tests written from the API contract (docs/api.md), one test per point
 // that the other test files do not pin down precisely. They talk to the
 // gateway over real HTTP only (plus the store, to prove nothing was written).
 
@@ -27,6 +27,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // wholeSeconds is the contract's Retry-After: whole seconds ≥ 1.
@@ -111,29 +112,29 @@ func TestContractEveryProblemHasTheFullShape(t *testing.T) {
 		code      string
 		retryable bool
 	}{
-		{"invalid_json", callSpec{tool: "ct", args: `{"n":`}, 400, gateway.CodeInvalidJSON, false},
-		{"invalid_arguments", callSpec{tool: "ct", session: "shape", step: 2, args: `{"n":"x"}`}, 400, gateway.CodeInvalidArguments, false},
-		{"idempotency_key_missing", callSpec{tool: "ct", args: good}, 400, gateway.CodeIdempotencyKeyMissing, false},
-		{"idempotency_key_malformed", callSpec{tool: "ct", args: good, key: "nothex"}, 400, gateway.CodeIdempotencyKeyMalformed, false},
-		{"agent_session_missing", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Step-Index", "1")}, 400, gateway.CodeAgentSessionMissing, false},
-		{"agent_session_malformed", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Session-Id", "a:b", "Agent-Step-Index", "1")}, 400, gateway.CodeAgentSessionMalformed, false},
-		{"agent_step_missing", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Session-Id", "shape")}, 400, gateway.CodeAgentStepMissing, false},
-		{"agent_step_malformed", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Session-Id", "shape", "Agent-Step-Index", "1.0")}, 400, gateway.CodeAgentStepMalformed, false},
-		{"tool_not_found", callSpec{tool: "no-such-tool", session: "shape", step: 1, args: good}, 404, gateway.CodeToolNotFound, false},
-		{"method_not_allowed", callSpec{tool: "ct", method: http.MethodPatch, args: good}, 405, gateway.CodeMethodNotAllowed, false},
-		{"payload_too_large", callSpec{tool: "ct", args: `{"s":"` + strings.Repeat("x", 200) + `"}`}, 413, gateway.CodePayloadTooLarge, false},
-		{"unsupported_media_type", callSpec{tool: "ct", session: "shape", step: 1, args: good, headers: hdr("Content-Type", "text/json")}, 415, gateway.CodeUnsupportedMediaType, false},
-		{"idempotency_key_mismatch", callSpec{tool: "ct", session: "shape", step: 3, args: good, key: key}, 422, gateway.CodeIdempotencyKeyMismatch, false},
-		{"tool_failed", callSpec{tool: "ct", session: "shape", step: 4, args: `{"mode":"fail"}`}, 500, gateway.CodeToolFailed, true},
-		{"upstream_unreachable", callSpec{tool: "ct", session: "shape", step: 5, args: `{"mode":"unreachable"}`}, 502, gateway.CodeUpstreamUnreachable, true},
-		{"tool_timeout", callSpec{tool: "ct", session: "shape", step: 6, args: `{"mode":"hang"}`}, 504, gateway.CodeToolTimeout, true},
+		{"invalid_json", callSpec{tool: "ct", args: `{"n":`}, 400, wire.CodeInvalidJSON, false},
+		{"invalid_arguments", callSpec{tool: "ct", session: "shape", step: 2, args: `{"n":"x"}`}, 400, wire.CodeInvalidArguments, false},
+		{"idempotency_key_missing", callSpec{tool: "ct", args: good}, 400, wire.CodeIdempotencyKeyMissing, false},
+		{"idempotency_key_malformed", callSpec{tool: "ct", args: good, key: "nothex"}, 400, wire.CodeIdempotencyKeyMalformed, false},
+		{"agent_session_missing", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Step-Index", "1")}, 400, wire.CodeAgentSessionMissing, false},
+		{"agent_session_malformed", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Session-Id", "a:b", "Agent-Step-Index", "1")}, 400, wire.CodeAgentSessionMalformed, false},
+		{"agent_step_missing", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Session-Id", "shape")}, 400, wire.CodeAgentStepMissing, false},
+		{"agent_step_malformed", callSpec{tool: "ct", args: good, key: key, headers: hdr("Agent-Session-Id", "shape", "Agent-Step-Index", "1.0")}, 400, wire.CodeAgentStepMalformed, false},
+		{"tool_not_found", callSpec{tool: "no-such-tool", session: "shape", step: 1, args: good}, 404, wire.CodeToolNotFound, false},
+		{"method_not_allowed", callSpec{tool: "ct", method: http.MethodPatch, args: good}, 405, wire.CodeMethodNotAllowed, false},
+		{"payload_too_large", callSpec{tool: "ct", args: `{"s":"` + strings.Repeat("x", 200) + `"}`}, 413, wire.CodePayloadTooLarge, false},
+		{"unsupported_media_type", callSpec{tool: "ct", session: "shape", step: 1, args: good, headers: hdr("Content-Type", "text/json")}, 415, wire.CodeUnsupportedMediaType, false},
+		{"idempotency_key_mismatch", callSpec{tool: "ct", session: "shape", step: 3, args: good, key: key}, 422, wire.CodeIdempotencyKeyMismatch, false},
+		{"tool_failed", callSpec{tool: "ct", session: "shape", step: 4, args: `{"mode":"fail"}`}, 500, wire.CodeToolFailed, true},
+		{"upstream_unreachable", callSpec{tool: "ct", session: "shape", step: 5, args: `{"mode":"unreachable"}`}, 502, wire.CodeUpstreamUnreachable, true},
+		{"tool_timeout", callSpec{tool: "ct", session: "shape", step: 6, args: `{"mode":"hang"}`}, 504, wire.CodeToolTimeout, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := h.do(tc.c)
 			p := wantContractProblem(t, r, tc.status, tc.code, tc.retryable)
 			switch tc.code {
-			case gateway.CodeInvalidArguments:
+			case wire.CodeInvalidArguments:
 				errs, ok := p["errors"].([]any)
 				if !ok || len(errs) == 0 {
 					t.Fatalf("invalid_arguments without errors[]: %s", r.body)
@@ -142,7 +143,7 @@ func TestContractEveryProblemHasTheFullShape(t *testing.T) {
 				if first["location"] != "/n" || first["message"] == "" {
 					t.Fatalf("errors[0] = %v, want location /n and a message", first)
 				}
-			case gateway.CodeToolFailed, gateway.CodeUpstreamUnreachable, gateway.CodeToolTimeout:
+			case wire.CodeToolFailed, wire.CodeUpstreamUnreachable, wire.CodeToolTimeout:
 				// Executed calls carry the execution headers whatever the status.
 				if r.header.Get("Idempotent-Replayed") != "false" || r.header.Get("Tool-Execution-Id") == "" {
 					t.Fatalf("%s lacks execution headers: %v", tc.code, r.header)
@@ -181,7 +182,7 @@ func TestContractRetryAfterIsWholeSeconds(t *testing.T) {
 	}()
 	eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
 	r := h.do(c)
-	wantContractProblem(t, r, 409, gateway.CodeRequestInProgress, true)
+	wantContractProblem(t, r, 409, wire.CodeRequestInProgress, true)
 	if ra := r.header.Get("Retry-After"); !wholeSeconds.MatchString(ra) {
 		t.Fatalf("409 Retry-After %q, want whole seconds >= 1", ra)
 	}
@@ -192,7 +193,7 @@ func TestContractRetryAfterIsWholeSeconds(t *testing.T) {
 
 	store.down.Store(true)
 	r = h.do(callSpec{tool: "slow", session: "ra", step: 2, args: `{}`})
-	wantContractProblem(t, r, 503, gateway.CodeStoreUnavailable, true)
+	wantContractProblem(t, r, 503, wire.CodeStoreUnavailable, true)
 	if ra := r.header.Get("Retry-After"); !wholeSeconds.MatchString(ra) {
 		t.Fatalf("503 Retry-After %q, want whole seconds >= 1", ra)
 	}
@@ -223,7 +224,7 @@ func TestContractPreferWait(t *testing.T) {
 		start := time.Now()
 		r := h.do(w)
 		waited := time.Since(start)
-		wantContractProblem(t, r, 409, gateway.CodeRequestInProgress, true)
+		wantContractProblem(t, r, 409, wire.CodeRequestInProgress, true)
 		if !wholeSeconds.MatchString(r.header.Get("Retry-After")) {
 			t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
 		}
@@ -265,9 +266,9 @@ func TestContractPreferWait(t *testing.T) {
 func TestContractEmptyHeaderCountsAsMissing(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
 	for header, code := range map[string]string{
-		"Idempotency-Key":  gateway.CodeIdempotencyKeyMissing,
-		"Agent-Session-Id": gateway.CodeAgentSessionMissing,
-		"Agent-Step-Index": gateway.CodeAgentStepMissing,
+		"Idempotency-Key":  wire.CodeIdempotencyKeyMissing,
+		"Agent-Session-Id": wire.CodeAgentSessionMissing,
+		"Agent-Step-Index": wire.CodeAgentStepMissing,
 	} {
 		t.Run(header, func(t *testing.T) {
 			r := h.do(callSpec{tool: "echo", session: "empty", step: 1, args: `{}`, headers: map[string]string{header: ""}})
@@ -286,11 +287,11 @@ func TestContractFirstBadKeyHeaderWins(t *testing.T) {
 		headers map[string]string
 		code    string
 	}{
-		{"all three malformed", map[string]string{"Idempotency-Key": "x", "Agent-Session-Id": "a:b", "Agent-Step-Index": "01"}, gateway.CodeIdempotencyKeyMalformed},
-		{"key missing, others malformed", map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "01"}, gateway.CodeIdempotencyKeyMissing},
-		{"session and step malformed", map[string]string{"Idempotency-Key": key, "Agent-Session-Id": "a b", "Agent-Step-Index": "-1"}, gateway.CodeAgentSessionMalformed},
-		{"session missing, step malformed", map[string]string{"Idempotency-Key": key, "Agent-Step-Index": "+1"}, gateway.CodeAgentSessionMissing},
-		{"session malformed, step missing", map[string]string{"Idempotency-Key": key, "Agent-Session-Id": "a:b"}, gateway.CodeAgentSessionMalformed},
+		{"all three malformed", map[string]string{"Idempotency-Key": "x", "Agent-Session-Id": "a:b", "Agent-Step-Index": "01"}, wire.CodeIdempotencyKeyMalformed},
+		{"key missing, others malformed", map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "01"}, wire.CodeIdempotencyKeyMissing},
+		{"session and step malformed", map[string]string{"Idempotency-Key": key, "Agent-Session-Id": "a b", "Agent-Step-Index": "-1"}, wire.CodeAgentSessionMalformed},
+		{"session missing, step malformed", map[string]string{"Idempotency-Key": key, "Agent-Step-Index": "+1"}, wire.CodeAgentSessionMissing},
+		{"session malformed, step missing", map[string]string{"Idempotency-Key": key, "Agent-Session-Id": "a:b"}, wire.CodeAgentSessionMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,16 +332,16 @@ func TestContractHeaderFormatBounds(t *testing.T) {
 	refused := []struct {
 		name, session, step, code string
 	}{
-		{"session of 257 characters", strings.Repeat("s", 257), "5", gateway.CodeAgentSessionMalformed},
-		{"session with a space", "a b", "5", gateway.CodeAgentSessionMalformed},
-		{"session with a colon", "a:b", "5", gateway.CodeAgentSessionMalformed},
-		{"session with non-ASCII", "caf\u00e9", "5", gateway.CodeAgentSessionMalformed},
-		{"step 2^53", "bounds", "9007199254740992", gateway.CodeAgentStepMalformed},
-		{"step with plus sign", "bounds", "+5", gateway.CodeAgentStepMalformed},
-		{"step with leading zero", "bounds", "05", gateway.CodeAgentStepMalformed},
-		{"step as a float", "bounds", "5.0", gateway.CodeAgentStepMalformed},
-		{"step in exponent form", "bounds", "5e0", gateway.CodeAgentStepMalformed},
-		{"step beyond uint64", "bounds", "99999999999999999999", gateway.CodeAgentStepMalformed},
+		{"session of 257 characters", strings.Repeat("s", 257), "5", wire.CodeAgentSessionMalformed},
+		{"session with a space", "a b", "5", wire.CodeAgentSessionMalformed},
+		{"session with a colon", "a:b", "5", wire.CodeAgentSessionMalformed},
+		{"session with non-ASCII", "caf\u00e9", "5", wire.CodeAgentSessionMalformed},
+		{"step 2^53", "bounds", "9007199254740992", wire.CodeAgentStepMalformed},
+		{"step with plus sign", "bounds", "+5", wire.CodeAgentStepMalformed},
+		{"step with leading zero", "bounds", "05", wire.CodeAgentStepMalformed},
+		{"step as a float", "bounds", "5.0", wire.CodeAgentStepMalformed},
+		{"step in exponent form", "bounds", "5e0", wire.CodeAgentStepMalformed},
+		{"step beyond uint64", "bounds", "99999999999999999999", wire.CodeAgentStepMalformed},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,7 +375,7 @@ func TestContractIJSONEdges(t *testing.T) {
 		"two values":               `{} {}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			wantContractProblem(t, h.do(callSpec{tool: "echo", args: body}), 400, gateway.CodeInvalidJSON, false)
+			wantContractProblem(t, h.do(callSpec{tool: "echo", args: body}), 400, wire.CodeInvalidJSON, false)
 		})
 	}
 	t.Run("integer beyond 2^53", func(t *testing.T) {
@@ -388,7 +389,7 @@ func TestContractIJSONEdges(t *testing.T) {
 	t.Run("not an object", func(t *testing.T) {
 		key := rawKey("arr", 1, "echo", `[1]`)
 		r := h.do(callSpec{tool: "echo", args: ` [ 1 ] `, key: key, headers: map[string]string{"Agent-Session-Id": "arr", "Agent-Step-Index": "1"}})
-		p := wantContractProblem(t, r, 400, gateway.CodeInvalidArguments, false)
+		p := wantContractProblem(t, r, 400, wire.CodeInvalidArguments, false)
 		errs, _ := p["errors"].([]any)
 		if len(errs) != 1 || errs[0].(map[string]any)["location"] != "" {
 			t.Fatalf("root violation must have location \"\": %s", r.body)
@@ -403,7 +404,7 @@ func TestContractSchemasDefaultToDraft2020(t *testing.T) {
 	tool.schema = `{"type":"object","properties":{"p":{"type":"array","prefixItems":[{"type":"integer"}]}}}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	r := h.do(callSpec{tool: "tuple", session: "d", step: 1, args: `{"p":["x"]}`})
-	p := wantContractProblem(t, r, 400, gateway.CodeInvalidArguments, false)
+	p := wantContractProblem(t, r, 400, wire.CodeInvalidArguments, false)
 	errs, _ := p["errors"].([]any)
 	if len(errs) != 1 || errs[0].(map[string]any)["location"] != "/p/0" {
 		t.Fatalf("want one violation at /p/0: %s", r.body)
@@ -699,14 +700,14 @@ func TestContractAuthCoversTheToolAPIOnly(t *testing.T) {
 	for _, path := range []string{"/api/tools/v1", "/api/tools/v1?format=openai", "/api/tools/v1/echo", "/api/tools/v1/no-such-tool"} {
 		for _, token := range []string{"", "wrong"} {
 			r := h.get(path, token)
-			wantContractProblem(t, r, 401, gateway.CodeUnauthorized, false)
+			wantContractProblem(t, r, 401, wire.CodeUnauthorized, false)
 		}
 		if r := h.get(path, "tok-acme"); path != "/api/tools/v1/no-such-tool" && r.status != 200 {
 			t.Fatalf("%s with a valid token: %d", path, r.status)
 		}
 	}
 	r := h.do(callSpec{tool: "no-such-tool", session: "a", step: 1, args: `{}`})
-	wantContractProblem(t, r, 401, gateway.CodeUnauthorized, false)
+	wantContractProblem(t, r, 401, wire.CodeUnauthorized, false)
 	r = h.do(callSpec{tool: "echo", session: "a", step: 1, args: `{}`, token: "tok-globex"})
 	if r.status != 200 {
 		t.Fatalf("call with a valid token: %d %s", r.status, r.body)
@@ -760,7 +761,7 @@ func TestContractMethodNotAllowedAllowIsAccurate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			r := h.send(tc.method, tc.path, "")
-			wantContractProblem(t, r, 405, gateway.CodeMethodNotAllowed, false)
+			wantContractProblem(t, r, 405, wire.CodeMethodNotAllowed, false)
 			allow := map[string]bool{}
 			for _, m := range strings.Split(r.header.Get("Allow"), ",") {
 				allow[strings.TrimSpace(m)] = true
@@ -788,11 +789,11 @@ func TestContractMetricsSeries(t *testing.T) {
 	h.do(callSpec{tool: "echo", args: `{"x":`})
 	text := string(h.get("/metrics", "").body)
 	for _, want := range []string{
-		`gateway_requests_total{outcome="executed",tool="echo"} 1`,
-		`gateway_requests_total{outcome="replayed",tool="echo"} 1`,
-		`gateway_requests_total{outcome="invalid",tool="echo"} 1`,
-		`gateway_request_duration_seconds_count{outcome="executed",tool="echo"} 1`,
-		`gateway_request_duration_seconds_count{outcome="replayed",tool="echo"} 1`,
+		`gateway_requests_total{api="rest",outcome="executed",tool="echo"} 1`,
+		`gateway_requests_total{api="rest",outcome="replayed",tool="echo"} 1`,
+		`gateway_requests_total{api="rest",outcome="invalid",tool="echo"} 1`,
+		`gateway_request_duration_seconds_count{api="rest",outcome="executed",tool="echo"} 1`,
+		`gateway_request_duration_seconds_count{api="rest",outcome="replayed",tool="echo"} 1`,
 		`# TYPE gateway_request_duration_seconds histogram`,
 		`# TYPE gateway_requests_total counter`,
 	} {
@@ -800,7 +801,7 @@ func TestContractMetricsSeries(t *testing.T) {
 			t.Fatalf("/metrics lacks %q", want)
 		}
 	}
-	if !regexp.MustCompile(`gateway_requests_total\{outcome="[a-z_]+",tool="unknown"\} 1`).MatchString(text) {
+	if !regexp.MustCompile(`gateway_requests_total\{api="rest",outcome="[a-z_]+",tool="unknown"\} 1`).MatchString(text) {
 		t.Fatal(`an unknown tool is not counted under tool="unknown"`)
 	}
 	if strings.Contains(text, "Evil") {
@@ -903,7 +904,7 @@ func TestContractAdminRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(400 * time.Millisecond)
-		wantContractProblem(t, h.do(callSpec{tool: "pay", session: "adm", step: 3, args: `{}`}), 409, gateway.CodeOutcomeUnknown, false)
+		wantContractProblem(t, h.do(callSpec{tool: "pay", session: "adm", step: 3, args: `{}`}), 409, wire.CodeOutcomeUnknown, false)
 		payPath := "/admin/v1/records/anonymous/pay/" + payKey
 		_, rec = adminRecord(t, h, payPath, "adm")
 		wantString(t, rec, "state", "UNKNOWN")
@@ -915,15 +916,15 @@ func TestContractAdminRecords(t *testing.T) {
 		}
 
 		// Auth, delete, missing.
-		wantContractProblem(t, h.get(payPath, ""), 401, gateway.CodeUnauthorized, false)
-		wantContractProblem(t, h.get(payPath, "wrong"), 401, gateway.CodeUnauthorized, false)
-		wantContractProblem(t, h.send(http.MethodDelete, payPath, "wrong"), 401, gateway.CodeUnauthorized, false)
+		wantContractProblem(t, h.get(payPath, ""), 401, wire.CodeUnauthorized, false)
+		wantContractProblem(t, h.get(payPath, "wrong"), 401, wire.CodeUnauthorized, false)
+		wantContractProblem(t, h.send(http.MethodDelete, payPath, "wrong"), 401, wire.CodeUnauthorized, false)
 		del := h.send(http.MethodDelete, payPath, "adm")
 		if del.status != 204 || len(del.body) != 0 {
 			t.Fatalf("DELETE: %d %q", del.status, del.body)
 		}
-		wantContractProblem(t, h.send(http.MethodDelete, payPath, "adm"), 404, gateway.CodeRecordNotFound, false)
-		wantContractProblem(t, h.get(payPath, "adm"), 404, gateway.CodeRecordNotFound, false)
+		wantContractProblem(t, h.send(http.MethodDelete, payPath, "adm"), 404, wire.CodeRecordNotFound, false)
+		wantContractProblem(t, h.get(payPath, "adm"), 404, wire.CodeRecordNotFound, false)
 		if r := h.do(callSpec{tool: "pay", session: "adm", step: 3, args: `{}`}); r.status != 200 || pay.total.Load() != 1 {
 			t.Fatalf("after DELETE the next call must run the tool: %d runs=%d", r.status, pay.total.Load())
 		}
@@ -983,7 +984,7 @@ func TestContractOpaqueMode(t *testing.T) {
 			}
 		}
 		for _, key := range []string{strings.Repeat("k", 256), "a b", "caf\u00e9", `""`, `"a"b"`, `"a\x"`} {
-			wantContractProblem(t, call(key, nil, `{}`), 400, gateway.CodeIdempotencyKeyMalformed, false)
+			wantContractProblem(t, call(key, nil, `{}`), 400, wire.CodeIdempotencyKeyMalformed, false)
 		}
 	})
 
@@ -1006,19 +1007,19 @@ func TestContractOpaqueMode(t *testing.T) {
 		mu.Unlock()
 		_, rec := adminRecord(t, h, "/admin/v1/records/anonymous/op/order-%227%22%5Cx", "adm")
 		wantString(t, rec, "key", `order-"7"\x`)
-		wantContractProblem(t, call(`order-"7"\x`, nil, `{"n":2}`), 422, gateway.CodeIdempotencyKeyReused, false)
+		wantContractProblem(t, call(`order-"7"\x`, nil, `{"n":2}`), 422, wire.CodeIdempotencyKeyReused, false)
 	})
 
 	t.Run("agent headers are checked and feed the step guard", func(t *testing.T) {
-		wantContractProblem(t, call("k-a", map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}, `{}`), 400, gateway.CodeAgentSessionMalformed, false)
-		wantContractProblem(t, call("k-a", map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}, `{}`), 400, gateway.CodeAgentStepMalformed, false)
+		wantContractProblem(t, call("k-a", map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}, `{}`), 400, wire.CodeAgentSessionMalformed, false)
+		wantContractProblem(t, call("k-a", map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}, `{}`), 400, wire.CodeAgentStepMalformed, false)
 		// A 64-hex key that is not the derived one: opaque mode does not re-derive.
 		notDerived := strings.Repeat("ab", 32)
 		first := call(notDerived, map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}, `{}`)
 		if first.status != 200 {
 			t.Fatalf("opaque key re-derived? %d %s", first.status, first.body)
 		}
-		p := wantContractProblem(t, call("k-other", map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}, `{}`), 422, gateway.CodeStepConflict, false)
+		p := wantContractProblem(t, call("k-other", map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}, `{}`), 422, wire.CodeStepConflict, false)
 		if p["tool"] != "op" || p["execution_id"] != first.header.Get("Tool-Execution-Id") {
 			t.Fatalf("step_conflict must name the earlier call: %v", p)
 		}

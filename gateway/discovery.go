@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // handleList serves GET /api/tools/v1 in the native, openai or anthropic shape.
@@ -19,8 +20,8 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	case "anthropic":
 		doc = tools.AnthropicList(entries)
 	default:
-		p := newProblem(http.StatusBadRequest, CodeInvalidArguments, "format must be native, openai or anthropic")
-		p.Errors = []Violation{{Location: "", Message: "unknown format"}}
+		p := newProblem(wire.CodeInvalidArguments, "format must be native, openai or anthropic")
+		p.Errors = []wire.Violation{{Location: "", Message: "unknown format"}}
 		writeProblem(w, p)
 		return
 	}
@@ -35,7 +36,7 @@ func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request, entry *t
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeProblem(w, newProblem(http.StatusInternalServerError, CodeToolFailed, "could not encode the response"))
+		writeProblem(w, newProblem(wire.CodeToolFailed, "could not encode the response"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -11,13 +11,14 @@ import (
 
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // headerCodes are the problem codes the key headers can produce.
 var headerCodes = map[string]bool{
-	CodeIdempotencyKeyMissing: true, CodeIdempotencyKeyMalformed: true,
-	CodeAgentSessionMissing: true, CodeAgentSessionMalformed: true,
-	CodeAgentStepMissing: true, CodeAgentStepMalformed: true,
+	wire.CodeIdempotencyKeyMissing: true, wire.CodeIdempotencyKeyMalformed: true,
+	wire.CodeAgentSessionMissing: true, wire.CodeAgentSessionMalformed: true,
+	wire.CodeAgentStepMissing: true, wire.CodeAgentStepMalformed: true,
 }
 
 // FuzzCallHeaders feeds arbitrary header values (CR, LF, NUL, quotes,
@@ -37,13 +38,13 @@ func FuzzCallHeaders(f *testing.F) {
 	f.Add("", "é", "9007199254740992", "wait=99999999999999999999", true, true)
 	f.Fuzz(func(t *testing.T, key, session, step, prefer string, opaque, duplicateKey bool) {
 		h := http.Header{}
-		for name, v := range map[string]string{headerIdempotencyKey: key, headerSessionID: session, headerStepIndex: step, "Prefer": prefer} {
+		for name, v := range map[string]string{wire.HeaderIdempotencyKey: key, wire.HeaderSessionID: session, wire.HeaderStepIndex: step, "Prefer": prefer} {
 			if v != "" {
 				h[name] = []string{v}
 			}
 		}
 		if duplicateKey {
-			h[headerIdempotencyKey] = append(h[headerIdempotencyKey], key)
+			h[wire.HeaderIdempotencyKey] = append(h[wire.HeaderIdempotencyKey], key)
 		}
 		mode := KeyModeDerived
 		if opaque {
@@ -172,7 +173,7 @@ func FuzzDecodeArguments(f *testing.F) {
 			if _, stillObject := again.(map[string]any); stillObject {
 				t.Fatal("canonicalization turned a non-object into an object")
 			}
-			if p := validateArguments(entry, value); p == nil || p.Code != CodeInvalidArguments {
+			if p := validateArguments(entry, value); p == nil || p.Code != wire.CodeInvalidArguments {
 				t.Fatalf("non-object %q passed the schema step", body)
 			}
 			return
@@ -186,7 +187,7 @@ func FuzzDecodeArguments(f *testing.F) {
 		if p == nil {
 			return
 		}
-		if p.Status != http.StatusBadRequest || p.Code != CodeInvalidArguments || len(p.Errors) == 0 {
+		if p.Status != http.StatusBadRequest || p.Code != wire.CodeInvalidArguments || len(p.Errors) == 0 {
 			t.Fatalf("schema refusal %d %s with %d errors", p.Status, p.Code, len(p.Errors))
 		}
 		for _, v := range p.Errors {

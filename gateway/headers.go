@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // KeyMode says how the gateway treats the Idempotency-Key header.
@@ -20,17 +21,6 @@ const (
 	// KeyModeOpaque accepts any 1–255 visible ASCII key from clients that are
 	// not agents.
 	KeyModeOpaque KeyMode = "opaque"
-)
-
-// Header names of the contract.
-const (
-	headerIdempotencyKey = "Idempotency-Key"
-	headerSessionID      = "Agent-Session-Id"
-	headerStepIndex      = "Agent-Step-Index"
-	headerReplayed       = "Idempotent-Replayed"
-	headerExecutionID    = "Tool-Execution-Id"
-	headerRequestID      = "X-Request-Id"
-	headerFencingToken   = "Fencing-Token"
 )
 
 // callHeaders are the parsed key headers of one call.
@@ -47,12 +37,12 @@ type callHeaders struct {
 func parseCallHeaders(h http.Header, mode KeyMode) (callHeaders, *Problem) {
 	var out callHeaders
 
-	key, present, ok := singleHeader(h, headerIdempotencyKey)
+	key, present, ok := singleHeader(h, wire.HeaderIdempotencyKey)
 	switch {
 	case !present:
-		return out, newProblem(http.StatusBadRequest, CodeIdempotencyKeyMissing, "send the call's Idempotency-Key header")
+		return out, newProblem(wire.CodeIdempotencyKeyMissing, "send the call's Idempotency-Key header")
 	case !ok:
-		return out, newProblem(http.StatusBadRequest, CodeIdempotencyKeyMalformed, "send exactly one Idempotency-Key header")
+		return out, newProblem(wire.CodeIdempotencyKeyMalformed, "send exactly one Idempotency-Key header")
 	}
 	key, ok = unquoteKey(key)
 	if !ok || !validKey(key, mode) {
@@ -60,29 +50,29 @@ func parseCallHeaders(h http.Header, mode KeyMode) (callHeaders, *Problem) {
 		if mode == KeyModeDerived {
 			detail = "the key must be 64 lowercase hex characters (SHA-256, see docs/keys.md)"
 		}
-		return out, newProblem(http.StatusBadRequest, CodeIdempotencyKeyMalformed, detail)
+		return out, newProblem(wire.CodeIdempotencyKeyMalformed, detail)
 	}
 	out.key = key
 
-	session, sessionPresent, ok := singleHeader(h, headerSessionID)
+	session, sessionPresent, ok := singleHeader(h, wire.HeaderSessionID)
 	if sessionPresent && (!ok || keyderive.ValidateSessionID(session) != nil) {
-		return out, newProblem(http.StatusBadRequest, CodeAgentSessionMalformed, "the session id must be 1-256 visible ASCII characters without ':'")
+		return out, newProblem(wire.CodeAgentSessionMalformed, "the session id must be 1-256 visible ASCII characters without ':'")
 	}
-	step, stepPresent, ok := singleHeader(h, headerStepIndex)
+	step, stepPresent, ok := singleHeader(h, wire.HeaderStepIndex)
 	// Session and step go together: either feeds the step guard only with
 	// the other, so one without the other is reported as missing.
 	if !sessionPresent && (mode == KeyModeDerived || stepPresent) {
-		return out, newProblem(http.StatusBadRequest, CodeAgentSessionMissing, "send the Agent-Session-Id header")
+		return out, newProblem(wire.CodeAgentSessionMissing, "send the Agent-Session-Id header")
 	}
 	if !stepPresent {
 		if mode == KeyModeDerived || sessionPresent {
-			return out, newProblem(http.StatusBadRequest, CodeAgentStepMissing, "send the Agent-Step-Index header")
+			return out, newProblem(wire.CodeAgentStepMissing, "send the Agent-Step-Index header")
 		}
 		return out, nil
 	}
 	index, err := keyderive.ParseStepIndex(step)
 	if !ok || err != nil {
-		return out, newProblem(http.StatusBadRequest, CodeAgentStepMalformed, "the step index must be a decimal integer 0..2^53-1 without sign or leading zeros")
+		return out, newProblem(wire.CodeAgentStepMalformed, "the step index must be a decimal integer 0..2^53-1 without sign or leading zeros")
 	}
 	out.sessionID, out.stepIndex, out.hasStep = session, index, true
 	return out, nil
@@ -104,8 +94,8 @@ func requestContentType(h http.Header) string {
 // present, sent once and well-formed, so a tool never sees a malformed
 // session id or step index.
 func optionalStepHeaders(h http.Header) (sessionID string, stepIndex uint64, hasStep bool) {
-	session, sessionPresent, sessionOK := singleHeader(h, headerSessionID)
-	step, stepPresent, stepOK := singleHeader(h, headerStepIndex)
+	session, sessionPresent, sessionOK := singleHeader(h, wire.HeaderSessionID)
+	step, stepPresent, stepOK := singleHeader(h, wire.HeaderStepIndex)
 	if !sessionPresent || !sessionOK || !stepPresent || !stepOK || keyderive.ValidateSessionID(session) != nil {
 		return "", 0, false
 	}
@@ -193,7 +183,7 @@ func validKey(key string, mode KeyMode) bool {
 // preferWait returns the N of a "Prefer: wait=N" header (RFC 7240), capped
 // at maxWait seconds; 0 when absent or malformed.
 func preferWait(h http.Header, maxWait int) int {
-	for _, line := range h.Values("Prefer") {
+	for _, line := range h.Values(wire.HeaderPrefer) {
 		for _, pref := range strings.Split(line, ",") {
 			name, value, found := strings.Cut(strings.TrimSpace(pref), "=")
 			if !found || !strings.EqualFold(strings.TrimSpace(name), "wait") {

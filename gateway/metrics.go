@@ -40,13 +40,13 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 		gatherer: gath,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_requests_total",
-			Help: "Tool API requests by tool and outcome.",
-		}, []string{"tool", "outcome"}),
+			Help: "Tool calls and tool API requests by door (rest, mcp), tool and outcome.",
+		}, []string{"api", "tool", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_request_duration_seconds",
-			Help:    "Tool API request latency by tool and outcome.",
+			Help:    "Tool API request latency by door (rest, mcp), tool and outcome.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"tool", "outcome"}),
+		}, []string{"api", "tool", "outcome"}),
 		storeOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_store_operation_duration_seconds",
 			Help:    "Idempotency store operation latency.",
@@ -86,9 +86,11 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 	return m, nil
 }
 
-func (m *metrics) observeRequest(tool, outcome string, d time.Duration) {
-	m.requests.WithLabelValues(tool, outcome).Inc()
-	m.duration.WithLabelValues(tool, outcome).Observe(d.Seconds())
+// observeRequest counts one request: api is the door, tool a configured
+// name or "unknown", label one of the fixed outcome labels.
+func (m *metrics) observeRequest(api API, tool, label string, d time.Duration) {
+	m.requests.WithLabelValues(string(api), tool, label).Inc()
+	m.duration.WithLabelValues(string(api), tool, label).Observe(d.Seconds())
 }
 
 // instrumentedStore times every store operation.

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Problem is an RFC 9457 problem detail as the gateway sends it. Code is the
 // stable machine-readable reason; Retryable tells a client whether the same
-// request, unchanged, may succeed later.
+// request, unchanged, may succeed later. Build one with newProblem: the
+// code alone decides type, title, status and retryable (problemCodes).
 type Problem struct {
 	Type      string `json:"type"`
 	Title     string `json:"title"`
@@ -17,104 +20,88 @@ type Problem struct {
 	Code      string `json:"code"`
 	Retryable bool   `json:"retryable"`
 	// Errors lists schema violations (invalid_arguments only).
-	Errors []Violation `json:"errors,omitempty"`
+	Errors []wire.Violation `json:"errors,omitempty"`
 	// Tool and ExecutionID name the earlier call of a step (step_conflict only).
 	Tool        string `json:"tool,omitempty"`
 	ExecutionID string `json:"execution_id,omitempty"`
 
-	// retryAfter, when > 0, is sent as the Retry-After header in seconds.
-	retryAfter int
+	// RetryAfter, when > 0, is the Retry-After in whole seconds (REST sends
+	// the header, MCP data.retry_after_ms).
+	RetryAfter int `json:"-"`
 	// allow is sent as the Allow header (405 only).
 	allow string
 }
 
-// Violation is one schema violation: a JSON Pointer into the arguments and
-// what is wrong there.
-type Violation struct {
-	Location string `json:"location"`
-	Message  string `json:"message"`
+// problemCode is everything fixed about one problem code.
+type problemCode struct {
+	status    int
+	title     string // fixed, so a title never carries user input
+	retryable bool
+	label     string // the metrics outcome label of a request refused with it
 }
 
-// The problem codes of the contract.
-const (
-	CodeInvalidJSON             = "invalid_json"
-	CodeInvalidArguments        = "invalid_arguments"
-	CodeIdempotencyKeyMissing   = "idempotency_key_missing"
-	CodeIdempotencyKeyMalformed = "idempotency_key_malformed"
-	CodeAgentSessionMissing     = "agent_session_missing"
-	CodeAgentSessionMalformed   = "agent_session_malformed"
-	CodeAgentStepMissing        = "agent_step_missing"
-	CodeAgentStepMalformed      = "agent_step_malformed"
-	CodeUnauthorized            = "unauthorized"
-	CodeToolNotFound            = "tool_not_found"
-	CodeRecordNotFound          = "record_not_found"
-	CodeNotFound                = "not_found"
-	CodeMethodNotAllowed        = "method_not_allowed"
-	CodeRequestInProgress       = "request_in_progress"
-	CodeOutcomeUnknown          = "outcome_unknown"
-	CodePayloadTooLarge         = "payload_too_large"
-	CodeUnsupportedMediaType    = "unsupported_media_type"
-	CodeIdempotencyKeyMismatch  = "idempotency_key_mismatch"
-	CodeIdempotencyKeyReused    = "idempotency_key_reused"
-	CodeStepConflict            = "step_conflict"
-	CodeToolFailed              = "tool_failed"
-	CodeUpstreamUnreachable     = "upstream_unreachable"
-	CodeStoreUnavailable        = "store_unavailable"
-	CodeToolTimeout             = "tool_timeout"
-)
-
-// problemTitles holds one fixed title per code, so titles never carry user input.
-var problemTitles = map[string]string{
-	CodeInvalidJSON:             "Request body is not valid I-JSON",
-	CodeInvalidArguments:        "Arguments do not match the tool's schema",
-	CodeIdempotencyKeyMissing:   "Idempotency-Key header is missing",
-	CodeIdempotencyKeyMalformed: "Idempotency-Key header is malformed",
-	CodeAgentSessionMissing:     "Agent-Session-Id header is missing",
-	CodeAgentSessionMalformed:   "Agent-Session-Id header is malformed",
-	CodeAgentStepMissing:        "Agent-Step-Index header is missing",
-	CodeAgentStepMalformed:      "Agent-Step-Index header is malformed",
-	CodeUnauthorized:            "Missing or invalid bearer token",
-	CodeToolNotFound:            "Tool not found",
-	CodeRecordNotFound:          "Record not found",
-	CodeNotFound:                "Not found",
-	CodeMethodNotAllowed:        "Method not allowed",
-	CodeRequestInProgress:       "A request with this key is in progress",
-	CodeOutcomeUnknown:          "The outcome of this call is unknown",
-	CodePayloadTooLarge:         "Request body too large",
-	CodeUnsupportedMediaType:    "Content-Type must be application/json",
-	CodeIdempotencyKeyMismatch:  "Idempotency-Key does not match the derived key",
-	CodeIdempotencyKeyReused:    "Idempotency-Key was used with other arguments",
-	CodeStepConflict:            "This agent step already made another call",
-	CodeToolFailed:              "The tool failed",
-	CodeUpstreamUnreachable:     "The tool's upstream is unreachable",
-	CodeStoreUnavailable:        "The idempotency store is unavailable",
-	CodeToolTimeout:             "The tool timed out",
+// problemCodes is the one table of the contract's problem codes: a new
+// error is one line here.
+var problemCodes = map[string]problemCode{
+	wire.CodeInvalidJSON:                 {http.StatusBadRequest, "Request body is not valid I-JSON", false, labelInvalid},
+	wire.CodeInvalidArguments:            {http.StatusBadRequest, "Arguments do not match the tool's schema", false, labelInvalid},
+	wire.CodeIdempotencyKeyMissing:       {http.StatusBadRequest, "Idempotency-Key header is missing", false, labelInvalid},
+	wire.CodeIdempotencyKeyMalformed:     {http.StatusBadRequest, "Idempotency-Key header is malformed", false, labelInvalid},
+	wire.CodeAgentSessionMissing:         {http.StatusBadRequest, "Agent-Session-Id header is missing", false, labelInvalid},
+	wire.CodeAgentSessionMalformed:       {http.StatusBadRequest, "Agent-Session-Id header is malformed", false, labelInvalid},
+	wire.CodeAgentStepMissing:            {http.StatusBadRequest, "Agent-Step-Index header is missing", false, labelInvalid},
+	wire.CodeAgentStepMalformed:          {http.StatusBadRequest, "Agent-Step-Index header is malformed", false, labelInvalid},
+	wire.CodeIdempotencyMetadataConflict: {http.StatusBadRequest, "The call's identity differs between _meta and headers", false, labelInvalid},
+	wire.CodeUnauthorized:                {http.StatusUnauthorized, "Missing or invalid bearer token", false, labelUnauthorized},
+	wire.CodeToolNotFound:                {http.StatusNotFound, "Tool not found", false, labelNotFound},
+	wire.CodeRecordNotFound:              {http.StatusNotFound, "Record not found", false, labelNotFound},
+	wire.CodeNotFound:                    {http.StatusNotFound, "Not found", false, labelNotFound},
+	wire.CodeMethodNotAllowed:            {http.StatusMethodNotAllowed, "Method not allowed", false, labelInvalid},
+	wire.CodeRequestInProgress:           {http.StatusConflict, "A request with this key is in progress", true, labelInProgress},
+	wire.CodeOutcomeUnknown:              {http.StatusConflict, "The outcome of this call is unknown", false, labelOutcomeUnknown},
+	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid},
+	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid},
+	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid},
+	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch},
+	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused},
+	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict},
+	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited},
+	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError},
+	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError},
+	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError},
+	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError},
+	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError},
 }
 
-// retryableCodes are the codes for which the same request may succeed later.
-var retryableCodes = map[string]bool{
-	CodeRequestInProgress:   true,
-	CodeStoreUnavailable:    true,
-	CodeToolTimeout:         true,
-	CodeUpstreamUnreachable: true,
-	CodeToolFailed:          true,
-}
-
-// newProblem builds the problem for code with the given status and detail.
-func newProblem(status int, code, detail string) *Problem {
+// newProblem builds the problem for code; everything but the detail comes
+// from problemCodes. An unlisted code is a programming error and becomes a
+// retryable 500 rather than a malformed answer.
+func newProblem(code, detail string) *Problem {
+	pc, ok := problemCodes[code]
+	if !ok {
+		pc = problemCode{http.StatusInternalServerError, "Internal error", true, labelOther}
+	}
 	return &Problem{
-		Type:      "urn:toolgateway:problem:" + code,
-		Title:     problemTitles[code],
-		Status:    status,
+		Type:      wire.ProblemTypePrefix + code,
+		Title:     pc.title,
+		Status:    pc.status,
 		Detail:    detail,
 		Code:      code,
-		Retryable: retryableCodes[code],
+		Retryable: pc.retryable,
 	}
+}
+
+// label is the metrics outcome label of a request refused with p.
+func (p *Problem) label() string {
+	if pc, ok := problemCodes[p.Code]; ok {
+		return pc.label
+	}
+	return labelOther
 }
 
 // withRetryAfter sets the Retry-After seconds (at least 1).
 func (p *Problem) withRetryAfter(seconds int) *Problem {
-	p.retryAfter = max(seconds, 1)
+	p.RetryAfter = max(seconds, 1)
 	return p
 }
 
@@ -128,10 +115,10 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 		p.Status = http.StatusInternalServerError
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", wire.MediaTypeProblem)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if p.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	if p.RetryAfter > 0 {
+		h.Set(wire.HeaderRetryAfter, strconv.Itoa(p.RetryAfter))
 	}
 	if p.allow != "" {
 		h.Set("Allow", p.allow)

@@ -6,10 +6,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // TestRedisDownAndBack kills a real redis-server under the gateway: calls
@@ -29,7 +29,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	srv.Kill()
 	for i := 2; i < 5; i++ {
 		r := h.do(callSpec{tool: "provision", session: "s", step: uint64(i), args: `{}`})
-		p := wantProblem(t, r, 503, gateway.CodeStoreUnavailable)
+		p := wantProblem(t, r, 503, wire.CodeStoreUnavailable)
 		if r.header.Get("Retry-After") == "" || p["retryable"] != true {
 			t.Fatalf("503 without Retry-After/retryable: %v", r.header)
 		}

@@ -2,17 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 
-	"github.com/oklog/ulid/v2"
+	"github.com/toolgateway/toolgateway/wire"
 )
-
-// newULID mints a ULID from crypto/rand. ulid.Make would share one
-// monotonic entropy source behind a mutex; crypto/rand needs no lock.
-func newULID() string {
-	return ulid.MustNew(ulid.Now(), rand.Reader).String()
-}
 
 type requestIDKey struct{}
 
@@ -21,7 +14,7 @@ type requestIDKey struct{}
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := newULID()
-		w.Header().Set(headerRequestID, id)
+		w.Header().Set(wire.HeaderRequestID, id)
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

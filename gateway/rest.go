@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // The REST adapter: POST /api/tools/v1/{tool}. It does the checks only HTTP
@@ -27,19 +28,20 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 	}
 	entry, ok := s.tools.Lookup(chi.URLParam(r, "tool"))
 	if !ok {
-		setOutcome(r.Context(), "", outcomeNotFound)
-		writeProblem(w, newProblem(http.StatusNotFound, CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them"))
+		p := newProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
+		setLabel(r.Context(), "", p.label())
+		writeProblem(w, p)
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
 		s.handleCall(w, r, entry)
 	case http.MethodGet, http.MethodHead:
-		setOutcome(r.Context(), entry.Spec.Name, "")
+		setLabel(r.Context(), entry.Spec.Name, "")
 		s.handleDescribe(w, r, entry)
 	default:
-		setOutcome(r.Context(), entry.Spec.Name, outcomeInvalid)
-		p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
+		p := newProblem(wire.CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
+		setLabel(r.Context(), entry.Spec.Name, p.label())
 		p.allow = "GET, HEAD, POST"
 		writeProblem(w, p)
 	}
@@ -52,11 +54,11 @@ const toolRoute = "/api/tools/v1/{tool}"
 func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools.Entry) {
 	ctx := r.Context()
 	fail := func(p *Problem) {
-		setOutcome(ctx, entry.Spec.Name, outcomeInvalid)
+		setLabel(ctx, entry.Spec.Name, p.label())
 		writeProblem(w, p)
 	}
 	if !isJSONContentType(requestContentType(r.Header)) {
-		fail(newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "send the arguments as application/json"))
+		fail(newProblem(wire.CodeUnsupportedMediaType, "send the arguments as application/json"))
 		return
 	}
 	body, p := s.readBody(w, r)
@@ -82,7 +84,7 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	c.Wait = time.Duration(wait) * time.Second
 	res := s.Call(ctx, c)
 	if res.Waited {
-		w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+		w.Header().Set(wire.HeaderPreferenceApplied, "wait="+strconv.Itoa(wait))
 	}
 	writeResult(w, res)
 }
@@ -114,8 +116,8 @@ func writeToolAnswer(w http.ResponseWriter, status int, contentType string, body
 
 // setExecutionHeaders marks a response of an executed or replayed call.
 func setExecutionHeaders(h http.Header, replayed bool, executionID string) {
-	h.Set(headerReplayed, strconv.FormatBool(replayed))
-	h.Set(headerExecutionID, executionID)
+	h.Set(wire.HeaderReplayed, strconv.FormatBool(replayed))
+	h.Set(wire.HeaderExecutionID, executionID)
 }
 
 // ceilSeconds rounds d up to whole seconds, at least 1.
@@ -137,8 +139,7 @@ func isJSONContentType(v string) bool {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Problem) {
 	limit := s.opts.MaxBodyBytes
 	tooLarge := func() *Problem {
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-			"the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
+		return newProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
 	}
 	if r.ContentLength > limit {
 		return nil, tooLarge()
@@ -163,7 +164,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 			if errors.As(err, &maxErr) {
 				return nil, tooLarge()
 			}
-			return nil, newProblem(http.StatusBadRequest, CodeInvalidJSON, "the request body could not be read")
+			return nil, newProblem(wire.CodeInvalidJSON, "the request body could not be read")
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -7,6 +7,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // routes wires every endpoint. Order of middleware: the request id comes
@@ -19,10 +21,10 @@ func (s *Server) routes() http.Handler {
 	// HEAD is served wherever GET is (health checks often use it).
 	r.Use(middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+		writeProblem(w, newProblem(wire.CodeNotFound, "no such endpoint"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this endpoint")
+		p := newProblem(wire.CodeMethodNotAllowed, "method not allowed on this endpoint")
 		p.allow = allowedMethods(r, req.URL.Path)
 		writeProblem(w, p)
 	})
@@ -37,7 +39,7 @@ func (s *Server) routes() http.Handler {
 		r.Head("/", s.handleList)
 		// The mount point answers every method to chi, so name its own.
 		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-			p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "list the tools with GET")
+			p := newProblem(wire.CodeMethodNotAllowed, "list the tools with GET")
 			p.allow = "GET, HEAD"
 			writeProblem(w, p)
 		})
@@ -83,7 +85,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.Ping(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "readiness: store ping failed", "error", err)
-		writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeStoreUnavailable, "the idempotency store does not answer").withRetryAfter(1))
+		writeProblem(w, newProblem(wire.CodeStoreUnavailable, "the idempotency store does not answer").withRetryAfter(1))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 var twoTenants = map[string]string{"acme": "tok-acme", "globex": "tok-globex"}
@@ -56,9 +57,9 @@ func TestTenantsCannotBlockEachOther(t *testing.T) {
 		<-started
 
 		// Within acme the key is blocked ...
-		wantProblem(t, h.do(call), 409, gateway.CodeRequestInProgress)
+		wantProblem(t, h.do(call), 409, wire.CodeRequestInProgress)
 		// ... and acme's step 1 is taken by the running call.
-		wantProblem(t, h.do(callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":2}`, token: "tok-acme"}), 422, gateway.CodeStepConflict)
+		wantProblem(t, h.do(callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":2}`, token: "tok-acme"}), 422, wire.CodeStepConflict)
 
 		// globex sends the identical call: its own record, run at once.
 		other := call
@@ -86,7 +87,7 @@ func TestTenantsCannotBlockEachOther(t *testing.T) {
 
 		// A step acme completed does not conflict with globex's same step.
 		h.do(callSpec{tool: "provision", session: "s2", step: 3, args: `{"y":1}`, token: "tok-acme"})
-		wantProblem(t, h.do(callSpec{tool: "provision", session: "s2", step: 3, args: `{"y":2}`, token: "tok-acme"}), 422, gateway.CodeStepConflict)
+		wantProblem(t, h.do(callSpec{tool: "provision", session: "s2", step: 3, args: `{"y":2}`, token: "tok-acme"}), 422, wire.CodeStepConflict)
 		if r := h.do(callSpec{tool: "provision", session: "s2", step: 3, args: `{"y":2}`, token: "tok-globex"}); r.status != 200 || r.header.Get("Idempotent-Replayed") != "false" {
 			t.Fatalf("globex step-conflicted with acme: %d %s", r.status, r.body)
 		}
@@ -104,7 +105,7 @@ func TestOpaqueKeysAreScopedByTenant(t *testing.T) {
 		tool := newTestTool("charge")
 		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(twoTenants), withKeyMode(gateway.KeyModeOpaque))
 		a := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":100}`, token: "tok-acme"})
-		wantProblem(t, h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-acme"}), 422, gateway.CodeIdempotencyKeyReused)
+		wantProblem(t, h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-acme"}), 422, wire.CodeIdempotencyKeyReused)
 		g := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-globex"})
 		if a.status != 200 || g.status != 200 || g.header.Get("Idempotent-Replayed") != "false" {
 			t.Fatalf("acme %d, globex %d %s", a.status, g.status, g.body)
@@ -136,7 +137,7 @@ func TestAdminAPIIsScopedByTenant(t *testing.T) {
 		if rec := mustJSON(t, r.body); rec["tenant"] != "acme" || rec["key"] != key || rec["state"] != "COMPLETED" {
 			t.Fatalf("admin record %v", rec)
 		}
-		wantProblem(t, h.get(globexPath, "tok-admin"), 404, gateway.CodeRecordNotFound)
+		wantProblem(t, h.get(globexPath, "tok-admin"), 404, wire.CodeRecordNotFound)
 
 		other := call
 		other.token = "tok-globex"
@@ -144,7 +145,7 @@ func TestAdminAPIIsScopedByTenant(t *testing.T) {
 		if r := h.send(http.MethodDelete, acmePath, "tok-admin"); r.status != 204 {
 			t.Fatalf("admin delete: %d %s", r.status, r.body)
 		}
-		wantProblem(t, h.get(acmePath, "tok-admin"), 404, gateway.CodeRecordNotFound)
+		wantProblem(t, h.get(acmePath, "tok-admin"), 404, wire.CodeRecordNotFound)
 		if r := h.get(globexPath, "tok-admin"); r.status != 200 || mustJSON(t, r.body)["tenant"] != "globex" {
 			t.Fatalf("deleting acme's record touched globex's: %d %s", r.status, r.body)
 		}
@@ -158,12 +159,12 @@ func TestAdminAPIIsScopedByTenant(t *testing.T) {
 		// Tenant tokens do not open the admin API; the admin token does not
 		// open the tool API.
 		for _, tok := range []string{"tok-acme", "tok-globex", "", "tok-admin2"} {
-			wantProblem(t, h.get(globexPath, tok), 401, gateway.CodeUnauthorized)
-			wantProblem(t, h.send(http.MethodDelete, globexPath, tok), 401, gateway.CodeUnauthorized)
+			wantProblem(t, h.get(globexPath, tok), 401, wire.CodeUnauthorized)
+			wantProblem(t, h.send(http.MethodDelete, globexPath, tok), 401, wire.CodeUnauthorized)
 		}
 		adminAsTenant := call
 		adminAsTenant.token = "tok-admin"
-		wantProblem(t, h.do(adminAsTenant), 401, gateway.CodeUnauthorized)
+		wantProblem(t, h.do(adminAsTenant), 401, wire.CodeUnauthorized)
 		// Path segments that are not tenant or tool names never reach the store.
 		for _, p := range []string{
 			"/admin/v1/records/ac%3Ame/provision/" + key,
@@ -171,7 +172,7 @@ func TestAdminAPIIsScopedByTenant(t *testing.T) {
 			"/admin/v1/records/acme%0A/provision/" + key,
 			"/admin/v1/records/acme/pr%D0%BEvision/" + key,
 		} {
-			wantProblem(t, h.get(p, "tok-admin"), 404, gateway.CodeRecordNotFound)
+			wantProblem(t, h.get(p, "tok-admin"), 404, wire.CodeRecordNotFound)
 		}
 	})
 }
@@ -238,14 +239,14 @@ func TestUnauthorizedTouchesNothing(t *testing.T) {
 			{http.MethodPost, "/api/tools/v1/no-such-tool"},
 		} {
 			r := send(target.method, target.path, args, auth)
-			wantProblem(t, r, 401, gateway.CodeUnauthorized)
+			wantProblem(t, r, 401, wire.CodeUnauthorized)
 			if r.header.Get("WWW-Authenticate") == "" {
 				t.Fatalf("401 without WWW-Authenticate for %q", auth)
 			}
 		}
 		if auth == nil || auth[0] != "Bearer tok-admin" {
 			for _, method := range []string{http.MethodGet, http.MethodDelete} {
-				wantProblem(t, send(method, "/admin/v1/records/acme/provision/"+key, "", auth), 401, gateway.CodeUnauthorized)
+				wantProblem(t, send(method, "/admin/v1/records/acme/provision/"+key, "", auth), 401, wire.CodeUnauthorized)
 			}
 		}
 	}

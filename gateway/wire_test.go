@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // rawExchange writes raw bytes to the server and reads one response. It
@@ -70,21 +71,21 @@ func TestRawWireHostileRequests(t *testing.T) {
 		{"CR inside a header value", request("Idempotency-Key: "+key+"\rX-Evil: 1\r\n", good), 400, ""},
 		{"NUL inside a header value", request("Idempotency-Key: "+key+"\x00\r\n", good), 400, ""},
 		// net/http unfolds the line into "<key> continued", which is no key.
-		{"obsolete line folding", request("Idempotency-Key: "+key+"\r\n continued\r\n", good), 400, gateway.CodeIdempotencyKeyMalformed},
+		{"obsolete line folding", request("Idempotency-Key: "+key+"\r\n continued\r\n", good), 400, wire.CodeIdempotencyKeyMalformed},
 		{"space in a header name", request("Idempotency Key: "+key+"\r\n", good), 400, ""},
 		{"header without colon", request(withKey+"X-Broken\r\n", good), 400, ""},
 		{"two different Content-Length", "POST /api/tools/v1/provision HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n" +
 			withKey + "Content-Length: 10\r\nContent-Length: 11\r\n\r\n" + good, 400, ""},
 		{"negative Content-Length", "POST /api/tools/v1/provision HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n" +
 			withKey + "Content-Length: -1\r\n\r\n" + good, 400, ""},
-		{"raw non-ASCII look-alike in the path", "POST /api/tools/v1/prоvision HTTP/1.1\r\nHost: gw\r\n\r\n", 404, gateway.CodeToolNotFound},
-		{"bare LF smuggles a second key", request("Idempotency-Key: "+key+"\nIdempotency-Key: "+key+"\r\n", good), 400, gateway.CodeIdempotencyKeyMalformed},
-		{"two key headers in different case", request("idempotency-key: "+key+"\r\nIDEMPOTENCY-KEY: "+key+"\r\n", good), 400, gateway.CodeIdempotencyKeyMalformed},
+		{"raw non-ASCII look-alike in the path", "POST /api/tools/v1/prоvision HTTP/1.1\r\nHost: gw\r\n\r\n", 404, wire.CodeToolNotFound},
+		{"bare LF smuggles a second key", request("Idempotency-Key: "+key+"\nIdempotency-Key: "+key+"\r\n", good), 400, wire.CodeIdempotencyKeyMalformed},
+		{"two key headers in different case", request("idempotency-key: "+key+"\r\nIDEMPOTENCY-KEY: "+key+"\r\n", good), 400, wire.CodeIdempotencyKeyMalformed},
 		{"10 MiB declared, 1 KiB sent", "POST /api/tools/v1/provision HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n" +
-			withKey + "Agent-Session-Id: s\r\nAgent-Step-Index: 1\r\nContent-Length: 10485760\r\n\r\n{\"s\":\"" + strings.Repeat("x", 1024), 413, gateway.CodePayloadTooLarge},
+			withKey + "Agent-Session-Id: s\r\nAgent-Step-Index: 1\r\nContent-Length: 10485760\r\n\r\n{\"s\":\"" + strings.Repeat("x", 1024), 413, wire.CodePayloadTooLarge},
 		{"chunked body over the cap, then silence", "POST /api/tools/v1/provision HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n" +
 			withKey + "Agent-Session-Id: s\r\nAgent-Step-Index: 1\r\nTransfer-Encoding: chunked\r\n\r\n" +
-			fmt.Sprintf("%x\r\n", gateway.DefaultMaxBodyBytes+16) + strings.Repeat("x", gateway.DefaultMaxBodyBytes+16) + "\r\n", 413, gateway.CodePayloadTooLarge},
+			fmt.Sprintf("%x\r\n", gateway.DefaultMaxBodyBytes+16) + strings.Repeat("x", gateway.DefaultMaxBodyBytes+16) + "\r\n", 413, wire.CodePayloadTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,10 +17,13 @@ type Tool interface {
 	// Spec describes the tool: its name, description, input schema and policy.
 	Spec() Spec
 	// Call runs the tool once. ctx is cancelled when the tool's timeout
-	// expires, when the client's request is abandoned after the tool was
-	// claimed, or when the gateway loses the lease on the idempotency record
+	// expires, when the gateway loses the lease on the idempotency record
 	// (another gateway may then run the tool; use Request.FencingToken to
-	// reject the stale writer in the backend).
+	// reject the stale writer in the backend), or when a shutdown's drain
+	// runs out of time. A client that hangs up does NOT cancel a mutating
+	// call: once claimed, the tool runs to the end so its outcome can be
+	// recorded and replayed to the client's retry. Only a read-only tool's
+	// ctx ends with the client's request (nothing is recorded for it).
 	//
 	// A returned Response with a status of 2xx–4xx is recorded and replayed to
 	// every retry of the same call; a 5xx response or an error is not recorded,

@@ -1,6 +1,6 @@
 package gatewaycmd
 
-// Acceptance tests of CONTRACT.md section 4 at the program level: Run with
+// Acceptance tests of the configuration contract (docs/configuration.md) at the program level: Run with
 // real arguments, environment and working directory.
 
 import (

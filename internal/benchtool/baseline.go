@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // maxBaselineBody matches the gateway's default body cap.
@@ -29,14 +30,14 @@ func BaselineHandler(reg *tools.Registry) http.Handler {
 			http.Error(w, "unreadable body", http.StatusBadRequest)
 			return
 		}
-		step, _ := strconv.ParseUint(r.Header.Get("Agent-Step-Index"), 10, 64)
+		step, _ := strconv.ParseUint(r.Header.Get(wire.HeaderStepIndex), 10, 64)
 		resp, err := entry.Tool.Call(r.Context(), &tools.Request{
 			Arguments:      body,
 			Tenant:         "anonymous",
-			SessionID:      r.Header.Get("Agent-Session-Id"),
+			SessionID:      r.Header.Get(wire.HeaderSessionID),
 			StepIndex:      step,
 			HasStep:        true,
-			IdempotencyKey: r.Header.Get("Idempotency-Key"),
+			IdempotencyKey: r.Header.Get(wire.HeaderIdempotencyKey),
 		})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

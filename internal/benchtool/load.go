@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Mode is what the load sends.
@@ -370,11 +371,11 @@ func (l *Load) send(ctx context.Context, url string, r *request) (status int, re
 		return 0, false, fmt.Errorf("benchtool: build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", r.key)
-	req.Header.Set("Agent-Session-Id", r.session)
-	req.Header.Set("Agent-Step-Index", r.step)
+	req.Header.Set(wire.HeaderIdempotencyKey, r.key)
+	req.Header.Set(wire.HeaderSessionID, r.session)
+	req.Header.Set(wire.HeaderStepIndex, r.step)
 	if l.cfg.Mode == ModeDup && l.cfg.PreferWait > 0 {
-		req.Header.Set("Prefer", "wait="+strconv.Itoa(l.cfg.PreferWait))
+		req.Header.Set(wire.HeaderPrefer, "wait="+strconv.Itoa(l.cfg.PreferWait))
 	}
 	resp, err := l.cfg.Client.Do(req)
 	if err != nil {
@@ -384,7 +385,7 @@ func (l *Load) send(ctx context.Context, url string, r *request) (status int, re
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return 0, false, fmt.Errorf("benchtool: read answer: %w", err)
 	}
-	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", nil
+	return resp.StatusCode, resp.Header.Get(wire.HeaderReplayed) == "true", nil
 }
 
 func orString(s, def string) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // DefaultToolName is the name the benchmark tool is served under.
@@ -155,7 +156,7 @@ func (t *CounterTool) UpstreamHandler() http.Handler {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		resp, err := t.Call(r.Context(), &tools.Request{IdempotencyKey: r.Header.Get("Idempotency-Key")})
+		resp, err := t.Call(r.Context(), &tools.Request{IdempotencyKey: r.Header.Get(wire.HeaderIdempotencyKey)})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // replicaHeader is the static upstream header each gateway's config sets,
@@ -46,12 +48,12 @@ func newUpstream() *upstream {
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	e := &execution{
 		Tool:        strings.TrimPrefix(r.URL.Path, "/"),
-		Key:         r.Header.Get("Idempotency-Key"),
+		Key:         r.Header.Get(wire.HeaderIdempotencyKey),
 		Replica:     r.Header.Get(replicaHeader),
-		ExecutionID: r.Header.Get("Tool-Execution-Id"),
+		ExecutionID: r.Header.Get(wire.HeaderExecutionID),
 		Start:       time.Now(),
 	}
-	e.Fence, _ = strconv.ParseInt(r.Header.Get("Fencing-Token"), 10, 64)
+	e.Fence, _ = strconv.ParseInt(r.Header.Get(wire.HeaderFencingToken), 10, 64)
 	u.mu.Lock()
 	u.byKey[e.Key] = append(u.byKey[e.Key], e)
 	run := len(u.byKey[e.Key])

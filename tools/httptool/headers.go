@@ -4,21 +4,23 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // reserved are the headers the gateway sets itself on every call (or the
 // transport owns); letting config replace them would let it spoof the key or
 // the fencing token the upstream relies on.
 var reserved = map[string]bool{
-	"Content-Type":       true,
-	"Content-Length":     true,
-	"Transfer-Encoding":  true,
-	"Connection":         true,
-	HeaderIdempotencyKey: true,
-	HeaderSessionID:      true,
-	HeaderStepIndex:      true,
-	HeaderFencingToken:   true,
-	HeaderExecutionID:    true,
+	"Content-Type":            true,
+	"Content-Length":          true,
+	"Transfer-Encoding":       true,
+	"Connection":              true,
+	wire.HeaderIdempotencyKey: true,
+	wire.HeaderSessionID:      true,
+	wire.HeaderStepIndex:      true,
+	wire.HeaderFencingToken:   true,
+	wire.HeaderExecutionID:    true,
 }
 
 // staticHeaders checks the configured headers once, so a typo fails at

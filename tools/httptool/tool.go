@@ -14,20 +14,11 @@ import (
 	"strconv"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // DefaultMaxResponseBytes caps an upstream response when Config leaves it 0.
 const DefaultMaxResponseBytes int64 = 4 << 20
-
-// The headers an upstream receives with every call, so that it can
-// deduplicate too and reject writes from a gateway that lost its lease.
-const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderSessionID      = "Agent-Session-Id"
-	HeaderStepIndex      = "Agent-Step-Index"
-	HeaderFencingToken   = "Fencing-Token"
-	HeaderExecutionID    = "Tool-Execution-Id"
-)
 
 // Config declares one upstream tool.
 type Config struct {
@@ -151,18 +142,18 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 func setCallHeaders(h http.Header, req *tools.Request) {
 	h.Set("Content-Type", "application/json")
 	if req.IdempotencyKey != "" {
-		h.Set(HeaderIdempotencyKey, req.IdempotencyKey)
+		h.Set(wire.HeaderIdempotencyKey, req.IdempotencyKey)
 	}
 	if req.SessionID != "" {
-		h.Set(HeaderSessionID, req.SessionID)
+		h.Set(wire.HeaderSessionID, req.SessionID)
 	}
 	if req.HasStep {
-		h.Set(HeaderStepIndex, strconv.FormatUint(req.StepIndex, 10))
+		h.Set(wire.HeaderStepIndex, strconv.FormatUint(req.StepIndex, 10))
 	}
 	if req.FencingToken > 0 {
-		h.Set(HeaderFencingToken, strconv.FormatInt(req.FencingToken, 10))
+		h.Set(wire.HeaderFencingToken, strconv.FormatInt(req.FencingToken, 10))
 	}
 	if req.ExecutionID != "" {
-		h.Set(HeaderExecutionID, req.ExecutionID)
+		h.Set(wire.HeaderExecutionID, req.ExecutionID)
 	}
 }

@@ -9,17 +9,14 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-// NewStore returns a fresh, isolated store for one subtest (its own key
-// prefix or its own file). Run closes the store when the subtest ends, so
-// the factory must not close it itself.
-type NewStore func(t *testing.T) idempotency.Store
-
 type testCase struct {
 	name string
 	run  func(f *fixture)
 }
 
-// Run runs the whole conformance suite against stores made by newStore.
+// Run runs the whole conformance suite against stores made by newStore,
+// which returns a fresh, isolated store for one subtest (its own key prefix
+// or its own file); Run closes it when the subtest ends.
 // Subtests run in parallel (each on its own store), so the lease waits of
 // the time-dependent cases overlap and the suite finishes in a few seconds.
 func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
