@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // MCPOptions configure the MCP endpoint, POST /mcp: Streamable HTTP,
@@ -88,7 +89,7 @@ func (s *Server) mountMCP(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Use(markMCP)
 		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-			p := newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the MCP endpoint is stateless: send every JSON-RPC message with POST")
+			p := newProblem(wire.CodeMethodNotAllowed, "the MCP endpoint is stateless: send every JSON-RPC message with POST")
 			p.allow = http.MethodPost
 			writeProblem(w, p)
 		})
@@ -165,8 +166,8 @@ func (e *mcpEndpoint) unknownTool(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
 			if _, found := e.s.tools.Lookup(call.Params.Name); !found {
-				setOutcome(ctx, "", outcomeNotFound)
-				return nil, rpcError(newProblem(http.StatusNotFound, CodeToolNotFound, "no tool of that name; tools/list lists them"))
+				setLabel(ctx, "", labelNotFound)
+				return nil, rpcError(newProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
 			}
 		}
 		return next(ctx, method, req)

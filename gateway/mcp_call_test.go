@@ -219,7 +219,7 @@ func TestMCPAndRESTShareRecords(t *testing.T) {
 
 	// One step guard: step 2 over REST with other arguments, step 1 over
 	// MCP with other arguments.
-	wantProblem(t, h.do(callSpec{tool: "provision", session: "shared", step: 2, args: `{"size":4}`}), 422, gateway.CodeStepConflict)
+	wantProblem(t, h.do(callSpec{tool: "provision", session: "shared", step: 2, args: `{"size":4}`}), 422, wire.CodeStepConflict)
 	_, err = mcpCall(t, cs, "provision", `{"size":4}`, identityMeta("shared", 1))
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeStepConflict)
 

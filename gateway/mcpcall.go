@@ -84,7 +84,7 @@ func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult
 	}
 	p := res.Problem
 	if p == nil {
-		p = newProblem(http.StatusInternalServerError, CodeToolFailed, "the gateway could not run the call; retry")
+		p = newProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
 	}
 	switch {
 	case isMCPToolFailure(p.Code):
@@ -93,7 +93,7 @@ func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult
 			out = withExecution(out, res.ExecutionID, false)
 		}
 		return out, nil
-	case p.Code == CodeInvalidArguments && isObjectText(args):
+	case p.Code == wire.CodeInvalidArguments && isObjectText(args):
 		// Arguments that are an object but break the schema: the model
 		// can correct them. Arguments that are not an object at all are
 		// a malformed request (-32602).
@@ -107,7 +107,7 @@ func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult
 // tool result with isError and the tool's body as text.
 func mcpAnswer(entry *tools.Entry, res Result) *mcp.CallToolResult {
 	if !recordable(res.Status) {
-		return mcpFailure(CodeToolFailed, true, string(res.Body))
+		return mcpFailure(wire.CodeToolFailed, true, string(res.Body))
 	}
 	return mcpOutcome(entry, res.Status, res.Body)
 }

@@ -65,7 +65,7 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if !isJSONContentType(requestContentType(r.Header)) {
-			setOutcome(ctx, "", outcomeInvalid)
+			setLabel(ctx, "", labelInvalid)
 			writeRPCError(w, http.StatusUnsupportedMediaType, nil, rpcInvalidRequest,
 				"send JSON-RPC messages as application/json", wire.CodeUnsupportedMediaType)
 			return
@@ -73,7 +73,7 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		limit := e.s.opts.MaxBodyBytes + mcpEnvelopeBytes
 		body, err := io.ReadAll(http.MaxBytesReader(innermostWriter(w), r.Body, limit))
 		if err != nil {
-			setOutcome(ctx, "", outcomeInvalid)
+			setLabel(ctx, "", labelInvalid)
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
 				writeRPCError(w, http.StatusRequestEntityTooLarge, nil, rpcInvalidRequest,
@@ -84,14 +84,14 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 			return
 		}
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-			setOutcome(ctx, "", outcomeInvalid)
+			setLabel(ctx, "", labelInvalid)
 			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
 				"JSON-RPC batches are not supported: send one message per POST", "")
 			return
 		}
 		msg, err := jsonrpc.DecodeMessage(body)
 		if err != nil {
-			setOutcome(ctx, "", outcomeInvalid)
+			setLabel(ctx, "", labelInvalid)
 			if !json.Valid(body) {
 				writeRPCError(w, http.StatusBadRequest, nil, rpcParseError, "the request is not JSON", wire.CodeInvalidJSON)
 				return
@@ -102,13 +102,13 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		}
 		req, isRequest := msg.(*jsonrpc.Request)
 		if !isRequest {
-			setOutcome(ctx, "", outcomeInvalid)
+			setLabel(ctx, "", labelInvalid)
 			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
 				"this server sends no requests, so it takes no responses", "")
 			return
 		}
 		if !mcpServerMethods[req.Method] {
-			setOutcome(ctx, "", outcomeInvalid)
+			setLabel(ctx, "", labelInvalid)
 			status := http.StatusOK // the older protocols answer errors in a 200
 			if r.Header.Get(protocolVersionHeader) >= newestProtocolEra {
 				status = http.StatusNotFound
@@ -137,7 +137,7 @@ type rpcErrorResponse struct {
 func writeRPCError(w http.ResponseWriter, status int, req *jsonrpc.Request, rpcCode int64, message, code string) {
 	rpcErr := &jsonrpc.Error{Code: rpcCode, Message: message}
 	if code != "" {
-		rpcErr.Data = problemData(newProblem(status, code, message))
+		rpcErr.Data = problemData(newProblem(code, message))
 	}
 	var id any
 	if req != nil {

@@ -37,13 +37,13 @@ func mcpIdentity(meta map[string]any, h http.Header, mode KeyMode) (id callHeade
 	}
 	switch {
 	case !hasKey && mode == KeyModeOpaque:
-		return id, noIdentity, newProblem(http.StatusBadRequest, CodeIdempotencyKeyMissing,
+		return id, noIdentity, newProblem(wire.CodeIdempotencyKeyMissing,
 			"send the call's key as _meta \""+wire.MetaIdempotencyKey+"\" (or the Idempotency-Key header)")
 	case !hasSession && (mode == KeyModeDerived || hasStep):
-		return id, noIdentity, newProblem(http.StatusBadRequest, CodeAgentSessionMissing,
+		return id, noIdentity, newProblem(wire.CodeAgentSessionMissing,
 			"send the agent session as _meta \""+wire.MetaSessionID+"\" (or the Agent-Session-Id header)")
 	case !hasStep && (mode == KeyModeDerived || hasSession):
-		return id, noIdentity, newProblem(http.StatusBadRequest, CodeAgentStepMissing,
+		return id, noIdentity, newProblem(wire.CodeAgentStepMissing,
 			"send the step index as _meta \""+wire.MetaStepIndex+"\" (or the Agent-Step-Index header)")
 	}
 	id.key = key
@@ -60,13 +60,13 @@ func mcpIdentityKey(meta map[string]any, h http.Header, mode KeyMode) (string, b
 		if mode == KeyModeDerived {
 			detail = "the key must be 64 lowercase hex characters (SHA-256, see docs/keys.md)"
 		}
-		return newProblem(http.StatusBadRequest, CodeIdempotencyKeyMalformed, detail)
+		return newProblem(wire.CodeIdempotencyKeyMalformed, detail)
 	}
 	fromMeta, inMeta, ok := metaString(meta, wire.MetaIdempotencyKey)
 	if inMeta && (!ok || !validKey(fromMeta, mode)) {
 		return "", false, malformed()
 	}
-	fromHeader, inHeader, ok := singleHeader(h, headerIdempotencyKey)
+	fromHeader, inHeader, ok := singleHeader(h, wire.HeaderIdempotencyKey)
 	if inHeader {
 		var unquoted bool
 		fromHeader, unquoted = unquoteKey(fromHeader)
@@ -74,29 +74,29 @@ func mcpIdentityKey(meta map[string]any, h http.Header, mode KeyMode) (string, b
 			return "", false, malformed()
 		}
 	}
-	return agree(fromMeta, inMeta, fromHeader, inHeader, wire.MetaIdempotencyKey, headerIdempotencyKey)
+	return agree(fromMeta, inMeta, fromHeader, inHeader, wire.MetaIdempotencyKey, wire.HeaderIdempotencyKey)
 }
 
 // mcpIdentitySession resolves the agent session id.
 func mcpIdentitySession(meta map[string]any, h http.Header) (string, bool, *Problem) {
-	malformed := newProblem(http.StatusBadRequest, CodeAgentSessionMalformed,
+	malformed := newProblem(wire.CodeAgentSessionMalformed,
 		"the session id must be a string of 1-256 visible ASCII characters without ':'")
 	fromMeta, inMeta, ok := metaString(meta, wire.MetaSessionID)
 	if inMeta && (!ok || keyderive.ValidateSessionID(fromMeta) != nil) {
 		return "", false, malformed
 	}
-	fromHeader, inHeader, ok := singleHeader(h, headerSessionID)
+	fromHeader, inHeader, ok := singleHeader(h, wire.HeaderSessionID)
 	if inHeader && (!ok || keyderive.ValidateSessionID(fromHeader) != nil) {
 		return "", false, malformed
 	}
-	return agree(fromMeta, inMeta, fromHeader, inHeader, wire.MetaSessionID, headerSessionID)
+	return agree(fromMeta, inMeta, fromHeader, inHeader, wire.MetaSessionID, wire.HeaderSessionID)
 }
 
 // mcpIdentityStep resolves the step index. In _meta it is a JSON number
 // with no fractional part in 0…2^53−1, or the same as a decimal string
 // (the header's rules: no sign, no leading zeros).
 func mcpIdentityStep(meta map[string]any, h http.Header) (uint64, bool, *Problem) {
-	malformed := newProblem(http.StatusBadRequest, CodeAgentStepMalformed,
+	malformed := newProblem(wire.CodeAgentStepMalformed,
 		"the step index must be an integer 0..2^53-1: a JSON number, or a decimal string without sign or leading zeros")
 	var fromMeta uint64
 	v, inMeta := meta[wire.MetaStepIndex]
@@ -111,7 +111,7 @@ func mcpIdentityStep(meta map[string]any, h http.Header) (uint64, bool, *Problem
 		fromMeta = index
 	}
 	var fromHeader uint64
-	raw, inHeader, ok := singleHeader(h, headerStepIndex)
+	raw, inHeader, ok := singleHeader(h, wire.HeaderStepIndex)
 	if inHeader {
 		index, err := keyderive.ParseStepIndex(raw)
 		if !ok || err != nil {
@@ -119,7 +119,7 @@ func mcpIdentityStep(meta map[string]any, h http.Header) (uint64, bool, *Problem
 		}
 		fromHeader = index
 	}
-	return agree(fromMeta, inMeta, fromHeader, inHeader, wire.MetaStepIndex, headerStepIndex)
+	return agree(fromMeta, inMeta, fromHeader, inHeader, wire.MetaStepIndex, wire.HeaderStepIndex)
 }
 
 // metaStepIndex reads a _meta step index. go-sdk decodes _meta numbers as
@@ -160,9 +160,8 @@ func agree[T comparable](fromMeta T, inMeta bool, fromHeader T, inHeader bool, m
 	switch {
 	case inMeta && inHeader && fromMeta != fromHeader:
 		var zero T
-		p := newProblem(http.StatusBadRequest, wire.CodeIdempotencyMetadataConflict,
+		p := newProblem(wire.CodeIdempotencyMetadataConflict,
 			"_meta \""+metaName+"\" and the "+headerName+" header differ; send the identity one way, or the same both ways")
-		p.Title = "The call's identity differs between _meta and the headers"
 		return zero, false, p
 	case inMeta:
 		return fromMeta, true, nil

@@ -25,11 +25,11 @@ import (
 func rpcError(p *Problem) *jsonrpc.Error {
 	code := wire.RPCInvalidParams
 	switch p.Code {
-	case CodeRequestInProgress:
+	case wire.CodeRequestInProgress:
 		code = wire.RPCRequestInProgress
-	case CodeOutcomeUnknown:
+	case wire.CodeOutcomeUnknown:
 		code = wire.RPCOutcomeUnknown
-	case CodeStoreUnavailable:
+	case wire.CodeStoreUnavailable:
 		code = wire.RPCStoreUnavailable
 	}
 	message := p.Detail
@@ -54,8 +54,8 @@ func problemData(p *Problem) json.RawMessage {
 	for _, httpOnly := range []string{"type", "title", "status", "detail"} {
 		delete(members, httpOnly)
 	}
-	if p.retryAfter > 0 {
-		members["retry_after_ms"] = json.RawMessage(strconv.Itoa(p.retryAfter * 1000))
+	if p.RetryAfter > 0 {
+		members["retry_after_ms"] = json.RawMessage(strconv.Itoa(p.RetryAfter * 1000))
 	}
 	// Map keys marshal sorted: the same problem gives the same bytes.
 	data, err := json.Marshal(members)
@@ -70,7 +70,7 @@ func problemData(p *Problem) json.RawMessage {
 // isError, which the model sees and may act on, not as protocol errors.
 func isMCPToolFailure(code string) bool {
 	switch code {
-	case CodeToolFailed, CodeToolTimeout, CodeUpstreamUnreachable, wire.CodeUpstreamUnavailable:
+	case wire.CodeToolFailed, wire.CodeToolTimeout, wire.CodeUpstreamUnreachable, wire.CodeUpstreamUnavailable:
 		return true
 	}
 	return false
@@ -112,7 +112,7 @@ func mcpSchemaFailure(p *Problem) *mcp.CallToolResult {
 		}
 		b.WriteString("\n- at " + location + ": " + v.Message)
 	}
-	return mcpFailure(CodeInvalidArguments, false, b.String())
+	return mcpFailure(wire.CodeInvalidArguments, false, b.String())
 }
 
 // mcpOutcome renders a tool's outcome (its status and body) as a tool
