@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -33,6 +34,10 @@ import (
 // http.ResponseWriter. Drain accounting, metrics, the request's log fields
 // and the takeover and lease logs all live on this path, so both adapters
 // get them alike.
+//
+// Words: the store's *decision* (idempotency.Decision, its Outcome field),
+// the tool's *answer* (status, content type, body), the call path's
+// *Result*, and the metrics *label* (the "outcome" label and log field).
 
 // API names the door a call came in by: the "api" field of the access log
 // and label of the request metrics.
@@ -167,9 +172,11 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	name := c.Entry.Spec.Name
 
 	// check: I-JSON, identity, derived key, schema.
-	value, canonical, err := keyderive.Decode(c.Arguments)
+	// The value tree is the canonical one: the schema judges the very
+	// values the key is derived from.
+	value, canonical, err := keyderive.DecodeCanonical(c.Arguments)
 	if err != nil {
-		return problemResult(newProblem(wire.CodeInvalidJSON, err.Error()))
+		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
 	}
 	if c.Entry.Spec.ReadOnly {
 		if p := validateArguments(c.Entry, value); p != nil {
@@ -194,7 +201,13 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		}
 		if err != nil || want != id.Key {
 			setKey(ctx, id.Key)
-			return problemResult(newProblem(wire.CodeIdempotencyKeyMismatch, "Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; see docs/keys.md"))
+			p := newProblem(wire.CodeIdempotencyKeyMismatch,
+				"Idempotency-Key must be SHA-256(session:step:tool:JCS(arguments)) in lowercase hex; expected_key is the key derived from canonical_arguments; see docs/keys.md")
+			// What the client needs to find its own mistake: the key the
+			// gateway derived and the JCS text it hashed (it can compute
+			// both from what it sent, so they disclose nothing new).
+			p.ExpectedKey, p.CanonicalArguments = want, string(canonical)
+			return problemResult(p)
 		}
 	}
 	setKey(ctx, id.Key)
@@ -279,7 +292,7 @@ type claim struct {
 func (s *Server) decide(ctx context.Context, cl *claim) (d idempotency.Decision, waited bool, err error) {
 	d, err = s.claimOnce(ctx, cl)
 	if err == nil && d.Outcome == idempotency.OutcomeInProgress && cl.call.Wait > 0 {
-		d, err = s.awaitOutcome(ctx, cl, cl.call.Wait, d)
+		d, err = s.awaitDuplicate(ctx, cl, cl.call.Wait, d)
 		waited = true
 	}
 	return d, waited, err
@@ -316,11 +329,11 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 	return req
 }
 
-// awaitOutcome polls the store until the running call finishes, its lease
+// awaitDuplicate polls the store until the running call finishes, its lease
 // expires (and this request takes over), ctx ends or wait passes. Polling
 // keeps replicas independent of any pub/sub channel and costs one round
 // trip per poll.
-func (s *Server) awaitOutcome(ctx context.Context, cl *claim, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
+func (s *Server) awaitDuplicate(ctx context.Context, cl *claim, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
 	deadline := time.Now().Add(wait)
 	delay := 20 * time.Millisecond
 	timer := time.NewTimer(0)
@@ -394,6 +407,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		StepIndex:      cl.id.StepIndex,
 		HasStep:        cl.id.HasStep,
 		IdempotencyKey: cl.id.Key,
+		ScopedKey:      keyderive.ScopedKey(c.Tenant, name, cl.id.Key),
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	})
@@ -415,7 +429,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 			cerr = nil // an earlier attempt landed and only its reply was lost
 		}
 		if cerr != nil {
-			s.outcomeNotRecorded(ctx, name, lease, cerr)
+			s.completionNotRecorded(ctx, name, lease, cerr)
 		}
 	} else {
 		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
@@ -467,6 +481,16 @@ func labelForStatus(status int) string {
 		return labelToolError
 	}
 	return labelExecuted
+}
+
+// invalidJSONDetail says whether the body is not JSON at all or JSON that
+// is not I-JSON, then the parser's specific reason.
+func invalidJSONDetail(err error) string {
+	reason := strings.TrimPrefix(err.Error(), "keyderive: ")
+	if errors.Is(err, keyderive.ErrSyntax) {
+		return "the body is not JSON (send the arguments as one JSON object): " + reason
+	}
+	return "the body is JSON but not I-JSON (RFC 7493): " + reason
 }
 
 // validateArguments checks that the arguments are one JSON object valid
@@ -572,9 +596,9 @@ func (s *Server) completedBy(ctx context.Context, lease idempotency.Lease) bool 
 		rec.ExecutionID == lease.ExecutionID && rec.FencingToken == lease.FencingToken
 }
 
-// outcomeNotRecorded logs and counts a completion that did not land. The
+// completionNotRecorded logs and counts a completion that did not land. The
 // client still gets the tool's real answer; a retry will not replay it.
-func (s *Server) outcomeNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
+func (s *Server) completionNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
 	s.metrics.unrecorded.WithLabelValues(tool).Inc()
 	if errors.Is(err, idempotency.ErrLeaseLost) {
 		s.log.ErrorContext(ctx, "outcome not recorded: lease lost to another owner", "tool", tool, "execution_id", lease.ExecutionID, "fencing_token", lease.FencingToken)

@@ -504,7 +504,8 @@ func TestContractHTTPUpstream(t *testing.T) {
 			}
 			want := map[string]string{
 				"Content-Type":      "application/json",
-				"Idempotency-Key":   key, // unwrapped
+				"Idempotency-Key":   scopedKey(gateway.AnonymousTenant, "up-ok", key), // of the unwrapped key
+				"Tool-Tenant":       gateway.AnonymousTenant,
 				"Agent-Session-Id":  "up",
 				"Agent-Step-Index":  "7",
 				"Tool-Execution-Id": first.header.Get("Tool-Execution-Id"),
@@ -836,109 +837,6 @@ func rfc3339(t *testing.T, raw json.RawMessage) time.Time {
 	return ts
 }
 
-// TestContractAdminRecords checks the admin record JSON for each state,
-// response_status only for COMPLETED, expiry after the tool's replay_ttl
-// (UNKNOWN included), 204/404/401, and no admin API without its token.
-func TestContractAdminRecords(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		const replayTTL = 3 * time.Hour
-		done := newTestTool("done")
-		slow := newTestTool("slow")
-		release := make(chan struct{})
-		slow.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-			<-release
-			return tools.JSON(200, map[string]any{})
-		}
-		pay := newTestTool("pay")
-		h := newHarness(t, kind, []tools.Tool{done, slow, pay}, withAdmin("adm"),
-			withPolicy("done", gateway.ToolPolicy{ReplayTTL: replayTTL}),
-			withPolicy("pay", gateway.ToolPolicy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
-		unblock := sync.OnceFunc(func() { close(release) })
-		t.Cleanup(unblock)
-		members := "created_at,execution_id,expires_at,fencing_token,fingerprint,key,response_status,state,tenant,tool"
-
-		// COMPLETED.
-		r := h.do(callSpec{tool: "done", session: "adm", step: 1, args: `{"a":1}`})
-		key := derivedKey(t, "adm", 1, "done", `{"a":1}`)
-		path := "/admin/v1/records/anonymous/done/" + key
-		_, rec := adminRecord(t, h, path, "adm")
-		if got := strings.Join(keysOf(t, mustRaw(t, rec)), ","); got != members {
-			t.Fatalf("COMPLETED record members %s, want %s", got, members)
-		}
-		wantString(t, rec, "tenant", gateway.AnonymousTenant)
-		wantString(t, rec, "tool", "done")
-		wantString(t, rec, "key", key)
-		wantString(t, rec, "state", "COMPLETED")
-		wantString(t, rec, "fingerprint", fingerprintOf(t, `{"a":1}`))
-		wantString(t, rec, "execution_id", r.header.Get("Tool-Execution-Id"))
-		if string(rec["response_status"]) != "200" {
-			t.Fatalf("response_status %s", rec["response_status"])
-		}
-		if fence, err := strconv.ParseInt(string(rec["fencing_token"]), 10, 64); err != nil || fence <= 0 {
-			t.Fatalf("fencing_token %s must be a positive number", rec["fencing_token"])
-		}
-		created, expires := rfc3339(t, rec["created_at"]), rfc3339(t, rec["expires_at"])
-		if d := expires.Sub(created); d < replayTTL-5*time.Second || d > replayTTL+5*time.Second {
-			t.Fatalf("COMPLETED expires %v after creation, want the tool's replay_ttl %v", d, replayTTL)
-		}
-
-		// IN_PROGRESS: no response_status.
-		go func() { _, _ = h.try(callSpec{tool: "slow", session: "adm", step: 2, args: `{}`}) }()
-		eventually(t, 2*time.Second, "the slow tool to start", func() bool { return slow.total.Load() == 1 })
-		_, rec = adminRecord(t, h, "/admin/v1/records/anonymous/slow/"+derivedKey(t, "adm", 2, "slow", `{}`), "adm")
-		wantString(t, rec, "state", "IN_PROGRESS")
-		if _, present := rec["response_status"]; present {
-			t.Fatal("IN_PROGRESS record has response_status")
-		}
-		unblock()
-
-		// UNKNOWN: a dead gateway's claim on a lease_expiry: unknown tool.
-		payKey := derivedKey(t, "adm", 3, "pay", `{}`)
-		_, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
-			Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: payKey},
-			Fingerprint: fingerprintOf(t, `{}`), Step: &idempotency.Step{SessionID: "adm", Index: 3}, StepGuard: true,
-			ExecutionID: ulid.Make().String(), Owner: "dead", LockTTL: 300 * time.Millisecond,
-			ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(400 * time.Millisecond)
-		wantContractProblem(t, h.do(callSpec{tool: "pay", session: "adm", step: 3, args: `{}`}), 409, wire.CodeOutcomeUnknown, false)
-		payPath := "/admin/v1/records/anonymous/pay/" + payKey
-		_, rec = adminRecord(t, h, payPath, "adm")
-		wantString(t, rec, "state", "UNKNOWN")
-		if _, present := rec["response_status"]; present {
-			t.Fatal("UNKNOWN record has response_status")
-		}
-		if left := time.Until(rfc3339(t, rec["expires_at"])); left < replayTTL-5*time.Second || left > replayTTL+5*time.Second {
-			t.Fatalf("UNKNOWN expires in %v, want the tool's replay_ttl %v", left, replayTTL)
-		}
-
-		// Auth, delete, missing.
-		wantContractProblem(t, h.get(payPath, ""), 401, wire.CodeUnauthorized, false)
-		wantContractProblem(t, h.get(payPath, "wrong"), 401, wire.CodeUnauthorized, false)
-		wantContractProblem(t, h.send(http.MethodDelete, payPath, "wrong"), 401, wire.CodeUnauthorized, false)
-		del := h.send(http.MethodDelete, payPath, "adm")
-		if del.status != 204 || len(del.body) != 0 {
-			t.Fatalf("DELETE: %d %q", del.status, del.body)
-		}
-		wantContractProblem(t, h.send(http.MethodDelete, payPath, "adm"), 404, wire.CodeRecordNotFound, false)
-		wantContractProblem(t, h.get(payPath, "adm"), 404, wire.CodeRecordNotFound, false)
-		if r := h.do(callSpec{tool: "pay", session: "adm", step: 3, args: `{}`}); r.status != 200 || pay.total.Load() != 1 {
-			t.Fatalf("after DELETE the next call must run the tool: %d runs=%d", r.status, pay.total.Load())
-		}
-	})
-	t.Run("no admin API without its token", func(t *testing.T) {
-		h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
-		r := h.get("/admin/v1/records/anonymous/echo/k", "anything")
-		if r.status != 404 {
-			t.Fatalf("admin API without admin.token_sha256: %d", r.status)
-		}
-		wantRequestID(t, r.header)
-	})
-}
-
 func mustRaw(t *testing.T, m map[string]json.RawMessage) json.RawMessage {
 	t.Helper()
 	if m == nil {
@@ -957,71 +855,4 @@ func wantString(t *testing.T, rec map[string]json.RawMessage, member, want strin
 	if err := json.Unmarshal(rec[member], &got); err != nil || got != want {
 		t.Fatalf("record %s = %s, want %q", member, rec[member], want)
 	}
-}
-
-// TestContractOpaqueMode checks opaque keys: 1–255 visible ASCII, quoted
-// keys unwrapped everywhere (tool, replay, admin path), Agent-* headers
-// format-checked and feeding the step guard, and no re-derivation.
-func TestContractOpaqueMode(t *testing.T) {
-	tool := newTestTool("op")
-	var mu sync.Mutex
-	var seenKeys []string
-	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-		mu.Lock()
-		seenKeys = append(seenKeys, req.IdempotencyKey)
-		mu.Unlock()
-		return tools.JSON(200, map[string]any{"exec": req.ExecutionID})
-	}
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withKeyMode(gateway.KeyModeOpaque), withAdmin("adm"))
-	call := func(key string, headers map[string]string, args string) response {
-		return h.do(callSpec{tool: "op", args: args, key: key, headers: headers})
-	}
-
-	t.Run("key formats", func(t *testing.T) {
-		for _, key := range []string{"!", "~", strings.Repeat("k", 255), "!\"#$%&'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~"} {
-			if r := call(key, nil, `{}`); r.status != 200 {
-				t.Fatalf("key %q: %d %s", key, r.status, r.body)
-			}
-		}
-		for _, key := range []string{strings.Repeat("k", 256), "a b", "caf\u00e9", `""`, `"a"b"`, `"a\x"`} {
-			wantContractProblem(t, call(key, nil, `{}`), 400, wire.CodeIdempotencyKeyMalformed, false)
-		}
-	})
-
-	t.Run("quoted key is the unwrapped key everywhere", func(t *testing.T) {
-		mu.Lock()
-		seenKeys = nil
-		mu.Unlock()
-		first := call(`"order-\"7\"\\x"`, nil, `{"n":1}`)
-		if first.status != 200 {
-			t.Fatalf("%d %s", first.status, first.body)
-		}
-		replay := call(`order-"7"\x`, nil, `{"n":1}`)
-		if replay.header.Get("Idempotent-Replayed") != "true" || replay.header.Get("Tool-Execution-Id") != first.header.Get("Tool-Execution-Id") {
-			t.Fatalf("the bare key did not replay the quoted one: %v", replay.header)
-		}
-		mu.Lock()
-		if len(seenKeys) != 1 || seenKeys[0] != `order-"7"\x` {
-			t.Fatalf("tool saw keys %q", seenKeys)
-		}
-		mu.Unlock()
-		_, rec := adminRecord(t, h, "/admin/v1/records/anonymous/op/order-%227%22%5Cx", "adm")
-		wantString(t, rec, "key", `order-"7"\x`)
-		wantContractProblem(t, call(`order-"7"\x`, nil, `{"n":2}`), 422, wire.CodeIdempotencyKeyReused, false)
-	})
-
-	t.Run("agent headers are checked and feed the step guard", func(t *testing.T) {
-		wantContractProblem(t, call("k-a", map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "1"}, `{}`), 400, wire.CodeAgentSessionMalformed, false)
-		wantContractProblem(t, call("k-a", map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "01"}, `{}`), 400, wire.CodeAgentStepMalformed, false)
-		// A 64-hex key that is not the derived one: opaque mode does not re-derive.
-		notDerived := strings.Repeat("ab", 32)
-		first := call(notDerived, map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}, `{}`)
-		if first.status != 200 {
-			t.Fatalf("opaque key re-derived? %d %s", first.status, first.body)
-		}
-		p := wantContractProblem(t, call("k-other", map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "1"}, `{}`), 422, wire.CodeStepConflict, false)
-		if p["tool"] != "op" || p["execution_id"] != first.header.Get("Tool-Execution-Id") {
-			t.Fatalf("step_conflict must name the earlier call: %v", p)
-		}
-	})
 }

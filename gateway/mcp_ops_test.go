@@ -63,30 +63,6 @@ func TestMCPStoreDown(t *testing.T) {
 	}
 }
 
-// counterAPI reads gateway_requests_total{api,tool,outcome}.
-func (h *harness) counterAPI(api, tool, outcome string) float64 {
-	h.t.Helper()
-	families, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "gateway_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["api"] == api && labels["tool"] == tool && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
 // TestMCPMetricsAndLog: MCP calls are counted and logged like REST calls,
 // with api="mcp"; REST calls keep api="rest".
 func TestMCPMetricsAndLog(t *testing.T) {

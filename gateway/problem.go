@@ -24,6 +24,10 @@ type Problem struct {
 	// Tool and ExecutionID name the earlier call of a step (step_conflict only).
 	Tool        string `json:"tool,omitempty"`
 	ExecutionID string `json:"execution_id,omitempty"`
+	// ExpectedKey and CanonicalArguments are the key the gateway derived
+	// and the JCS text it derived it from (idempotency_key_mismatch only).
+	ExpectedKey        string `json:"expected_key,omitempty"`
+	CanonicalArguments string `json:"canonical_arguments,omitempty"`
 
 	// RetryAfter, when > 0, is the Retry-After in whole seconds (REST sends
 	// the header, MCP data.retry_after_ms).

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
 // What a request learns on its way through the handlers (tool, tenant, key
@@ -35,7 +37,7 @@ type requestInfo struct {
 	tool      string // a configured tool name, or "" (→ "unknown")
 	tenant    string
 	keyPrefix string
-	outcome   string
+	label     string // the outcome label (see the label constants)
 	route     string // set by handlers whose pattern is fixed; "" asks chi
 	api       API    // the door of a tool call ("" for other requests)
 	start     time.Time
@@ -56,7 +58,7 @@ func setLabel(ctx context.Context, tool, label string) {
 		if tool != "" {
 			info.tool = tool
 		}
-		info.outcome = label
+		info.label = label
 	}
 }
 
@@ -93,6 +95,6 @@ func setTenant(ctx context.Context, tenant string) {
 // lines, never the whole key (a key can be replayed by whoever reads it).
 func setKey(ctx context.Context, key string) {
 	if info := infoFrom(ctx); info != nil {
-		info.keyPrefix = key[:min(len(key), 8)]
+		info.keyPrefix = idempotency.KeyPrefix(key)
 	}
 }

@@ -46,6 +46,26 @@ func Decode(args []byte) (value any, canonical []byte, err error) {
 	return value, canonical, nil
 }
 
+// DecodeCanonical is Decode whose value tree is that of the canonical
+// bytes: every number is the double the key is derived from, in its JCS
+// spelling (1e-400 is 0, 1.50 is 1.5, 12345678901234567890 is
+// 12345678901234567000). The gateway validates this tree against the
+// tool's schema, so two spellings of one call (one key) never get
+// different answers.
+func DecodeCanonical(args []byte) (value any, canonical []byte, err error) {
+	canonical, err = Canonicalize(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	decoder := json.NewDecoder(bytes.NewReader(canonical))
+	decoder.UseNumber()
+	if err := decoder.Decode(&value); err != nil {
+		// Unreachable: canonical JSON is valid JSON; reported, not hidden.
+		return nil, nil, fmt.Errorf("%w: decode canonical value tree: %s", ErrSyntax, err.Error())
+	}
+	return value, canonical, nil
+}
+
 // classify finds the specific reason jcs rejected args.
 func classify(args []byte, jcsErr error) error {
 	if _, err := parseIJSON(args, false); err != nil {

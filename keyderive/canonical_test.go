@@ -141,6 +141,25 @@ func TestDecodeValueTree(t *testing.T) {
 	}
 }
 
+func TestDecodeCanonicalValueTree(t *testing.T) {
+	value, canonical, err := DecodeCanonical([]byte(`{"n":1.50,"big":12345678901234567890,"zero":1e-400,"s":"\ud83d\ude00"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"n":    json.Number("1.5"),
+		"big":  json.Number("12345678901234567000"),
+		"zero": json.Number("0"),
+		"s":    "😀",
+	}
+	if !reflect.DeepEqual(value, want) {
+		t.Errorf("value = %#v\nwant %#v", value, want)
+	}
+	if got := `{"big":12345678901234567000,"n":1.5,"s":"😀","zero":0}`; string(canonical) != got {
+		t.Errorf("canonical = %s, want %s", canonical, got)
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	// SHA-256 of "{}", computed with: printf '%s' '{}' | sha256sum
 	const want = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"

@@ -59,6 +59,16 @@ func Fingerprint(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ScopedKey is the key an upstream (HTTP or MCP) and an in-process tool's
+// backend receive: lowercase_hex(SHA-256(tenant ":" tool ":" key)), scoped
+// like the gateway's record. Two tenants that send the same key never share
+// an upstream's deduplication, even one that deduplicates on this value
+// alone. key is the client's (unquoted) key; tool the gateway's tool name.
+func ScopedKey(tenant, tool, key string) string {
+	sum := sha256.Sum256([]byte(tenant + ":" + tool + ":" + key))
+	return hex.EncodeToString(sum[:])
+}
+
 func hashKey(sessionID string, stepIndex uint64, tool string, canonical []byte) string {
 	// The prefix is at most 256+1+16+1+64+1 bytes; building it on the stack
 	// avoids copying the (possibly large) canonical bytes into one buffer.
@@ -129,7 +139,11 @@ func ParseStepIndex(s string) (uint64, error) {
 	return step, nil
 }
 
-// ValidateToolName checks ^[a-z0-9][a-z0-9_-]{0,63}$.
+// ToolNamePattern is the rule ValidateToolName checks, for messages.
+const ToolNamePattern = `^[a-z0-9][a-z0-9_-]{0,63}$`
+
+// ValidateToolName checks ToolNamePattern (by hand: it runs on every key
+// derivation, where a regexp would cost more than the rest).
 func ValidateToolName(name string) error {
 	if len(name) == 0 || len(name) > maxToolNameLen {
 		return fmt.Errorf("%w: length %d, want 1–%d", ErrInvalidTool, len(name), maxToolNameLen)

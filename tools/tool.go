@@ -57,8 +57,15 @@ type Request struct {
 	SessionID string
 	StepIndex uint64
 	HasStep   bool
-	// IdempotencyKey is the (unquoted) key of the call; empty for read-only tools.
+	// IdempotencyKey is the (unquoted) key of the call as the client sent
+	// it; empty for read-only tools. Two tenants can send the same key: do
+	// not deduplicate on it in a backend shared by tenants, use ScopedKey.
 	IdempotencyKey string
+	// ScopedKey is lowercase_hex(SHA-256(tenant ":" tool ":" key)): the key
+	// scoped like the gateway's record (keyderive.ScopedKey). It is what an
+	// HTTP upstream receives as Idempotency-Key; pass it to your backend as
+	// its deduplication key. Empty for read-only tools.
+	ScopedKey string
 	// ExecutionID is the ULID minted when the call was claimed; a replay
 	// returns it to the client again.
 	ExecutionID string

@@ -49,7 +49,21 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.SetOutput(stdout)
 	configPath := fs.String("config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [-config gateway.yaml] [-version]\n\n", fs.Name())
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), `
+Environment (overrides the config file):
+  %s   address to listen on, e.g. 0.0.0.0:8080 (config: listen)
+  %s      Redis URL of the shared store, e.g. redis://127.0.0.1:6379/0 (config: store.redis_url)
+
+Docs: docs/configuration.md
+`, envAddr, envRedisURL)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h asked for the usage, which was printed
+		}
 		return err
 	}
 	if *showVersion {
@@ -141,8 +155,8 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		return gateway.Options{}, err
 	}
 	mode := gateway.KeyMode(c.Idempotency.KeyMode)
-	if mode != gateway.KeyModeDerived && mode != gateway.KeyModeOpaque {
-		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %q: want derived or opaque", mode)
+	if err := mode.Validate(); err != nil {
+		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %w", err)
 	}
 	if c.Idempotency.MaxBodyBytes < 0 {
 		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
@@ -152,8 +166,8 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		return gateway.Options{}, err
 	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
-	if lockTTL != 0 && lockTTL < 300*time.Millisecond {
-		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least 300ms", lockTTL)
+	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
+		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
 	}
 	return gateway.Options{
 		Tools:            registry,

@@ -3,6 +3,9 @@ package chaos
 import (
 	"strconv"
 	"time"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/keyderive"
 )
 
 // maxViolationsPerTag keeps a broken run's report readable.
@@ -50,7 +53,9 @@ func check(r *Report, steps []*step, execs map[string][]execution, kills map[str
 				violate(tagOneAnswer, "%s: answers differ: %+v vs %+v", id(), first, a)
 			}
 		}
-		runs := execs[s.Key]
+		// The upstream sees the tenant-scoped key; the agents run without
+		// auth, as the anonymous tenant.
+		runs := execs[keyderive.ScopedKey(gateway.AnonymousTenant, s.Tool, s.Key)]
 		if first.Kind == answerUnknown {
 			r.UnknownOutcomes++
 			if len(runs) == 0 {

@@ -21,6 +21,7 @@ var reserved = map[string]bool{
 	wire.HeaderStepIndex:      true,
 	wire.HeaderFencingToken:   true,
 	wire.HeaderExecutionID:    true,
+	wire.HeaderTenant:         true,
 }
 
 // staticHeaders checks the configured headers once, so a typo fails at

@@ -32,7 +32,7 @@ type Config struct {
 	// Headers are sent with every call (an API key for the upstream, say).
 	// They cannot replace the headers the gateway forwards: Content-Type,
 	// Idempotency-Key, Agent-Session-Id, Agent-Step-Index, Fencing-Token,
-	// Tool-Execution-Id. A "Host" entry sets the request's Host.
+	// Tool-Execution-Id, Tool-Tenant. A "Host" entry sets the request's Host.
 	Headers map[string]string
 	// MaxResponseBytes caps the response body (default
 	// DefaultMaxResponseBytes); a larger one is an error wrapping
@@ -141,8 +141,14 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 // to deduplicate and the fencing token to refuse a stale owner.
 func setCallHeaders(h http.Header, req *tools.Request) {
 	h.Set("Content-Type", "application/json")
-	if req.IdempotencyKey != "" {
-		h.Set(wire.HeaderIdempotencyKey, req.IdempotencyKey)
+	// The tenant-scoped key, never the client's: two tenants can send the
+	// same key, and an upstream that deduplicates on the header alone must
+	// not hand one tenant another's result.
+	if req.ScopedKey != "" {
+		h.Set(wire.HeaderIdempotencyKey, req.ScopedKey)
+	}
+	if req.Tenant != "" {
+		h.Set(wire.HeaderTenant, req.Tenant)
 	}
 	if req.SessionID != "" {
 		h.Set(wire.HeaderSessionID, req.SessionID)

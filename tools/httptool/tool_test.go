@@ -72,6 +72,7 @@ func TestForwardsExactBodyAndCallHeaders(t *testing.T) {
 		StepIndex:      7,
 		HasStep:        true,
 		IdempotencyKey: strings.Repeat("ab", 32),
+		ScopedKey:      strings.Repeat("cd", 32),
 		ExecutionID:    "01HZX3J5Q8W9VQ6M0N5E2R4T7Y",
 		FencingToken:   3,
 	})
@@ -93,7 +94,8 @@ func TestForwardsExactBodyAndCallHeaders(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"Content-Type":      "application/json",
-		"Idempotency-Key":   strings.Repeat("ab", 32),
+		"Idempotency-Key":   strings.Repeat("cd", 32), // the tenant-scoped key, not the client's
+		"Tool-Tenant":       "acme",
 		"Agent-Session-Id":  "sess-1",
 		"Agent-Step-Index":  "7",
 		"Fencing-Token":     "3",

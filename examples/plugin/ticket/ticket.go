@@ -67,12 +67,10 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {
 		return nil, fmt.Errorf("open-ticket: decode arguments: %w", err)
 	}
-	// The tenant scopes the key, as it does in the gateway.
-	dedupKey := ""
-	if req.IdempotencyKey != "" {
-		dedupKey = req.Tenant + "/" + req.IdempotencyKey
-	}
-	ticket, created, err := t.tracker.Open(ctx, dedupKey, req.FencingToken, Ticket{
+	// ScopedKey is the client's key scoped by tenant and tool, as the
+	// gateway's record is: two tenants sending the same key never share the
+	// tracker's deduplication. Empty for a read-only call (none here).
+	ticket, created, err := t.tracker.Open(ctx, req.ScopedKey, req.FencingToken, Ticket{
 		Title: args.Title, Priority: args.Priority, Body: args.Body,
 	})
 	switch {

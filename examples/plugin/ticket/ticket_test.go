@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -40,7 +41,7 @@ func TestOpensOnceAndRefusesAStaleOwner(t *testing.T) {
 	call := func(token int64) (int, Ticket) {
 		t.Helper()
 		resp, err := tool.Call(context.Background(), &tools.Request{
-			Arguments: args, Tenant: "acme", IdempotencyKey: "key-1", FencingToken: token,
+			Arguments: args, Tenant: "acme", IdempotencyKey: "key-1", ScopedKey: keyderive.ScopedKey("acme", "open-ticket", "key-1"), FencingToken: token,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -74,5 +75,31 @@ func TestCancelledCallIsAnError(t *testing.T) {
 	_, err := New(NewTracker()).Call(ctx, &tools.Request{Arguments: json.RawMessage(`{"title": "abc", "priority": "low"}`)})
 	if err == nil {
 		t.Fatal("a cancelled call succeeded")
+	}
+}
+
+// Two tenants that send the same key (same session, step and arguments)
+// each get their own ticket: the tool deduplicates on the tenant-scoped key.
+func TestTenantsSharingAKeyGetTheirOwnTickets(t *testing.T) {
+	tool := New(NewTracker())
+	args := json.RawMessage(`{"title": "Disk full on db-1", "priority": "urgent"}`)
+	ids := map[string]string{}
+	for _, tenant := range []string{"acme", "globex"} {
+		resp, err := tool.Call(context.Background(), &tools.Request{
+			Arguments: args, Tenant: tenant, IdempotencyKey: "same-key",
+			ScopedKey: keyderive.ScopedKey(tenant, "open-ticket", "same-key"), FencingToken: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ticket Ticket
+		_ = json.Unmarshal(resp.Body, &ticket)
+		if resp.Status != 201 {
+			t.Fatalf("%s: status %d, want a ticket of its own (201): %s", tenant, resp.Status, resp.Body)
+		}
+		ids[tenant] = ticket.ID
+	}
+	if ids["acme"] == ids["globex"] {
+		t.Fatalf("both tenants got ticket %s", ids["acme"])
 	}
 }
