@@ -51,6 +51,8 @@ func (s *Server) routes() http.Handler {
 		r.HandleFunc("/{tool}", s.handleTool)
 	})
 
+	s.mountMCP(r)
+
 	if s.opts.AdminTokenSHA256 != nil {
 		r.Route("/admin/v1/records", func(r chi.Router) {
 			r.Use(s.authenticateAdmin)

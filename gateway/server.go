@@ -71,6 +71,8 @@ type Options struct {
 	Tenants []Tenant
 	// AdminTokenSHA256 enables the admin API when non-nil.
 	AdminTokenSHA256 *[sha256.Size]byte
+	// MCP configures the MCP endpoint, POST /mcp (served by default).
+	MCP MCPOptions
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry

@@ -30,6 +30,7 @@ type Config struct {
 	Idempotency  IdemConfig   `yaml:"idempotency"`
 	Admin        AdminConfig  `yaml:"admin"`
 	Auth         *AuthConfig  `yaml:"auth"`
+	MCP          MCPConfig    `yaml:"mcp"`
 	Tools        []ToolEntry  `yaml:"tools"`
 
 	// dir is the directory relative paths are resolved against.
@@ -85,6 +86,38 @@ type IdemConfig struct {
 	ReplayTTL    Duration `yaml:"replay_ttl"`
 	MaxBodyBytes int64    `yaml:"max_body_bytes"`
 	StepGuard    *bool    `yaml:"step_guard"`
+}
+
+// MCPConfig configures the MCP endpoint, POST /mcp.
+type MCPConfig struct {
+	// Enabled serves POST /mcp (default true).
+	Enabled *bool `yaml:"enabled"`
+	// InProgressWait is how long a tools/call that meets a running call of
+	// the same key waits for its outcome (default 10s, at most 60s; 0s
+	// answers request_in_progress at once).
+	InProgressWait *Duration `yaml:"in_progress_wait"`
+	// AllowUnkeyed runs a mutating tool called without session and step,
+	// unprotected, instead of refusing the call (default false).
+	AllowUnkeyed bool `yaml:"allow_unkeyed"`
+}
+
+// mcpOptions converts the mcp section.
+func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
+	o := gateway.MCPOptions{
+		Disabled:     c.MCP.Enabled != nil && !*c.MCP.Enabled,
+		AllowUnkeyed: c.MCP.AllowUnkeyed,
+	}
+	if w := c.MCP.InProgressWait; w != nil {
+		wait := time.Duration(*w)
+		if wait > gateway.MaxMCPInProgressWait {
+			return o, fmt.Errorf("mcp.in_progress_wait: %s: at most %s", wait, gateway.MaxMCPInProgressWait)
+		}
+		o.InProgressWait = wait
+		if wait == 0 {
+			o.InProgressWait = -1 // explicitly no wait
+		}
+	}
+	return o, nil
 }
 
 // AdminConfig enables the admin API.

@@ -176,6 +176,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if c.Idempotency.MaxBodyBytes < 0 {
 		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
 	}
+	mcpOpts, err := c.mcpOptions()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
@@ -190,6 +194,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		StepGuardOff:     c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
 		Tenants:          tenants,
 		AdminTokenSHA256: admin,
+		MCP:              mcpOpts,
 	}, nil
 }
 

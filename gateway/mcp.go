@@ -1,0 +1,184 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// MCPOptions configure the MCP endpoint, POST /mcp: Streamable HTTP,
+// stateless, serving the registry's tools with the same exactly-once
+// guarantee as the REST API.
+type MCPOptions struct {
+	// Disabled turns POST /mcp off; it is served by default.
+	Disabled bool
+	// InProgressWait is how long a tools/call that meets a running call of
+	// the same key waits for its outcome before answering -32001
+	// request_in_progress: 0 means DefaultMCPInProgressWait, a negative
+	// value means not at all; at most MaxMCPInProgressWait.
+	InProgressWait time.Duration
+	// AllowUnkeyed runs a mutating tool called without session and step
+	// anyway, on every call and unprotected, instead of refusing the call.
+	AllowUnkeyed bool
+}
+
+// Limits of the MCP endpoint.
+const (
+	DefaultMCPInProgressWait = 10 * time.Second
+	MaxMCPInProgressWait     = 60 * time.Second
+)
+
+// mcpPath is the MCP endpoint.
+const mcpPath = "/mcp"
+
+// mcpEnvelopeBytes is what a tools/call may add to its arguments (the
+// JSON-RPC envelope, the tool name, _meta): the request body limit of
+// /mcp is max_body_bytes plus this.
+const mcpEnvelopeBytes = 64 << 10
+
+// mcpInProgressWait returns the effective in-progress wait.
+func (o MCPOptions) mcpInProgressWait() time.Duration {
+	switch {
+	case o.InProgressWait < 0:
+		return 0
+	case o.InProgressWait == 0:
+		return DefaultMCPInProgressWait
+	}
+	return min(o.InProgressWait, MaxMCPInProgressWait)
+}
+
+// mcpEndpoint serves POST /mcp. It builds the go-sdk server from the
+// registry and rebuilds it when the registry changes (an MCP upstream that
+// re-lists its tools), so tools/list always shows the tools a call reaches.
+type mcpEndpoint struct {
+	s *Server
+
+	mu      sync.Mutex
+	entries []*tools.Entry
+	server  *mcp.Server
+}
+
+// mountMCP adds POST /mcp to r unless it is disabled. Auth runs first (401,
+// nothing runs), then the method (405 for anything but POST: the endpoint
+// is stateless, so there is no GET stream and no session to DELETE), then
+// the guard that refuses what is not one JSON-RPC message, then go-sdk.
+func (s *Server) mountMCP(r chi.Router) {
+	if s.opts.MCP.Disabled {
+		return
+	}
+	e := &mcpEndpoint{s: s}
+	sdk := mcp.NewStreamableHTTPHandler(e.serverFor, &mcp.StreamableHTTPOptions{
+		Stateless: true,
+		// One JSON response per POST: a tools/call has exactly one answer,
+		// and the gateway sends no notifications while a tool runs.
+		JSONResponse:        true,
+		Logger:              s.log,
+		MaxRequestBodyBytes: s.opts.MaxBodyBytes + mcpEnvelopeBytes,
+	})
+	r.Route(mcpPath, func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Use(markMCP)
+		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+			p := newProblem(wire.CodeMethodNotAllowed, "the MCP endpoint is stateless: send every JSON-RPC message with POST")
+			p.allow = http.MethodPost
+			writeProblem(w, p)
+		})
+		r.Post("/", e.guard(sdk).ServeHTTP)
+	})
+}
+
+// markMCP names the route and the api of every /mcp request in the access
+// log (chi would report the sub-router's "/mcp/").
+func markMCP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info := infoFrom(r.Context()); info != nil {
+			info.route = mcpPath
+		}
+		setAPI(r.Context(), APIMCP)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serverFor returns the go-sdk server of the current registry (go-sdk's
+// getServer). Servers are stateless here, so one serves every request
+// until the registry changes.
+func (e *mcpEndpoint) serverFor(*http.Request) *mcp.Server {
+	entries := e.s.tools.Entries()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.server != nil && slices.Equal(entries, e.entries) {
+		return e.server
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgateway", Version: buildVersion()}, &mcp.ServerOptions{
+		Logger: e.s.log,
+		// Tools only; no logging capability (go-sdk's default) and no
+		// list_changed notifications: a stateless server has no stream
+		// to send them on.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, entry := range entries {
+		srv.AddTool(mcpTool(entry), e.toolHandler(entry))
+	}
+	srv.AddReceivingMiddleware(e.unknownTool)
+	e.entries, e.server = entries, srv
+	return srv
+}
+
+// mcpTool describes a registry tool in tools/list.
+func mcpTool(entry *tools.Entry) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        entry.Spec.Name,
+		Description: entry.Spec.Description,
+		InputSchema: mcpInputSchema(entry.Spec.InputSchema),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: entry.Spec.ReadOnly},
+	}
+}
+
+// mcpInputSchema returns the tool's schema as MCP wants it: an object
+// schema with "type": "object". A schema that says so is sent unchanged;
+// any other (no type, a boolean schema) is wrapped in
+// {"type":"object","allOf":[schema]}, which accepts exactly the same
+// arguments, since the arguments of a call are always an object.
+func mcpInputSchema(raw json.RawMessage) json.RawMessage {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err == nil && string(top["type"]) == `"object"` {
+		return raw
+	}
+	if len(raw) == 0 || string(raw) == "true" {
+		return json.RawMessage(tools.DefaultInputSchema)
+	}
+	return json.RawMessage(`{"type":"object","allOf":[` + string(raw) + `]}`)
+}
+
+// unknownTool answers a tools/call of a tool the registry does not have
+// with the contract's error (go-sdk's own has no data.code).
+func (e *mcpEndpoint) unknownTool(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+			if _, found := e.s.tools.Lookup(call.Params.Name); !found {
+				setLabel(ctx, "", labelNotFound)
+				return nil, rpcError(newProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// buildVersion is the module version of the binary, for the MCP
+// serverInfo.
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// mcpServerMethods are the methods an MCP client may send to this server
+// (go-sdk v1.8.0 answers each). Anything else is -32601 before go-sdk
+// sees it: go-sdk answers an unknown method of the older protocol
+// versions with a plain-text 400, which a client cannot read as JSON-RPC.
+var mcpServerMethods = map[string]bool{
+	"initialize":                       true,
+	"ping":                             true,
+	"server/discover":                  true,
+	"tools/list":                       true,
+	"tools/call":                       true,
+	"prompts/list":                     true,
+	"prompts/get":                      true,
+	"resources/list":                   true,
+	"resources/templates/list":         true,
+	"resources/read":                   true,
+	"resources/subscribe":              true,
+	"resources/unsubscribe":            true,
+	"subscriptions/listen":             true,
+	"completion/complete":              true,
+	"logging/setLevel":                 true,
+	"notifications/initialized":        true,
+	"notifications/cancelled":          true,
+	"notifications/progress":           true,
+	"notifications/roots/list_changed": true,
+}
+
+// JSON-RPC codes of messages that are not a request the server can read.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+)
+
+// protocolVersionHeader carries the client's MCP protocol version.
+const protocolVersionHeader = "Mcp-Protocol-Version"
+
+// newestProtocolEra is the first protocol version (SEP-2575) that gives
+// JSON-RPC errors their own HTTP status (404 for an unknown method).
+const newestProtocolEra = "2026-07-28"
+
+// guard lets through to go-sdk only what is one JSON-RPC request or
+// notification of a method the server has, as application/json within
+// the size limit, and answers everything else itself with a JSON-RPC
+// error (never plain text). Nothing it refuses reaches a tool or the
+// store. Batches are refused whatever the protocol version: go-sdk would
+// run the calls of a batch sent without a protocol version header, and
+// the contract refuses them.
+func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if !isJSONContentType(requestContentType(r.Header)) {
+			setLabel(ctx, "", labelInvalid)
+			writeRPCError(w, http.StatusUnsupportedMediaType, nil, rpcInvalidRequest,
+				"send JSON-RPC messages as application/json", wire.CodeUnsupportedMediaType)
+			return
+		}
+		limit := e.s.opts.MaxBodyBytes + mcpEnvelopeBytes
+		body, err := io.ReadAll(http.MaxBytesReader(innermostWriter(w), r.Body, limit))
+		if err != nil {
+			setLabel(ctx, "", labelInvalid)
+			var maxErr *http.MaxBytesError
+			if errors.As(err, &maxErr) {
+				writeRPCError(w, http.StatusRequestEntityTooLarge, nil, rpcInvalidRequest,
+					"the request may be at most "+strconv.FormatInt(limit, 10)+" bytes", wire.CodePayloadTooLarge)
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, nil, rpcParseError, "the request body could not be read", wire.CodeInvalidJSON)
+			return
+		}
+		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+			setLabel(ctx, "", labelInvalid)
+			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
+				"JSON-RPC batches are not supported: send one message per POST", "")
+			return
+		}
+		msg, err := jsonrpc.DecodeMessage(body)
+		if err != nil {
+			setLabel(ctx, "", labelInvalid)
+			if !json.Valid(body) {
+				writeRPCError(w, http.StatusBadRequest, nil, rpcParseError, "the request is not JSON", wire.CodeInvalidJSON)
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
+				"the request is not a JSON-RPC 2.0 request: "+err.Error(), "")
+			return
+		}
+		req, isRequest := msg.(*jsonrpc.Request)
+		if !isRequest {
+			setLabel(ctx, "", labelInvalid)
+			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
+				"this server sends no requests, so it takes no responses", "")
+			return
+		}
+		if !mcpServerMethods[req.Method] {
+			setLabel(ctx, "", labelInvalid)
+			status := http.StatusOK // the older protocols answer errors in a 200
+			if r.Header.Get(protocolVersionHeader) >= newestProtocolEra {
+				status = http.StatusNotFound
+			}
+			writeRPCError(w, status, req, rpcMethodNotFound, "method not found: this server serves tools (tools/list, tools/call)", "")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		rw := &plainTextCatcher{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		rw.finish(req)
+	})
+}
+
+// rpcErrorResponse is a JSON-RPC error response; id is null when the
+// request's id is unknown, as JSON-RPC 2.0 requires.
+type rpcErrorResponse struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      any            `json:"id"`
+	Error   *jsonrpc.Error `json:"error"`
+}
+
+// writeRPCError writes a JSON-RPC error with the given HTTP status. code is
+// a problem code for data (none when "").
+func writeRPCError(w http.ResponseWriter, status int, req *jsonrpc.Request, rpcCode int64, message, code string) {
+	rpcErr := &jsonrpc.Error{Code: rpcCode, Message: message}
+	if code != "" {
+		rpcErr.Data = problemData(newProblem(code, message))
+	}
+	var id any
+	if req != nil {
+		id = req.ID.Raw()
+	}
+	body, err := json.Marshal(rpcErrorResponse{JSONRPC: "2.0", ID: id, Error: rpcErr})
+	if err != nil {
+		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", wire.MediaTypeJSON)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// plainTextCatcher turns go-sdk's plain-text refusals (http.Error: a
+// missing id, missing params, a protocol version it does not serve, a
+// Host it does not trust) into JSON-RPC errors with the same status, so
+// every answer of /mcp is JSON-RPC. Everything else passes through.
+type plainTextCatcher struct {
+	http.ResponseWriter
+	caught bool
+	status int
+	text   bytes.Buffer
+}
+
+func (c *plainTextCatcher) WriteHeader(status int) {
+	if status >= 400 && strings.HasPrefix(c.Header().Get("Content-Type"), "text/plain") {
+		c.caught, c.status = true, status
+		c.Header().Del("X-Content-Type-Options")
+		return
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *plainTextCatcher) Write(b []byte) (int, error) {
+	if c.caught {
+		return c.text.Write(b)
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (c *plainTextCatcher) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// finish writes the JSON-RPC error for a caught refusal.
+func (c *plainTextCatcher) finish(req *jsonrpc.Request) {
+	if !c.caught {
+		return
+	}
+	writeRPCError(c.ResponseWriter, c.status, req, rpcInvalidRequest, strings.TrimSpace(c.text.String()), "")
+}

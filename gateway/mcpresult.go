@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// How the MCP endpoint renders the call path's answers. Everything here is
+// a pure function of a stored outcome or a problem, so a replay renders
+// exactly as the first answer did, but for _meta "replayed".
+
+// rpcError turns a problem about the request into the contract's JSON-RPC
+// error: the code by situation, data = the problem's code, retryable and
+// extra members (tool and execution_id of step_conflict, errors of
+// invalid_arguments, ...), plus retry_after_ms where REST would send
+// Retry-After.
+func rpcError(p *Problem) *jsonrpc.Error {
+	code := wire.RPCInvalidParams
+	switch p.Code {
+	case wire.CodeRequestInProgress:
+		code = wire.RPCRequestInProgress
+	case wire.CodeOutcomeUnknown:
+		code = wire.RPCOutcomeUnknown
+	case wire.CodeStoreUnavailable:
+		code = wire.RPCStoreUnavailable
+	}
+	message := p.Detail
+	if message == "" {
+		message = p.Title
+	}
+	return &jsonrpc.Error{Code: int64(code), Message: message, Data: problemData(p)}
+}
+
+// problemData is the problem document without what only HTTP needs (type,
+// title, status, detail), so data carries exactly the members a REST
+// client would act on.
+func problemData(p *Problem) json.RawMessage {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return json.RawMessage(`{"code":"` + p.Code + `","retryable":false}`)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return json.RawMessage(`{"code":"` + p.Code + `","retryable":false}`)
+	}
+	for _, httpOnly := range []string{"type", "title", "status", "detail"} {
+		delete(members, httpOnly)
+	}
+	if p.RetryAfter > 0 {
+		members["retry_after_ms"] = json.RawMessage(strconv.Itoa(p.RetryAfter * 1000))
+	}
+	// Map keys marshal sorted: the same problem gives the same bytes.
+	data, err := json.Marshal(members)
+	if err != nil {
+		return json.RawMessage(`{"code":"` + p.Code + `","retryable":false}`)
+	}
+	return data
+}
+
+// isMCPToolFailure reports whether a problem is about the tool's run rather
+// than the request: the contract renders those as tool results with
+// isError, which the model sees and may act on, not as protocol errors.
+func isMCPToolFailure(code string) bool {
+	switch code {
+	case wire.CodeToolFailed, wire.CodeToolTimeout, wire.CodeUpstreamUnreachable, wire.CodeUpstreamUnavailable:
+		return true
+	}
+	return false
+}
+
+// mcpErrorMeta is _meta["io.github.toolgateway/error"] of a failed call.
+type mcpErrorMeta struct {
+	Code      string `json:"code"`
+	Retryable bool   `json:"retryable"`
+}
+
+// mcpFailure is a tool result with isError for an outcome that was not
+// recorded (a tool failure, a timeout, an unreachable upstream) or for
+// arguments the schema refuses: text for the model, the code for the
+// runtime.
+func mcpFailure(code string, retryable bool, text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: true,
+		Meta:    mcp.Meta{wire.MetaError: mcpErrorMeta{Code: code, Retryable: retryable}},
+	}
+}
+
+// mcpProblemFailure renders a tool-failure problem as a tool result.
+func mcpProblemFailure(p *Problem) *mcp.CallToolResult {
+	return mcpFailure(p.Code, p.Retryable, p.Detail)
+}
+
+// mcpSchemaFailure renders schema violations as a tool result, one line
+// per violation, so the model can correct its arguments. Nothing was
+// stored, so the corrected call is a new call.
+func mcpSchemaFailure(p *Problem) *mcp.CallToolResult {
+	var b strings.Builder
+	b.WriteString("The arguments do not match the tool's input schema:")
+	for _, v := range p.Errors {
+		location := v.Location
+		if location == "" {
+			location = "(root)"
+		}
+		b.WriteString("\n- at " + location + ": " + v.Message)
+	}
+	return mcpFailure(wire.CodeInvalidArguments, false, b.String())
+}
+
+// mcpOutcome renders a tool's outcome (its status and body) as a tool
+// result: the body as text, byte for byte; structuredContent = the body
+// when it is a JSON object; isError for a status of 400 and above.
+func mcpOutcome(entry *tools.Entry, status int, body []byte) *mcp.CallToolResult {
+	if mcpPassThrough(entry) {
+		if res, ok := mcpUpstreamResult(body); ok {
+			return res
+		}
+	}
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}},
+		IsError: status >= 400,
+	}
+	if isJSONObject(body) {
+		res.StructuredContent = json.RawMessage(body)
+	}
+	return res
+}
+
+// withExecution marks the result of an executed or replayed call.
+func withExecution(res *mcp.CallToolResult, executionID string, replayed bool) *mcp.CallToolResult {
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta[wire.MetaExecutionID] = executionID
+	res.Meta[wire.MetaReplayed] = replayed
+	return res
+}
+
+// mcpPassThrough reports whether the tool's recorded body is an MCP
+// CallToolResult to pass through unchanged (a tool of an MCP upstream
+// server) rather than a body to wrap.
+//
+// HOOK(mcp upstream tools): the MCP upstream tools add a tools.Spec flag
+// for this; return that flag here.
+func mcpPassThrough(entry *tools.Entry) bool {
+	_ = entry
+	return false
+}
+
+// mcpUpstreamResult decodes an MCP upstream tool's recorded
+// CallToolResult; its own _meta is kept, and the gateway's members are
+// added to it by withExecution.
+func mcpUpstreamResult(body []byte) (*mcp.CallToolResult, bool) {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, false
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	return &res, true
+}
+
+// isJSONObject reports whether body is one valid JSON object.
+func isJSONObject(body []byte) bool {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(body)
+}
