@@ -63,7 +63,11 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	}
 	body, p := s.readBody(w, r)
 	if p != nil {
+		w.Header().Set("Connection", "close")
 		fail(p)
+		if p.Code == wire.CodePayloadTooLarge {
+			closeNow(w) // without waiting for the rest of the body
+		}
 		return
 	}
 	c := &Call{

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -17,6 +19,7 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID)
+	r.Use(closeChunked)
 	r.Use(s.accessLog)
 	// HEAD is served wherever GET is (health checks often use it).
 	r.Use(middleware.GetHead)
@@ -79,10 +82,25 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
-// handleReadyz answers 200 when the store answers, else 503.
+// readyzTimeout bounds the store ping of /readyz, well inside Kubernetes'
+// default probe timeout of 1 s: a store that hangs is "not ready" in time.
+const readyzTimeout = 500 * time.Millisecond
+
+// handleReadyz answers 200 when the store answers within readyzTimeout,
+// else 503. It logs when readiness changes, not on every probe (a probe
+// every few seconds against a dead store would flood the log).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.store.Ping(r.Context()); err != nil {
-		s.log.WarnContext(r.Context(), "readiness: store ping failed", "error", err)
+	ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
+	err := s.store.Ping(ctx)
+	cancel()
+	wasReady := !s.notReady.Swap(err != nil)
+	switch {
+	case err != nil && wasReady:
+		s.log.WarnContext(r.Context(), "not ready: the store does not answer", "error", err)
+	case err == nil && !wasReady:
+		s.log.InfoContext(r.Context(), "ready again: the store answers")
+	}
+	if err != nil {
 		writeProblem(w, newProblem(wire.CodeStoreUnavailable, "the idempotency store does not answer").withRetryAfter(1))
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,8 @@ type Server struct {
 	inflight sync.WaitGroup
 	drainMu  sync.RWMutex
 	draining bool
+	// notReady is the last /readyz verdict, so only changes are logged.
+	notReady atomic.Bool
 	// waitCtx ends the Prefer: wait polls when shutdown begins.
 	waitCtx     context.Context
 	stopWaiting context.CancelFunc

@@ -181,7 +181,8 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 	} else {
 		opts, err := redis.ParseURL(c.Store.RedisURL)
 		if err != nil {
-			return nil, "", fmt.Errorf("store.redis_url: %w", err)
+			// Name where the URL came from: the environment overrides the file.
+			return nil, "", fmt.Errorf("%s: %w", orString(c.redisURLFrom, "store.redis_url"), err)
 		}
 		client = redis.NewClient(opts)
 		desc = "redis:" + opts.Addr

@@ -34,6 +34,9 @@ type Config struct {
 
 	// dir is the directory relative paths are resolved against.
 	dir string
+	// redisURLFrom names where Store.RedisURL came from when it was not the
+	// file (the REDIS_URL variable), so an error names what to fix.
+	redisURLFrom string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -194,14 +197,21 @@ func (c *Config) path(p string) string {
 	return filepath.Join(c.dir, p)
 }
 
+// The environment overrides.
+const (
+	envAddr     = "GATEWAY_ADDR"
+	envRedisURL = "REDIS_URL"
+)
+
 // applyEnv applies the environment overrides of the contract.
 func (c *Config) applyEnv(getenv func(string) string) {
-	if v := getenv("GATEWAY_ADDR"); v != "" {
+	if v := getenv(envAddr); v != "" {
 		c.Listen = v
 	}
-	if v := getenv("REDIS_URL"); v != "" {
+	if v := getenv(envRedisURL); v != "" {
 		c.Store.RedisURL = v
 		c.Store.ClusterAddrs = nil
+		c.redisURLFrom = envRedisURL
 	}
 }
 

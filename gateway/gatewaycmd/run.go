@@ -58,7 +58,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.SetOutput(stdout)
 	configPath := fs.String("config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [-config gateway.yaml] [-version]\n\n", fs.Name())
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), `
+Environment (overrides the config file):
+  %s   address to listen on, e.g. 0.0.0.0:8080 (config: listen)
+  %s      Redis URL of the shared store, e.g. redis://127.0.0.1:6379/0 (config: store.redis_url)
+
+Docs: docs/configuration.md
+`, envAddr, envRedisURL)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h asked for the usage, which was printed
+		}
 		return err
 	}
 	if fs.NArg() > 0 {

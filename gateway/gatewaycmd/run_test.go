@@ -203,3 +203,31 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// gateway -h prints the usage with the environment variables and exits 0.
+func TestHelpListsTheEnvironmentAndSucceeds(t *testing.T) {
+	var out bytes.Buffer
+	if err := Run(context.Background(), []string{"gateway", "-h"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("-h: %v (a request for help is not an error)", err)
+	}
+	for _, want := range []string{"-config", "GATEWAY_ADDR", "REDIS_URL"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("usage lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+// A bad REDIS_URL is reported under the variable's name, not the config
+// field the user never wrote.
+func TestBadRedisURLNamesTheVariable(t *testing.T) {
+	env := func(name string) string {
+		if name == "REDIS_URL" {
+			return "127.0.0.1:6379" // no scheme
+		}
+		return ""
+	}
+	err := Run(context.Background(), []string{"gateway"}, env, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") || strings.Contains(err.Error(), "store.redis_url") {
+		t.Fatalf("error = %v; want it to name REDIS_URL", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -436,5 +437,24 @@ func TestClaimRejectsInvalidRequests(t *testing.T) {
 	cancel()
 	if _, err := s.Claim(cancelled, claimRequest("k", "fp", nil)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Claim with a cancelled context = %v", err)
+	}
+}
+
+// A second process on the same file is told another process holds it, not
+// a bare "timeout" (a second Open in this process takes the same lock).
+func TestSecondOpenSaysAnotherProcessHoldsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	first, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := Open(path, Options{})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Open of a held file succeeded")
+	}
+	if !strings.Contains(err.Error(), "another process") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error = %v; want it to say another process holds %s", err, path)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
@@ -62,6 +63,9 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: create directory for %s: %w", path, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openLockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("boltstore: open %s: another process (a second gateway?) holds this file; the embedded store serves one process only (use Redis or PostgreSQL for several replicas): %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}

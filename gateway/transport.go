@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+)
+
+// closeChunked closes the connection after any request with a
+// Transfer-Encoding. net/http drops the Content-Length of a chunked request
+// before a handler sees it, so a request that sent both (a request
+// smuggling shape behind a proxy that trusts Content-Length) cannot be told
+// apart; it is processed by Transfer-Encoding alone, and RFC 9112 §6.1
+// then requires closing the connection.
+func closeChunked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// lingerBeforeClose is how long a connection closed by closeNow stays open
+// for reading after its write side is shut: closing at once with unread
+// request bytes in the kernel would send a reset that can destroy the
+// response before the client reads it (net/http waits the same way).
+const lingerBeforeClose = 500 * time.Millisecond
+
+// closeNow sends the response written so far and ends the connection
+// without reading the rest of the request body: after a 413 a client
+// that keeps sending (or stalls) must not hold the connection until the
+// read timeout, which net/http's own close would (it first drains up to
+// 256 KiB of the body). HTTP/2 cannot be hijacked; there the stream ends
+// with the response anyway.
+func closeNow(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	if half, ok := conn.(interface{ CloseWrite() error }); ok && half.CloseWrite() == nil {
+		time.AfterFunc(lingerBeforeClose, func() { _ = conn.Close() })
+		return
+	}
+	_ = conn.Close()
+}
