@@ -210,6 +210,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	if p := validateArguments(c.Entry, value); p != nil {
 		return problemResult(p)
 	}
+	if p := s.admitRate(ctx, c); p != nil {
+		return problemResult(p)
+	}
 
 	// claim.
 	cl := &claim{
@@ -233,6 +236,14 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 			s.metrics.takeovers.WithLabelValues(name).Inc()
 			s.log.WarnContext(ctx, "took over an expired lease; running the tool again", "tool", name, "execution_id", d.Lease.ExecutionID)
 		}
+		leaveSlot, p := s.takeSlot(ctx, c, d.Lease.ExecutionID)
+		if p != nil {
+			s.giveBackClaim(ctx, d.Lease)
+			res := problemResult(p)
+			res.Waited = waited
+			return res
+		}
+		defer leaveSlot()
 		res := s.runClaimed(ctx, cl, d.Lease)
 		res.Waited = waited
 		return res
@@ -439,6 +450,14 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 // unkeyed call the adapter allows. Every call runs.
 func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) Result {
 	name := c.Entry.Spec.Name
+	if p := s.admitRate(ctx, c); p != nil {
+		return problemResult(p)
+	}
+	leaveSlot, p := s.takeSlot(ctx, c, newULID())
+	if p != nil {
+		return problemResult(p)
+	}
+	defer leaveSlot()
 	leave, ok := s.enter(name)
 	if !ok {
 		return problemResult(newProblem(wire.CodeToolFailed, "the gateway is shutting down; retry"))

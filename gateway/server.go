@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -37,6 +38,8 @@ type Tenant struct {
 	// TokenSHA256 is the SHA-256 of the tenant's bearer token; the token
 	// itself is never configured.
 	TokenSHA256 [sha256.Size]byte
+	// Limits are the tenant's rate and in-flight limits (ratelimit.go).
+	Limits TenantLimits
 }
 
 // AnonymousTenant is the tenant of every caller when auth is not configured.
@@ -68,6 +71,10 @@ type Options struct {
 	Tenants []Tenant
 	// AdminTokenSHA256 enables the admin API when non-nil.
 	AdminTokenSHA256 *[sha256.Size]byte
+	// Limiter keeps the tenants' limit state; nil means in process
+	// (ratelimit.Memory), which is right for the embedded store only:
+	// replicas sharing a store must share a Limiter on it.
+	Limiter ratelimit.Backend
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry
@@ -84,6 +91,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	handler http.Handler
+	// limits holds the tenants with limits; limiter keeps their state.
+	limits  map[string]TenantLimits
+	limiter ratelimit.Backend
 
 	// baseCtx parents every tool execution, detached from client requests so
 	// an impatient client cannot abort a tool half-way; cancelling it aborts
@@ -131,6 +141,12 @@ func NewServer(opts Options) (*Server, error) {
 	if err := checkAuthOptions(opts.Tenants, opts.AdminTokenSHA256); err != nil {
 		return nil, err
 	}
+	if err := checkTenantLimits(opts.Tenants); err != nil {
+		return nil, err
+	}
+	if opts.Limiter == nil {
+		opts.Limiter = ratelimit.NewMemory(nil)
+	}
 	for name, p := range opts.Policies {
 		if _, ok := opts.Tools.Lookup(name); !ok {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
@@ -149,6 +165,8 @@ func NewServer(opts Options) (*Server, error) {
 		tools:   opts.Tools,
 		log:     opts.Logger,
 		metrics: m,
+		limits:  tenantLimits(opts.Tenants),
+		limiter: opts.Limiter,
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.waitCtx, s.stopWaiting = context.WithCancel(s.baseCtx)

@@ -97,10 +97,17 @@ type AuthConfig struct {
 	Tenants []TenantEntry `yaml:"tenants"`
 }
 
-// TenantEntry is one tenant and the SHA-256 of its bearer token.
+// TenantEntry is one tenant, the SHA-256 of its bearer token and its
+// optional limits.
 type TenantEntry struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
+	// Rate is "N/s", "N/m" or "N/h"; absent: no rate limit.
+	Rate string `yaml:"rate"`
+	// Burst is how many calls may come at once (default N of the rate).
+	Burst int `yaml:"burst"`
+	// MaxInFlight caps the tenant's tools running at once (absent: no cap).
+	MaxInFlight int `yaml:"max_in_flight"`
 }
 
 // ToolEntry configures one tool: an HTTP upstream (with http), or settings

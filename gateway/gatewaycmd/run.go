@@ -112,6 +112,7 @@ Docs: docs/configuration.md
 	}
 	defer store.Close()
 	opts.Store = store
+	opts.Limiter = cfg.limiterFor(store)
 	opts.Logger = log
 	gw, err := gateway.NewServer(opts)
 	if err != nil {
