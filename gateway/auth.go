@@ -22,29 +22,31 @@ func tenantFrom(ctx context.Context) string {
 	return AnonymousTenant
 }
 
-// checkAuthOptions refuses tenant lists the gateway could not enforce: a
+// ValidateAuth refuses tenant lists the gateway could not enforce: a
 // tenant name is part of every record's scope and of every log line, so it
 // must match the tool-name pattern (no ':', '{', '}', spaces or control
 // characters); two tenants must not share a name or a token (the first
 // would silently win); and the admin token must differ from every tenant's,
-// so no tenant can reach the admin API.
-func checkAuthOptions(tenants []Tenant, admin *[sha256.Size]byte) error {
+// so no tenant can reach the admin API. Errors start with the path of the
+// offending value ("tenants[1].name", "admin.token_sha256"), which the
+// config prefixes with its own section.
+func ValidateAuth(tenants []Tenant, admin *[sha256.Size]byte) error {
 	names := make(map[string]bool, len(tenants))
 	tokens := make(map[[sha256.Size]byte]string, len(tenants))
 	for i, t := range tenants {
 		if !tools.ValidName(t.Name) {
-			return fmt.Errorf("gateway: tenant %d: name %q must match %s", i, t.Name, tools.NamePattern)
+			return fmt.Errorf("tenants[%d].name: %q must match %s", i, t.Name, tools.NamePattern)
 		}
 		if names[t.Name] {
-			return fmt.Errorf("gateway: tenant %q listed twice", t.Name)
+			return fmt.Errorf("tenants[%d].name: tenant %q listed twice", i, t.Name)
 		}
 		names[t.Name] = true
 		if other, dup := tokens[t.TokenSHA256]; dup {
-			return fmt.Errorf("gateway: tenants %q and %q have the same token", other, t.Name)
+			return fmt.Errorf("tenants[%d].token_sha256: same token as tenant %q; every tenant needs its own token", i, other)
 		}
 		tokens[t.TokenSHA256] = t.Name
 		if admin != nil && *admin == t.TokenSHA256 {
-			return fmt.Errorf("gateway: the admin token must differ from tenant %q's token", t.Name)
+			return fmt.Errorf("admin.token_sha256: the admin token must differ from tenant %q's token", t.Name)
 		}
 	}
 	return nil

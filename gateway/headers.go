@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,6 +23,14 @@ const (
 	// not agents.
 	KeyModeOpaque KeyMode = "opaque"
 )
+
+// Validate accepts the two key modes.
+func (m KeyMode) Validate() error {
+	if m != KeyModeDerived && m != KeyModeOpaque {
+		return fmt.Errorf("key mode %q: want derived or opaque", string(m))
+	}
+	return nil
+}
 
 // callHeaders are the parsed key headers of one call.
 type callHeaders struct {

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
 // What a request learns on its way through the handlers (tool, tenant, key
@@ -93,6 +95,6 @@ func setTenant(ctx context.Context, tenant string) {
 // lines, never the whole key (a key can be replayed by whoever reads it).
 func setKey(ctx context.Context, key string) {
 	if info := infoFrom(ctx); info != nil {
-		info.keyPrefix = key[:min(len(key), 8)]
+		info.keyPrefix = idempotency.KeyPrefix(key)
 	}
 }

@@ -30,6 +30,9 @@ const (
 	DefaultToolTimeout  = 30 * time.Second
 	// MaxPreferWait caps Prefer: wait=N.
 	MaxPreferWait = 60
+	// MinLockTTL is the shortest lease: renewals run every LockTTL/3, and a
+	// store round trip plus scheduling must fit well inside that.
+	MinLockTTL = 300 * time.Millisecond
 )
 
 // Tenant is one caller allowed in when auth is configured.
@@ -123,12 +126,12 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.KeyMode == "" {
 		opts.KeyMode = KeyModeDerived
 	}
-	if opts.KeyMode != KeyModeDerived && opts.KeyMode != KeyModeOpaque {
-		return nil, fmt.Errorf("gateway: key mode %q: want derived or opaque", opts.KeyMode)
+	if err := opts.KeyMode.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	opts.LockTTL = orDefault(opts.LockTTL, DefaultLockTTL)
-	if opts.LockTTL < 10*time.Millisecond {
-		return nil, fmt.Errorf("gateway: lock ttl %v: must be at least 10ms", opts.LockTTL)
+	if opts.LockTTL < MinLockTTL {
+		return nil, fmt.Errorf("gateway: lock ttl %v: must be at least %v", opts.LockTTL, MinLockTTL)
 	}
 	opts.ReplayTTL = orDefault(opts.ReplayTTL, DefaultReplayTTL)
 	opts.ToolTimeout = orDefault(opts.ToolTimeout, DefaultToolTimeout)
@@ -138,8 +141,8 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := checkAuthOptions(opts.Tenants, opts.AdminTokenSHA256); err != nil {
-		return nil, err
+	if err := ValidateAuth(opts.Tenants, opts.AdminTokenSHA256); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if err := checkTenantLimits(opts.Tenants); err != nil {
 		return nil, err
@@ -151,8 +154,8 @@ func NewServer(opts Options) (*Server, error) {
 		if _, ok := opts.Tools.Lookup(name); !ok {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
 		}
-		if p.LeaseExpiry != "" && p.LeaseExpiry != idempotency.LeaseExpiryRerun && p.LeaseExpiry != idempotency.LeaseExpiryUnknown {
-			return nil, fmt.Errorf("gateway: tool %q: lease_expiry %q: want rerun or unknown", name, p.LeaseExpiry)
+		if err := p.LeaseExpiry.Validate(); err != nil {
+			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}
 	m, err := newMetrics(opts.Registerer, opts.Gatherer, opts.Tools)

@@ -139,7 +139,11 @@ func ParseStepIndex(s string) (uint64, error) {
 	return step, nil
 }
 
-// ValidateToolName checks ^[a-z0-9][a-z0-9_-]{0,63}$.
+// ToolNamePattern is the rule ValidateToolName checks, for messages.
+const ToolNamePattern = `^[a-z0-9][a-z0-9_-]{0,63}$`
+
+// ValidateToolName checks ToolNamePattern (by hand: it runs on every key
+// derivation, where a regexp would cost more than the rest).
 func ValidateToolName(name string) error {
 	if len(name) == 0 || len(name) > maxToolNameLen {
 		return fmt.Errorf("%w: length %d, want 1–%d", ErrInvalidTool, len(name), maxToolNameLen)

@@ -2,18 +2,19 @@ package tools
 
 import (
 	"fmt"
-	"regexp"
+
+	"github.com/toolgateway/toolgateway/keyderive"
 )
 
 // NamePattern is the pattern every tool name matches; the name is the {tool}
-// segment of POST /api/tools/v1/{tool}.
-const NamePattern = `^[a-z0-9][a-z0-9_-]{0,63}$`
-
-var namePattern = regexp.MustCompile(NamePattern)
+// segment of POST /api/tools/v1/{tool}. It is for messages: the rule itself
+// is keyderive.ValidateToolName, the one check the key derivation, the
+// registry and the config all share.
+const NamePattern = keyderive.ToolNamePattern
 
 // ValidName reports whether name can be a tool name.
 func ValidName(name string) bool {
-	return namePattern.MatchString(name)
+	return keyderive.ValidateToolName(name) == nil
 }
 
 // checkName returns an error naming the tool when name is not a valid tool

@@ -1,6 +1,6 @@
 module example.com/acme/ticketgateway
 
-go 1.26.8
+go 1.26.0
 
 require github.com/toolgateway/toolgateway v0.0.0
 

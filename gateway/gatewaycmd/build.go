@@ -44,10 +44,8 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			return nil, nil, fmt.Errorf("%s: configured twice", field)
 		}
 		configured[t.Name] = true
-		switch t.LeaseExpiry {
-		case "", string(idempotency.LeaseExpiryRerun), string(idempotency.LeaseExpiryUnknown):
-		default:
-			return nil, nil, fmt.Errorf("%s.lease_expiry: %q: want rerun or unknown", field, t.LeaseExpiry)
+		if err := idempotency.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
+			return nil, nil, fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
 		schema, err := c.toolSchema(i, t)
 		if err != nil {
@@ -113,52 +111,41 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 	return registry, policies, nil
 }
 
-// buildAuth converts the auth and admin sections.
+// buildAuth converts the auth and admin sections; the rules on tenants are
+// gateway.ValidateAuth's, this only decodes the hashes and adds the path.
 func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 	var tenants []gateway.Tenant
 	if c.Auth != nil {
 		if len(c.Auth.Tenants) == 0 {
 			return nil, nil, errors.New("auth.tenants: list at least one tenant, or remove auth")
 		}
-		seen := map[string]bool{}
 		for i, t := range c.Auth.Tenants {
-			field := fmt.Sprintf("auth.tenants[%d]", i)
-			if !tools.ValidName(t.Name) {
-				return nil, nil, fmt.Errorf("%s.name: %q must match %s", field, t.Name, tools.NamePattern)
-			}
-			if seen[t.Name] {
-				return nil, nil, fmt.Errorf("%s.name: tenant %q listed twice", field, t.Name)
-			}
-			seen[t.Name] = true
-			sum, err := decodeHash(field+".token_sha256", t.TokenSHA256)
+			sum, err := decodeHash(fmt.Sprintf("auth.tenants[%d].token_sha256", i), t.TokenSHA256)
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, other := range tenants {
-				if other.TokenSHA256 == sum {
-					return nil, nil, fmt.Errorf("%s.token_sha256: same token as tenant %q; every tenant needs its own token", field, other.Name)
-				}
-			}
-			limits, err := t.limits(field)
+			limits, err := t.limits(fmt.Sprintf("auth.tenants[%d]", i))
 			if err != nil {
 				return nil, nil, err
 			}
 			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum, Limits: limits})
 		}
 	}
-	if c.Admin.TokenSHA256 == "" {
-		return tenants, nil, nil
+	var admin *[32]byte
+	if c.Admin.TokenSHA256 != "" {
+		sum, err := decodeHash("admin.token_sha256", c.Admin.TokenSHA256)
+		if err != nil {
+			return nil, nil, err
+		}
+		admin = &sum
 	}
-	sum, err := decodeHash("admin.token_sha256", c.Admin.TokenSHA256)
-	if err != nil {
+	if err := gateway.ValidateAuth(tenants, admin); err != nil {
+		if strings.HasPrefix(err.Error(), "tenants[") {
+			return nil, nil, fmt.Errorf("auth.%w", err)
+		}
 		return nil, nil, err
 	}
-	for _, t := range tenants {
-		if t.TokenSHA256 == sum {
-			return nil, nil, fmt.Errorf("admin.token_sha256: the admin token must differ from tenant %q's token", t.Name)
-		}
-	}
-	return tenants, &sum, nil
+	return tenants, admin, nil
 }
 
 // limits converts the tenant's rate, burst and max_in_flight; field is the

@@ -171,15 +171,15 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		return gateway.Options{}, err
 	}
 	mode := gateway.KeyMode(c.Idempotency.KeyMode)
-	if mode != gateway.KeyModeDerived && mode != gateway.KeyModeOpaque {
-		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %q: want derived or opaque", mode)
+	if err := mode.Validate(); err != nil {
+		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %w", err)
 	}
 	if c.Idempotency.MaxBodyBytes < 0 {
 		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
 	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
-	if lockTTL != 0 && lockTTL < 300*time.Millisecond {
-		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least 300ms", lockTTL)
+	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
+		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
 	}
 	return gateway.Options{
 		Tools:            registry,

@@ -8,6 +8,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -34,6 +35,16 @@ const (
 	LeaseExpiryUnknown LeaseExpiry = "unknown"
 )
 
+// Validate accepts the two policies and "" (which stores treat as rerun,
+// the default).
+func (e LeaseExpiry) Validate() error {
+	switch e {
+	case "", LeaseExpiryRerun, LeaseExpiryUnknown:
+		return nil
+	}
+	return fmt.Errorf("lease expiry policy %q: want rerun or unknown", string(e))
+}
+
 // Errors a Store returns. Any other error means the store could not be
 // reached or failed; the gateway answers 503 and runs nothing.
 var (
@@ -49,6 +60,23 @@ type Scope struct {
 	Tenant string
 	Tool   string
 	Key    string // the unquoted Idempotency-Key
+}
+
+// keyPrefixLen is how much of an idempotency key may appear in a log line
+// or in an error that can be logged: enough to correlate lines, too little
+// to replay the key.
+const keyPrefixLen = 8
+
+// KeyPrefix returns the first characters of key, the only part of a key
+// that may be logged (a key can be replayed by whoever reads it).
+func KeyPrefix(key string) string {
+	return key[:min(len(key), keyPrefixLen)]
+}
+
+// String names the scope with the key's prefix only, so a scope in an
+// error or a log line never carries the full key.
+func (s Scope) String() string {
+	return s.Tenant + "/" + s.Tool + "/" + KeyPrefix(s.Key) + "…"
 }
 
 // Step names one step of an agent session, for the step guard.
@@ -85,6 +113,19 @@ type ClaimRequest struct {
 	ReplayTTL time.Duration
 	// LeaseExpiry says what happens to an IN_PROGRESS record whose lease expired.
 	LeaseExpiry LeaseExpiry
+}
+
+// Validate checks what every store needs of a claim, so the stores refuse
+// the same requests: positive TTLs, an owner and an execution id, a known
+// lease expiry policy.
+func (r ClaimRequest) Validate() error {
+	switch {
+	case r.LockTTL <= 0 || r.ReplayTTL <= 0:
+		return fmt.Errorf("lock ttl %v and replay ttl %v must be positive", r.LockTTL, r.ReplayTTL)
+	case r.Owner == "" || r.ExecutionID == "":
+		return errors.New("owner and execution id are required")
+	}
+	return r.LeaseExpiry.Validate()
 }
 
 // Outcome is what the store decided.

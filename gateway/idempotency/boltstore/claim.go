@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -34,13 +33,8 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 }
 
 func validateClaim(req idempotency.ClaimRequest) error {
-	switch {
-	case req.LockTTL <= 0:
-		return errors.New("boltstore: claim: LockTTL must be positive")
-	case req.ReplayTTL <= 0:
-		return errors.New("boltstore: claim: ReplayTTL must be positive")
-	case req.Owner == "" || req.ExecutionID == "":
-		return errors.New("boltstore: claim: Owner and ExecutionID are required")
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("boltstore: claim: %w", err)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
 	found, err := s.find(ctx, scope)
 	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("redisstore: get %s/%s: %w", scope.Tool, scope.Key, err)
+		return idempotency.Record{}, fmt.Errorf("redisstore: get %v: %w", scope, err)
 	}
 	if len(found) == 0 {
 		return idempotency.Record{}, idempotency.ErrNotFound
@@ -35,13 +35,13 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	found, err := s.find(ctx, scope)
 	if err != nil {
-		return fmt.Errorf("redisstore: delete %s/%s: %w", scope.Tool, scope.Key, err)
+		return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 	}
 	deleted := 0
 	for _, f := range found {
 		ok, err := deleteScript.Run(ctx, s.client, []string{f.key}, scope.Tenant, scope.Tool, scope.Key).Int()
 		if err != nil {
-			return fmt.Errorf("redisstore: delete %s/%s: %w", scope.Tool, scope.Key, err)
+			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}
 		deleted += ok
 	}
@@ -96,7 +96,7 @@ func (s *Store) find(ctx context.Context, scope idempotency.Scope) ([]foundRecor
 		}
 		rec, err := decodeRecord(scope, f)
 		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", keys[i], err)
+			return nil, fmt.Errorf("record of %v: %w", scope, err) // the Redis key name holds the full key
 		}
 		found = append(found, foundRecord{key: keys[i], record: rec})
 	}

@@ -36,34 +36,27 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	reply, err := cmds[0].StringSlice()
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	d, err := decodeDecision(req, reply)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.claimReplicated(ctx, d, acked); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %s/%s: %w", req.Scope.Tool, req.Scope.Key, err)
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	return d, nil
 }
 
 func validateClaim(req idempotency.ClaimRequest) error {
-	switch {
-	case req.LockTTL <= 0 || req.ReplayTTL <= 0:
-		return fmt.Errorf("redisstore: claim: lock ttl %v and replay ttl %v must be positive", req.LockTTL, req.ReplayTTL)
-	case req.ExecutionID == "" || req.Owner == "":
-		return errors.New("redisstore: claim: execution id and owner are required")
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: claim: %w", err)
 	}
-	switch req.LeaseExpiry {
-	case idempotency.LeaseExpiryRerun, idempotency.LeaseExpiryUnknown, "":
-		return nil
-	}
-	return fmt.Errorf("redisstore: claim: unknown lease expiry policy %q", req.LeaseExpiry)
+	return nil
 }
 
 var errBadReply = errors.New("unexpected script reply")

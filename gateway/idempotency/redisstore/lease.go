@@ -59,7 +59,7 @@ func ownerArgs(lease idempotency.Lease, more ...any) []any {
 func ownedResult(op string, lease idempotency.Lease, ok int, err error) error {
 	switch {
 	case err != nil:
-		return fmt.Errorf("redisstore: %s %s/%s: %w", op, lease.Scope.Tool, lease.Scope.Key, err)
+		return fmt.Errorf("redisstore: %s %v: %w", op, lease.Scope, err)
 	case ok != 1:
 		return idempotency.ErrLeaseLost
 	}

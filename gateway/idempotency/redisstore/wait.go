@@ -80,7 +80,7 @@ func (s *Store) masterFor(ctx context.Context, key string) (*redis.Client, error
 	case *redis.ClusterClient:
 		node, err := c.MasterForKey(ctx, key)
 		if err != nil {
-			return nil, fmt.Errorf("master for %s: %w", key, err)
+			return nil, fmt.Errorf("master for the record's slot: %w", err) // the key name holds the full key
 		}
 		return node, nil
 	}

@@ -14,7 +14,29 @@ func claimCases() []testCase {
 		{"KeyReusedInEveryState", testKeyReusedInEveryState},
 		{"ResentClaimGetsItsClaim", testResentClaimGetsItsClaim},
 		{"Ping", testPing},
+		{"InvalidClaimRefused", testInvalidClaimRefused},
 	}
+}
+
+// testInvalidClaimRefused: every store refuses the same malformed claims
+// (ClaimRequest.Validate) and writes nothing for them.
+func testInvalidClaimRefused(f *fixture) {
+	base := f.request(f.scope("tool", f.id("key")), fingerprintA, nil)
+	bad := map[string]func(r *idempotency.ClaimRequest){
+		"unknown lease expiry": func(r *idempotency.ClaimRequest) { r.LeaseExpiry = "never" },
+		"zero lock ttl":        func(r *idempotency.ClaimRequest) { r.LockTTL = 0 },
+		"zero replay ttl":      func(r *idempotency.ClaimRequest) { r.ReplayTTL = 0 },
+		"no owner":             func(r *idempotency.ClaimRequest) { r.Owner = "" },
+	}
+	for name, spoil := range bad {
+		req := base
+		spoil(&req)
+		if _, err := f.store.Claim(f.ctx, req); err == nil {
+			f.t.Errorf("%s: claim accepted", name)
+		}
+	}
+	// Nothing was written: the well-formed claim is the first.
+	f.expect(base, idempotency.OutcomeClaimed)
 }
 
 func testFirstClaim(f *fixture) {

@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/httptool"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -93,86 +96,6 @@ func TestTenantsCannotBlockEachOther(t *testing.T) {
 		}
 		if n := tool.total.Load(); n != 4 {
 			t.Fatalf("tool ran %d times, want 4", n)
-		}
-	})
-}
-
-// TestOpaqueKeysAreScopedByTenant: in opaque mode two tenants may pick the
-// same key for different arguments; neither sees idempotency_key_reused or
-// the other's outcome.
-func TestOpaqueKeysAreScopedByTenant(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("charge")
-		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(twoTenants), withKeyMode(gateway.KeyModeOpaque))
-		a := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":100}`, token: "tok-acme"})
-		wantProblem(t, h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-acme"}), 422, wire.CodeIdempotencyKeyReused)
-		g := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-globex"})
-		if a.status != 200 || g.status != 200 || g.header.Get("Idempotent-Replayed") != "false" {
-			t.Fatalf("acme %d, globex %d %s", a.status, g.status, g.body)
-		}
-		again := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-globex"})
-		if again.header.Get("Tool-Execution-Id") != g.header.Get("Tool-Execution-Id") || again.header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("globex replay: %v", again.header)
-		}
-	})
-}
-
-// TestAdminAPIIsScopedByTenant: the admin API addresses a record by tenant,
-// shows only that tenant's record, deletes only it, and accepts neither
-// tenant tokens nor path segments that are not names.
-func TestAdminAPIIsScopedByTenant(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("provision")
-		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(twoTenants), withAdmin("tok-admin"))
-		call := callSpec{tool: "provision", session: "sess", step: 1, args: `{"x":1}`, token: "tok-acme"}
-		key := derivedKey(t, "sess", 1, "provision", call.args)
-		h.do(call)
-
-		acmePath := "/admin/v1/records/acme/provision/" + key
-		globexPath := "/admin/v1/records/globex/provision/" + key
-		r := h.get(acmePath, "tok-admin")
-		if r.status != 200 {
-			t.Fatalf("admin get acme: %d %s", r.status, r.body)
-		}
-		if rec := mustJSON(t, r.body); rec["tenant"] != "acme" || rec["key"] != key || rec["state"] != "COMPLETED" {
-			t.Fatalf("admin record %v", rec)
-		}
-		wantProblem(t, h.get(globexPath, "tok-admin"), 404, wire.CodeRecordNotFound)
-
-		other := call
-		other.token = "tok-globex"
-		h.do(other)
-		if r := h.send(http.MethodDelete, acmePath, "tok-admin"); r.status != 204 {
-			t.Fatalf("admin delete: %d %s", r.status, r.body)
-		}
-		wantProblem(t, h.get(acmePath, "tok-admin"), 404, wire.CodeRecordNotFound)
-		if r := h.get(globexPath, "tok-admin"); r.status != 200 || mustJSON(t, r.body)["tenant"] != "globex" {
-			t.Fatalf("deleting acme's record touched globex's: %d %s", r.status, r.body)
-		}
-		if r := h.do(call); r.header.Get("Idempotent-Replayed") != "false" {
-			t.Fatal("acme's call did not run again after the delete")
-		}
-		if r := h.do(other); r.header.Get("Idempotent-Replayed") != "true" {
-			t.Fatal("globex's record was lost")
-		}
-
-		// Tenant tokens do not open the admin API; the admin token does not
-		// open the tool API.
-		for _, tok := range []string{"tok-acme", "tok-globex", "", "tok-admin2"} {
-			wantProblem(t, h.get(globexPath, tok), 401, wire.CodeUnauthorized)
-			wantProblem(t, h.send(http.MethodDelete, globexPath, tok), 401, wire.CodeUnauthorized)
-		}
-		adminAsTenant := call
-		adminAsTenant.token = "tok-admin"
-		wantProblem(t, h.do(adminAsTenant), 401, wire.CodeUnauthorized)
-		// Path segments that are not tenant or tool names never reach the store.
-		for _, p := range []string{
-			"/admin/v1/records/ac%3Ame/provision/" + key,
-			"/admin/v1/records/ACME/provision/" + key,
-			"/admin/v1/records/acme%0A/provision/" + key,
-			"/admin/v1/records/acme/pr%D0%BEvision/" + key,
-		} {
-			wantProblem(t, h.get(p, "tok-admin"), 404, wire.CodeRecordNotFound)
 		}
 	})
 }
@@ -301,5 +224,154 @@ func TestNewServerRefusesUnenforceableTenants(t *testing.T) {
 	ok.Registerer, ok.Gatherer = reg, reg
 	if _, err := gateway.NewServer(ok); err != nil {
 		t.Fatalf("valid tenants refused: %v", err)
+	}
+}
+
+func TestTenantsAreIsolated(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("provision")
+		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(map[string]string{"acme": "tok-acme", "globex": "tok-globex"}))
+		c := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":1}`}
+
+		c.token = ""
+		wantProblem(t, h.do(c), 401, wire.CodeUnauthorized)
+		c.token = "wrong"
+		wantProblem(t, h.do(c), 401, wire.CodeUnauthorized)
+		if tool.total.Load() != 0 {
+			t.Fatal("tool ran without auth")
+		}
+
+		c.token = "tok-acme"
+		a := h.do(c)
+		c.token = "tok-globex"
+		b := h.do(c)
+		if a.status != 200 || b.status != 200 {
+			t.Fatalf("tenants: %d %s / %d %s", a.status, a.body, b.status, b.body)
+		}
+		if b.header.Get("Idempotent-Replayed") != "false" || a.header.Get("Tool-Execution-Id") == b.header.Get("Tool-Execution-Id") {
+			t.Fatal("tenant globex replayed tenant acme's record")
+		}
+		// No step conflict across tenants either.
+		c2 := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":2}`, token: "tok-globex"}
+		wantProblem(t, h.do(c2), 422, wire.CodeStepConflict) // globex's own step 1 is taken
+		c3 := callSpec{tool: "provision", session: "shared", step: 2, args: `{"x":2}`, token: "tok-acme"}
+		if r := h.do(c3); r.status != 200 {
+			t.Fatalf("acme step 2: %d %s", r.status, r.body)
+		}
+		if tool.total.Load() != 3 {
+			t.Fatalf("tool ran %d times, want 3", tool.total.Load())
+		}
+		// Discovery needs auth too.
+		if r := h.get("/api/tools/v1", ""); r.status != 401 {
+			t.Fatalf("discovery without token: %d", r.status)
+		}
+		if r := h.get("/api/tools/v1", "tok-acme"); r.status != 200 {
+			t.Fatalf("discovery with token: %d", r.status)
+		}
+	})
+}
+
+// scopedKey computes the upstream key by hand, independently of keyderive:
+// lowercase_hex(SHA-256(tenant ":" tool ":" key)).
+func scopedKey(tenant, tool, key string) string {
+	sum := sha256.Sum256([]byte(tenant + ":" + tool + ":" + key))
+	return hex.EncodeToString(sum[:])
+}
+
+// dedupUpstream is an upstream that deduplicates on the Idempotency-Key
+// header alone, as docs/tools.md tells upstreams to: the first answer it
+// gave for a key is the answer to every later request with that key.
+type dedupUpstream struct {
+	mu      sync.Mutex
+	answers map[string][]byte
+	tenants map[string]string // key → Tool-Tenant seen with it
+}
+
+func (u *dedupUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	key := r.Header.Get(wire.HeaderIdempotencyKey)
+	answer, seen := u.answers[key]
+	if !seen {
+		answer, _ = json.Marshal(map[string]string{"tenant": r.Header.Get(wire.HeaderTenant)})
+		u.answers[key] = answer
+		u.tenants[key] = r.Header.Get(wire.HeaderTenant)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(answer)
+}
+
+// Two tenants sending the very same call (same session, step, arguments,
+// hence the same Idempotency-Key) to an upstream that deduplicates on the
+// header alone must each get their own answer: the gateway forwards the
+// tenant-scoped key SHA-256(tenant:tool:key) and Tool-Tenant, never the
+// client's key.
+func TestUpstreamKeyIsTenantScoped(t *testing.T) {
+	up := &dedupUpstream{answers: map[string][]byte{}, tenants: map[string]string{}}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	tool, err := httptool.New(httptool.Config{Name: "charge", URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withTenants(twoTenants))
+
+	acme := callSpec{tool: "charge", session: "shared", step: 1, args: `{"cents":100}`, token: "tok-acme"}
+	globex := acme
+	globex.token = "tok-globex"
+	key := derivedKey(t, "shared", 1, "charge", `{"cents":100}`)
+	for _, c := range []struct {
+		call   callSpec
+		tenant string
+	}{{acme, "acme"}, {globex, "globex"}} {
+		r := h.do(c.call)
+		if r.status != 200 {
+			t.Fatalf("%s: status %d: %s", c.tenant, r.status, r.body)
+		}
+		if got := mustJSON(t, r.body)["tenant"]; got != c.tenant {
+			t.Fatalf("%s received the upstream's answer for %v", c.tenant, got)
+		}
+		scoped := scopedKey(c.tenant, "charge", key)
+		up.mu.Lock()
+		forwardedTenant, forwarded := up.tenants[scoped]
+		up.mu.Unlock()
+		if !forwarded || forwardedTenant != c.tenant {
+			t.Fatalf("%s: upstream did not receive Idempotency-Key %s with Tool-Tenant %s (got %q)", c.tenant, scoped, c.tenant, forwardedTenant)
+		}
+	}
+	if _, leaked := up.answers[key]; leaked {
+		t.Fatal("the client's own key reached the upstream")
+	}
+}
+
+// An in-process tool gets the same tenant-scoped key as Request.ScopedKey,
+// next to the client's key.
+func TestInProcessToolGetsScopedKey(t *testing.T) {
+	tool := newTestTool("provision")
+	var got []tools.Request
+	var mu sync.Mutex
+	tool.behave = func(_ context.Context, req *tools.Request) (*tools.Response, error) {
+		mu.Lock()
+		got = append(got, *req)
+		mu.Unlock()
+		return tools.JSON(200, map[string]any{})
+	}
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withTenants(twoTenants))
+	for _, token := range []string{"tok-acme", "tok-globex"} {
+		if r := h.do(callSpec{tool: "provision", session: "s", step: 0, args: `{}`, token: token}); r.status != 200 {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+	}
+	key := derivedKey(t, "s", 0, "provision", `{}`)
+	if len(got) != 2 {
+		t.Fatalf("tool ran %d times, want 2", len(got))
+	}
+	for _, req := range got {
+		if req.IdempotencyKey != key || req.ScopedKey != scopedKey(req.Tenant, "provision", key) {
+			t.Fatalf("tenant %s: key %q scoped %q", req.Tenant, req.IdempotencyKey, req.ScopedKey)
+		}
+	}
+	if got[0].ScopedKey == got[1].ScopedKey {
+		t.Fatal("two tenants got one scoped key")
 	}
 }

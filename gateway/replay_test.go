@@ -3,8 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -210,83 +207,6 @@ func TestKeyReusedAndStepConflict(t *testing.T) {
 	})
 }
 
-func TestOpaqueModeKeyReuse(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("charge")
-		h := newHarness(t, kind, []tools.Tool{tool}, withKeyMode(gateway.KeyModeOpaque))
-		quoted := h.do(callSpec{tool: "charge", args: `{"amount":10}`, key: `"order-17/charge"`})
-		if quoted.status != 200 {
-			t.Fatalf("quoted key: %d %s", quoted.status, quoted.body)
-		}
-		// The unquoted form is the same key.
-		plain := h.do(callSpec{tool: "charge", args: `{"amount":10}`, key: `order-17/charge`})
-		if plain.header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("unquoted key did not replay the quoted one: %d %s", plain.status, plain.body)
-		}
-		reused := h.do(callSpec{tool: "charge", args: `{"amount":11}`, key: `order-17/charge`})
-		p := wantProblem(t, reused, 422, wire.CodeIdempotencyKeyReused)
-		if p["retryable"] != false {
-			t.Fatal("key_reused is not retryable")
-		}
-		if tool.total.Load() != 1 {
-			t.Fatalf("tool ran %d times", tool.total.Load())
-		}
-		// Opaque mode still applies the step guard when the Agent-* headers come.
-		a := h.do(callSpec{tool: "charge", args: `{"amount":1}`, key: "k-a", headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "3"}})
-		b := h.do(callSpec{tool: "charge", args: `{"amount":2}`, key: "k-b", headers: map[string]string{"Agent-Session-Id": "s", "Agent-Step-Index": "3"}})
-		if a.status != 200 {
-			t.Fatalf("opaque with step: %d %s", a.status, a.body)
-		}
-		wantProblem(t, b, 422, wire.CodeStepConflict)
-		// A lone Agent-Step-Index in opaque mode asks for its session.
-		wantProblem(t, h.do(callSpec{tool: "charge", args: `{}`, key: "k-c", headers: map[string]string{"Agent-Step-Index": "3"}}), 400, wire.CodeAgentSessionMissing)
-	})
-}
-
-func TestTenantsAreIsolated(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("provision")
-		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(map[string]string{"acme": "tok-acme", "globex": "tok-globex"}))
-		c := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":1}`}
-
-		c.token = ""
-		wantProblem(t, h.do(c), 401, wire.CodeUnauthorized)
-		c.token = "wrong"
-		wantProblem(t, h.do(c), 401, wire.CodeUnauthorized)
-		if tool.total.Load() != 0 {
-			t.Fatal("tool ran without auth")
-		}
-
-		c.token = "tok-acme"
-		a := h.do(c)
-		c.token = "tok-globex"
-		b := h.do(c)
-		if a.status != 200 || b.status != 200 {
-			t.Fatalf("tenants: %d %s / %d %s", a.status, a.body, b.status, b.body)
-		}
-		if b.header.Get("Idempotent-Replayed") != "false" || a.header.Get("Tool-Execution-Id") == b.header.Get("Tool-Execution-Id") {
-			t.Fatal("tenant globex replayed tenant acme's record")
-		}
-		// No step conflict across tenants either.
-		c2 := callSpec{tool: "provision", session: "shared", step: 1, args: `{"x":2}`, token: "tok-globex"}
-		wantProblem(t, h.do(c2), 422, wire.CodeStepConflict) // globex's own step 1 is taken
-		c3 := callSpec{tool: "provision", session: "shared", step: 2, args: `{"x":2}`, token: "tok-acme"}
-		if r := h.do(c3); r.status != 200 {
-			t.Fatalf("acme step 2: %d %s", r.status, r.body)
-		}
-		if tool.total.Load() != 3 {
-			t.Fatalf("tool ran %d times, want 3", tool.total.Load())
-		}
-		// Discovery needs auth too.
-		if r := h.get("/api/tools/v1", ""); r.status != 401 {
-			t.Fatalf("discovery without token: %d", r.status)
-		}
-		if r := h.get("/api/tools/v1", "tok-acme"); r.status != 200 {
-			t.Fatalf("discovery with token: %d", r.status)
-		}
-	})
-}
-
 func TestConcurrentIdenticalRequestsRunOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fires 4000 requests")
@@ -388,160 +308,6 @@ func TestCompletionInterleavedWithClaim(t *testing.T) {
 		}
 		if tool.total.Load() != 1 {
 			t.Fatalf("tool ran %d times, want 1", tool.total.Load())
-		}
-	})
-}
-
-func TestLeaseIsRenewedWhileTheToolRuns(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("slow")
-		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-			select {
-			case <-time.After(3 * time.Second): // 3× the lock TTL
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			return tools.JSON(200, map[string]any{"done": true})
-		}
-		h := newHarness(t, kind, []tools.Tool{tool}, withLockTTL(time.Second))
-		c := callSpec{tool: "slow", session: "lease", step: 1, args: `{}`}
-		done := make(chan response, 1)
-		go func() { done <- h.do(c) }()
-		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
-		duplicates := 0
-		for {
-			select {
-			case first := <-done:
-				if first.status != 200 {
-					t.Fatalf("slow call: %d %s", first.status, first.body)
-				}
-				if duplicates < 5 {
-					t.Fatalf("only %d duplicates observed", duplicates)
-				}
-				if tool.total.Load() != 1 {
-					t.Fatalf("tool ran %d times under a renewed lease", tool.total.Load())
-				}
-				return
-			case <-time.After(200 * time.Millisecond):
-				r := h.do(c)
-				p := wantProblem(t, r, 409, wire.CodeRequestInProgress)
-				_ = p
-				if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
-					t.Fatalf("Retry-After %q", ra)
-				}
-				duplicates++
-			}
-		}
-	})
-}
-
-func TestLostLeaseCancelsTheToolAndNeverOverwrites(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("slow")
-		cancelled := make(chan error, 1)
-		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-			select {
-			case <-time.After(10 * time.Second):
-				return tools.JSON(200, map[string]any{"late": true})
-			case <-ctx.Done():
-				cancelled <- ctx.Err()
-				return tools.JSON(200, map[string]any{"late": true})
-			}
-		}
-		h := newHarness(t, kind, []tools.Tool{tool}, withLockTTL(600*time.Millisecond))
-		c := callSpec{tool: "slow", session: "lost", step: 1, args: `{}`}
-		done := make(chan response, 1)
-		go func() { done <- h.do(c) }()
-		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
-		key := derivedKey(t, "lost", 1, "slow", `{}`)
-		if err := h.store.Delete(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); err != nil {
-			t.Fatalf("delete under the running tool: %v", err)
-		}
-		select {
-		case <-cancelled:
-		case <-time.After(3 * time.Second):
-			t.Fatal("the tool's context was not cancelled after the lease was lost")
-		}
-		<-done
-		if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
-			t.Fatalf("the old owner wrote its outcome after losing the lease: %v", err)
-		}
-		if lost := metricValue(t, h, "gateway_leases_lost_total", "slow"); lost != 1 {
-			t.Fatalf("gateway_leases_lost_total = %v, want 1", lost)
-		}
-	})
-}
-
-func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		rerun := newTestTool("rerun-tool")
-		once := newTestTool("pay-once")
-		h := newHarness(t, kind, []tools.Tool{rerun, once}, withAdmin("admin-secret"),
-			withPolicy("pay-once", gateway.ToolPolicy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
-		ctx := context.Background()
-		// A "dead" gateway: it claimed with a short lease and never came back.
-		abandon := func(tool, args string) (string, int64) {
-			key := derivedKey(t, "crash-"+tool, 1, tool, args)
-			d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
-				Scope: idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: tool, Key: key}, Fingerprint: fingerprintOf(t, args),
-				Step: &idempotency.Step{SessionID: "crash-" + tool, Index: 1}, StepGuard: true,
-				ExecutionID: ulid.Make().String(), Owner: "dead-gateway", LockTTL: 300 * time.Millisecond,
-				ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
-			})
-			if err != nil || d.Outcome != idempotency.OutcomeClaimed {
-				t.Fatalf("dead gateway's claim: %v %v", d.Outcome, err)
-			}
-			return d.Lease.ExecutionID, d.Lease.FencingToken
-		}
-		deadExec, deadFence := abandon("rerun-tool", `{"v":1}`)
-		r := h.do(callSpec{tool: "rerun-tool", session: "crash-rerun-tool", step: 1, args: `{"v":1}`})
-		wantProblem(t, r, 409, wire.CodeRequestInProgress)
-		time.Sleep(400 * time.Millisecond)
-		var fence int64
-		rerun.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-			fence = req.FencingToken
-			return tools.JSON(200, map[string]any{"ok": true})
-		}
-		r = h.do(callSpec{tool: "rerun-tool", session: "crash-rerun-tool", step: 1, args: `{"v":1}`})
-		if r.status != 200 || r.header.Get("Tool-Execution-Id") == deadExec || rerun.total.Load() != 1 {
-			t.Fatalf("takeover: %d exec=%s runs=%d", r.status, r.header.Get("Tool-Execution-Id"), rerun.total.Load())
-		}
-		if fence <= deadFence {
-			t.Fatalf("takeover fencing token %d not larger than the dead owner's %d", fence, deadFence)
-		}
-
-		abandon("pay-once", `{"v":1}`)
-		time.Sleep(400 * time.Millisecond)
-		c := callSpec{tool: "pay-once", session: "crash-pay-once", step: 1, args: `{"v":1}`}
-		for i := 0; i < 2; i++ {
-			r = h.do(c)
-			p := wantProblem(t, r, 409, wire.CodeOutcomeUnknown)
-			if r.header.Get("Retry-After") != "" || p["retryable"] != false {
-				t.Fatalf("outcome_unknown must have no Retry-After and not be retryable: %v %s", r.header, r.body)
-			}
-		}
-		if once.total.Load() != 0 {
-			t.Fatal("a lease_expiry: unknown tool ran a second time")
-		}
-		// The operator checks the side effect, inspects and deletes the record.
-		key := derivedKey(t, "crash-pay-once", 1, "pay-once", `{"v":1}`)
-		path := "/admin/v1/records/anonymous/pay-once/" + key
-		wantProblem(t, h.get(path, "wrong"), 401, wire.CodeUnauthorized)
-		rec := h.get(path, "admin-secret")
-		if rec.status != 200 || mustJSON(t, rec.body)["state"] != "UNKNOWN" {
-			t.Fatalf("admin get: %d %s", rec.status, rec.body)
-		}
-		if del := h.send(http.MethodDelete, path, "admin-secret"); del.status != 204 {
-			t.Fatalf("admin delete: %d %s", del.status, del.body)
-		}
-		wantProblem(t, h.get(path, "admin-secret"), 404, wire.CodeRecordNotFound)
-		if r = h.do(c); r.status != 200 || once.total.Load() != 1 {
-			t.Fatalf("after delete: %d runs=%d", r.status, once.total.Load())
-		}
-		rec = h.get(path, "admin-secret")
-		got := mustJSON(t, rec.body)
-		if got["state"] != "COMPLETED" || got["response_status"] != float64(200) || got["fingerprint"] != fingerprintOf(t, `{"v":1}`) || got["execution_id"] != r.header.Get("Tool-Execution-Id") {
-			t.Fatalf("admin record after completion: %s", rec.body)
 		}
 	})
 }
@@ -650,28 +416,4 @@ func fingerprintOf(t testing.TB, args string) string {
 		t.Fatal(err)
 	}
 	return keyderive.Fingerprint(canonical)
-}
-
-// TestCompletionIsRetriedThroughAStoreRestart: a completion that meets a
-// restarting store is retried under the lease, so the outcome is recorded
-// and a retry replays it instead of running the tool again.
-func TestCompletionIsRetriedThroughAStoreRestart(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("provision")
-		hs := &hookStore{Store: newStore(t, kind)}
-		hs.failCompletes.Store(3)
-		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
-		c := callSpec{tool: "provision", session: "restart", step: 1, args: `{}`}
-		first := h.do(c)
-		if first.status != 200 || first.header.Get("Idempotent-Replayed") != "false" {
-			t.Fatalf("first: %d %s", first.status, first.body)
-		}
-		again := h.do(c)
-		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
-			t.Fatalf("the outcome was not recorded: %d replayed=%q", again.status, again.header.Get("Idempotent-Replayed"))
-		}
-		if tool.total.Load() != 1 || hs.failCompletes.Load() >= 0 {
-			t.Fatalf("tool ran %d times; failures left %d", tool.total.Load(), hs.failCompletes.Load())
-		}
-	})
 }
