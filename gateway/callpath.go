@@ -87,6 +87,10 @@ type Call struct {
 	// Received is when the request arrived, for the latency histogram; zero
 	// means when Server.Call started.
 	Received time.Time
+	// Traceparent and Tracestate are a W3C trace context the transport
+	// carried inside the call (MCP: params._meta "traceparent" and
+	// "tracestate"); set, they win over the HTTP headers' (tracing.go).
+	Traceparent, Tracestate string
 }
 
 // ResultKind says what became of a call.
@@ -141,10 +145,12 @@ func (s *Server) Call(ctx context.Context, c *Call) Result {
 	if c.Received.IsZero() {
 		c.Received = time.Now()
 	}
+	ctx, endSpan := s.startCallSpan(ctx, c)
 	res := s.call(ctx, c)
 	if res.Problem != nil && res.Kind == 0 {
 		res.Kind = ResultProblem
 	}
+	endSpan(&res)
 	s.count(ctx, c, res.Label)
 	return res
 }
@@ -225,7 +231,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	if cl.owner == "" {
 		cl.owner = newULID()
 	}
-	d, waited, err := s.decide(ctx, cl)
+	decideCtx, endDecide := s.childSpan(ctx, "store decision")
+	d, waited, err := s.decide(decideCtx, cl)
+	endDecide(err)
 	if err != nil {
 		s.log.ErrorContext(ctx, "store claim failed", "tool", name, "error", err)
 		return s.storeUnavailable("the idempotency store is unreachable; the tool was not run", waited)
@@ -407,7 +415,8 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 			s.metrics.leasesLost.WithLabelValues(name).Inc()
 		}
 	}()
-	resp, err := s.callTool(leaseCtx, c.Entry, &tools.Request{
+	spanCtx, endTool := s.toolSpan(ctx, leaseCtx, name)
+	resp, err := s.callTool(spanCtx, c.Entry, &tools.Request{
 		Arguments:      c.Arguments,
 		Tenant:         c.Tenant,
 		SessionID:      cl.id.SessionID,
@@ -418,11 +427,14 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	})
+	endTool(err)
 
 	// record: at least a whole lease to ride out a store restart (Redis
 	// answers LOADING while it replays its AOF).
 	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), max(storeCallTimeout, s.opts.LockTTL))
 	defer cancelStore()
+	storeCtx, endCompletion := s.childSpan(storeCtx, "completion")
+	defer endCompletion(nil)
 	if err != nil {
 		s.release(storeCtx, name, lease, keeper)
 		p := s.toolErrorProblem(leaseCtx, err)
@@ -481,7 +493,9 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	if c.Identity.HasStep {
 		req.SessionID, req.StepIndex, req.HasStep = c.Identity.SessionID, c.Identity.StepIndex, true
 	}
-	resp, err := s.callTool(toolCtx, c.Entry, req)
+	spanCtx, endTool := s.toolSpan(ctx, toolCtx, name)
+	resp, err := s.callTool(spanCtx, c.Entry, req)
+	endTool(err)
 	if err != nil {
 		p := s.toolErrorProblem(toolCtx, err)
 		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)

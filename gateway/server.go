@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
@@ -78,6 +79,8 @@ type Options struct {
 	// (ratelimit.Memory), which is right for the embedded store only:
 	// replicas sharing a store must share a Limiter on it.
 	Limiter ratelimit.Backend
+	// TracerProvider, when set, traces every call (tracing.go); nil: off.
+	TracerProvider trace.TracerProvider
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry
@@ -97,6 +100,8 @@ type Server struct {
 	// limits holds the tenants with limits; limiter keeps their state.
 	limits  map[string]TenantLimits
 	limiter ratelimit.Backend
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 
 	// baseCtx parents every tool execution, detached from client requests so
 	// an impatient client cannot abort a tool half-way; cancelling it aborts
@@ -170,6 +175,9 @@ func NewServer(opts Options) (*Server, error) {
 		metrics: m,
 		limits:  tenantLimits(opts.Tenants),
 		limiter: opts.Limiter,
+	}
+	if opts.TracerProvider != nil {
+		s.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.waitCtx, s.stopWaiting = context.WithCancel(s.baseCtx)
