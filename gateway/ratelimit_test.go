@@ -300,5 +300,3 @@ func TestNewServerRefusesBadLimits(t *testing.T) {
 		}
 	}
 }
-
-

@@ -21,16 +21,17 @@ import (
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
 // Every field is optional; Defaults fills what a file leaves out.
 type Config struct {
-	Listen       string       `yaml:"listen"`
-	DrainTimeout Duration     `yaml:"drain_timeout"`
-	LogLevel     string       `yaml:"log_level"`
-	Server       ServerConfig `yaml:"server"`
-	TLS          TLSConfig    `yaml:"tls"`
-	Store        StoreConfig  `yaml:"store"`
-	Idempotency  IdemConfig   `yaml:"idempotency"`
-	Admin        AdminConfig  `yaml:"admin"`
-	Auth         *AuthConfig  `yaml:"auth"`
-	Tools        []ToolEntry  `yaml:"tools"`
+	Listen       string        `yaml:"listen"`
+	DrainTimeout Duration      `yaml:"drain_timeout"`
+	LogLevel     string        `yaml:"log_level"`
+	Server       ServerConfig  `yaml:"server"`
+	TLS          TLSConfig     `yaml:"tls"`
+	Store        StoreConfig   `yaml:"store"`
+	Idempotency  IdemConfig    `yaml:"idempotency"`
+	Admin        AdminConfig   `yaml:"admin"`
+	Auth         *AuthConfig   `yaml:"auth"`
+	Tracing      TracingConfig `yaml:"tracing"`
+	Tools        []ToolEntry   `yaml:"tools"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string

@@ -113,6 +113,21 @@ Docs: docs/configuration.md
 	defer store.Close()
 	opts.Store = store
 	opts.Limiter = cfg.limiterFor(store)
+	tp, err := cfg.tracerProvider(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		opts.TracerProvider = tp
+		// After the drain, so the spans of the last calls are exported.
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(flushCtx); err != nil {
+				log.Warn("tracing: flushing the last spans failed", "error", err)
+			}
+		}()
+	}
 	opts.Logger = log
 	gw, err := gateway.NewServer(opts)
 	if err != nil {
