@@ -150,7 +150,7 @@ func (s *Server) Call(ctx context.Context, c *Call) Result {
 	if res.Problem != nil && res.Kind == 0 {
 		res.Kind = ResultProblem
 	}
-	endSpan(&res)
+	endSpan(res)
 	s.count(ctx, c, res.Label)
 	return res
 }

@@ -38,9 +38,9 @@ func (s *Server) extractTrace(next http.Handler) http.Handler {
 }
 
 // startCallSpan starts the server span of a call; end records its outcome.
-func (s *Server) startCallSpan(ctx context.Context, c *Call) (context.Context, func(*Result)) {
+func (s *Server) startCallSpan(ctx context.Context, c *Call) (context.Context, func(Result)) {
 	if s.tracer == nil {
-		return ctx, func(*Result) {}
+		return ctx, func(Result) {}
 	}
 	if c.Traceparent != "" {
 		ctx = w3c.Extract(ctx, propagation.MapCarrier{"traceparent": c.Traceparent, "tracestate": c.Tracestate})
@@ -51,7 +51,7 @@ func (s *Server) startCallSpan(ctx context.Context, c *Call) (context.Context, f
 			attribute.String("toolgateway.api", string(c.API)),
 			attribute.String("toolgateway.tenant", c.Tenant),
 		))
-	return ctx, func(res *Result) {
+	return ctx, func(res Result) {
 		attrs := []attribute.KeyValue{
 			attribute.String("toolgateway.outcome", res.Label),
 			attribute.Bool("toolgateway.replayed", res.Replayed),
