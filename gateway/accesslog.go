@@ -23,22 +23,22 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if tool == "" {
 			tool = "unknown"
 		}
-		outcome := info.outcome
-		if outcome == "" {
-			outcome = labelOther
+		label := info.label
+		if label == "" {
+			label = labelOther
 		}
 		tenant := info.tenant
 		if tenant == "" {
 			tenant = AnonymousTenant
 		}
-		if info.outcome != "" && !info.counted {
+		if info.label != "" && !info.counted {
 			// Only tool API calls count as requests; health checks and
 			// scrapes would drown the series.
 			api := info.api
 			if api == "" {
 				api = APIREST // the MCP adapter sets its door before anything can refuse
 			}
-			s.metrics.observeRequest(api, tool, outcome, elapsed)
+			s.metrics.observeRequest(api, tool, label, elapsed)
 		}
 		route := info.route
 		if route == "" {
@@ -51,7 +51,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			slog.String("tenant", tenant),
 			slog.String("tool", tool),
 			slog.String("key_prefix", info.keyPrefix),
-			slog.String("outcome", outcome),
+			slog.String("outcome", label),
 			slog.Int("status", ww.Status()),
 			durationAttr("duration_ms", elapsed),
 		}

@@ -34,6 +34,10 @@ import (
 // http.ResponseWriter. Drain accounting, metrics, the request's log fields
 // and the takeover and lease logs all live on this path, so both adapters
 // get them alike.
+//
+// Words: the store's *decision* (idempotency.Decision, its Outcome field),
+// the tool's *answer* (status, content type, body), the call path's
+// *Result*, and the metrics *label* (the "outcome" label and log field).
 
 // API names the door a call came in by: the "api" field of the access log
 // and label of the request metrics.
@@ -307,7 +311,7 @@ type claim struct {
 func (s *Server) decide(ctx context.Context, cl *claim) (d idempotency.Decision, waited bool, err error) {
 	d, err = s.claimOnce(ctx, cl)
 	if err == nil && d.Outcome == idempotency.OutcomeInProgress && cl.call.Wait > 0 {
-		d, err = s.awaitOutcome(ctx, cl, cl.call.Wait, d)
+		d, err = s.awaitDuplicate(ctx, cl, cl.call.Wait, d)
 		waited = true
 	}
 	return d, waited, err
@@ -344,11 +348,11 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 	return req
 }
 
-// awaitOutcome polls the store until the running call finishes, its lease
+// awaitDuplicate polls the store until the running call finishes, its lease
 // expires (and this request takes over), ctx ends or wait passes. Polling
 // keeps replicas independent of any pub/sub channel and costs one round
 // trip per poll.
-func (s *Server) awaitOutcome(ctx context.Context, cl *claim, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
+func (s *Server) awaitDuplicate(ctx context.Context, cl *claim, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
 	deadline := time.Now().Add(wait)
 	delay := 20 * time.Millisecond
 	timer := time.NewTimer(0)
@@ -448,7 +452,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 			cerr = nil // an earlier attempt landed and only its reply was lost
 		}
 		if cerr != nil {
-			s.outcomeNotRecorded(ctx, name, lease, cerr)
+			s.completionNotRecorded(ctx, name, lease, cerr)
 		}
 	} else {
 		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
@@ -625,9 +629,9 @@ func (s *Server) completedBy(ctx context.Context, lease idempotency.Lease) bool 
 		rec.ExecutionID == lease.ExecutionID && rec.FencingToken == lease.FencingToken
 }
 
-// outcomeNotRecorded logs and counts a completion that did not land. The
+// completionNotRecorded logs and counts a completion that did not land. The
 // client still gets the tool's real answer; a retry will not replay it.
-func (s *Server) outcomeNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
+func (s *Server) completionNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
 	s.metrics.unrecorded.WithLabelValues(tool).Inc()
 	if errors.Is(err, idempotency.ErrLeaseLost) {
 		s.log.ErrorContext(ctx, "outcome not recorded: lease lost to another owner", "tool", tool, "execution_id", lease.ExecutionID, "fencing_token", lease.FencingToken)

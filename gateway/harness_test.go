@@ -115,6 +115,7 @@ type harness struct {
 	store  idempotency.Store
 	client *http.Client
 	reg    *prometheus.Registry
+	tools  *tools.Registry
 }
 
 type harnessOption func(*gateway.Options)
@@ -182,7 +183,7 @@ func newHarness(t testing.TB, kind storeKind, toolset []tools.Tool, opts ...harn
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
 	return &harness{
-		t: t, gw: gw, srv: srv, store: o.Store, reg: reg,
+		t: t, gw: gw, srv: srv, store: o.Store, reg: reg, tools: registry,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
 	}
 }
@@ -308,13 +309,21 @@ func (h *harness) send(method, path, token string) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
-// counter reads gateway_requests_total{tool,outcome}.
+// counter reads gateway_requests_total{tool,outcome}, any door.
 func (h *harness) counter(tool, outcome string) float64 {
+	h.t.Helper()
+	return h.counterAPI("", tool, outcome)
+}
+
+// counterAPI reads gateway_requests_total{api,tool,outcome}; api "" sums
+// both doors.
+func (h *harness) counterAPI(api, tool, outcome string) float64 {
 	h.t.Helper()
 	families, err := h.reg.Gather()
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	var sum float64
 	for _, f := range families {
 		if f.GetName() != "gateway_requests_total" {
 			continue
@@ -324,12 +333,12 @@ func (h *harness) counter(tool, outcome string) float64 {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["tool"] == tool && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
+			if labels["tool"] == tool && labels["outcome"] == outcome && (api == "" || labels["api"] == api) {
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return sum
 }
 
 // wantProblem asserts status and code of a problem response.

@@ -37,7 +37,7 @@ type requestInfo struct {
 	tool      string // a configured tool name, or "" (→ "unknown")
 	tenant    string
 	keyPrefix string
-	outcome   string
+	label     string // the outcome label (see the label constants)
 	route     string // set by handlers whose pattern is fixed; "" asks chi
 	api       API    // the door of a tool call ("" for other requests)
 	start     time.Time
@@ -58,7 +58,7 @@ func setLabel(ctx context.Context, tool, label string) {
 		if tool != "" {
 			info.tool = tool
 		}
-		info.outcome = label
+		info.label = label
 	}
 }
 

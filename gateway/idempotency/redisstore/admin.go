@@ -39,7 +39,7 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	}
 	deleted := 0
 	for _, f := range found {
-		ok, err := deleteScript.Run(ctx, s.client, []string{f.key}, scope.Tenant, scope.Tool, scope.Key).Int()
+		ok, err := s.evalInt(ctx, scriptCall{deleteScript, []string{f.key}, []any{scope.Tenant, scope.Tool, scope.Key}})
 		if err != nil {
 			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}

@@ -14,8 +14,9 @@ type scriptCall struct {
 	args   []any
 }
 
-// evalPipelined runs calls in one pipeline (one round trip on a single
-// node) by EVALSHA. Script.Run's fallback does not work inside a pipeline,
+// eval is the one way the store runs its scripts: calls in one pipeline
+// (one round trip on a single node) by EVALSHA; evalReplicated adds WAIT
+// for the writes that must reach replicas. Script.Run's fallback does not work inside a pipeline,
 // whose errors arrive only at Exec, so calls the server answered NOSCRIPT
 // (a restarted or flushed Redis) are sent once more with EVAL. A script
 // answered NOSCRIPT did not run, so resending it is safe.
@@ -25,7 +26,7 @@ type scriptCall struct {
 // are best effort. Their failure — say their master is restarting — must
 // not turn a claim that happened into an error, which would leave an
 // IN_PROGRESS record that nobody runs.
-func (s *Store) evalPipelined(ctx context.Context, calls ...scriptCall) ([]*redis.Cmd, error) {
+func (s *Store) eval(ctx context.Context, calls ...scriptCall) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(calls))
 	_, err := s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, c := range calls {
@@ -59,6 +60,15 @@ func (s *Store) evalPipelined(ctx context.Context, calls ...scriptCall) ([]*redi
 		return nil, err
 	}
 	return cmds, nil
+}
+
+// evalInt runs one script that answers an integer.
+func (s *Store) evalInt(ctx context.Context, call scriptCall) (int, error) {
+	cmds, err := s.eval(ctx, call)
+	if err != nil {
+		return 0, err
+	}
+	return cmds[0].Int()
 }
 
 // millis is d in whole milliseconds, rounded up and at least 1: Redis

@@ -15,7 +15,7 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: renew: ttl %v must be positive", ttl)
 	}
-	ok, err := renewScript.Run(ctx, s.client, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease, millis(ttl))...).Int()
+	ok, err := s.evalInt(ctx, scriptCall{renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease, millis(ttl))})
 	return ownedResult("renew", lease, ok, err)
 }
 
@@ -46,7 +46,7 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 
 // Release deletes the record and frees its step if the caller still owns it.
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
-	ok, err := releaseScript.Run(ctx, s.client, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease)...).Int()
+	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease)})
 	return ownedResult("release", lease, ok, err)
 }
 

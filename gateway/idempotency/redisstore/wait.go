@@ -43,7 +43,7 @@ func (w waitPolicy) check(acked int64) error {
 	return nil
 }
 
-// evalReplicated runs calls like evalPipelined. With WaitReplicas set, the
+// evalReplicated runs calls like eval. With WaitReplicas set, the
 // first call (the record's script) runs on the master that owns its key and
 // is followed by WAIT in the same pipeline: WAIT counts the replicas that
 // acknowledged the writes of its own connection, so it must share the
@@ -52,7 +52,7 @@ func (w waitPolicy) check(acked int64) error {
 // not waiting).
 func (s *Store) evalReplicated(ctx context.Context, calls ...scriptCall) (cmds []*redis.Cmd, acked int64, err error) {
 	if s.wait.replicas == 0 {
-		cmds, err = s.evalPipelined(ctx, calls...)
+		cmds, err = s.eval(ctx, calls...)
 		return cmds, 0, err
 	}
 	node, err := s.masterFor(ctx, calls[0].keys[0])
@@ -65,8 +65,8 @@ func (s *Store) evalReplicated(ctx context.Context, calls ...scriptCall) (cmds [
 	}
 	cmds = []*redis.Cmd{first}
 	if len(calls) > 1 {
-		// Best effort, as in evalPipelined: the record's write happened.
-		rest, _ := s.evalPipelined(ctx, calls[1:]...)
+		// Best effort, as in eval: the record's write happened.
+		rest, _ := s.eval(ctx, calls[1:]...)
 		cmds = append(cmds, rest...)
 	}
 	return cmds, acked, nil

@@ -1,0 +1,79 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// The call path serves a second door without HTTP: a Call with the
+// identity a transport found (no key: derived mode derives it) runs the
+// tool once, and the same call over REST replays that execution, one
+// record for both doors.
+func TestCallPathServesAnotherDoor(t *testing.T) {
+	tool := newTestTool("provision")
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	entry, _ := h.tools.Lookup("provision")
+	args := `{"size":1}`
+	res := h.gw.Call(context.Background(), &gateway.Call{
+		API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+		Identity: gateway.Identity{SessionID: "door", StepIndex: 3, HasStep: true},
+	})
+	if res.Kind != gateway.ResultExecuted || res.Status != 200 || res.ExecutionID == "" || res.Replayed {
+		t.Fatalf("first call: %+v", res)
+	}
+	rest := h.do(callSpec{tool: "provision", session: "door", step: 3, args: args})
+	if rest.status != 200 || rest.header.Get(wire.HeaderReplayed) != "true" || rest.header.Get(wire.HeaderExecutionID) != res.ExecutionID {
+		t.Fatalf("REST retry: %d %v", rest.status, rest.header)
+	}
+	again := h.gw.Call(context.Background(), &gateway.Call{
+		API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+		Identity: gateway.Identity{SessionID: "door", StepIndex: 3, HasStep: true},
+	})
+	if again.Kind != gateway.ResultReplayed || !again.Replayed || string(again.Body) != string(res.Body) {
+		t.Fatalf("second call: %+v", again)
+	}
+	if n := tool.runs(derivedKey(t, "door", 3, "provision", args)); n != 1 {
+		t.Fatalf("tool ran %d times", n)
+	}
+	if got := h.counterAPI("mcp", "provision", "executed"); got != 1 {
+		t.Fatalf("gateway_requests_total{api=mcp,outcome=executed} = %v", got)
+	}
+}
+
+// The identity problem a door found is reported after the JSON checks, in
+// the contract's order; an unkeyed call runs unprotected only where the
+// door allows it, and every time.
+func TestCallPathIdentityOrderAndUnkeyed(t *testing.T) {
+	tool := newTestTool("provision")
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	entry, _ := h.tools.Lookup("provision")
+	missing := &gateway.Problem{Code: wire.CodeAgentSessionMissing, Status: 400}
+	call := func(args string, allow bool) gateway.Result {
+		return h.gw.Call(context.Background(), &gateway.Call{
+			API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+			IdentityProblem: missing, NoIdentity: true, AllowUnkeyed: allow,
+		})
+	}
+	if res := call(`{"a":`, false); res.Problem == nil || res.Problem.Code != wire.CodeInvalidJSON {
+		t.Fatalf("bad JSON and no identity: %+v, want invalid_json first", res)
+	}
+	if res := call(`{}`, false); res.Kind != gateway.ResultProblem || res.Problem != missing {
+		t.Fatalf("no identity: %+v, want the door's problem", res)
+	}
+	for range 2 {
+		if res := call(`{}`, true); res.Kind != gateway.ResultUnkeyed || res.ExecutionID != "" || res.Status != 200 {
+			t.Fatalf("allowed unkeyed call: %+v", res)
+		}
+	}
+	if runs := tool.total.Load(); runs != 2 {
+		t.Fatalf("unkeyed calls ran %d times, want every time (2)", runs)
+	}
+	if !strings.Contains(string(h.get("/metrics", "").body), `api="mcp"`) {
+		t.Fatal("no api=\"mcp\" series")
+	}
+}
