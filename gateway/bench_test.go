@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -76,7 +78,7 @@ func (benchStubStore) Close() error { return nil }
 // benchGateway builds a gateway on store with the JSON access log a
 // deployment would write (to io.Discard, so formatting is measured, not
 // I/O), or with slog's discard handler, which formats nothing.
-func benchGateway(b *testing.B, store idempotency.Store, accessLog bool) *gateway.Server {
+func benchGateway(b *testing.B, store idempotency.Store, accessLog bool, traced ...bool) *gateway.Server {
 	b.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	if accessLog {
@@ -86,10 +88,18 @@ func benchGateway(b *testing.B, store idempotency.Store, accessLog bool) *gatewa
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw, err := gateway.NewServer(gateway.Options{
+	opts := gateway.Options{
 		Store: store, Tools: reg, ReplayTTL: 10 * time.Minute,
 		Logger: logger,
-	})
+	}
+	if len(traced) > 0 && traced[0] {
+		// Every span recorded and batched, then dropped by a no-op
+		// exporter: the gateway's and the SDK's cost, not the network's.
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		opts.TracerProvider = tp
+	}
+	gw, err := gateway.NewServer(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,16 +153,20 @@ func BenchmarkRequest(b *testing.B) {
 		name      string
 		open      func(b *testing.B, replay bool) idempotency.Store
 		accessLog bool
+		traced    bool
 	}{
-		{"stub", stub, true},
+		{"stub", stub, true, false},
+		// The same with tracing on (every call sampled): the difference is
+		// tracing's cost; "stub" itself is tracing off.
+		{"stub-traced", stub, true, true},
 		// The same without formatting the access log line: the difference
 		// is the log's cost.
-		{"stub-nolog", stub, false},
-		{"redis", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true},
+		{"stub-nolog", stub, false, false},
+		{"redis", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false},
 	}
 	for _, st := range stores {
 		b.Run(st.name+"/fresh", func(b *testing.B) {
-			gw := benchGateway(b, st.open(b, false), st.accessLog)
+			gw := benchGateway(b, st.open(b, false), st.accessLog, st.traced)
 			// Requests are built ahead, outside the timer, in chunks: the
 			// client's key derivation is not the gateway's cost.
 			const chunk = 4096
@@ -174,7 +188,7 @@ func BenchmarkRequest(b *testing.B) {
 		})
 		b.Run(st.name+"/replay", func(b *testing.B) {
 			store := st.open(b, true)
-			gw := benchGateway(b, store, st.accessLog)
+			gw := benchGateway(b, store, st.accessLog, st.traced)
 			c := newBenchCall(b, "bench-replay", 0)
 			if st.name == "redis" {
 				c.serve(b, gw, "false") // the execution every iteration replays

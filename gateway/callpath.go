@@ -91,6 +91,10 @@ type Call struct {
 	// Received is when the request arrived, for the latency histogram; zero
 	// means when Server.Call started.
 	Received time.Time
+	// Traceparent and Tracestate are a W3C trace context the transport
+	// carried inside the call (MCP: params._meta "traceparent" and
+	// "tracestate"); set, they win over the HTTP headers' (tracing.go).
+	Traceparent, Tracestate string
 }
 
 // ResultKind says what became of a call.
@@ -145,10 +149,12 @@ func (s *Server) Call(ctx context.Context, c *Call) Result {
 	if c.Received.IsZero() {
 		c.Received = time.Now()
 	}
+	ctx, endSpan := s.startCallSpan(ctx, c)
 	res := s.call(ctx, c)
 	if res.Problem != nil && res.Kind == 0 {
 		res.Kind = ResultProblem
 	}
+	endSpan(res)
 	s.count(ctx, c, res.Label)
 	return res
 }
@@ -214,6 +220,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	if p := validateArguments(c.Entry, value); p != nil {
 		return problemResult(p)
 	}
+	if p := s.admitRate(ctx, c); p != nil {
+		return problemResult(p)
+	}
 
 	// claim.
 	cl := &claim{
@@ -226,7 +235,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	if cl.owner == "" {
 		cl.owner = newULID()
 	}
-	d, waited, err := s.decide(ctx, cl)
+	decideCtx, endDecide := s.childSpan(ctx, "store decision")
+	d, waited, err := s.decide(decideCtx, cl)
+	endDecide(err)
 	if err != nil {
 		s.log.ErrorContext(ctx, "store claim failed", "tool", name, "error", err)
 		return s.storeUnavailable("the idempotency store is unreachable; the tool was not run", waited)
@@ -237,6 +248,14 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 			s.metrics.takeovers.WithLabelValues(name).Inc()
 			s.log.WarnContext(ctx, "took over an expired lease; running the tool again", "tool", name, "execution_id", d.Lease.ExecutionID)
 		}
+		leaveSlot, p := s.takeSlot(ctx, c, d.Lease.ExecutionID)
+		if p != nil {
+			s.giveBackClaim(ctx, d.Lease)
+			res := problemResult(p)
+			res.Waited = waited
+			return res
+		}
+		defer leaveSlot()
 		res := s.runClaimed(ctx, cl, d.Lease)
 		res.Waited = waited
 		return res
@@ -400,7 +419,8 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 			s.metrics.leasesLost.WithLabelValues(name).Inc()
 		}
 	}()
-	resp, err := s.callTool(leaseCtx, c.Entry, &tools.Request{
+	spanCtx, endTool := s.toolSpan(ctx, leaseCtx, name)
+	resp, err := s.callTool(spanCtx, c.Entry, &tools.Request{
 		Arguments:      c.Arguments,
 		Tenant:         c.Tenant,
 		SessionID:      cl.id.SessionID,
@@ -411,11 +431,14 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	})
+	endTool(err)
 
 	// record: at least a whole lease to ride out a store restart (Redis
 	// answers LOADING while it replays its AOF).
 	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), max(storeCallTimeout, s.opts.LockTTL))
 	defer cancelStore()
+	storeCtx, endCompletion := s.childSpan(storeCtx, "completion")
+	defer endCompletion(nil)
 	if err != nil {
 		s.release(storeCtx, name, lease, keeper)
 		p := s.toolErrorProblem(leaseCtx, err)
@@ -443,6 +466,14 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 // unkeyed call the adapter allows. Every call runs.
 func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) Result {
 	name := c.Entry.Spec.Name
+	if p := s.admitRate(ctx, c); p != nil {
+		return problemResult(p)
+	}
+	leaveSlot, p := s.takeSlot(ctx, c, newULID())
+	if p != nil {
+		return problemResult(p)
+	}
+	defer leaveSlot()
 	leave, ok := s.enter(name)
 	if !ok {
 		return problemResult(newProblem(wire.CodeToolFailed, "the gateway is shutting down; retry"))
@@ -466,7 +497,9 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	if c.Identity.HasStep {
 		req.SessionID, req.StepIndex, req.HasStep = c.Identity.SessionID, c.Identity.StepIndex, true
 	}
-	resp, err := s.callTool(toolCtx, c.Entry, req)
+	spanCtx, endTool := s.toolSpan(ctx, toolCtx, name)
+	resp, err := s.callTool(spanCtx, c.Entry, req)
+	endTool(err)
 	if err != nil {
 		p := s.toolErrorProblem(toolCtx, err)
 		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)

@@ -25,6 +25,7 @@ type metrics struct {
 	takeovers   *prometheus.CounterVec
 	inFlight    *prometheus.GaugeVec
 	unrecorded  *prometheus.CounterVec
+	rateLimited *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *tools.Registry) (*metrics, error) {
@@ -72,8 +73,12 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_outcomes_unrecorded_total",
 			Help: "Tool outcomes that could not be written to the store (they will not replay).",
 		}, []string{"tool"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_rate_limited_total",
+			Help: "Calls refused with 429 rate_limited, by tenant and by the limit they were over (rate, in_flight).",
+		}, []string{"tenant", "limit"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID)
+	r.Use(s.extractTrace)
 	r.Use(closeChunked)
 	r.Use(s.accessLog)
 	// HEAD is served wherever GET is (health checks often use it).

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -40,6 +42,8 @@ type Tenant struct {
 	// TokenSHA256 is the SHA-256 of the tenant's bearer token; the token
 	// itself is never configured.
 	TokenSHA256 [sha256.Size]byte
+	// Limits are the tenant's rate and in-flight limits (ratelimit.go).
+	Limits TenantLimits
 }
 
 // AnonymousTenant is the tenant of every caller when auth is not configured.
@@ -73,6 +77,12 @@ type Options struct {
 	AdminTokenSHA256 *[sha256.Size]byte
 	// MCP configures the MCP endpoint, POST /mcp (served by default).
 	MCP MCPOptions
+	// Limiter keeps the tenants' limit state; nil means in process
+	// (ratelimit.Memory), which is right for the embedded store only:
+	// replicas sharing a store must share a Limiter on it.
+	Limiter ratelimit.Backend
+	// TracerProvider, when set, traces every call (tracing.go); nil: off.
+	TracerProvider trace.TracerProvider
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry
@@ -89,6 +99,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	handler http.Handler
+	// limits holds the tenants with limits; limiter keeps their state.
+	limits  map[string]TenantLimits
+	limiter ratelimit.Backend
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 
 	// baseCtx parents every tool execution, detached from client requests so
 	// an impatient client cannot abort a tool half-way; cancelling it aborts
@@ -136,6 +151,12 @@ func NewServer(opts Options) (*Server, error) {
 	if err := ValidateAuth(opts.Tenants, opts.AdminTokenSHA256); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	if err := checkTenantLimits(opts.Tenants); err != nil {
+		return nil, err
+	}
+	if opts.Limiter == nil {
+		opts.Limiter = ratelimit.NewMemory(nil)
+	}
 	for name, p := range opts.Policies {
 		if _, ok := opts.Tools.Lookup(name); !ok {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
@@ -154,6 +175,11 @@ func NewServer(opts Options) (*Server, error) {
 		tools:   opts.Tools,
 		log:     opts.Logger,
 		metrics: m,
+		limits:  tenantLimits(opts.Tenants),
+		limiter: opts.Limiter,
+	}
+	if opts.TracerProvider != nil {
+		s.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.waitCtx, s.stopWaiting = context.WithCancel(s.baseCtx)

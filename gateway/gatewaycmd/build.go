@@ -16,6 +16,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
 )
@@ -123,7 +124,11 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum})
+			limits, err := t.limits(fmt.Sprintf("auth.tenants[%d]", i))
+			if err != nil {
+				return nil, nil, err
+			}
+			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum, Limits: limits})
 		}
 	}
 	var admin *[32]byte
@@ -141,6 +146,33 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 		return nil, nil, err
 	}
 	return tenants, admin, nil
+}
+
+// limits converts the tenant's rate, burst and max_in_flight; field is the
+// tenant's path in the file, e.g. auth.tenants[2].
+func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
+	var limits gateway.TenantLimits
+	if t.Rate == "" && t.Burst != 0 {
+		return limits, fmt.Errorf("%s.burst: %d without a rate: give rate too (e.g. rate: 100/s)", field, t.Burst)
+	}
+	if t.Rate != "" {
+		rate, err := ratelimit.ParseRate(t.Rate)
+		if err != nil {
+			return limits, fmt.Errorf("%s.rate: %w", field, err)
+		}
+		switch {
+		case t.Burst < 0:
+			return limits, fmt.Errorf("%s.burst: %d: must be at least 1", field, t.Burst)
+		case t.Burst > 0:
+			rate.Burst = t.Burst
+		}
+		limits.Rate = rate
+	}
+	if t.MaxInFlight < 0 {
+		return limits, fmt.Errorf("%s.max_in_flight: %d: must be at least 1 (absent: no cap)", field, t.MaxInFlight)
+	}
+	limits.MaxInFlight = t.MaxInFlight
+	return limits, nil
 }
 
 // openStore opens Redis (single node or cluster) or the embedded store.

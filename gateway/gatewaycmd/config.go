@@ -21,17 +21,18 @@ import (
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
 // Every field is optional; Defaults fills what a file leaves out.
 type Config struct {
-	Listen       string       `yaml:"listen"`
-	DrainTimeout Duration     `yaml:"drain_timeout"`
-	LogLevel     string       `yaml:"log_level"`
-	Server       ServerConfig `yaml:"server"`
-	TLS          TLSConfig    `yaml:"tls"`
-	Store        StoreConfig  `yaml:"store"`
-	Idempotency  IdemConfig   `yaml:"idempotency"`
-	Admin        AdminConfig  `yaml:"admin"`
-	Auth         *AuthConfig  `yaml:"auth"`
-	MCP          MCPConfig    `yaml:"mcp"`
-	Tools        []ToolEntry  `yaml:"tools"`
+	Listen       string        `yaml:"listen"`
+	DrainTimeout Duration      `yaml:"drain_timeout"`
+	LogLevel     string        `yaml:"log_level"`
+	Server       ServerConfig  `yaml:"server"`
+	TLS          TLSConfig     `yaml:"tls"`
+	Store        StoreConfig   `yaml:"store"`
+	Idempotency  IdemConfig    `yaml:"idempotency"`
+	Admin        AdminConfig   `yaml:"admin"`
+	Auth         *AuthConfig   `yaml:"auth"`
+	Tracing      TracingConfig `yaml:"tracing"`
+	MCP          MCPConfig     `yaml:"mcp"`
+	Tools        []ToolEntry   `yaml:"tools"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string
@@ -130,10 +131,17 @@ type AuthConfig struct {
 	Tenants []TenantEntry `yaml:"tenants"`
 }
 
-// TenantEntry is one tenant and the SHA-256 of its bearer token.
+// TenantEntry is one tenant, the SHA-256 of its bearer token and its
+// optional limits.
 type TenantEntry struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
+	// Rate is "N/s", "N/m" or "N/h"; absent: no rate limit.
+	Rate string `yaml:"rate"`
+	// Burst is how many calls may come at once (default N of the rate).
+	Burst int `yaml:"burst"`
+	// MaxInFlight caps the tenant's tools running at once (absent: no cap).
+	MaxInFlight int `yaml:"max_in_flight"`
 }
 
 // ToolEntry configures one tool: an HTTP upstream (with http), or settings

@@ -65,9 +65,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 Environment (overrides the config file):
   %s   address to listen on, e.g. 0.0.0.0:8080 (config: listen)
   %s      Redis URL of the shared store, e.g. redis://127.0.0.1:6379/0 (config: store.redis_url)
+  %s  OTLP/HTTP collector base URL; turns tracing on (config: tracing.endpoint)
+  %s  the collector's full traces URL (wins over the one above)
+  %s  service.name of the spans (config: tracing.service_name)
 
 Docs: docs/configuration.md
-`, envAddr, envRedisURL)
+`, envAddr, envRedisURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,6 +115,22 @@ Docs: docs/configuration.md
 	}
 	defer store.Close()
 	opts.Store = store
+	opts.Limiter = cfg.limiterFor(store)
+	tp, err := cfg.tracerProvider(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		opts.TracerProvider = tp
+		// After the drain, so the spans of the last calls are exported.
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(flushCtx); err != nil {
+				log.Warn("tracing: flushing the last spans failed", "error", err)
+			}
+		}()
+	}
 	opts.Logger = log
 	gw, err := gateway.NewServer(opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/traceprop"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -120,6 +121,7 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 		httpReq.Host = t.host
 	}
 	setCallHeaders(httpReq.Header, req)
+	traceprop.InjectHTTP(ctx, httpReq.Header)
 
 	resp, err := t.client.Do(httpReq)
 	if err != nil {

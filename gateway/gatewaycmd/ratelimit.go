@@ -1,0 +1,18 @@
+package gatewaycmd
+
+import (
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/gateway/ratelimit"
+)
+
+// limiterFor returns the backend of the tenants' limits, kept where the
+// records are so every replica sharing the store shares the limits: Redis
+// for the Redis store, nil (the gateway's in-process default) for the
+// embedded store, which serves one process anyway.
+func (c *Config) limiterFor(store idempotency.Store) ratelimit.Backend {
+	if s, ok := store.(clientOwningStore); ok {
+		return ratelimit.NewRedis(s.client, orString(c.Store.KeyPrefix, redisstore.DefaultPrefix))
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package ratelimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/ratelimit"
+	"github.com/toolgateway/toolgateway/internal/redistest"
+)
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]ratelimit.Limit{
+		"100/s": {Rate: 100, Period: time.Second, Burst: 100},
+		"5/m":   {Rate: 5, Period: time.Minute, Burst: 5},
+		"1/h":   {Rate: 1, Period: time.Hour, Burst: 1},
+	} {
+		got, err := ratelimit.ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "100", "100/d", "0/s", "-1/s", "+1/s", "01/s", "1.5/s", "x/s", "100/ s"} {
+		if _, err := ratelimit.ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) accepted", bad)
+		}
+	}
+}
+
+// TestMemoryGCRA walks the in-process GCRA on a fake clock: the burst
+// passes at once, then one call per emission interval, and RetryAfter says
+// when the next one passes.
+func TestMemoryGCRA(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := ratelimit.NewMemory(func() time.Time { return now })
+	ctx := context.Background()
+	l := ratelimit.Limit{Rate: 10, Period: time.Second, Burst: 3} // one per 100 ms
+	allow := func() ratelimit.Verdict {
+		v, err := m.Allow(ctx, "acme", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for i := range 3 {
+		if !allow().Allowed {
+			t.Fatalf("call %d of the burst refused", i)
+		}
+	}
+	v := allow()
+	if v.Allowed || v.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("over the burst: %+v, want refused with RetryAfter 100ms", v)
+	}
+	if v, _ := m.Allow(ctx, "globex", l); !v.Allowed {
+		t.Fatal("another tenant shares acme's budget")
+	}
+	now = now.Add(100 * time.Millisecond)
+	if !allow().Allowed {
+		t.Fatal("refused after one emission interval")
+	}
+	if allow().Allowed {
+		t.Fatal("two calls passed in one emission interval")
+	}
+	now = now.Add(time.Hour)
+	for i := range 3 {
+		if !allow().Allowed {
+			t.Fatalf("after a long pause, call %d of a fresh burst refused", i)
+		}
+	}
+}
+
+// backends runs f against Memory and Redis.
+func backends(t *testing.T, f func(t *testing.T, b ratelimit.Backend)) {
+	t.Run("memory", func(t *testing.T) { f(t, ratelimit.NewMemory(nil)) })
+	t.Run("redis", func(t *testing.T) {
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+		prefix := redistest.Prefix("rltest")
+		b := ratelimit.NewRedis(client, prefix)
+		t.Cleanup(func() {
+			redistest.CleanPrefix(context.Background(), client, prefix)
+			client.Del(context.Background(), b.RateKey("acme"), b.RateKey("globex"))
+			_ = client.Close()
+		})
+		f(t, b)
+	})
+}
+
+func TestBurstThenRefusal(t *testing.T) {
+	backends(t, func(t *testing.T, b ratelimit.Backend) {
+		ctx := context.Background()
+		l := ratelimit.Limit{Rate: 2, Period: time.Hour, Burst: 4} // a token per 30 min
+		for i := range 4 {
+			if v, err := b.Allow(ctx, "acme", l); err != nil || !v.Allowed {
+				t.Fatalf("call %d of the burst: %+v, %v", i, v, err)
+			}
+		}
+		v, err := b.Allow(ctx, "acme", l)
+		if err != nil || v.Allowed {
+			t.Fatalf("over the burst: %+v, %v", v, err)
+		}
+		if v.RetryAfter <= 29*time.Minute || v.RetryAfter > 30*time.Minute {
+			t.Fatalf("RetryAfter %v, want just under 30m", v.RetryAfter)
+		}
+	})
+}
+
+func TestInFlightSlots(t *testing.T) {
+	backends(t, func(t *testing.T, b ratelimit.Backend) {
+		ctx := context.Background()
+		take := func(holder string) bool {
+			ok, err := b.Acquire(ctx, "acme", holder, 2, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !take("a") || !take("b") {
+			t.Fatal("the first two slots were refused")
+		}
+		if !take("a") {
+			t.Fatal("a holder that has a slot was refused it again")
+		}
+		if take("c") {
+			t.Fatal("a third slot was given with max 2")
+		}
+		if ok, _ := b.Acquire(ctx, "globex", "c", 2, time.Minute); !ok {
+			t.Fatal("another tenant is limited by acme's slots")
+		}
+		if err := b.Renew(ctx, "acme", "a", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Release(ctx, "acme", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if !take("c") {
+			t.Fatal("a released slot was not given again")
+		}
+	})
+}
+
+// TestRedisSlotOfADeadHolderExpires: a replica that dies without releasing
+// frees its slot when the lease ends (Redis's clock decides).
+func TestRedisSlotOfADeadHolderExpires(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	prefix := redistest.Prefix("rltest")
+	b := ratelimit.NewRedis(client, prefix)
+	t.Cleanup(func() {
+		redistest.CleanPrefix(context.Background(), client, prefix)
+		_ = client.Close()
+	})
+	ctx := context.Background()
+	if ok, err := b.Acquire(ctx, "acme", "dead", 1, 50*time.Millisecond); err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	if ok, _ := b.Acquire(ctx, "acme", "alive", 1, time.Minute); ok {
+		t.Fatal("a second slot with max 1")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, err := b.Acquire(ctx, "acme", "alive", 1, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dead holder's slot never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
