@@ -14,15 +14,22 @@ import (
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, s.sql.sweep, s.sweepBatch)
-		if err != nil {
-			return total, fmt.Errorf("pgstore: sweep: %w", err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(s.sweepBatch) {
-			return total, nil
+		n, err := s.sweepBatchOnce(ctx)
+		total += n
+		if err != nil || n < int64(s.sweepBatch) {
+			return total, err
 		}
 	}
+}
+
+// sweepBatchOnce deletes at most one batch of expired rows in one
+// statement (its own short transaction).
+func (s *Store) sweepBatchOnce(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, s.sql.sweep, s.sweepBatch)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: sweep: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // sweepEvery sweeps every interval until ctx ends. A failed sweep (the
