@@ -156,8 +156,15 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 	return tenants, &sum, nil
 }
 
-// openStore opens Redis (single node or cluster) or the embedded store.
+// openStore opens Redis (single node or cluster), PostgreSQL or the
+// embedded store.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
+	if err := c.Store.checkChoice(); err != nil {
+		return nil, "", err
+	}
+	if c.Store.PostgresURL != "" {
+		return c.openPostgres(ctx)
+	}
 	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
 		path := c.path(c.Store.Path)
 		s, err := boltstore.Open(path, boltstore.Options{})

@@ -225,7 +225,7 @@ type beginner interface {
 
 // qualifier returns a function that writes the quoted schema name into SQL
 // text: "@@" is the schema itself, "@." a name inside it. The name was
-// checked by validSchema, so it is also safe inside a string literal (the
+// checked by ValidateSchema, so it is also safe inside a string literal (the
 // sequence's name in nextval).
 func qualifier(schema string) func(sql string) string {
 	quoted := pgx.Identifier{schema}.Sanitize()
@@ -237,9 +237,11 @@ func qualifier(schema string) func(sql string) string {
 // identifier, so it never needs escaping beyond the double quotes.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-func validSchema(schema string) error {
+// ValidateSchema checks a schema name for Options.Schema: a lowercase SQL
+// identifier of at most 63 characters.
+func ValidateSchema(schema string) error {
 	if !schemaName.MatchString(schema) {
-		return fmt.Errorf("pgstore: schema %q: want a lowercase identifier matching %s", schema, schemaName)
+		return fmt.Errorf("schema %q: want a lowercase identifier matching %s", schema, schemaName)
 	}
 	return nil
 }

@@ -69,8 +69,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if opts.Schema == "" {
 		opts.Schema = DefaultSchema
 	}
-	if err := validSchema(opts.Schema); err != nil {
-		return nil, err
+	if err := ValidateSchema(opts.Schema); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	if err := migrate(ctx, pool, opts.Schema); err != nil {
 		return nil, err
