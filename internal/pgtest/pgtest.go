@@ -5,6 +5,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -155,8 +157,8 @@ func Start(t testing.TB) *Server {
 }
 
 // command runs one of PostgreSQL's programs, as the postgres user when the
-// test runs as root, in its own process group (so Kill reaches the server's
-// backends too).
+// test runs as root, in its own process group (so a Ctrl-C of the test does
+// not reach it mid-run).
 func (s *Server) command(program string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(s.bin, program), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred}
@@ -192,10 +194,8 @@ func (s *Server) Restart() error {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
-		// It exited (a killed predecessor's backends may hold the shared
-		// memory a moment longer) or never answered: try again until the
-		// deadline.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// It exited or never answered: try again until the deadline.
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logPath)
@@ -217,9 +217,13 @@ func (s *Server) waitReady(done <-chan struct{}, deadline time.Time) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		conn, err := pgx.Connect(ctx, s.URL)
 		if err == nil {
+			// Another test's server may have taken the port first: only
+			// ours serves this data directory.
+			var dir string
+			err = conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dir)
 			_ = conn.Close(ctx)
 			cancel()
-			return true
+			return err == nil && dir == s.Dir
 		}
 		cancel()
 		time.Sleep(50 * time.Millisecond)
@@ -227,18 +231,56 @@ func (s *Server) waitReady(done <-chan struct{}, deadline time.Time) bool {
 	return false
 }
 
-// Kill stops the server with SIGKILL, the postmaster and every backend of
-// its process group at once, as a crash would, and waits until the
-// postmaster has exited.
+// Kill stops the server as a crash would: the postmaster and every
+// process it started (backends, WAL writer, checkpointer) get SIGKILL at
+// once, so no backend lives on to answer a client or commit. A process
+// group is not enough: PostgreSQL makes each child a session leader of its
+// own. Kill stops the postmaster first (so it cannot fork meanwhile),
+// collects its children from /proc, stops them all, then kills them all,
+// and waits until the postmaster has exited.
 func (s *Server) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	children := childrenOf(pid)
+	// Freeze them all before killing any: a backend that outlived another
+	// by a moment could take its locks and commit.
+	for _, child := range children {
+		_ = syscall.Kill(child, syscall.SIGSTOP)
+	}
+	for _, child := range children {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 	<-s.done
 	s.cmd, s.done = nil, nil
+}
+
+// childrenOf lists the processes whose parent is pid (Linux /proc).
+func childrenOf(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var children []int
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parens.
+		rest := raw[bytes.LastIndexByte(raw, ')')+1:]
+		fields := strings.Fields(string(rest))
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(fields[1]); err == nil && ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			children = append(children, child)
+		}
+	}
+	return children
 }
 
 // Pid is the postmaster's process id (0 when stopped).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -69,8 +70,8 @@ func waitUp(t *testing.T, s idempotency.Store) {
 }
 
 // TestKilledMidClaim kills a private PostgreSQL with SIGKILL while a claim
-// is inside the claim function (blocked on a row lock another connection
-// holds), then restarts it. The claim in flight fails with a store error
+// is inside the claim function (about to take over an expired lease,
+// blocked on the row lock another connection holds), then restarts it. The claim in flight fails with a store error
 // and leaves nothing behind; while the server is down every operation
 // fails with a store error (never a verdict such as ErrLeaseLost, which
 // the gateway would act on); after the restart the store works again
@@ -89,12 +90,17 @@ func TestKilledMidClaim(t *testing.T) {
 	if err := s.Complete(ctx, done.Lease, idempotency.StoredResponse{Status: 201, ContentType: "application/json", Body: []byte(`{"id":1}`)}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	open, err := s.Claim(ctx, claimRequest("open"))
+	// A lease that runs out: a competing claim must then take the row
+	// over, which it decides on the locked row.
+	openReq := claimRequest("open")
+	openReq.LockTTL = 100 * time.Millisecond
+	open, err := s.Claim(ctx, openReq)
 	if err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(300 * time.Millisecond)
 
-	// Hold the "open" row so that a competing claim blocks inside the
+	// Hold the "open" row so that the competing claim blocks inside the
 	// claim function.
 	locker, err := pgx.Connect(ctx, srv.URL)
 	if err != nil {
@@ -114,6 +120,11 @@ func TestKilledMidClaim(t *testing.T) {
 	waitForLockWait(t, srv.URL)
 
 	srv.Kill()
+	// The lock holder must stay reachable until the kill: a collected
+	// connection closes its socket, and its backend then rolls back and
+	// lets the competitor through.
+	runtime.KeepAlive(tx)
+	runtime.KeepAlive(locker)
 	select {
 	case err := <-midClaim:
 		if err == nil || isVerdict(err) {

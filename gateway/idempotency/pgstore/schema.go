@@ -55,6 +55,15 @@ CREATE SEQUENCE IF NOT EXISTS @.fencing_tokens;
 -- database's clock, so gateway replicas with skewed clocks agree on leases.
 -- A row whose expires_at passed counts as absent (the sweep has not got to
 -- it yet) and is deleted on the way.
+--
+-- Decisions that write nothing (replay, in progress, unknown, key reused,
+-- step conflict, a resent claim) are taken on a plain read, so they lock
+-- no row and commit no transaction id (no WAL flush): each is a valid
+-- answer at the instant of that read. Only when the decision must write
+-- (a takeover, UNKNOWN, deleting an expired row) does the function read
+-- again under FOR UPDATE and decide on the locked row. A new record is
+-- inserted with ON CONFLICT DO NOTHING: of two requests racing for a key
+-- or a step, the loser decides again and sees the winner's row.
 CREATE OR REPLACE FUNCTION @.claim(
 	p_tenant text, p_tool text, p_key text, p_fingerprint text,
 	p_execution_id text, p_owner text, p_lock_us bigint, p_replay_us bigint,
@@ -69,46 +78,56 @@ DECLARE
 	rec     @.records%ROWTYPE;
 	holder  @.records%ROWTYPE;
 	bind    boolean;
+	locking boolean := false;
 BEGIN
 	taken_over := false;
-	-- Each pass either decides or lost an insert race to a request that
-	-- has committed since; the next pass then sees that request's row.
 	FOR attempt IN 1..8 LOOP
 		now_ts := clock_timestamp();
 		lease := now_ts + p_lock_us * interval '1 microsecond';
 
-		SELECT * INTO rec FROM @.records r
-		WHERE r.tenant = p_tenant AND r.tool = p_tool AND r.idempotency_key = p_key
-		FOR UPDATE;
-		IF FOUND AND rec.expires_at <= now_ts THEN
-			DELETE FROM @.records r
+		IF locking THEN
+			SELECT * INTO rec FROM @.records r
+			WHERE r.tenant = p_tenant AND r.tool = p_tool AND r.idempotency_key = p_key
+			FOR UPDATE;
+		ELSE
+			SELECT * INTO rec FROM @.records r
 			WHERE r.tenant = p_tenant AND r.tool = p_tool AND r.idempotency_key = p_key;
-		ELSIF FOUND THEN
+		END IF;
+		IF FOUND AND rec.expires_at > now_ts THEN
 			exec_id := rec.execution_id;
 			IF rec.fingerprint <> p_fingerprint THEN
 				outcome := 'key_reused';
 				exec_id := NULL;
+				RETURN;
 			ELSIF rec.state = 'COMPLETED' THEN
 				outcome := 'replay';
 				resp_status := rec.status;
 				resp_content_type := rec.content_type;
 				resp_body := rec.body;
+				RETURN;
 			ELSIF rec.state = 'UNKNOWN' THEN
 				outcome := 'unknown';
+				RETURN;
 			ELSIF rec.owner = p_owner THEN
 				-- The same claim again (its caller lost the answer): it
 				-- already owns the record and gets its claim back.
 				outcome := 'claimed';
 				fence := rec.fencing_token;
+				RETURN;
 			ELSIF rec.lease_expires_at > now_ts THEN
 				outcome := 'in_progress';
 				remaining_us := floor(extract(epoch FROM rec.lease_expires_at - now_ts) * 1000000)::bigint;
+				RETURN;
+			ELSIF NOT locking THEN
+				locking := true; -- the lease expired: decide on the locked row
+				CONTINUE;
 			ELSIF p_lease_expiry = 'unknown' THEN
 				UPDATE @.records r
 				SET state = 'UNKNOWN', owner = NULL, lease_expires_at = NULL,
 					expires_at = now_ts + p_replay_us * interval '1 microsecond'
 				WHERE r.tenant = p_tenant AND r.tool = p_tool AND r.idempotency_key = p_key;
 				outcome := 'unknown';
+				RETURN;
 			ELSE
 				-- Takeover: the owner's gateway died. The record keeps its
 				-- step and creation time.
@@ -122,17 +141,35 @@ BEGIN
 				outcome := 'claimed';
 				exec_id := p_execution_id;
 				taken_over := true;
+				RETURN;
 			END IF;
-			RETURN;
+		ELSIF FOUND THEN
+			IF NOT locking THEN
+				locking := true;
+				CONTINUE;
+			END IF;
+			DELETE FROM @.records r
+			WHERE r.tenant = p_tenant AND r.tool = p_tool AND r.idempotency_key = p_key;
 		END IF;
 
-		-- No record under the key: the step guard decides.
+		-- No live record under the key: the step guard decides.
 		bind := p_session_id IS NOT NULL;
 		IF bind THEN
-			SELECT * INTO holder FROM @.records r
-			WHERE r.tenant = p_tenant AND r.session_id = p_session_id AND r.step_index = p_step_index
-			FOR UPDATE;
-			IF FOUND AND holder.expires_at <= now_ts THEN
+			IF locking THEN
+				SELECT * INTO holder FROM @.records r
+				WHERE r.tenant = p_tenant AND r.session_id = p_session_id AND r.step_index = p_step_index
+				FOR UPDATE;
+			ELSE
+				SELECT * INTO holder FROM @.records r
+				WHERE r.tenant = p_tenant AND r.session_id = p_session_id AND r.step_index = p_step_index;
+			END IF;
+			IF FOUND AND holder.tool = p_tool AND holder.idempotency_key = p_key THEN
+				CONTINUE; -- our own key, committed since the first read: decide on it
+			ELSIF FOUND AND holder.expires_at <= now_ts THEN
+				IF NOT locking THEN
+					locking := true;
+					CONTINUE;
+				END IF;
 				DELETE FROM @.records r
 				WHERE r.tenant = holder.tenant AND r.tool = holder.tool AND r.idempotency_key = holder.idempotency_key;
 			ELSIF FOUND AND p_step_guard THEN
