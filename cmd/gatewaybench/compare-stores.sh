@@ -14,6 +14,9 @@
 # Redis Cluster is a private one-node cluster serving every slot.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export PGOPTIONS='-c client_min_messages=warning'
+# STORES limits the run to some stores; PG_PARAMS is appended to the
+# PostgreSQL URL's query (e.g. '&pool_max_conns=32').
 duration=${1:-10s}
 workers=${2:-32}
 work=$(mktemp -d)
@@ -23,7 +26,7 @@ schema="gwbench_${run_id}"
 pids=()
 pg_user=root
 psql -h 127.0.0.1 -U "$pg_user" -d test -qc 'SELECT 1' >/dev/null 2>&1 || pg_user=postgres
-pg_url="postgres://${pg_user}@127.0.0.1:5432/test?sslmode=disable"
+pg_url="postgres://${pg_user}@127.0.0.1:5432/test?sslmode=disable${PG_PARAMS:-}"
 
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -63,7 +66,7 @@ declare -A stores=(
   [postgres]="  postgres_url: ${pg_url}
   postgres_schema: ${schema}"
 )
-order=(embedded redis redis-cluster postgres)
+order=(${STORES:-embedded redis redis-cluster postgres})
 declare -A ports
 for name in "${order[@]}"; do
   port=$(free_port)
