@@ -163,7 +163,7 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 		return nil, "", err
 	}
 	if c.Store.PostgresURL != "" {
-		return c.openPostgres(ctx)
+		return c.openPostgres(ctx, log)
 	}
 	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
 		path := c.path(c.Store.Path)

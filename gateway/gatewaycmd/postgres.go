@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
@@ -35,16 +37,23 @@ func (s StoreConfig) checkChoice() error {
 	return nil
 }
 
-// openPostgres opens the PostgreSQL store: it connects, then creates or
-// upgrades the schema. Unlike Redis, a database that does not answer at
-// start-up is fatal, because the schema must be in place before the first
-// call; an orchestrator restarts the gateway until it does.
-func (c *Config) openPostgres(ctx context.Context) (idempotency.Store, string, error) {
+// openPostgres opens the PostgreSQL store, which creates or upgrades its
+// schema. As with Redis, a database that does not answer at start-up is
+// not fatal: the store migrates on first use, calls get 503 and /readyz
+// says so until it answers. A database that answers and refuses (a schema
+// newer than this gateway, missing rights) stops the start.
+func (c *Config) openPostgres(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
 	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema})
 	if err != nil {
 		return nil, "", fmt.Errorf("store.postgres_url: %w", err)
 	}
-	return s, "postgres:" + redactedURL(c.Store.PostgresURL) + " schema " + s.Schema(), nil
+	desc := "postgres:" + redactedURL(c.Store.PostgresURL) + " schema " + s.Schema()
+	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.Ping(pingCtx); err != nil {
+		log.Warn("postgres does not answer yet; calls get 503 until it does", "store", desc, "error", err)
+	}
+	return s, desc, nil
 }
 
 // redactedURL is the URL for logs: host, port and database, never the

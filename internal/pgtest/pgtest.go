@@ -120,40 +120,63 @@ type Server struct {
 // Start initialises a cluster in a temporary directory and starts postgres
 // on a free loopback port; the server is killed and its directory removed
 // when the test ends. The test is skipped only when PostgreSQL's binaries
-// are not installed. As root (initdb and postgres refuse to run as root)
-// both run as the "postgres" user, in a directory owned by it.
+// (or, as root, a postgres user) are missing.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := BinDir()
-	if err != nil {
+	if _, err := BinDir(); err != nil {
 		t.Skip(err)
+	}
+	if os.Geteuid() == 0 {
+		if _, err := postgresUser(); err != nil {
+			t.Skip(err)
+		}
 	}
 	root, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
-	s := &Server{Dir: filepath.Join(root, "data"), bin: bin, Port: FreePort(t)}
-	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
-	if os.Geteuid() == 0 {
-		cred, err := postgresUser()
-		if err != nil {
-			t.Skip(err)
-		}
-		s.cred = cred
-		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	initdb := s.command("initdb", "-D", s.Dir, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	if err := s.Restart(); err != nil {
+	s, err := Launch(root)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// Launch is Start for programs (the chaos run): it initialises a cluster
+// under dir (which must exist) and starts postgres on a free loopback
+// port. The caller kills it. As root (initdb and postgres refuse to run as
+// root) both run as the "postgres" user, and dir is handed to that user.
+func Launch(dir string) (*Server, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: filepath.Join(dir, "data"), bin: bin, Port: port}
+	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	if os.Geteuid() == 0 {
+		cred, err := postgresUser()
+		if err != nil {
+			return nil, err
+		}
+		s.cred = cred
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, fmt.Errorf("pgtest: %w", err)
+		}
+	}
+	initdb := s.command("initdb", "-D", s.Dir, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+	}
+	if err := s.Restart(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // command runs one of PostgreSQL's programs, as the postgres user when the
@@ -332,12 +355,20 @@ func postgresUser() (*syscall.Credential, error) {
 // FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
+	return port
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(b []byte, n int) []byte {

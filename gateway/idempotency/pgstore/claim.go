@@ -25,6 +25,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		}
 		session, index = &req.Step.SessionID, &i
 	}
+	if err := s.ready(ctx); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+	}
 	var (
 		outcome             string
 		execID, contentType *string

@@ -16,6 +16,9 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if ttl <= 0 {
 		return fmt.Errorf("pgstore: renew %s: ttl %v must be positive", scopeName(lease.Scope), ttl)
 	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("renew", lease, pgconn.CommandTag{}, err)
+	}
 	tag, err := s.pool.Exec(ctx, s.sql.renew, ownerArgs(lease, micros(ttl))...)
 	return ownedResult("renew", lease, tag, err)
 }
@@ -26,6 +29,9 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	if ttl <= 0 {
 		return fmt.Errorf("pgstore: complete %s: ttl %v must be positive", scopeName(lease.Scope), ttl)
 	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("complete", lease, pgconn.CommandTag{}, err)
+	}
 	tag, err := s.pool.Exec(ctx, s.sql.complete, completeArgs(lease, resp, ttl)...)
 	return ownedResult("complete", lease, tag, err)
 }
@@ -33,6 +39,9 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 // Release deletes the record, and with it its step, if the caller still
 // owns it: one owner-checked DELETE.
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("release", lease, pgconn.CommandTag{}, err)
+	}
 	tag, err := s.pool.Exec(ctx, s.sql.release, ownerArgs(lease)...)
 	return ownedResult("release", lease, tag, err)
 }

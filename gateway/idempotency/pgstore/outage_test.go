@@ -303,3 +303,28 @@ func TestGatewayWhilePostgresDown(t *testing.T) {
 		t.Fatalf("tool ran %d times, want 2 (step 1 once, step 2 once)", n)
 	}
 }
+
+// TestStartWhileDown: a store opened while its database is down is not an
+// error; its operations fail (503) until the database answers, and the
+// first one after that creates the schema and works.
+func TestStartWhileDown(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Start(t)
+	srv.Kill()
+	s := openPrivate(t, srv)
+	ctx := t.Context()
+	if _, err := s.Claim(ctx, claimRequest("early")); err == nil || isVerdict(err) {
+		t.Fatalf("claim before the database is up = %v, want a store error", err)
+	}
+	if err := s.Ping(ctx); err == nil {
+		t.Fatal("Ping before the database is up succeeded")
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitUp(t, s)
+	d, err := s.Claim(ctx, claimRequest("early"))
+	if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+		t.Fatalf("claim once the database is up: %+v, %v", d, err)
+	}
+}

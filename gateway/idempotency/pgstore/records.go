@@ -14,6 +14,9 @@ import (
 // Get returns the record under scope, or ErrNotFound (also for a row that
 // expired and awaits the sweep).
 func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
+	if err := s.ready(ctx); err != nil {
+		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scopeName(scope), err)
+	}
 	rec := idempotency.Record{Scope: scope}
 	var (
 		state       string
@@ -47,6 +50,9 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 // Delete removes the record under scope, and with it its step, or returns
 // ErrNotFound.
 func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("pgstore: delete %s: %w", scopeName(scope), err)
+	}
 	tag, err := s.pool.Exec(ctx, s.sql.delete, scope.Tenant, scope.Tool, scope.Key)
 	if err != nil {
 		return fmt.Errorf("pgstore: delete %s: %w", scopeName(scope), err)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -239,7 +240,7 @@ CREATE TABLE IF NOT EXISTS @.schema_version (
 		return fmt.Errorf("pgstore: migrate schema %s: read version: %w", schema, err)
 	}
 	if have > currentVersion {
-		return fmt.Errorf("pgstore: schema %s is at version %d, newer than this gateway's %d: upgrade the gateway", schema, have, currentVersion)
+		return fmt.Errorf("pgstore: schema %s is at version %d, %w (%d): upgrade the gateway", schema, have, errNewerSchema, currentVersion)
 	}
 	for v := have; v < currentVersion; v++ {
 		if _, err := tx.Exec(ctx, q(migrations[v])); err != nil {
@@ -254,6 +255,9 @@ CREATE TABLE IF NOT EXISTS @.schema_version (
 	}
 	return nil
 }
+
+// errNewerSchema: the schema was migrated by a newer gateway.
+var errNewerSchema = errors.New("newer than this gateway's schema version")
 
 // beginner starts transactions (a pool or a connection).
 type beginner interface {

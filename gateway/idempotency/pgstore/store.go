@@ -18,8 +18,10 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -65,6 +67,11 @@ type Store struct {
 	sql        statements
 	sweepBatch int
 
+	// migrated is set once the schema is known to be current; until then
+	// every operation runs the migration first (under migrateMu).
+	migrated  atomic.Bool
+	migrateMu sync.Mutex
+
 	stopSweeper context.CancelFunc
 	sweeperDone chan struct{}
 	closeOnce   sync.Once
@@ -73,16 +80,16 @@ type Store struct {
 var _ idempotency.Store = (*Store)(nil)
 
 // New creates or upgrades the schema on pool and returns a Store that uses
-// it. The caller keeps ownership of pool (Close does not close it).
+// it. The caller keeps ownership of pool (Close does not close it). If the
+// database does not answer, New still returns the Store, which migrates on
+// first use (its operations fail until then); a database that answers and
+// refuses (a newer schema, missing rights) is an error.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.Schema == "" {
 		opts.Schema = DefaultSchema
 	}
 	if err := ValidateSchema(opts.Schema); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
-	}
-	if err := migrate(ctx, pool, opts.Schema); err != nil {
-		return nil, err
 	}
 	s := &Store{
 		pool:        pool,
@@ -93,6 +100,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	if s.sweepBatch <= 0 {
 		s.sweepBatch = DefaultSweepBatch
+	}
+	// A database that does not answer yet is not fatal: every operation
+	// first tries the migration again (and fails with a store error, a 503,
+	// until it succeeds). A database that answers and refuses the schema
+	// is: that needs a human.
+	if err := s.ready(ctx); err != nil && !isConnectionError(err) {
+		return nil, err
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {
@@ -135,11 +149,39 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// ready makes sure the schema is current: after the first success it
+// costs nothing.
+func (s *Store) ready(ctx context.Context) error {
+	if s.migrated.Load() {
+		return nil
+	}
+	s.migrateMu.Lock()
+	defer s.migrateMu.Unlock()
+	if s.migrated.Load() {
+		return nil
+	}
+	if err := migrate(ctx, s.pool, s.schema); err != nil {
+		return err
+	}
+	s.migrated.Store(true)
+	return nil
+}
+
+// isConnectionError reports whether err is the database not answering
+// (rather than answering with an error, or refusing a newer schema).
+func isConnectionError(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr) && !errors.Is(err, errNewerSchema)
+}
+
 // Schema returns the PostgreSQL schema the store works in.
 func (s *Store) Schema() string { return s.schema }
 
-// Ping reports whether the database answers.
+// Ping reports whether the database answers and the schema is in place.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("pgstore: ping: %w", err)
+	}
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("pgstore: ping: %w", err)
 	}

@@ -25,6 +25,9 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 // sweepBatchOnce deletes at most one batch of expired rows in one
 // statement (its own short transaction).
 func (s *Store) sweepBatchOnce(ctx context.Context) (int64, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, fmt.Errorf("pgstore: sweep: %w", err)
+	}
 	tag, err := s.pool.Exec(ctx, s.sql.sweep, s.sweepBatch)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: sweep: %w", err)
