@@ -167,11 +167,23 @@ func (s *Store) ready(ctx context.Context) error {
 	return nil
 }
 
-// isConnectionError reports whether err is the database not answering
-// (rather than answering with an error, or refusing a newer schema).
+// isConnectionError reports whether err is the database not answering or
+// not serving yet (rather than refusing: a newer schema, missing rights).
 func isConnectionError(err error) bool {
+	if errors.Is(err, errNewerSchema) {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true // includes "the database system is starting up"
+	}
 	var pgErr *pgconn.PgError
-	return !errors.As(err, &pgErr) && !errors.Is(err, errNewerSchema)
+	if errors.As(err, &pgErr) {
+		// 08: connection exception; 53: insufficient resources (too many
+		// connections); 57P: shutting down, crash recovery, starting up.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	return true // network errors, timeouts
 }
 
 // Schema returns the PostgreSQL schema the store works in.

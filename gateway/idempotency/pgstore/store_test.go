@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -282,6 +283,24 @@ func TestErrorsCarryNoFullKey(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), key[:8]) {
 			t.Errorf("%s error %q: want the key's prefix only", name, err)
+		}
+	}
+}
+
+func TestIsConnectionError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.ConnectError{}, true},
+		{fmt.Errorf("migrate: %w", &pgconn.PgError{Code: "57P03"}), true}, // starting up
+		{&pgconn.PgError{Code: "53300"}, true},                            // too many connections
+		{&pgconn.PgError{Code: "42501"}, false},                           // insufficient privilege
+		{fmt.Errorf("x: %w", errNewerSchema), false},
+		{context.DeadlineExceeded, true},
+	} {
+		if got := isConnectionError(tc.err); got != tc.want {
+			t.Errorf("isConnectionError(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
