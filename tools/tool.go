@@ -43,6 +43,22 @@ type Spec struct {
 	// ReadOnly tools need no idempotency key: nothing is stored and the tool
 	// runs on every call.
 	ReadOnly bool
+	// Transactional tools run inside a transaction on the idempotency
+	// store's database (Request.Tx), and the gateway records the outcome in
+	// that same transaction: the tool's writes and the replayable record
+	// commit together or not at all. Only the PostgreSQL store offers it;
+	// with another store a transactional tool is a configuration error.
+	Transactional bool
+}
+
+// Tx is the transaction a transactional tool runs in. It is opaque here so
+// that this package stays free of database drivers: an adapter package for
+// the store's driver hands the tool the typed transaction (tools/pgxtx for
+// the PostgreSQL store: pgxtx.From(req) returns a pgx.Tx). The tool must
+// not commit or roll it back; the gateway does, with the outcome.
+type Tx interface {
+	// Driver names the transaction's kind, e.g. "pgx/v5".
+	Driver() string
 }
 
 // Request is what a tool receives for one execution.
@@ -74,6 +90,9 @@ type Request struct {
 	// reject writes from an older owner whose lease was lost. Zero for
 	// read-only tools.
 	FencingToken int64
+	// Tx is the call's transaction for a transactional tool (Spec.Transactional),
+	// nil otherwise.
+	Tx Tx
 }
 
 // Response is the outcome of a tool that ran to the end.

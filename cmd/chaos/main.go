@@ -1,12 +1,13 @@
 // Command chaos is the gateway's fault-injection run: it starts N gateway
-// processes on one Redis or a 3-master Redis Cluster, an upstream tool that
-// counts executions per key and M agents (agentclient) that replay every
-// step until they get a final answer, while it SIGKILLs and restarts random
-// replicas and Redis. It prints the figures and the exactly-once
+// processes on one Redis, a 3-master Redis Cluster or a private
+// PostgreSQL, an upstream tool that counts executions per key and M agents
+// (agentclient) that replay every step until they get a final answer, while
+// it SIGKILLs and restarts random replicas and the store. It prints the figures and the exactly-once
 // invariants, and exits 1 if one broke. See docs/reliability.md.
 //
 //	go build -o /tmp/gateway ./cmd/gateway
 //	go run ./cmd/chaos -gateway /tmp/gateway -duration 2m -cluster
+//	go run ./cmd/chaos -gateway /tmp/gateway -duration 2m -postgres
 package main
 
 import (
@@ -39,11 +40,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	gateway := fs.String("gateway", "", "gateway binary (absent: go build ./cmd/gateway into the work dir)")
 	workDir := fs.String("workdir", "", "directory for configs, gateway logs and Redis data (absent: a new temporary one, kept)")
 	cluster := fs.Bool("cluster", false, "use a 3-master Redis Cluster instead of one Redis")
+	postgres := fs.Bool("postgres", false, "use a private PostgreSQL (initdb + postgres) instead of Redis")
 	replicas := fs.Int("replicas", 3, "gateway processes (at least 3)")
 	agents := fs.Int("agents", 8, "concurrent agents")
 	duration := fs.Duration("duration", 20*time.Second, "how long faults are injected and new steps started")
 	killEvery := fs.Duration("kill-every", time.Second, "mean time between two SIGKILLs of a gateway")
-	redisEvery := fs.Duration("redis-restart-every", 5*time.Second, "mean time between two Redis kill+restarts")
+	redisEvery := fs.Duration("redis-restart-every", 5*time.Second, "mean time between two kill+restarts of the store (Redis node or PostgreSQL)")
 	lockTTL := fs.Duration("lock-ttl", time.Second, "the gateways' idempotency.lock_ttl")
 	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
 	verbose := fs.Bool("v", false, "print progress (kills, restarts)")
@@ -74,7 +76,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		progress = os.Stderr
 	}
 	report, err := chaos.Run(ctx, chaos.Config{
-		GatewayBinary: bin, WorkDir: dir, Cluster: *cluster,
+		GatewayBinary: bin, WorkDir: dir, Cluster: *cluster, Postgres: *postgres,
 		Replicas: *replicas, Agents: *agents, Duration: *duration,
 		KillEvery: *killEvery, RedisRestartEvery: *redisEvery, LockTTL: *lockTTL,
 		Seed: *seed, Log: progress,

@@ -175,8 +175,15 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 	return limits, nil
 }
 
-// openStore opens Redis (single node or cluster) or the embedded store.
+// openStore opens Redis (single node or cluster), PostgreSQL or the
+// embedded store.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
+	if err := c.Store.checkChoice(); err != nil {
+		return nil, "", err
+	}
+	if c.Store.PostgresURL != "" {
+		return c.openPostgres(ctx, log)
+	}
 	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
 		path := c.path(c.Store.Path)
 		s, err := boltstore.Open(path, boltstore.Options{})

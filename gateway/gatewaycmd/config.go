@@ -78,6 +78,12 @@ type StoreConfig struct {
 	WaitReplicas int `yaml:"wait_replicas"`
 	// Path is the embedded store's file.
 	Path string `yaml:"path"`
+	// PostgresURL selects the PostgreSQL store (postgres:// URL); it
+	// excludes RedisURL and ClusterAddrs. See postgres.go.
+	PostgresURL string `yaml:"postgres_url"`
+	// PostgresSchema is the PostgreSQL schema of the store (default
+	// "toolgateway").
+	PostgresSchema string `yaml:"postgres_schema"`
 }
 
 // IdemConfig holds the idempotency settings.
@@ -253,6 +259,9 @@ func (c *Config) applyEnv(getenv func(string) string) {
 		c.Store.RedisURL = v
 		c.Store.ClusterAddrs = nil
 		c.redisURLFrom = envRedisURL
+	}
+	if v := getenv("DATABASE_URL"); v != "" {
+		c.Store.PostgresURL = v
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 )
 
 // buildGateway compiles cmd/gateway once for the test.
@@ -67,5 +69,45 @@ func TestChaos(t *testing.T) {
 				t.Errorf("the run injected no faults or ran no steps: %+v", report)
 			}
 		})
+	}
+}
+
+// TestChaosPostgres is the PostgreSQL variant: the same gateways, agents
+// and replica kills on a private PostgreSQL that is itself SIGKILLed (the
+// postmaster and every backend at once) and restarted under load. No
+// completed outcome may be lost, no key executed twice beyond the
+// at-least-once window of a killed gateway.
+func TestChaosPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run skipped in -short mode")
+	}
+	if _, err := pgtest.BinDir(); err != nil {
+		t.Skip(err)
+	}
+	bin := buildGateway(t)
+	var log strings.Builder
+	report, err := Run(t.Context(), Config{
+		GatewayBinary:     bin,
+		WorkDir:           t.TempDir(),
+		Postgres:          true,
+		Replicas:          3,
+		Agents:            6,
+		Duration:          8 * time.Second,
+		KillEvery:         700 * time.Millisecond,
+		RedisRestartEvery: 3 * time.Second,
+		LockTTL:           1500 * time.Millisecond, // as TestChaos
+		Log:               &log,
+	})
+	if err != nil {
+		t.Fatalf("chaos run: %v\n%s", err, log.String())
+	}
+	var out strings.Builder
+	report.Print(&out)
+	t.Log("\n" + out.String())
+	if !report.OK() {
+		t.Errorf("invariants broken:\n%s\n%s", out.String(), log.String())
+	}
+	if report.Kills == 0 || report.RedisRestarts == 0 || report.Steps == 0 {
+		t.Errorf("the run injected no faults or ran no steps: %+v", report)
 	}
 }

@@ -28,6 +28,9 @@ type Config struct {
 	WorkDir string
 	// Cluster runs the store on a 3-master Redis Cluster instead of one Redis.
 	Cluster bool
+	// Postgres runs the store on a private PostgreSQL instead of Redis
+	// (RedisRestartEvery then paces its kills and restarts).
+	Postgres bool
 	// Replicas is the number of gateway processes (at least 3).
 	Replicas int
 	// Agents is the number of concurrent agents.
@@ -36,7 +39,8 @@ type Config struct {
 	Duration time.Duration
 	// KillEvery is the mean time between two SIGKILLs of a gateway replica.
 	KillEvery time.Duration
-	// RedisRestartEvery is the mean time between two Redis kill+restarts.
+	// RedisRestartEvery is the mean time between two kill+restarts of the
+	// store (a Redis node, or PostgreSQL).
 	RedisRestartEvery time.Duration
 	// LockTTL is the gateways' idempotency.lock_ttl: short, so takeovers
 	// after a kill happen within the run.
@@ -60,6 +64,9 @@ func (c Config) withDefaults() (Config, error) {
 		if *d <= 0 {
 			*d = v
 		}
+	}
+	if c.Cluster && c.Postgres {
+		return c, errors.New("chaos: Cluster and Postgres exclude each other")
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 3

@@ -4,21 +4,41 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 )
 
-// backend is the Redis the gateways share: one server or a cluster, every
-// node with AOF and fsync always, so a SIGKILL loses no acknowledged write.
+// backend is the store the gateways share: one Redis or a Redis Cluster,
+// every node with AOF and fsync always, or a PostgreSQL (default settings:
+// synchronous_commit on), so a SIGKILL loses no acknowledged write.
 type backend struct {
-	single  *redistest.Server
-	cluster *redistest.Cluster
+	single   *redistest.Server
+	cluster  *redistest.Cluster
+	postgres *pgtest.Server
+	pgDir    string // the private server's directory, removed by kill
 }
 
-func startBackend(dir string, cluster bool) (*backend, error) {
+func startBackend(dir string, cluster, postgres bool) (*backend, error) {
+	if postgres {
+		// Not under dir: as root the server runs as the postgres user,
+		// which must be able to reach its directory.
+		pgDir, err := os.MkdirTemp("", "chaos-postgres-")
+		if err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		s, err := pgtest.Launch(pgDir)
+		if err != nil {
+			_ = os.RemoveAll(pgDir)
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		return &backend{postgres: s, pgDir: pgDir}, nil
+	}
 	if cluster {
 		c, err := redistest.LaunchCluster(filepath.Join(dir, "cluster"), 3, redistest.WithAOF())
 		if err != nil {
@@ -34,6 +54,9 @@ func startBackend(dir string, cluster bool) (*backend, error) {
 }
 
 func (b *backend) store() storeSection {
+	if b.postgres != nil {
+		return storeSection{PostgresURL: b.postgres.URL}
+	}
 	if b.cluster != nil {
 		return storeSection{ClusterAddrs: b.cluster.Addrs()}
 	}
@@ -41,6 +64,9 @@ func (b *backend) store() storeSection {
 }
 
 func (b *backend) describe() string {
+	if b.postgres != nil {
+		return "postgres(127.0.0.1:" + strconv.Itoa(b.postgres.Port) + ")"
+	}
 	if b.cluster != nil {
 		return "redis-cluster(3 masters: " + strings.Join(b.cluster.Addrs(), ",") + ")"
 	}
@@ -51,6 +77,14 @@ func (b *backend) describe() string {
 // SIGKILL and starts it again on its port and data directory; it returns
 // the node's address.
 func (b *backend) restartOne(ctx context.Context, rng *rand.Rand) (string, error) {
+	if b.postgres != nil {
+		b.postgres.Kill()
+		addr := "127.0.0.1:" + strconv.Itoa(b.postgres.Port)
+		if err := b.postgres.Restart(); err != nil {
+			return addr, fmt.Errorf("chaos: restart postgres %s: %w", addr, err)
+		}
+		return addr, nil
+	}
 	node := b.single
 	if b.cluster != nil {
 		node = b.cluster.Nodes[rng.IntN(len(b.cluster.Nodes))]
@@ -70,6 +104,11 @@ func (b *backend) restartOne(ctx context.Context, rng *rand.Rand) (string, error
 }
 
 func (b *backend) kill() {
+	if b.postgres != nil {
+		b.postgres.Kill()
+		_ = os.RemoveAll(b.pgDir)
+		return
+	}
 	if b.cluster != nil {
 		b.cluster.Kill()
 		return

@@ -30,6 +30,7 @@ type replica struct {
 type storeSection struct {
 	RedisURL     string   `json:"redis_url,omitempty"`
 	ClusterAddrs []string `json:"cluster_addrs,omitempty"`
+	PostgresURL  string   `json:"postgres_url,omitempty"`
 }
 
 // writeConfig writes replica name's config file (JSON, which is YAML).

@@ -54,7 +54,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  final answers (with replays)        %d\n", r.FinalAnswers)
 	fmt.Fprintf(w, "  tool executions                     %d\n", r.Executions)
 	fmt.Fprintf(w, "  gateway replicas killed (SIGKILL)   %d\n", r.Kills)
-	fmt.Fprintf(w, "  redis kills + restarts              %d\n", r.RedisRestarts)
+	fmt.Fprintf(w, "  store kills + restarts              %d\n", r.RedisRestarts)
 	fmt.Fprintf(w, "  re-executions after a gateway died mid-tool (rerun, at-least-once window): %d\n", r.ReexecutedAfterDeath)
 	fmt.Fprintf(w, "  outcome_unknown answers (unknown policy): %d (%d of them never reached the tool)\n", r.UnknownOutcomes, r.UnknownNeverRan)
 	fmt.Fprintf(w, "  invariants:\n")

@@ -30,7 +30,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	up := newUpstream()
 	defer up.close()
-	redis, err := startBackend(cfg.WorkDir, cfg.Cluster)
+	redis, err := startBackend(cfg.WorkDir, cfg.Cluster, cfg.Postgres)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func restartRedis(ctx context.Context, cfg Config, b *backend, logf func(string,
 			fail(err)
 			return restarts
 		}
-		logf("killed and restarted redis %s", addr)
+		logf("killed and restarted the store at %s", addr)
 	}
 	return restarts
 }

@@ -1,0 +1,78 @@
+package pgstore
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+func benchRequest(i int) idempotency.ClaimRequest {
+	n := strconv.Itoa(i)
+	return idempotency.ClaimRequest{
+		Scope:       idempotency.Scope{Tenant: "bench", Tool: "tool", Key: "key-" + n},
+		Fingerprint: "fp", Step: &idempotency.Step{SessionID: "session-" + n, Index: 1}, StepGuard: true, StepBoundKey: true,
+		ExecutionID: "exec-" + n, Owner: "owner-" + n,
+		LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
+	}
+}
+
+var benchResponse = idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{"result":"ok","size":1024}`)}
+
+// BenchmarkClaimComplete is a fresh call: claim, then record the outcome
+// (two commits, each a WAL flush).
+func BenchmarkClaimComplete(b *testing.B) {
+	store, _ := newTestStore(b, Options{})
+	ctx := b.Context()
+	i := 0
+	for b.Loop() {
+		d, err := store.Claim(ctx, benchRequest(i))
+		if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+			b.Fatalf("claim: %v %v", d.Outcome, err)
+		}
+		if err := store.Complete(ctx, d.Lease, benchResponse, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkReplay is a retry of a completed call.
+func BenchmarkReplay(b *testing.B) {
+	store, _ := newTestStore(b, Options{})
+	ctx := b.Context()
+	req := benchRequest(0)
+	d, err := store.Claim(ctx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := store.Complete(ctx, d.Lease, benchResponse, time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		d, err := store.Claim(ctx, req)
+		if err != nil || d.Outcome != idempotency.OutcomeReplay {
+			b.Fatalf("replay: %v %v", d.Outcome, err)
+		}
+	}
+}
+
+// BenchmarkPollInProgress is one poll of a Prefer: wait request: a claim
+// by another owner that finds the call still running.
+func BenchmarkPollInProgress(b *testing.B) {
+	store, _ := newTestStore(b, Options{})
+	ctx := b.Context()
+	req := benchRequest(0)
+	if _, err := store.Claim(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	poll := req
+	poll.Owner, poll.ExecutionID = "waiter", "exec-waiter"
+	for b.Loop() {
+		d, err := store.Claim(ctx, poll)
+		if err != nil || d.Outcome != idempotency.OutcomeInProgress {
+			b.Fatalf("poll: %v %v", d.Outcome, err)
+		}
+	}
+}

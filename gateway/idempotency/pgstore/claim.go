@@ -1,0 +1,104 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// Claim decides the request with one call of the schema's claim function
+// (see schema.go): lookup, step guard, fencing and the write are one
+// statement, under row locks.
+func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
+	if err := validateClaim(req); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+	}
+	var session *string
+	var index *int64
+	if req.Step != nil {
+		i, err := stepIndex(*req.Step)
+		if err != nil {
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+		}
+		session, index = &req.Step.SessionID, &i
+	}
+	if err := s.ready(ctx); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+	}
+	var (
+		outcome             string
+		execID, contentType *string
+		holderTool          *string
+		fence, remaining    *int64
+		takenOver           bool
+		status              *int32
+		body                []byte
+	)
+	err := s.pool.QueryRow(ctx, s.sql.claim,
+		req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
+		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
+		string(req.LeaseExpiry), req.StepGuard, session, index,
+	).Scan(&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool)
+	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	d := idempotency.Decision{ExecutionID: str(execID)}
+	switch outcome {
+	case "claimed":
+		if fence == nil {
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: claimed without a fencing token", scopeName(req.Scope), errBadReply)
+		}
+		d.Outcome, d.TakenOver = idempotency.OutcomeClaimed, takenOver
+		d.Lease = idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: *fence, ExecutionID: d.ExecutionID}
+		if req.Step != nil {
+			step := *req.Step
+			d.Lease.Step = &step
+		}
+	case "replay":
+		if status == nil {
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: replay without a status", scopeName(req.Scope), errBadReply)
+		}
+		d.Outcome = idempotency.OutcomeReplay
+		d.Response = &idempotency.StoredResponse{Status: int(*status), ContentType: str(contentType), Body: body}
+	case "in_progress":
+		d.Outcome = idempotency.OutcomeInProgress
+		if remaining != nil {
+			d.RetryAfter = time.Duration(*remaining) * time.Microsecond
+		}
+	case "key_reused":
+		d = idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}
+	case "unknown":
+		d.Outcome = idempotency.OutcomeUnknown
+	case "step_conflict":
+		d = idempotency.Decision{Outcome: idempotency.OutcomeStepConflict,
+			Conflict: &idempotency.StepHolder{Tool: str(holderTool), ExecutionID: str(execID)}}
+	default:
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: outcome %q", scopeName(req.Scope), errBadReply, outcome)
+	}
+	return d, nil
+}
+
+var errBadReply = errors.New("unexpected answer of the claim function")
+
+func validateClaim(req idempotency.ClaimRequest) error {
+	switch {
+	case req.LockTTL <= 0 || req.ReplayTTL <= 0:
+		return fmt.Errorf("lock ttl %v and replay ttl %v must be positive", req.LockTTL, req.ReplayTTL)
+	case req.ExecutionID == "" || req.Owner == "":
+		return errors.New("execution id and owner are required")
+	}
+	switch req.LeaseExpiry {
+	case idempotency.LeaseExpiryRerun, idempotency.LeaseExpiryUnknown, "":
+		return nil
+	}
+	return fmt.Errorf("unknown lease expiry policy %q", req.LeaseExpiry)
+}

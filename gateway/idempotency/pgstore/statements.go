@@ -1,0 +1,47 @@
+package pgstore
+
+// statements are the SQL texts of the store's operations, with the schema
+// written in. Each is one statement, sent in one round trip. Owner-checked
+// statements match the record by scope, state, owner and fencing token, and
+// only while it has not expired, so a lease that was taken over, completed,
+// released, deleted or has run out changes nothing. Times come from
+// clock_timestamp(), the database's clock at the statement.
+type statements struct {
+	claim, renew, complete, release, get, delete, sweep string
+}
+
+func newStatements(schema string) statements {
+	q := qualifier(schema)
+	const owned = `r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3
+		AND r.state = 'IN_PROGRESS' AND r.owner = $4 AND r.fencing_token = $5 AND r.expires_at > c.now`
+	const clock = `(SELECT clock_timestamp() AS now) c`
+	return statements{
+		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool
+			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
+		// $6: the new lease in µs; the record then lives the claim's replay
+		// TTL past it, so an expired lease stays visible for takeover.
+		renew: q(`UPDATE @.records r
+			SET lease_expires_at = c.now + $6 * interval '1 microsecond',
+				expires_at = c.now + ($6 + r.replay_us) * interval '1 microsecond'
+			FROM ` + clock + ` WHERE ` + owned),
+		// $6 ttl µs, $7 status, $8 content type, $9 body.
+		complete: q(`UPDATE @.records r
+			SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
+				expires_at = c.now + $6 * interval '1 microsecond',
+				status = $7, content_type = $8, body = $9
+			FROM ` + clock + ` WHERE ` + owned),
+		release: q(`DELETE FROM @.records r USING ` + clock + ` WHERE ` + owned),
+		get: q(`SELECT r.state, r.fingerprint, r.execution_id, r.fencing_token, r.created_at,
+				r.lease_expires_at, r.expires_at, r.status, r.content_type, r.body
+			FROM @.records r, ` + clock + `
+			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
+		delete: q(`DELETE FROM @.records r USING ` + clock + `
+			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
+		// $1 batch size. SKIP LOCKED: rows another sweeper (or a claim
+		// deleting an expired row) holds are left to it, so sweepers on
+		// every replica never wait for each other.
+		sweep: q(`DELETE FROM @.records WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM @.records WHERE expires_at <= clock_timestamp()
+			ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))`),
+	}
+}
