@@ -55,12 +55,12 @@ type Options struct {
 
 // Tool names the server offers.
 const (
-	ToolCreate    = "create_ticket" // mutating: counts, answers {"id", "title"}; "delay_ms" makes it slow
-	ToolGet       = "get_ticket"    // readOnlyHint
-	ToolFailRPC   = "fail_rpc"      // a JSON-RPC error
-	ToolIsError   = "fail_tool"     // a result with isError: true
-	ToolDie       = "die"           // the process exits mid-call (stdio program only)
-	ToolAddTool   = "add_tool"      // adds the tool {"name"}: the server announces list_changed
+	ToolCreate  = "create_ticket" // mutating: counts, answers {"id", "title"}; "delay_ms" makes it slow
+	ToolGet     = "get_ticket"    // readOnlyHint
+	ToolFailRPC = "fail_rpc"      // a JSON-RPC error
+	ToolIsError = "fail_tool"     // a result with isError: true
+	ToolDie     = "die"           // the process exits mid-call (stdio program only)
+	ToolAddTool = "add_tool"      // adds the tool {"name"}: the server announces list_changed
 )
 
 // New builds a Server.
