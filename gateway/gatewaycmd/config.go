@@ -30,6 +30,8 @@ type Config struct {
 	Admin        AdminConfig  `yaml:"admin"`
 	Auth         *AuthConfig  `yaml:"auth"`
 	Tools        []ToolEntry  `yaml:"tools"`
+	// MCPServers are MCP servers whose tools the gateway serves (mcp.go).
+	MCPServers []MCPServerEntry `yaml:"mcp_servers"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string

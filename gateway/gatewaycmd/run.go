@@ -77,6 +77,19 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	mcpServers, err := cfg.buildMCP(opts.Tools, log, getenv)
+	if err != nil {
+		return err
+	}
+	if mcpServers != nil {
+		// Deferred before the drain below returns, so it runs after it: the
+		// calls in flight finish on their MCP sessions, then the servers
+		// are stopped.
+		defer mcpServers.Close()
+	}
+	if err := startMCP(ctx, mcpServers, log); err != nil {
+		return err
+	}
 	store, storeDesc, err := cfg.openStore(ctx, log)
 	if err != nil {
 		return err
@@ -94,7 +107,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           gw,
+		Handler:           readyzNamingMCPServers(gw, mcpServers),
 		ReadHeaderTimeout: time.Duration(cfg.Server.ReadHeaderTimeout),
 		ReadTimeout:       time.Duration(cfg.Server.ReadTimeout),
 		IdleTimeout:       time.Duration(cfg.Server.IdleTimeout),
@@ -102,7 +115,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("gateway listening", "addr", ln.Addr().String(), "store", storeDesc,
-		"tools", opts.Tools.Len(), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
+		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
 		"admin", opts.AdminTokenSHA256 != nil, "version", version())
 
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown

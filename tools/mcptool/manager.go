@@ -88,10 +88,10 @@ func NewManager(reg *tools.Registry, servers []ServerConfig, opts Options) (*Man
 }
 
 // Start connects to every server (starting the stdio ones) and lists their
-// tools in the background, then waits until each server is listed or ctx
-// ends, whichever comes first: a server that is down at start does not hold
-// the gateway up (its tools answer upstream_unavailable meanwhile, and it is
-// retried with backoff). The error lists the tools that the servers listed
+// tools in the background, then waits until each server is listed, or its
+// first attempt to connect or list failed, or ctx ends: a server that is
+// down at start does not hold the gateway up (its tools answer
+// upstream_unavailable meanwhile, and it is retried with backoff). The error lists the tools that the servers listed
 // by then offer but the gateway refused (a name that breaks the tool-name
 // rule after the prefix, a schema that does not compile, a clash with
 // another tool, each naming both sides); callers treat it as a config
@@ -108,11 +108,15 @@ func (m *Manager) Start(ctx context.Context) error {
 	var errs []error
 	for _, u := range m.upstreams {
 		select {
+		case <-u.settled:
+		case <-ctx.Done():
+		}
+		select {
 		case <-u.listed:
 			if u.firstErr != nil {
 				errs = append(errs, fmt.Errorf("mcp_servers (%s): %w", u.cfg.Name, u.firstErr))
 			}
-		case <-ctx.Done():
+		default:
 		}
 	}
 	return errors.Join(errs...)

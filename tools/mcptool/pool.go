@@ -34,8 +34,10 @@ type pool struct {
 	log     *slog.Logger
 	connect func(ctx context.Context) (*mcp.ClientSession, error)
 	// onConnect runs after every successful connection (a restarted server
-	// may offer other tools, so its tools are listed again).
+	// may offer other tools, so its tools are listed again); onFailure
+	// after every failed attempt.
 	onConnect func()
+	onFailure func()
 
 	slots []*slot
 	next  atomic.Uint64
@@ -50,9 +52,9 @@ type slot struct {
 	cur atomic.Pointer[mcp.ClientSession]
 }
 
-func newPool(size int, log *slog.Logger, connect func(context.Context) (*mcp.ClientSession, error), onConnect func()) *pool {
+func newPool(size int, log *slog.Logger, connect func(context.Context) (*mcp.ClientSession, error), onConnect, onFailure func()) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{log: log, connect: connect, onConnect: onConnect, ctx: ctx, cancel: cancel}
+	p := &pool{log: log, connect: connect, onConnect: onConnect, onFailure: onFailure, ctx: ctx, cancel: cancel}
 	for range size {
 		p.slots = append(p.slots, &slot{})
 	}
@@ -114,6 +116,9 @@ func (p *pool) supervise(i int, s *slot) {
 		cancel()
 		if err != nil {
 			failures++
+			if p.onFailure != nil {
+				p.onFailure()
+			}
 			// The first failure is worth a warning; a server that stays down
 			// would otherwise fill the log.
 			level := slog.LevelDebug

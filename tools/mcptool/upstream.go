@@ -45,6 +45,10 @@ type upstream struct {
 	listed    chan struct{}
 	firstOnce sync.Once
 	firstErr  error
+	// settled is closed when the first listing succeeded or the first
+	// attempt to connect or list failed: Start waits for no more.
+	settled    chan struct{}
+	settleOnce sync.Once
 }
 
 func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log *slog.Logger, base *http.Client, version string) *upstream {
@@ -57,7 +61,8 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 		reg:    reg,
 		log:    log.With("mcp_server", cfg.Name),
 		relist: make(chan struct{}, 1),
-		listed: make(chan struct{}),
+		listed:  make(chan struct{}),
+		settled: make(chan struct{}),
 		policy: tools.Policy{Timeout: cfg.Timeout, ReplayTTL: cfg.ReplayTTL, LeaseExpiry: cfg.LeaseExpiry},
 	}
 	if len(cfg.Tools) > 0 {
@@ -99,7 +104,7 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
 		return client.Connect(ctx, transport(), nil)
 	}
-	u.pool = newPool(size, u.log, connect, u.requestRelist)
+	u.pool = newPool(size, u.log, connect, u.requestRelist, u.settle)
 	return u
 }
 
@@ -151,6 +156,11 @@ func (u *upstream) installStandIns() error {
 	return u.reg.SetGroup(u.group, g)
 }
 
+// settle marks the first attempt as done, whatever its outcome.
+func (u *upstream) settle() {
+	u.settleOnce.Do(func() { close(u.settled) })
+}
+
 // requestRelist asks the listing loop to list again (coalesced).
 func (u *upstream) requestRelist() {
 	select {
@@ -189,6 +199,7 @@ func (u *upstream) run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		default:
+			u.settle()
 			u.log.Warn("mcp server: listing tools failed; retrying with backoff", "retry_in", delay.String(), "error", err)
 			retry = time.After(delay)
 			delay = min(2*delay, maxBackoff)
@@ -250,6 +261,7 @@ func (u *upstream) list(ctx context.Context) error {
 		u.ready.Store(true)
 		close(u.listed)
 	})
+	u.settle()
 	u.log.Info("mcp server: tools listed", "tools", len(group), "offered", len(listed), "first", first)
 	if setErr != nil {
 		return &refusedError{err: setErr}
