@@ -160,6 +160,13 @@ func (s *Server) Executions(tool string) []Execution {
 	return Filter(s.execs, tool, "done")
 }
 
+// All returns every recorded event, in order.
+func (s *Server) All() []Execution {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Execution(nil), s.execs...)
+}
+
 // Filter keeps the executions of tool ("" for all) with the given event.
 func Filter(execs []Execution, tool, event string) []Execution {
 	var out []Execution
