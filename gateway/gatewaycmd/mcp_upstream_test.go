@@ -144,7 +144,9 @@ mcp_servers:
 					replies[i] = keyedCall(t, g.addr, "sess-"+store, 3, "t_create_ticket", args)
 				}()
 			}
-			waitFor(t, func() bool { return len(mcptest.Filter(up.srv.Executions(""), "", "done")) == 0 && startedCount(up.srv) == 1 })
+			waitFor(t, func() bool {
+				return len(mcptest.Filter(up.srv.Executions(""), "", "done")) == 0 && startedCount(up.srv) == 1
+			})
 			time.Sleep(200 * time.Millisecond) // let the others reach the store and wait
 			release()
 			wg.Wait()

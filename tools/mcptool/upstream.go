@@ -56,14 +56,14 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 		cfg.RelistInterval = DefaultRelistInterval
 	}
 	u := &upstream{
-		cfg:    cfg,
-		group:  "mcp:" + cfg.Name,
-		reg:    reg,
-		log:    log.With("mcp_server", cfg.Name),
-		relist: make(chan struct{}, 1),
+		cfg:     cfg,
+		group:   "mcp:" + cfg.Name,
+		reg:     reg,
+		log:     log.With("mcp_server", cfg.Name),
+		relist:  make(chan struct{}, 1),
 		listed:  make(chan struct{}),
 		settled: make(chan struct{}),
-		policy: tools.Policy{Timeout: cfg.Timeout, ReplayTTL: cfg.ReplayTTL, LeaseExpiry: cfg.LeaseExpiry},
+		policy:  tools.Policy{Timeout: cfg.Timeout, ReplayTTL: cfg.ReplayTTL, LeaseExpiry: cfg.LeaseExpiry},
 	}
 	if len(cfg.Tools) > 0 {
 		u.allow = make(map[string]bool, len(cfg.Tools))
