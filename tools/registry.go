@@ -214,8 +214,28 @@ func (r *Registry) SetGroup(group string, g Group) error {
 		sort.SliceStable(catchAlls, func(i, j int) bool { return len(catchAlls[i].prefix) > len(catchAlls[j].prefix) })
 	}
 	r.snap.Store(newSnapshot(byName, catchAlls))
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &GroupError{Errs: errs}
 }
+
+// GroupError lists the tools SetGroup left out, one error each. Its message
+// is one line (the errors joined by "; "), as start-up errors are.
+type GroupError struct {
+	Errs []error
+}
+
+func (e *GroupError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the errors, for errors.Is and errors.As.
+func (e *GroupError) Unwrap() []error { return e.Errs }
 
 // newSnapshot derives the sorted list of runnable entries.
 func newSnapshot(byName map[string]*Entry, catchAlls []catchAll) *snapshot {

@@ -443,3 +443,50 @@ mcp_servers:
 		t.Fatal("no stderr line of the stdio server in the gateway log")
 	}
 }
+
+// TestBadMCPServerConfigFailsNamingTheField checks that each mistake in
+// mcp_servers stops start-up with one line naming the entry and field.
+func TestBadMCPServerConfigFailsNamingTheField(t *testing.T) {
+	bad := newMCPUpstream(t)
+	s, err := mcptest.New(mcptest.Options{ExtraTools: []string{"BadName"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
+	badNames := httptest.NewServer(handler)
+	t.Cleanup(func() { badNames.CloseClientConnections(); badNames.Close() })
+	cases := []struct{ name, config, want string }{
+		{"neither url nor command", "mcp_servers:\n  - name: t\n", "mcp_servers[0] (t).url or command"},
+		{"unknown field", "mcp_servers:\n  - name: t\n    urll: http://x\n", "urll"},
+		{"bad name", "mcp_servers:\n  - name: T\n    url: http://127.0.0.1:1/mcp\n", "mcp_servers[0] (T).name"},
+		{"unset header variable", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    headers:\n      Authorization: Bearer ${NOPE}\n", "mcp_servers[0] (t).headers.Authorization: ${NOPE} is not set"},
+		{"bad lease expiry", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    lease_expiry: never\n", "mcp_servers[0] (t).lease_expiry"},
+		{"allow-listed name clashes with a plugin", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    prefix: cmdtest-\n    tools: [slow]\n",
+			`mcp_servers[0] (t).tools: tool "cmdtest-slow": MCP server "t" (not listed yet), tool "cmdtest-slow" clashes with tool "cmdtest-slow"`},
+		{"listed name breaks the rule", "mcp_servers:\n  - name: t\n    url: " + badNames.URL + "\n",
+			`mcp_servers (t): MCP server "t", tool "BadName": tool "BadName": invalid name`},
+		// Whichever server is listed first keeps the names; the other's error
+		// names both servers.
+		{"two servers, one name", "mcp_servers:\n  - name: a\n    url: " + bad.http.URL + "\n    prefix: p_\n  - name: b\n    url: " + bad.http.URL + "\n    prefix: p_\n",
+			`tool "p_create_ticket": MCP server "`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+"\n"+tc.config)
+			var out strings.Builder
+			err := Run(t.Context(), []string{"gateway", "-config", path}, func(string) string { return "" }, &out)
+			if err == nil {
+				t.Fatal("started with a bad config")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not name %q", err, tc.want)
+			}
+			if tc.name == "two servers, one name" && !(strings.Contains(err.Error(), `MCP server "a", tool "create_ticket"`) && strings.Contains(err.Error(), `MCP server "b", tool "create_ticket"`)) {
+				t.Fatalf("clash error %q does not name both servers", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/toolgateway/toolgateway/tools"
@@ -105,7 +106,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			u.run(m.ctx)
 		}()
 	}
-	var errs []error
+	var errs []string
 	for _, u := range m.upstreams {
 		select {
 		case <-u.settled:
@@ -114,12 +115,15 @@ func (m *Manager) Start(ctx context.Context) error {
 		select {
 		case <-u.listed:
 			if u.firstErr != nil {
-				errs = append(errs, fmt.Errorf("mcp_servers (%s): %w", u.cfg.Name, u.firstErr))
+				errs = append(errs, fmt.Sprintf("mcp_servers (%s): %v", u.cfg.Name, u.firstErr))
 			}
 		default:
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; ")) // one line, like every start-up error
+	}
+	return nil
 }
 
 // NotReady names the servers whose tools have not been listed yet, sorted;
