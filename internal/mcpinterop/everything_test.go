@@ -75,7 +75,9 @@ func startGateway(t *testing.T, config string) string {
 	logs := &lines{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- gatewaycmd.Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, logs) }()
+	go func() {
+		done <- gatewaycmd.Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, logs)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
