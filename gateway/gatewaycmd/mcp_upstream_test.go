@@ -3,6 +3,8 @@ package gatewaycmd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -488,5 +490,41 @@ func TestBadMCPServerConfigFailsNamingTheField(t *testing.T) {
 				t.Fatalf("error is not one line: %q", err)
 			}
 		})
+	}
+}
+
+// TestMCPServerPolicyApplies checks that a server's replay_ttl reaches the
+// records of its tools (seen through the admin API).
+func TestMCPServerPolicyApplies(t *testing.T) {
+	up := newMCPUpstream(t)
+	token := "admin-token-for-policy-test"
+	sum := sha256.Sum256([]byte(token))
+	g := startGateway(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+`
+admin:
+  token_sha256: `+hex.EncodeToString(sum[:])+`
+mcp_servers:
+  - name: tickets
+    url: `+up.http.URL+`
+    prefix: t_
+    replay_ttl: 72h
+`)
+	args := `{"title":"policy"}`
+	if r := keyedCall(t, g.addr, "pol", 1, "t_create_ticket", args); r.status != 200 {
+		t.Fatalf("call: %d %s", r.status, r.body)
+	}
+	key, _ := keyderive.Key("pol", 1, "t_create_ticket", []byte(args))
+	req, _ := http.NewRequest(http.MethodGet, "http://"+g.addr+"/admin/v1/records/anonymous/t_create_ticket/"+key, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	r := do(t, req)
+	var rec struct {
+		State     string    `json:"state"`
+		CreatedAt time.Time `json:"created_at"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := json.Unmarshal(r.body, &rec); err != nil || r.status != 200 {
+		t.Fatalf("admin record: %d %s", r.status, r.body)
+	}
+	if ttl := rec.ExpiresAt.Sub(rec.CreatedAt); rec.State != "COMPLETED" || ttl < 71*time.Hour || ttl > 73*time.Hour {
+		t.Fatalf("record %s expires %v after creation, want the server's replay_ttl of 72h", rec.State, ttl)
 	}
 }

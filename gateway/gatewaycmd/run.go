@@ -90,6 +90,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := startMCP(ctx, mcpServers, log); err != nil {
 		return err
 	}
+	addListedPolicies(&opts)
 	store, storeDesc, err := cfg.openStore(ctx, log)
 	if err != nil {
 		return err
