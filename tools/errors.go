@@ -12,3 +12,9 @@ var ErrUpstreamUnreachable = errors.New("upstream unreachable")
 // upstream's response exceeds the configured size cap. The gateway answers 500
 // and records nothing: an outcome that cannot be stored cannot be replayed.
 var ErrResponseTooLarge = errors.New("upstream response too large")
+
+// ErrUpstreamUnavailable is wrapped by the error of a tool that is known by
+// name but cannot run yet: its MCP server's tools have not been listed since
+// the gateway started (the server is not up yet). The gateway answers 503
+// upstream_unavailable (retryable) and stores nothing. See Availability.
+var ErrUpstreamUnavailable = errors.New("upstream unavailable: its tools are not listed yet")

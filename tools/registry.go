@@ -2,19 +2,44 @@ package tools
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Registry is the set of tools one gateway serves. The server is built from
 // an explicit Registry (usually filled from Registered plus the config), so
 // tests can build their own without touching the global plugin registry.
-// A Registry is safe for concurrent use.
+//
+// A Registry is safe for concurrent use, and changes while it serves: the
+// tools of an MCP server come, go and change at run time (SetGroup). Readers
+// never wait: every change builds a new immutable snapshot and publishes it
+// with one atomic store (copy-on-write), so Lookup and Entries are a pointer
+// load and a map read, and a reader sees either the whole change or none of
+// it. Writers are serialised by a mutex; changes are rare.
 type Registry struct {
-	mu      sync.RWMutex
-	byName  map[string]*Entry
-	ordered []*Entry // sorted by name
+	mu   sync.Mutex // serialises writers; readers use snap alone
+	snap atomic.Pointer[snapshot]
+}
+
+// snapshot is one immutable state of a Registry.
+type snapshot struct {
+	byName map[string]*Entry
+	// ordered holds the entries that can run (see Availability), sorted by
+	// name: what discovery publishes.
+	ordered []*Entry
+	// catchAlls answer Lookup for names no entry has, longest prefix first.
+	catchAlls []catchAll
+}
+
+// catchAll is a group's fallback for names it may own but cannot list yet.
+type catchAll struct {
+	group  string
+	prefix string
+	tool   func(name string) Tool
 }
 
 // Entry is one tool as the gateway serves it: the tool, its effective spec
@@ -24,6 +49,8 @@ type Entry struct {
 	Tool   Tool
 	Spec   Spec
 	schema *Schema
+	// group is the owner of a run-time entry (SetGroup); "" for Add.
+	group string
 }
 
 // AddOption changes how Registry.Add registers a tool; config uses options to
@@ -57,7 +84,9 @@ func WithReadOnly(readOnly bool) AddOption {
 
 // NewRegistry returns an empty Registry.
 func NewRegistry() *Registry {
-	return &Registry{byName: make(map[string]*Entry)}
+	r := &Registry{}
+	r.snap.Store(&snapshot{byName: map[string]*Entry{}})
+	return r
 }
 
 // NewRegistryOf returns a Registry holding ts, or the first Add error.
@@ -71,60 +100,197 @@ func NewRegistryOf(ts ...Tool) (*Registry, error) {
 	return r, nil
 }
 
-// Add registers t under the name its Spec gives. It fails, naming the tool,
-// when the name is invalid, already taken, or the (possibly overridden)
-// input schema does not compile.
-func (r *Registry) Add(t Tool, opts ...AddOption) error {
+// newEntry checks t's name, applies opts and compiles the schema.
+func newEntry(t Tool, group string, opts ...AddOption) (*Entry, error) {
 	if t == nil {
-		return fmt.Errorf("add tool: nil Tool")
+		return nil, fmt.Errorf("add tool: nil Tool")
 	}
 	spec := t.Spec()
 	if err := checkName(spec.Name); err != nil {
-		return err
+		return nil, err
 	}
 	for _, opt := range opts {
 		opt(&spec)
 	}
 	schema, err := CompileSchema(spec.Name, spec.InputSchema)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spec.InputSchema = schema.Raw()
-	entry := &Entry{Tool: t, Spec: spec, schema: schema}
+	return &Entry{Tool: t, Spec: spec, schema: schema, group: group}, nil
+}
 
+// Add registers t under the name its Spec gives. It fails, naming the tool,
+// when the name is invalid, already taken, or the (possibly overridden)
+// input schema does not compile.
+func (r *Registry) Add(t Tool, opts ...AddOption) error {
+	entry, err := newEntry(t, "", opts...)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, taken := r.byName[spec.Name]; taken {
-		return fmt.Errorf("tool %q: registered twice", spec.Name)
+	old := r.snap.Load()
+	if taken, ok := old.byName[entry.Spec.Name]; ok {
+		if taken.group == "" {
+			return fmt.Errorf("tool %q: registered twice", entry.Spec.Name)
+		}
+		return fmt.Errorf("tool %q: name already taken by %s", entry.Spec.Name, provenance(taken.Tool, taken.Spec.Name))
 	}
-	r.byName[spec.Name] = entry
-	i := sort.Search(len(r.ordered), func(i int) bool { return r.ordered[i].Spec.Name > spec.Name })
-	r.ordered = append(r.ordered, nil)
-	copy(r.ordered[i+1:], r.ordered[i:])
-	r.ordered[i] = entry
+	byName := make(map[string]*Entry, len(old.byName)+1)
+	for name, e := range old.byName {
+		byName[name] = e
+	}
+	byName[entry.Spec.Name] = entry
+	r.snap.Store(newSnapshot(byName, old.catchAlls))
 	return nil
 }
 
-// Lookup returns the entry of the tool called name.
+// Group is what SetGroup installs for one group: its tools, and optionally
+// a catch-all for names it may own but cannot list yet.
+type Group struct {
+	// Tools are the group's tools; each becomes an entry as with Add.
+	Tools []Tool
+	// CatchAll, when set, answers Lookup for a valid name that no entry has
+	// and that starts with CatchAllPrefix (which may be empty: every
+	// unknown name): it returns the tool to serve under that name, usually
+	// one that reports ErrUpstreamUnavailable (see Availability). Such
+	// entries are built on each Lookup and never appear in Entries.
+	CatchAllPrefix string
+	CatchAll       func(name string) Tool
+}
+
+// SetGroup replaces, in one atomic step, every entry that group owns by the
+// tools of g (an empty g removes the group). Entries of other groups and of
+// Add are kept. A tool whose name is invalid, whose schema does not compile,
+// or whose name another group or Add already holds is left out; the
+// returned error lists every such tool (naming both sides of a clash) and
+// the other tools are installed all the same, so one bad tool of an MCP
+// server does not take its other tools away. Two tools of g with one name
+// keep the first.
+func (r *Registry) SetGroup(group string, g Group) error {
+	if group == "" {
+		return errors.New("set group: the group name must not be empty")
+	}
+	var errs []error
+	entries := make([]*Entry, 0, len(g.Tools))
+	for _, t := range g.Tools {
+		e, err := newEntry(t, group)
+		if err != nil {
+			if t != nil {
+				err = fmt.Errorf("%s: %w", provenance(t, t.Spec().Name), err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		entries = append(entries, e)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	byName := make(map[string]*Entry, len(old.byName)+len(entries))
+	for name, e := range old.byName {
+		if e.group != group {
+			byName[name] = e
+		}
+	}
+	for _, e := range entries {
+		if taken, ok := byName[e.Spec.Name]; ok {
+			errs = append(errs, fmt.Errorf("tool %q: %s clashes with %s", e.Spec.Name,
+				provenance(e.Tool, e.Spec.Name), provenance(taken.Tool, taken.Spec.Name)))
+			continue
+		}
+		byName[e.Spec.Name] = e
+	}
+	catchAlls := make([]catchAll, 0, len(old.catchAlls)+1)
+	for _, c := range old.catchAlls {
+		if c.group != group {
+			catchAlls = append(catchAlls, c)
+		}
+	}
+	if g.CatchAll != nil {
+		catchAlls = append(catchAlls, catchAll{group: group, prefix: g.CatchAllPrefix, tool: g.CatchAll})
+		sort.SliceStable(catchAlls, func(i, j int) bool { return len(catchAlls[i].prefix) > len(catchAlls[j].prefix) })
+	}
+	r.snap.Store(newSnapshot(byName, catchAlls))
+	if len(errs) == 0 {
+		return nil
+	}
+	return &GroupError{Errs: errs}
+}
+
+// GroupError lists the tools SetGroup left out, one error each. Its message
+// is one line (the errors joined by "; "), as start-up errors are.
+type GroupError struct {
+	Errs []error
+}
+
+func (e *GroupError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the errors, for errors.Is and errors.As.
+func (e *GroupError) Unwrap() []error { return e.Errs }
+
+// newSnapshot derives the sorted list of runnable entries.
+func newSnapshot(byName map[string]*Entry, catchAlls []catchAll) *snapshot {
+	ordered := make([]*Entry, 0, len(byName))
+	for _, e := range byName {
+		if e.Available() == nil {
+			ordered = append(ordered, e)
+		}
+	}
+	sort.Slice(ordered, func(i, j int) bool { return ordered[i].Spec.Name < ordered[j].Spec.Name })
+	return &snapshot{byName: byName, ordered: ordered, catchAlls: catchAlls}
+}
+
+// defaultSchema is the compiled DefaultInputSchema of catch-all entries.
+var defaultSchema = func() *Schema {
+	s, err := CompileSchema("catch-all", nil)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// Lookup returns the entry of the tool called name. It never blocks on a
+// writer.
 func (r *Registry) Lookup(name string) (*Entry, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.byName[name]
-	return e, ok
+	snap := r.snap.Load()
+	if e, ok := snap.byName[name]; ok {
+		return e, true
+	}
+	for _, c := range snap.catchAlls {
+		if strings.HasPrefix(name, c.prefix) && ValidName(name) {
+			t := c.tool(name)
+			if t == nil {
+				continue
+			}
+			spec := t.Spec()
+			spec.Name = name
+			spec.InputSchema = defaultSchema.Raw()
+			return &Entry{Tool: t, Spec: spec, schema: defaultSchema, group: c.group}, true
+		}
+	}
+	return nil, false
 }
 
-// Entries returns every entry sorted by name; the slice is the caller's.
+// Entries returns every entry that can run, sorted by name; the slice is the
+// caller's. Stand-ins for tools whose MCP server is not listed yet (see
+// Availability) are left out, so discovery never publishes a tool it cannot
+// describe.
 func (r *Registry) Entries() []*Entry {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return append([]*Entry(nil), r.ordered...)
+	return append([]*Entry(nil), r.snap.Load().ordered...)
 }
 
-// Len reports how many tools r holds.
+// Len reports how many tools Entries returns.
 func (r *Registry) Len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.ordered)
+	return len(r.snap.Load().ordered)
 }
 
 // Name is the tool's name.

@@ -9,6 +9,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Tool is one callable tool. Implementations must be safe for concurrent use:
@@ -49,6 +50,19 @@ type Spec struct {
 	// commit together or not at all. Only the PostgreSQL store offers it;
 	// with another store a transactional tool is a configuration error.
 	Transactional bool
+	// ResultIsCallToolResult says that the Body of every Response this tool
+	// returns is the JSON of an MCP CallToolResult (the tool fronts an MCP
+	// server, package tools/mcptool). REST sends that body as it is; the MCP
+	// endpoint passes it through unchanged as the tools/call result (adding
+	// only the gateway's _meta) instead of wrapping the body in a text
+	// content block, on the first answer and on every replay.
+	ResultIsCallToolResult bool
+	// Policy is the execution policy the tool brings with it. Tools that
+	// appear at run time (an MCP server's) have no entry under tools: in the
+	// config, so their policy travels with their spec. A configured policy
+	// for the same name wins field by field; zero fields take the gateway's
+	// defaults.
+	Policy Policy
 }
 
 // Tx is the transaction a transactional tool runs in. It is opaque here so
@@ -60,6 +74,24 @@ type Tx interface {
 	// Driver names the transaction's kind, e.g. "pgx/v5".
 	Driver() string
 }
+
+// Policy is a tool's execution policy; the zero value means "the gateway's
+// defaults" for every field.
+type Policy struct {
+	// Timeout bounds one execution (default 30s).
+	Timeout time.Duration
+	// ReplayTTL is how long a completed outcome is replayed (default 24h).
+	ReplayTTL time.Duration
+	// LeaseExpiry is what happens to a call whose gateway died while it
+	// ran: LeaseExpiryRerun (the default when empty) or LeaseExpiryUnknown.
+	LeaseExpiry string
+}
+
+// The values of Policy.LeaseExpiry (the lease_expiry of the config).
+const (
+	LeaseExpiryRerun   = "rerun"
+	LeaseExpiryUnknown = "unknown"
+)
 
 // Request is what a tool receives for one execution.
 type Request struct {

@@ -33,6 +33,8 @@ type Config struct {
 	Tracing      TracingConfig `yaml:"tracing"`
 	MCP          MCPConfig     `yaml:"mcp"`
 	Tools        []ToolEntry   `yaml:"tools"`
+	// MCPServers are MCP servers whose tools the gateway serves (mcp.go).
+	MCPServers []MCPServerEntry `yaml:"mcp_servers"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string

@@ -109,6 +109,20 @@ Docs: docs/configuration.md
 	if err != nil {
 		return err
 	}
+	mcpServers, err := cfg.buildMCP(opts.Tools, log, getenv)
+	if err != nil {
+		return err
+	}
+	if mcpServers != nil {
+		// Deferred before the drain below returns, so it runs after it: the
+		// calls in flight finish on their MCP sessions, then the servers
+		// are stopped.
+		defer mcpServers.Close()
+	}
+	if err := startMCP(ctx, mcpServers, log); err != nil {
+		return err
+	}
+	addListedPolicies(&opts)
 	store, storeDesc, err := cfg.openStore(ctx, log)
 	if err != nil {
 		return err
@@ -142,7 +156,7 @@ Docs: docs/configuration.md
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           gw,
+		Handler:           readyzNamingMCPServers(gw, mcpServers),
 		ReadHeaderTimeout: time.Duration(cfg.Server.ReadHeaderTimeout),
 		ReadTimeout:       time.Duration(cfg.Server.ReadTimeout),
 		IdleTimeout:       time.Duration(cfg.Server.IdleTimeout),
@@ -150,7 +164,7 @@ Docs: docs/configuration.md
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", storeDesc,
-		"tools", opts.Tools.Len(), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
+		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
 		"admin", opts.AdminTokenSHA256 != nil, "version", version())
 
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown

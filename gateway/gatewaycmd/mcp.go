@@ -1,0 +1,142 @@
+package gatewaycmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// MCPServerEntry is one entry of mcp_servers: an MCP server whose tools the
+// gateway lists and serves (package tools/mcptool).
+type MCPServerEntry struct {
+	Name           string            `yaml:"name"`
+	URL            string            `yaml:"url"`
+	Command        []string          `yaml:"command"`
+	Headers        map[string]string `yaml:"headers"`
+	Prefix         string            `yaml:"prefix"`
+	Tools          []string          `yaml:"tools"`
+	ReadOnly       []string          `yaml:"read_only"`
+	Timeout        Duration          `yaml:"timeout"`
+	LeaseExpiry    string            `yaml:"lease_expiry"`
+	ReplayTTL      Duration          `yaml:"replay_ttl"`
+	RecordIsError  *bool             `yaml:"record_is_error"`
+	RelistInterval Duration          `yaml:"relist_interval"`
+	Sessions       int               `yaml:"sessions"`
+}
+
+// mcpStartWait bounds how long start-up waits for the MCP servers' first
+// listing before it serves anyway (the servers not listed by then answer
+// upstream_unavailable and are retried with backoff).
+const mcpStartWait = 10 * time.Second
+
+// buildMCP checks mcp_servers and registers their tools' stand-ins in
+// registry; nil when there are none. Errors name the entry and the field.
+func (c *Config) buildMCP(registry *tools.Registry, log *slog.Logger, getenv func(string) string) (*mcptool.Manager, error) {
+	if len(c.MCPServers) == 0 {
+		return nil, nil
+	}
+	servers := make([]mcptool.ServerConfig, len(c.MCPServers))
+	for i, e := range c.MCPServers {
+		command := e.Command
+		if len(command) > 0 && strings.ContainsRune(command[0], '/') {
+			command = append([]string{c.path(command[0])}, command[1:]...) // relative to the config file
+		}
+		servers[i] = mcptool.ServerConfig{
+			Name:           e.Name,
+			URL:            e.URL,
+			Headers:        e.Headers,
+			Command:        command,
+			Prefix:         e.Prefix,
+			Tools:          e.Tools,
+			ReadOnly:       e.ReadOnly,
+			Timeout:        time.Duration(e.Timeout),
+			ReplayTTL:      time.Duration(e.ReplayTTL),
+			LeaseExpiry:    e.LeaseExpiry,
+			RecordIsError:  e.RecordIsError == nil || *e.RecordIsError,
+			RelistInterval: time.Duration(e.RelistInterval),
+			Sessions:       e.Sessions,
+		}
+	}
+	return mcptool.NewManager(registry, servers, mcptool.Options{Logger: log, Getenv: getenv, Version: version()})
+}
+
+// startMCP starts the MCP servers and waits (bounded) for their first
+// listing; tools a server offers that break the name rule or clash are a
+// config error.
+func startMCP(ctx context.Context, m *mcptool.Manager, log *slog.Logger) error {
+	if m == nil {
+		return nil
+	}
+	startCtx, cancel := context.WithTimeout(ctx, mcpStartWait)
+	defer cancel()
+	if err := m.Start(startCtx); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if waiting := m.NotReady(); len(waiting) > 0 {
+		log.Warn("MCP servers not listed yet; their tools answer 503 upstream_unavailable until they are", "mcp_servers", waiting)
+	}
+	return nil
+}
+
+// addListedPolicies gives the gateway the policy (timeout, replay_ttl,
+// lease_expiry) of the MCP tools listed at start, which have no tools:
+// entry. It bridges until the gateway reads tools.Spec.Policy itself, which
+// also covers tools that appear later (list_changed).
+func addListedPolicies(opts *gateway.Options) {
+	for _, e := range opts.Tools.Entries() {
+		p := e.Spec.Policy
+		if _, configured := opts.Policies[e.Name()]; configured || p == (tools.Policy{}) {
+			continue
+		}
+		if opts.Policies == nil {
+			opts.Policies = make(map[string]gateway.ToolPolicy)
+		}
+		opts.Policies[e.Name()] = gateway.ToolPolicy{Timeout: p.Timeout, ReplayTTL: p.ReplayTTL, LeaseExpiry: idempotency.LeaseExpiry(p.LeaseExpiry)}
+	}
+}
+
+// readyzNamingMCPServers answers GET /readyz with 503 upstream_unavailable,
+// naming the MCP servers whose tools are not listed yet, and leaves every
+// other request (and /readyz once all are listed) to next.
+func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler {
+	if m == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		waiting := m.NotReady()
+		if len(waiting) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, _ := json.Marshal(map[string]any{
+			"type":        "urn:toolgateway:problem:" + wire.CodeUpstreamUnavailable,
+			"title":       "An MCP server's tools are not listed yet",
+			"status":      http.StatusServiceUnavailable,
+			"detail":      "MCP servers not listed yet: " + strings.Join(waiting, ", "),
+			"code":        wire.CodeUpstreamUnavailable,
+			"retryable":   true,
+			"mcp_servers": waiting,
+		})
+		h := w.Header()
+		h.Set("Content-Type", "application/problem+json")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		h.Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(body)
+	})
+}

@@ -1,0 +1,123 @@
+package mcptool_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgateway/toolgateway/internal/mcptest"
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
+)
+
+// lockedBuffer collects log lines from many goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func readLog(t *testing.T, path string) []mcptest.Execution {
+	t.Helper()
+	execs, err := mcptest.ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return execs
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// TestStdioServerIsStartedRestartedAndStopped runs the mcptestserver
+// program as a stdio upstream: its stderr reaches the log tagged with the
+// server name, a process that dies mid-call fails the call as unreachable
+// and is restarted with its tools, and Close stops the process.
+func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
+	logs := &lockedBuffer{}
+	reg := tools.NewRegistry()
+	m := startManager(t, reg, mcptool.ServerConfig{
+		Name: "local", Command: []string{stdioBinary(t), "-log", logPath, "-page-size", "4"}, Prefix: "l_", RecordIsError: true,
+	}, mcptool.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if reg.Len() != 6 {
+		t.Fatalf("%d tools listed over stdio, want 6", reg.Len())
+	}
+	call := func(tool, args string) (*tools.Response, error) {
+		return lookup(t, reg, tool).Tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(args), Tenant: "acme"})
+	}
+	resp, err := call("l_create_ticket", `{"title":"first"}`)
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("call over stdio: %v %+v", err, resp)
+	}
+	waitFor(t, "stderr line in the log", func() bool {
+		return strings.Contains(logs.String(), `"msg":"mcp server stderr","mcp_server":"local","line":"mcptestserver starting`)
+	})
+	firstPID := readLog(t, logPath)[0].PID
+
+	_, err = call("l_die", `{}`)
+	if !errors.Is(err, tools.ErrUpstreamUnreachable) {
+		t.Fatalf("server died mid-call: %v, want ErrUpstreamUnreachable", err)
+	}
+	// Restarted with backoff; the tools work again, in a new process.
+	waitFor(t, "a restarted server answering", func() bool {
+		resp, err := call("l_create_ticket", `{"title":"after restart"}`)
+		return err == nil && resp.Status == 200
+	})
+	execs := mcptest.Filter(readLog(t, logPath), mcptest.ToolCreate, "done")
+	last := execs[len(execs)-1]
+	if last.PID == firstPID {
+		t.Fatal("the call after the crash ran in the dead process")
+	}
+	if !alive(last.PID) {
+		t.Fatal("restarted server is not running")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server process to be gone after Close", func() bool { return !alive(last.PID) })
+}
+
+// TestStdioServerKilledMidCall kills the process while a call runs: the call
+// fails as unreachable at once (no waiting for the timeout).
+func TestStdioServerKilledMidCall(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
+	reg := tools.NewRegistry()
+	startManager(t, reg, mcptool.ServerConfig{Name: "local", Command: []string{stdioBinary(t), "-log", logPath}, Timeout: 20 * time.Second}, mcptool.Options{})
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := lookup(t, reg, "create_ticket").Tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(`{"title":"slow","delay_ms":15000}`)})
+		errc <- err
+	}()
+	waitFor(t, "the call to start", func() bool { return len(mcptest.Filter(readLog(t, logPath), mcptest.ToolCreate, "start")) == 1 })
+	pid := readLog(t, logPath)[0].PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	if !errors.Is(err, tools.ErrUpstreamUnreachable) {
+		t.Fatalf("killed mid-call: %v, want ErrUpstreamUnreachable", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the call waited %v for a dead server", d)
+	}
+}

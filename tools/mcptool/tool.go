@@ -1,0 +1,165 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// Tool is one tool of an MCP server as the gateway serves it. It is safe for
+// concurrent use.
+type Tool struct {
+	up           *upstream
+	upstreamName string
+	spec         tools.Spec
+}
+
+var (
+	_ tools.Tool       = (*Tool)(nil)
+	_ tools.Provenance = (*Tool)(nil)
+)
+
+// Spec is the tool as the server listed it: the gateway's name (prefix +
+// the server's name), the server's description and input schema, read-only
+// when configured so or marked readOnlyHint, and the server's policy.
+func (t *Tool) Spec() tools.Spec { return t.spec }
+
+// Provenance names the server and the tool's name there.
+func (t *Tool) Provenance() string {
+	return fmt.Sprintf("MCP server %q, tool %q", t.up.cfg.Name, t.upstreamName)
+}
+
+// Call forwards the call as tools/call with the client's arguments and the
+// call's identity in _meta (see Meta), on one of the server's pooled
+// sessions.
+//
+// Outcomes: a result with isError false is status 200 with the
+// CallToolResult JSON as body (application/json), recorded and replayed by
+// the gateway; isError true is the same, unless the server is configured
+// record_is_error: false, then status 500 with the same body (not
+// recorded: a retry runs the tool again). A JSON-RPC error, a transport
+// failure or a dead stdio server is an error wrapping
+// tools.ErrUpstreamUnreachable; the end of ctx (the tool's timeout) an error
+// wrapping ctx's error.
+func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	if t.spec.Policy.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.spec.Policy.Timeout)
+		defer cancel()
+	}
+	cs, err := t.up.pool.get()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", t.Provenance(), tools.ErrUpstreamUnreachable, err)
+	}
+	args := json.RawMessage(req.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:      t.upstreamName,
+		Arguments: args,
+		Meta:      Meta(t.spec.Name, req),
+	})
+	if err != nil {
+		return nil, t.failure(ctx, cs, err)
+	}
+	if res.NeedsInput() {
+		// A multi-round-trip request for client input: the gateway has no
+		// one to ask, and a half-done call must not be recorded.
+		return nil, fmt.Errorf("%s: the server asked for client input (multi round-trip), which the gateway cannot provide", t.Provenance())
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{} // "content" is required: [] rather than null
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode the result: %w", t.Provenance(), err)
+	}
+	status := http.StatusOK
+	if res.IsError && !t.up.cfg.RecordIsError {
+		status = http.StatusInternalServerError
+	}
+	return &tools.Response{Status: status, ContentType: "application/json", Body: body}, nil
+}
+
+// failure classifies a tools/call error for the gateway.
+func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s: %w", t.Provenance(), ctxErr)
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		// The server answered, with an error instead of a result: the session
+		// is fine, the call did not produce an outcome to record.
+		return fmt.Errorf("%s: %w: JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamUnreachable, rpcErr.Code, rpcErr.Message)
+	}
+	// The connection failed (the process died, the HTTP request failed):
+	// retire the session so its supervisor connects a fresh one.
+	t.up.pool.broken(cs)
+	return fmt.Errorf("%s: %w: %v", t.Provenance(), tools.ErrUpstreamUnreachable, err)
+}
+
+// Meta is the _meta of a forwarded tools/call: the call's identity, so the
+// server can deduplicate and fence too. tool is the gateway's name of the
+// tool. Members (under the io.github.toolgateway/ prefix): idempotencyKey
+// (tools.ScopedKey of tenant, tool and the client's key), tenant,
+// sessionId, stepIndex (JSON integer), executionId and fencingToken (JSON
+// integer); each only when the call has it (a read-only call has no key,
+// execution id or fencing token).
+func Meta(tool string, req *tools.Request) mcp.Meta {
+	meta := mcp.Meta{wire.MetaTenant: req.Tenant}
+	if req.IdempotencyKey != "" {
+		meta[wire.MetaIdempotencyKey] = tools.ScopedKey(req.Tenant, tool, req.IdempotencyKey)
+	}
+	if req.SessionID != "" {
+		meta[wire.MetaSessionID] = req.SessionID
+	}
+	if req.HasStep {
+		meta[wire.MetaStepIndex] = req.StepIndex
+	}
+	if req.ExecutionID != "" {
+		meta[wire.MetaExecutionID] = req.ExecutionID
+	}
+	if req.FencingToken > 0 {
+		meta[wire.MetaFencingToken] = req.FencingToken
+	}
+	return meta
+}
+
+// standIn answers for a tool of a server whose tools are not listed yet:
+// it is found (so the client gets 503 upstream_unavailable, retryable,
+// rather than 404) but never runs and is never published by discovery.
+type standIn struct {
+	up   *upstream
+	spec tools.Spec
+}
+
+var (
+	_ tools.Availability = (*standIn)(nil)
+	_ tools.Provenance   = (*standIn)(nil)
+)
+
+func (s *standIn) Spec() tools.Spec { return s.spec }
+
+// Available reports the server as not listed yet.
+func (s *standIn) Available() error {
+	return fmt.Errorf("MCP server %q: %w", s.up.cfg.Name, tools.ErrUpstreamUnavailable)
+}
+
+// Call runs nothing.
+func (s *standIn) Call(context.Context, *tools.Request) (*tools.Response, error) {
+	return nil, s.Available()
+}
+
+// Provenance names the server.
+func (s *standIn) Provenance() string {
+	return fmt.Sprintf("MCP server %q (not listed yet), tool %q", s.up.cfg.Name, s.spec.Name)
+}
