@@ -188,6 +188,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		if p := validateArguments(c.Entry, value); p != nil {
 			return problemResult(p)
 		}
+		if p := unavailable(c.Entry); p != nil {
+			return problemResult(p)
+		}
 		return s.runUnprotected(ctx, c, ResultReadOnly)
 	}
 	if c.IdentityProblem != nil {
@@ -218,6 +221,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	}
 	setKey(ctx, id.Key)
 	if p := validateArguments(c.Entry, value); p != nil {
+		return problemResult(p)
+	}
+	if p := unavailable(c.Entry); p != nil {
 		return problemResult(p)
 	}
 	if p := s.admitRate(ctx, c); p != nil {
@@ -598,6 +604,8 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 		return newProblem(wire.CodeToolTimeout, "the tool did not finish within its timeout")
 	case errors.Is(err, tools.ErrUpstreamUnreachable):
 		return newProblem(wire.CodeUpstreamUnreachable, "the tool's upstream could not be reached")
+	case errors.Is(err, tools.ErrUpstreamUnavailable):
+		return newProblem(wire.CodeUpstreamUnavailable, "the tool's MCP server has not been listed yet; retry").withRetryAfter(1)
 	case errors.Is(err, tools.ErrResponseTooLarge):
 		return newProblem(wire.CodeToolFailed, "the tool's upstream answered with a body over the configured cap")
 	case errors.Is(context.Cause(ctx), context.Canceled):
@@ -644,3 +652,14 @@ func (s *Server) completionNotRecorded(ctx context.Context, tool string, lease i
 // remaining lease is only an upper bound (a live owner renews it and may
 // finish any moment), so a client should not be sent away for all of it.
 const maxInProgressRetryAfter = 5
+
+// unavailable answers 503 upstream_unavailable, before anything is stored,
+// for a tool whose MCP server has not been listed yet (its stand-in entry
+// says so); nil when the tool can run.
+func unavailable(entry *tools.Entry) *Problem {
+	if err := entry.Available(); err != nil {
+		return newProblem(wire.CodeUpstreamUnavailable,
+			"the tool's MCP server has not been listed yet; retry").withRetryAfter(1)
+	}
+	return nil
+}

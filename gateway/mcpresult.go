@@ -147,12 +147,8 @@ func withExecution(res *mcp.CallToolResult, executionID string, replayed bool) *
 // mcpPassThrough reports whether the tool's recorded body is an MCP
 // CallToolResult to pass through unchanged (a tool of an MCP upstream
 // server) rather than a body to wrap.
-//
-// HOOK(mcp upstream tools): the MCP upstream tools add a tools.Spec flag
-// for this; return that flag here.
 func mcpPassThrough(entry *tools.Entry) bool {
-	_ = entry
-	return false
+	return entry.Spec.ResultIsCallToolResult
 }
 
 // mcpUpstreamResult decodes an MCP upstream tool's recorded

@@ -357,10 +357,9 @@ mcp_servers:
 		t.Fatalf("/readyz while the server is down: %d %s", ready.status, ready.body)
 	}
 	r := keyedCall(t, g.addr, "nl", 1, "t_create_ticket", `{"title":"early"}`)
-	// The gateway maps tools.ErrUpstreamUnavailable to 503
-	// upstream_unavailable; until its call path does, the stand-in's error
-	// is a 500 tool_failed. Either way nothing ran and nothing was stored.
-	if r.problemCode() != wire.CodeUpstreamUnavailable && r.problemCode() != wire.CodeToolFailed {
+	// 503 upstream_unavailable, retryable, before the store decision:
+	// nothing ran and nothing was stored.
+	if r.status != 503 || r.problemCode() != wire.CodeUpstreamUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("call before listing: %d %s", r.status, r.body)
 	}
 	t.Logf("call before listing: %d %s", r.status, r.body)
