@@ -18,7 +18,8 @@ func main() {
 }
 
 // run is the program without the process: tests call it with their own
-// arguments, environment and output.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	return gatewaycmd.Run(ctx, args, getenv, stdout)
+// arguments, environment, input and output. Besides serving, it runs the
+// subcommands key, check and health (gateway help lists them).
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	return gatewaycmd.RunIO(ctx, args, getenv, stdin, stdout)
 }

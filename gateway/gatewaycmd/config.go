@@ -25,6 +25,7 @@ type Config struct {
 	DrainTimeout Duration     `yaml:"drain_timeout"`
 	LogLevel     string       `yaml:"log_level"`
 	Server       ServerConfig `yaml:"server"`
+	TLS          TLSConfig    `yaml:"tls"`
 	Store        StoreConfig  `yaml:"store"`
 	Idempotency  IdemConfig   `yaml:"idempotency"`
 	Admin        AdminConfig  `yaml:"admin"`

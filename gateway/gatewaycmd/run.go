@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,15 +26,17 @@ import (
 // Version is set at build time with -ldflags "-X ...gatewaycmd.Version=v1.2.3".
 var Version = ""
 
-// Main runs the gateway with the process's arguments and environment until
-// SIGINT or SIGTERM, and exits non-zero on error.
-func Main() { MainWith(Run) }
+// Main runs the gateway (or one of its subcommands, see RunIO) with the
+// process's arguments, environment and standard streams until SIGINT or
+// SIGTERM, and exits non-zero on error.
+func Main() { MainWith(RunIO) }
 
 // MainWith is Main with the program to run given: cmd/gateway passes its
-// own run so main() stays a one-liner around a testable function.
-func MainWith(run func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error) {
+// own run so main() stays a one-liner around a testable function. The
+// error run returns is printed on stderr and makes the exit status 1.
+func MainWith(run func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, os.Args, os.Getenv, os.Stdout)
+	err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
@@ -41,16 +44,25 @@ func MainWith(run func(ctx context.Context, args []string, getenv func(string) s
 	}
 }
 
-// Run is the whole program: it parses args (args[0] is the program name),
+// Run is RunIO with nothing on stdin: the gateway serving, or a subcommand
+// that needs no input.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return RunIO(ctx, args, getenv, strings.NewReader(""), stdout)
+}
+
+// serve is the gateway itself: it parses args (args[0] is the program name),
 // loads the config, opens the store, serves until ctx ends, then drains the
 // tools in flight and returns nil. Logs go to stdout as JSON lines.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	configPath := fs.String("config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unknown command %q (want key, check, health, or flags only)", fs.Arg(0))
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "gateway", version())
@@ -67,9 +79,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg.applyEnv(getenv)
 	cfg.withDefaults()
 
-	level := slog.LevelInfo
-	if err := level.UnmarshalText([]byte(orString(cfg.LogLevel, "info"))); err != nil {
-		return fmt.Errorf("log_level: %q: want debug, info, warn or error", cfg.LogLevel)
+	level, err := cfg.logLevel()
+	if err != nil {
+		return err
+	}
+	if err := cfg.TLS.check(cfg.path); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 
@@ -101,7 +116,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("gateway listening", "addr", ln.Addr().String(), "store", storeDesc,
+	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", storeDesc,
 		"tools", opts.Tools.Len(), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
 		"admin", opts.AdminTokenSHA256 != nil, "version", version())
 
@@ -109,7 +124,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// begins instead of holding it up.
 	srv.RegisterOnShutdown(gw.StopWaiting)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- cfg.TLS.serve(srv, ln, cfg.path) }()
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
@@ -162,6 +177,15 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		Tenants:          tenants,
 		AdminTokenSHA256: admin,
 	}, nil
+}
+
+// logLevel parses log_level (default info).
+func (c *Config) logLevel() (slog.Level, error) {
+	level := slog.LevelInfo
+	if err := level.UnmarshalText([]byte(orString(c.LogLevel, "info"))); err != nil {
+		return level, fmt.Errorf("log_level: %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return level, nil
 }
 
 func orString(s, def string) string {

@@ -1,0 +1,679 @@
+// Package deploy_test checks the deployment files in deploy/ against the
+// gateway they deploy: every file parses, every embedded config passes
+// `gateway check`, the compose config serves, the dashboard and the alert
+// rules use metrics the gateway really exports, and the tools that exist
+// on this machine (promtool, systemd-analyze) accept the files. Docker and
+// Kubernetes themselves are not run here (docs/deploy.md).
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgateway/toolgateway/gateway/gatewaycmd"
+	"github.com/toolgateway/toolgateway/keyderive"
+
+	// The stock binary's tools, as in cmd/gateway.
+	_ "github.com/toolgateway/toolgateway/tools/builtin"
+)
+
+// TestEveryFileParses decodes every JSON and YAML file (all documents of
+// a multi-document YAML file).
+func TestEveryFileParses(t *testing.T) {
+	var checked int
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".json":
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+			checked++
+		case ".yaml", ".yml":
+			docs := yamlDocs(t, path)
+			if len(docs) == 0 {
+				t.Errorf("%s: no YAML document", path)
+			}
+			checked++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 10 {
+		t.Fatalf("only %d JSON/YAML files found", checked)
+	}
+}
+
+// yamlDocs decodes every document of a YAML file.
+func yamlDocs(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	var docs []map[string]any
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			return docs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		docs = append(docs, doc)
+	}
+}
+
+// dig walks nested maps and lists: dig(doc, "spec", "template", 0, "name").
+func dig(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				t.Fatalf("at %v: not a map", p)
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				t.Fatalf("at %v: not a list that long", p)
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// configs are the gateway configs the deployment files carry.
+func configs(t *testing.T) map[string]string {
+	t.Helper()
+	compose := yamlDocs(t, "compose.yaml")[0]
+	configMap := yamlDocs(t, "kubernetes/configmap.yaml")[0]
+	image, err := os.ReadFile("gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	systemd, err := os.ReadFile("systemd/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"compose":    dig(t, compose, "configs", "gateway_config", "content").(string),
+		"kubernetes": dig(t, configMap, "data", "gateway.yaml").(string),
+		"image":      string(image),
+		"systemd":    string(systemd),
+	}
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestEmbeddedConfigsPassCheck runs `gateway check` on each config.
+func TestEmbeddedConfigsPassCheck(t *testing.T) {
+	wantTools := map[string]string{"compose": "open-ticket", "kubernetes": "provision-infra", "image": "echo", "systemd": "echo"}
+	for name, text := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			path := writeConfig(t, text)
+			report, err := gatewaycmd.Check(path, func(string) string { return "" })
+			if err != nil {
+				t.Fatalf("gateway check: %v", err)
+			}
+			if !slices.ContainsFunc(report.Tools, func(c gatewaycmd.CheckedTool) bool { return c.Name == wantTools[name] }) {
+				t.Fatalf("tools %+v lack %s", report.Tools, wantTools[name])
+			}
+			// And through the command line, as a CI pipeline would run it.
+			var out bytes.Buffer
+			if err := gatewaycmd.RunIO(context.Background(), []string{"gateway", "check", "-config", path}, func(string) string { return "" }, strings.NewReader(""), &out); err != nil {
+				t.Fatalf("gateway check -config: %v", err)
+			}
+			if !strings.Contains(out.String(), ": OK") {
+				t.Fatalf("check output:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// drainTimeout reads drain_timeout from a config.
+func drainTimeout(t *testing.T, text string) time.Duration {
+	t.Helper()
+	var cfg struct {
+		DrainTimeout string `yaml:"drain_timeout"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DrainTimeout == "" {
+		return 30 * time.Second // the default
+	}
+	d, err := time.ParseDuration(cfg.DrainTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// logBuffer collects the gateway's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) listening() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l["msg"] == "gateway listening" {
+			addr, _ := l["addr"].(string)
+			return addr
+		}
+	}
+	return ""
+}
+
+// startGateway runs the program with a config and environment until the
+// test ends and returns its address.
+func startGateway(t *testing.T, configText string, env map[string]string) string {
+	t.Helper()
+	path := writeConfig(t, configText)
+	env["GATEWAY_ADDR"] = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &logBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- gatewaycmd.Run(ctx, []string{"gateway", "-config", path}, func(k string) string { return env[k] }, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway: %v", err)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if addr := logs.listening(); addr != "" {
+			return addr
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("gateway exited at start: %v", err)
+		default:
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("gateway did not start")
+	return ""
+}
+
+// TestComposeConfigServes starts the gateway with the compose file's
+// config on this machine's Redis (REDIS_URL, as compose sets it) and
+// checks /readyz, through the image's own HEALTHCHECK command.
+func TestComposeConfigServes(t *testing.T) {
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
+	if err != nil {
+		t.Skipf("no Redis on 127.0.0.1:6379: %v", err)
+	}
+	conn.Close()
+	addr := startGateway(t, configs(t)["compose"], map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0"})
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", resp.StatusCode, body)
+	}
+
+	// The Dockerfile's HEALTHCHECK command, pointed at this gateway.
+	probe := healthcheckCommand(t)
+	if probe[0] != "/gateway" || probe[1] != "health" {
+		t.Fatalf("HEALTHCHECK runs %v, want /gateway health ...", probe)
+	}
+	args := []string{"gateway"}
+	for _, a := range probe[1:] {
+		args = append(args, strings.Replace(a, "127.0.0.1:8080", addr, 1))
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		var out bytes.Buffer
+		a := slices.Clone(args)
+		for i := range a {
+			a[i] = strings.Replace(a[i], "/healthz", path, 1)
+		}
+		if err := gatewaycmd.RunIO(context.Background(), a, func(string) string { return "" }, strings.NewReader(""), &out); err != nil {
+			t.Fatalf("%v: %v", a, err)
+		}
+	}
+}
+
+// healthcheckCommand is the exec form of the Dockerfile's HEALTHCHECK CMD.
+func healthcheckCommand(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(raw), "\\\n", " ")
+	m := regexp.MustCompile(`(?m)^HEALTHCHECK .*?CMD (\[.*\])\s*$`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("no HEALTHCHECK ... CMD [...] in the Dockerfile")
+	}
+	var cmd []string
+	if err := json.Unmarshal([]byte(m[1]), &cmd); err != nil {
+		t.Fatalf("HEALTHCHECK CMD: %v", err)
+	}
+	return cmd
+}
+
+// TestDockerfile checks what the image promises: a multi-stage build of a
+// static binary, a non-root user, a HEALTHCHECK. (No engine runs here to
+// build it: docs/deploy.md.)
+func TestDockerfile(t *testing.T) {
+	raw, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	if n := len(regexp.MustCompile(`(?m)^FROM `).FindAllString(text, -1)); n < 2 {
+		t.Fatalf("%d FROM lines: want a multi-stage build", n)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "./cmd/gateway", "USER 65532:65532", "HEALTHCHECK", `ENTRYPOINT ["/gateway"]`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	if regexp.MustCompile(`(?m)^USER (root|0)\b`).MatchString(text) {
+		t.Error("Dockerfile runs as root")
+	}
+	// Every COPY of the build context names a file that exists.
+	for _, m := range regexp.MustCompile(`(?m)^COPY (deploy/\S+)`).FindAllStringSubmatch(text, -1) {
+		if _, err := os.Stat(filepath.Join("..", m[1])); err != nil {
+			t.Errorf("COPY %s: %v", m[1], err)
+		}
+	}
+}
+
+// TestComposeFile checks the compose topology: two gateways on one Redis
+// with AOF, each given more stop time than its drain.
+func TestComposeFile(t *testing.T) {
+	doc := yamlDocs(t, "compose.yaml")[0]
+	services := dig(t, doc, "services").(map[string]any)
+	var gateways []string
+	for name, s := range services {
+		svc := s.(map[string]any)
+		if env, ok := svc["environment"].(map[string]any); ok && env["REDIS_URL"] != nil {
+			gateways = append(gateways, name)
+			grace, err := time.ParseDuration(svc["stop_grace_period"].(string))
+			if err != nil || grace <= drainTimeout(t, configs(t)["compose"]) {
+				t.Errorf("%s: stop_grace_period %v must exceed drain_timeout", name, svc["stop_grace_period"])
+			}
+		}
+	}
+	if len(gateways) != 2 {
+		t.Fatalf("gateway services %v, want 2", gateways)
+	}
+	redisArgs := strings.Join(anyStrings(dig(t, services, "redis", "command")), " ")
+	if !strings.Contains(redisArgs, "--appendonly yes") || !strings.Contains(redisArgs, "--maxmemory-policy noeviction") {
+		t.Fatalf("redis command %q: want AOF and noeviction", redisArgs)
+	}
+	if _, ok := services["upstream"]; !ok {
+		t.Fatal("no example upstream service")
+	}
+	if !strings.Contains(configs(t)["compose"], "http://upstream:9000/tickets") {
+		t.Fatal("the compose config does not call the upstream service")
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
+}
+
+// TestKubernetesManifests checks the manifests fit together: probes,
+// grace period, disruption budget, config and secret references.
+func TestKubernetesManifests(t *testing.T) {
+	byKind := map[string]map[string]any{}
+	kustomization := yamlDocs(t, "kubernetes/kustomization.yaml")[0]
+	for _, f := range anyStrings(kustomization["resources"]) {
+		for _, doc := range yamlDocs(t, filepath.Join("kubernetes", f)) {
+			byKind[doc["kind"].(string)] = doc
+		}
+	}
+	for _, kind := range []string{"Namespace", "ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget"} {
+		if byKind[kind] == nil {
+			t.Fatalf("no %s among the kustomization's resources", kind)
+		}
+	}
+	dep := byKind["Deployment"]
+	if r := dig(t, dep, "spec", "replicas"); r != 3 {
+		t.Errorf("replicas %v, want 3", r)
+	}
+	pod := dig(t, dep, "spec", "template", "spec").(map[string]any)
+	c := dig(t, pod, "containers", 0).(map[string]any)
+	if p := dig(t, c, "readinessProbe", "httpGet", "path"); p != "/readyz" {
+		t.Errorf("readiness probe %v", p)
+	}
+	if p := dig(t, c, "livenessProbe", "httpGet", "path"); p != "/healthz" {
+		t.Errorf("liveness probe %v", p)
+	}
+	drain := drainTimeout(t, configs(t)["kubernetes"])
+	preStop := time.Duration(dig(t, c, "lifecycle", "preStop", "sleep", "seconds").(int)) * time.Second
+	grace := time.Duration(pod["terminationGracePeriodSeconds"].(int)) * time.Second
+	if grace <= preStop+drain {
+		t.Errorf("terminationGracePeriodSeconds %v must exceed preStop %v + drain_timeout %v", grace, preStop, drain)
+	}
+	if dig(t, c, "securityContext", "readOnlyRootFilesystem") != true || dig(t, pod, "securityContext", "runAsNonRoot") != true {
+		t.Error("the container must run non-root on a read-only root filesystem")
+	}
+	secretName := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "name")
+	secretKey := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "key").(string)
+	if secretName != dig(t, byKind["Secret"], "metadata", "name") || dig(t, byKind["Secret"], "stringData", secretKey) == nil {
+		t.Errorf("env references secret %v key %s, not in secret.yaml", secretName, secretKey)
+	}
+	if dig(t, pod, "volumes", 0, "configMap", "name") != dig(t, byKind["ConfigMap"], "metadata", "name") {
+		t.Error("the config volume does not mount the ConfigMap")
+	}
+	if !slices.Equal(anyStrings(c["args"]), []string{"-config", dig(t, c, "volumeMounts", 0, "mountPath").(string) + "/gateway.yaml"}) {
+		t.Errorf("args %v do not point at the mounted gateway.yaml", c["args"])
+	}
+	podLabels := dig(t, dep, "spec", "template", "metadata", "labels").(map[string]any)
+	for _, sel := range []any{
+		dig(t, byKind["PodDisruptionBudget"], "spec", "selector", "matchLabels"),
+		dig(t, byKind["Service"], "spec", "selector"),
+	} {
+		for k, v := range sel.(map[string]any) {
+			if podLabels[k] != v {
+				t.Errorf("selector %v does not select the pods (%v)", sel, podLabels)
+			}
+		}
+	}
+	if m := dig(t, byKind["PodDisruptionBudget"], "spec", "minAvailable").(int); m < 1 || m >= 3 {
+		t.Errorf("minAvailable %d: want at least 1 and below the replicas", m)
+	}
+}
+
+// metricNames are the gateway_* series an expression uses.
+var metricName = regexp.MustCompile(`\bgateway_[a-z0-9_]+`)
+
+// usedMetrics collects the metric names of the dashboard and the rules.
+func usedMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	used := map[string][]string{}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	raw, err := os.ReadFile("grafana/toolgateway-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			for _, m := range metricName.FindAllString(q.Expr, -1) {
+				used[m] = append(used[m], "dashboard: "+p.Title)
+			}
+		}
+	}
+	rules := yamlDocs(t, "prometheus/alerts.yaml")[0]
+	for _, g := range rules["groups"].([]any) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			rule := r.(map[string]any)
+			for _, m := range metricName.FindAllString(rule["expr"].(string), -1) {
+				used[m] = append(used[m], "alert: "+rule["alert"].(string))
+			}
+		}
+	}
+	return used
+}
+
+// TestDashboardAndAlertsUseExportedMetrics scrapes real gateways: one after
+// a call on the embedded store, one after a call refused because its Redis
+// is down (store errors only exist once one happened). Every gateway_*
+// name the dashboard and the rules use must be in those scrapes, except
+// the counters of events this test cannot cause cheaply, which must at
+// least be registered under that name in gateway/metrics.go.
+func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":1}`)
+	}))
+	defer upstream.Close()
+	tool := "tools:\n  - name: open-ticket\n    http:\n      url: " + upstream.URL + "\n"
+	healthy := startGateway(t, "store:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+"\n"+tool, map[string]string{})
+	down := startGateway(t, "store:\n  redis_url: redis://"+closedAddr(t)+"/0?dial_timeout=200ms&max_retries=-1\n"+tool, map[string]string{})
+
+	exported := map[string]bool{}
+	for addr, wantStatus := range map[string]int{healthy: http.StatusCreated, down: http.StatusServiceUnavailable} {
+		if status := callTool(t, addr, "open-ticket", `{"title":"disk full"}`); status != wantStatus {
+			t.Fatalf("call on %s: %d, want %d", addr, status, wantStatus)
+		}
+		for name := range scrape(t, addr) {
+			exported[name] = true
+		}
+	}
+	source, err := os.ReadFile("../gateway/metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyAfterTheirEvent := map[string]bool{"gateway_lease_takeovers_total": true, "gateway_outcomes_unrecorded_total": true}
+	used := usedMetrics(t)
+	if len(used) < 6 {
+		t.Fatalf("only %d metrics used: %v", len(used), used)
+	}
+	for name, where := range used {
+		switch {
+		case exported[name]:
+		case onlyAfterTheirEvent[name] && bytes.Contains(source, []byte(`Name: "`+name+`"`)):
+		default:
+			t.Errorf("%s (used by %v) is not exported by the gateway", name, where)
+		}
+	}
+}
+
+func callTool(t *testing.T, addr, tool, args string) int {
+	t.Helper()
+	key, err := keyderive.Key("deploy-test", 0, tool, []byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Agent-Session-Id", "deploy-test")
+	req.Header.Set("Agent-Step-Index", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// scrape returns the metric names of a gateway's /metrics, histogram
+// series (_bucket, _sum, _count) included as written.
+func scrape(t *testing.T, addr string) map[string]bool {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	names := map[string]bool{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		names[name] = true
+	}
+	return names
+}
+
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestAlertRulesWithPromtool runs promtool's syntax check and the rules'
+// unit tests (prometheus/alerts_test.yaml) when promtool is installed.
+func TestAlertRulesWithPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	for _, args := range [][]string{
+		{"check", "rules", "prometheus/alerts.yaml"},
+		{"test", "rules", "prometheus/alerts_test.yaml"},
+	} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("promtool %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestSystemdUnit runs systemd-analyze (when installed) on the unit with
+// its binary path pointed at a real gateway binary: verify must print no
+// warning, and the offline security analysis must rate it 2.5 or better.
+func TestSystemdUnit(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	unit, err := os.ReadFile("systemd/toolgateway.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/gateway -config /etc/toolgateway/gateway.yaml") {
+		t.Fatal("unexpected ExecStart")
+	}
+	var stop time.Duration
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(line, "TimeoutStopSec="); ok {
+			stop, _ = time.ParseDuration(v + "s")
+		}
+	}
+	systemdConfig, _ := os.ReadFile("systemd/gateway.yaml")
+	if stop <= drainTimeout(t, string(systemdConfig)) {
+		t.Fatalf("TimeoutStopSec %v must exceed drain_timeout", stop)
+	}
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "gateway")
+	if out, err := exec.Command("go", "build", "-o", binary, "../cmd/gateway").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	path := filepath.Join(dir, "toolgateway.service")
+	if err := os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/gateway"), []byte(binary)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	out, err = exec.Command(analyze, "security", "--offline=true", "--threshold=25", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Overall exposure level for toolgateway.service: 1.") {
+		t.Fatalf("exposure level 2 or above:\n%s", out[max(0, len(out)-300):])
+	}
+}
+
+// TestKustomizeBuilds renders the Kubernetes manifests with `kubectl
+// kustomize` (offline; no cluster is needed or contacted) when kubectl is
+// installed, and checks every object lands in the namespace.
+func TestKustomizeBuilds(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed")
+	}
+	out, err := exec.Command(kubectl, "kustomize", "kubernetes").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	var kinds []string
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		kind := obj["kind"].(string)
+		kinds = append(kinds, kind)
+		if ns := dig(t, obj, "metadata", "namespace"); kind != "Namespace" && ns != "toolgateway" {
+			t.Errorf("%s in namespace %v", kind, ns)
+		}
+	}
+	slices.Sort(kinds)
+	if want := []string{"ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "Secret", "Service"}; !slices.Equal(kinds, want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+}

@@ -1,0 +1,152 @@
+/**
+ * The gateway's wire vocabulary: header names, problem codes, MCP `_meta`
+ * member names and JSON-RPC error codes. These mirror the Go package `wire`
+ * (wire/wire.go) name for name; test/wire.test.ts reads the Go file and
+ * fails when a value here differs from Go's.
+ *
+ * @module
+ */
+
+// Request headers a client sends with a call.
+
+/** The idempotency key of a call: 64 lowercase hex characters in derived mode. */
+export const HeaderIdempotencyKey = "Idempotency-Key";
+/** The agent run (session) a call belongs to. */
+export const HeaderSessionID = "Agent-Session-Id";
+/** The call's step index within its session, in decimal. */
+export const HeaderStepIndex = "Agent-Step-Index";
+/** `Bearer <token>` when the gateway has tenants configured. */
+export const HeaderAuthorization = "Authorization";
+/** `wait=N`: let the gateway wait up to N seconds for a call still in flight. */
+export const HeaderPrefer = "Prefer";
+/** W3C trace context. */
+export const HeaderTraceparent = "Traceparent";
+
+// Response headers of a call.
+
+/** `true` when the answer is a replay of a recorded outcome. */
+export const HeaderReplayed = "Idempotent-Replayed";
+/** The ULID of the execution the answer comes from (the same on every replay). */
+export const HeaderExecutionID = "Tool-Execution-Id";
+/** A ULID minted by the gateway for every request. */
+export const HeaderRequestID = "X-Request-Id";
+/** Whole seconds to wait before the same request may succeed. */
+export const HeaderRetryAfter = "Retry-After";
+/** Echoes the `Prefer` preferences the gateway applied. */
+export const HeaderPreferenceApplied = "Preference-Applied";
+
+// Headers the gateway sends to an HTTP upstream tool.
+
+/** The claim's fencing token, a number that only grows for one record. */
+export const HeaderFencingToken = "Fencing-Token";
+/** The tenant a forwarded call belongs to. */
+export const HeaderTenant = "Tool-Tenant";
+
+// Media types.
+
+/** Arguments and tool results. */
+export const MediaTypeJSON = "application/json";
+/** RFC 9457 problem documents: the gateway's errors. */
+export const MediaTypeProblem = "application/problem+json";
+
+/** Starts the `type` member of every problem document; the code follows it. */
+export const ProblemTypePrefix = "urn:toolgateway:problem:";
+
+// Problem codes: the `code` member of a problem document, and `data.code` of
+// an MCP JSON-RPC error.
+
+/** The body is not JSON or not I-JSON (400). */
+export const CodeInvalidJSON = "invalid_json";
+/** The arguments are not an object or violate the tool's schema (400). */
+export const CodeInvalidArguments = "invalid_arguments";
+/** No `Idempotency-Key` (400). */
+export const CodeIdempotencyKeyMissing = "idempotency_key_missing";
+/** A malformed `Idempotency-Key` (400). */
+export const CodeIdempotencyKeyMalformed = "idempotency_key_malformed";
+/** No `Agent-Session-Id` (400). */
+export const CodeAgentSessionMissing = "agent_session_missing";
+/** A malformed `Agent-Session-Id` (400). */
+export const CodeAgentSessionMalformed = "agent_session_malformed";
+/** No `Agent-Step-Index` (400). */
+export const CodeAgentStepMissing = "agent_step_missing";
+/** A malformed `Agent-Step-Index` (400). */
+export const CodeAgentStepMalformed = "agent_step_malformed";
+/** MCP: the `_meta` identity and the HTTP headers disagree. */
+export const CodeIdempotencyMetadataConflict = "idempotency_metadata_conflict";
+/** No or a wrong bearer token (401). */
+export const CodeUnauthorized = "unauthorized";
+/** No such tool (404). */
+export const CodeToolNotFound = "tool_not_found";
+/** Admin API: no such record (404). */
+export const CodeRecordNotFound = "record_not_found";
+/** No such path (404). */
+export const CodeNotFound = "not_found";
+/** Wrong HTTP method (405). */
+export const CodeMethodNotAllowed = "method_not_allowed";
+/** The same call is still running (409, with `Retry-After`): retry with the same key. */
+export const CodeRequestInProgress = "request_in_progress";
+/** The tool may or may not have acted; an operator must resolve it (409). Never retried. */
+export const CodeOutcomeUnknown = "outcome_unknown";
+/** Admin API: the record cannot be resolved (409). */
+export const CodeRecordNotResolvable = "record_not_resolvable";
+/** The body exceeds the gateway's limit (413). */
+export const CodePayloadTooLarge = "payload_too_large";
+/** The body is not `application/json` (415). */
+export const CodeUnsupportedMediaType = "unsupported_media_type";
+/** The key does not match the one derived from the headers and body (422). */
+export const CodeIdempotencyKeyMismatch = "idempotency_key_mismatch";
+/** The key was used before with other arguments (422). */
+export const CodeIdempotencyKeyReused = "idempotency_key_reused";
+/** The session's step already holds another call (422). */
+export const CodeStepConflict = "step_conflict";
+/** The tenant is over its rate or concurrency limit (429). */
+export const CodeRateLimited = "rate_limited";
+/** The tool failed; nothing was recorded (500). */
+export const CodeToolFailed = "tool_failed";
+/** The upstream tool could not be reached; nothing was recorded (502). */
+export const CodeUpstreamUnreachable = "upstream_unreachable";
+/** The gateway's store is down; nothing ran (503). */
+export const CodeStoreUnavailable = "store_unavailable";
+/** An MCP upstream's tools are not listed yet (503). */
+export const CodeUpstreamUnavailable = "upstream_unavailable";
+/** The tool ran past its timeout; nothing was recorded (504). */
+export const CodeToolTimeout = "tool_timeout";
+
+/** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
+export const MetaPrefix = "io.github.toolgateway/";
+
+// MCP _meta members: identity members of a tools/call request, result
+// members written on results, upstream members sent to an MCP upstream tool.
+
+/** The call's session id (request `_meta`). */
+export const MetaSessionID = MetaPrefix + "sessionId";
+/** The call's step index, a JSON integer (request `_meta`). */
+export const MetaStepIndex = MetaPrefix + "stepIndex";
+/** The derived idempotency key (request `_meta`; optional in derived mode). */
+export const MetaIdempotencyKey = MetaPrefix + "idempotencyKey";
+/** The execution's ULID (result `_meta`). */
+export const MetaExecutionID = MetaPrefix + "executionId";
+/** Whether the result is a replay (result `_meta`). */
+export const MetaReplayed = MetaPrefix + "replayed";
+/** `{code, retryable}` of a tool result with `isError` the gateway produced (result `_meta`). */
+export const MetaError = MetaPrefix + "error";
+/** `"none"` on the result of an unkeyed call that ran unprotected (result `_meta`). */
+export const MetaIdempotency = MetaPrefix + "idempotency";
+/** The tenant of a call forwarded to an MCP upstream. */
+export const MetaTenant = MetaPrefix + "tenant";
+/** The fencing token of a call forwarded to an MCP upstream. */
+export const MetaFencingToken = MetaPrefix + "fencingToken";
+
+/** The value of {@link MetaIdempotency} on an unkeyed call's result. */
+export const MetaIdempotencyNone = "none";
+
+// JSON-RPC error codes of the MCP endpoint.
+
+/** Errors about the request (data.code says which). */
+export const RPCInvalidParams = -32602;
+/** The same call is still running. */
+export const RPCRequestInProgress = -32001;
+/** The tool may or may not have acted. */
+export const RPCOutcomeUnknown = -32002;
+/** The store is down; nothing ran. */
+export const RPCStoreUnavailable = -32003;
