@@ -72,6 +72,7 @@ type flags struct {
 	only       string
 	protocol   int
 	rate       float64
+	bolt       string
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -99,6 +100,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.BoolVar(&f.strict, "strict", false, "exit 1 when a throughput or latency target is missed (dup failures always do)")
 	fs.Float64Var(&f.rate, "rate", 0, "cap on requests started per second (dup: steps), to compare latency at equal throughput; 0: as fast as possible")
 	fs.IntVar(&f.protocol, "resp", 0, "in-process: RESP version of the Redis clients (0: go-redis default, 3)")
+	fs.StringVar(&f.bolt, "bolt", "", "in-process: the gateway uses the embedded store, a new bbolt file at this path (removed at exit), instead of Redis")
 	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline or gateway), e.g. to profile it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -188,6 +190,7 @@ func setUp(ctx context.Context, f *flags) ([]benchtool.Target, func(), error) {
 	if f.urls == "" {
 		servers, err := benchtool.StartServers(ctx, benchtool.ServersConfig{
 			RedisAddr: f.redisAddr, Replicas: f.replicas, ToolName: f.tool, AccessLog: f.accessLog, Protocol: f.protocol,
+			BoltPath: f.bolt,
 		})
 		if err != nil {
 			return nil, nil, err
@@ -195,6 +198,9 @@ func setUp(ctx context.Context, f *flags) ([]benchtool.Target, func(), error) {
 		targets := []benchtool.Target{
 			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
 			{Name: "gateway", URLs: servers.GatewayURLs, RoundTrips: servers.StoreRoundTrips, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
+		}
+		if f.bolt != "" {
+			targets[1].RoundTrips = nil // the embedded store makes no Redis round trips
 		}
 		if f.only != "" {
 			var kept []benchtool.Target

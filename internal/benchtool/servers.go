@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -35,6 +38,10 @@ type ServersConfig struct {
 	// default, RESP3). RESP2 skips the check for pending push notifications
 	// that go-redis makes before each command on RESP3.
 	Protocol int
+	// BoltPath, when set, gives the gateway the embedded store (a new bbolt
+	// file at this path, removed by Close) instead of Redis; the tool still
+	// counts in Redis. One replica only: the file is single-process.
+	BoltPath string
 }
 
 // Servers are the gateway replicas and the baseline, on loopback
@@ -51,6 +58,8 @@ type Servers struct {
 	Prefix string
 
 	toolClient   *redis.Client
+	boltStores   []*boltstore.Store
+	boltPath     string
 	storeClients []*redis.Client
 	roundTrips   []*RoundTrips
 	gateways     []*gateway.Server
@@ -64,6 +73,9 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 	}
 	if cfg.ToolName == "" {
 		cfg.ToolName = DefaultToolName
+	}
+	if cfg.BoltPath != "" && cfg.Replicas > 1 {
+		return nil, errors.New("benchtool: the embedded store serves one replica")
 	}
 	s := &Servers{Prefix: "gwbench:" + randomHex(6) + ":"}
 	defer func() {
@@ -92,8 +104,21 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 		if cfg.AccessLog {
 			logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 		}
+		var store idempotency.Store = redisstore.New(client, redisstore.Options{Prefix: s.Prefix + "store:"})
+		if cfg.BoltPath != "" {
+			if _, err := os.Stat(cfg.BoltPath); err == nil {
+				return nil, fmt.Errorf("benchtool: embedded store %s exists; give a new path", cfg.BoltPath)
+			}
+			bolt, err := boltstore.Open(cfg.BoltPath, boltstore.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("benchtool: embedded store: %w", err)
+			}
+			s.boltStores = append(s.boltStores, bolt)
+			s.boltPath = cfg.BoltPath
+			store = bolt
+		}
 		gw, err := gateway.NewServer(gateway.Options{
-			Store: redisstore.New(client, redisstore.Options{Prefix: s.Prefix + "store:"}),
+			Store: store,
 			Tools: reg,
 			// Records outlive the run only briefly if Close never runs.
 			ReplayTTL: 10 * time.Minute,
@@ -167,6 +192,12 @@ func (s *Servers) Close() error {
 	}
 	for _, c := range s.storeClients {
 		errs = append(errs, c.Close())
+	}
+	for _, b := range s.boltStores {
+		errs = append(errs, b.Close())
+	}
+	if s.boltPath != "" {
+		errs = append(errs, os.Remove(s.boltPath))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +68,32 @@ func BenchmarkReplay(b *testing.B) {
 			b.Fatalf("Claim = %v, %v", d.Outcome, err)
 		}
 	}
+}
+
+// BenchmarkClaimCompleteParallel measures fresh calls from 32 concurrent
+// requests (b.SetParallelism per CPU): with group commit their claims and
+// completions share fsyncs.
+func BenchmarkClaimCompleteParallel(b *testing.B) {
+	s := openBenchStore(b)
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			d, err := s.Claim(ctx, idempotency.ClaimRequest{
+				Scope:       idempotency.Scope{Tenant: "acme", Tool: "provision", Key: fmt.Sprintf("key-%d", i)},
+				Fingerprint: "fp", Step: &idempotency.Step{SessionID: "bench", Index: uint64(i)}, StepGuard: true,
+				ExecutionID: "exec", Owner: "owner", LockTTL: 30 * time.Second, ReplayTTL: 24 * time.Hour,
+			})
+			if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+				b.Errorf("Claim = %v, %v", d.Outcome, err)
+				return
+			}
+			if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: benchBody}, 24*time.Hour); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -2,9 +2,10 @@ package boltstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
@@ -16,15 +17,29 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("boltstore: claim: %w", err)
+	}
+	// Most answers that write nothing come from a snapshot, without
+	// waiting for a write batch. A decision that has to write fails there
+	// with ErrTxNotWritable and is taken again in a write transaction,
+	// where the record may have changed since.
 	var decision idempotency.Decision
-	err := s.update(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx, s.now())
-		if err != nil {
-			return false, err
-		}
-		var changed bool
-		decision, changed, err = t.claim(req)
-		return changed, err
+	done, err := s.readDurable(func(t *txn) error {
+		var err error
+		decision, _, err = t.claim(req)
+		return err
+	})
+	if done && err == nil {
+		return decision, nil
+	}
+	if err != nil && !errors.Is(err, berrors.ErrTxNotWritable) {
+		return idempotency.Decision{}, fmt.Errorf("boltstore: claim: %w", err)
+	}
+	err = s.write(ctx, func(t *txn) error {
+		var err error
+		decision, _, err = t.claim(req)
+		return err
 	})
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("boltstore: claim: %w", err)

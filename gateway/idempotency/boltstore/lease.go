@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
@@ -53,21 +51,23 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 // the record's current claim (the fencing check), else returns
 // idempotency.ErrLeaseLost without writing.
 func (s *Store) withOwnedRecord(ctx context.Context, op string, lease idempotency.Lease, change func(t *txn, key []byte, r *storedRecord) error) error {
-	err := s.update(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx, s.now())
-		if err != nil {
-			return false, err
-		}
+	var lost bool
+	err := s.write(ctx, func(t *txn) error {
 		key := scopeKey(lease.Scope)
 		r, err := t.liveRecord(key)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if r == nil || !r.ownedBy(lease) {
-			return false, idempotency.ErrLeaseLost
+		// A lost lease is an answer, not a failure of the batch.
+		lost = r == nil || !r.ownedBy(lease)
+		if lost {
+			return nil
 		}
-		return true, change(t, key, r)
+		return change(t, key, r)
 	})
+	if err == nil && lost {
+		err = idempotency.ErrLeaseLost
+	}
 	if err != nil {
 		return fmt.Errorf("boltstore: %s: %w", op, err)
 	}

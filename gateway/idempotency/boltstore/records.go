@@ -40,21 +40,23 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 // returns idempotency.ErrNotFound. The scope's fencing counter stays, so a
 // later claim still gets a larger token.
 func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
-	err := s.update(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx, s.now())
-		if err != nil {
-			return false, err
-		}
+	var missing bool
+	err := s.write(ctx, func(t *txn) error {
 		key := scopeKey(scope)
 		r, err := t.liveRecord(key)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if r == nil {
-			return false, idempotency.ErrNotFound
+		// A missing record is an answer, not a failure of the batch.
+		missing = r == nil
+		if missing {
+			return nil
 		}
-		return true, t.deleteRecord(key, r)
+		return t.deleteRecord(key, r)
 	})
+	if err == nil && missing {
+		err = idempotency.ErrNotFound
+	}
 	if err != nil {
 		return fmt.Errorf("boltstore: delete: %w", err)
 	}

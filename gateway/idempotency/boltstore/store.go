@@ -3,10 +3,12 @@
 // method is one bbolt transaction, so a lookup and the write it decides on
 // can never be interleaved with another request's.
 //
-// bbolt serialises write transactions and fsyncs each commit: a first call
-// costs two fsyncs (Claim and Complete), while a replay reads under the
-// writer lock and commits nothing. A context is checked before a
-// transaction starts; waiting for the writer lock cannot be cancelled.
+// bbolt serialises write transactions and fsyncs each commit. Writes of
+// concurrent requests share one (group commit, see Store.write): a first
+// call's Claim and Complete each join a batch. Answers that write nothing
+// (a replay, "in progress", a reused key) are taken from a read-only
+// snapshot of synced data and commit nothing. A context is checked before a
+// transaction starts; waiting for a commit cannot be cancelled.
 package boltstore
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,6 +30,12 @@ import (
 // defaultSweepInterval is how often expired records are removed when
 // Options.SweepInterval is zero.
 const defaultSweepInterval = time.Minute
+
+// defaultBatchDelay is the longest a write waits for concurrent writes to
+// join its commit. About one fsync on an SSD: writes that arrive while a
+// commit is syncing gather into the next one, and a lone write waits at
+// most this long.
+const defaultBatchDelay = time.Millisecond
 
 // openLockTimeout bounds the wait for the file lock, so a second process
 // opening the same file fails instead of hanging forever.
@@ -40,6 +49,9 @@ type Options struct {
 	SweepInterval time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fake clock.
 	Now func() time.Time
+	// BatchDelay is how long a write waits for others to share its commit
+	// and fsync (bbolt's MaxBatchDelay). Zero means defaultBatchDelay.
+	BatchDelay time.Duration
 }
 
 // Store is an idempotency.Store backed by a bbolt file.
@@ -51,6 +63,10 @@ type Store struct {
 	sweeperDone chan struct{}
 	closeOnce   sync.Once
 	closeErr    error
+
+	// durableTxID is the id of the last write transaction known to be
+	// committed and fsynced (see readDurable).
+	durableTxID atomic.Int64
 }
 
 var _ idempotency.Store = (*Store)(nil)
@@ -83,6 +99,16 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 
 	s := &Store{db: db, now: opts.Now, sweeperDone: make(chan struct{})}
+	if opts.BatchDelay > 0 {
+		db.MaxBatchDelay = opts.BatchDelay
+	} else {
+		db.MaxBatchDelay = defaultBatchDelay
+	}
+	// Everything in the file now was committed and synced by Update above.
+	if err := db.View(func(tx *bolt.Tx) error { s.markDurable(tx.ID()); return nil }); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("boltstore: read %s: %w", path, err)
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -128,28 +154,84 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// update runs fn in one write transaction. fn reports whether it wrote
-// anything: a transaction that only read (a replay, an in-progress answer)
-// is rolled back instead of committed, because bbolt's commit always
-// rewrites the meta page and fsyncs even when nothing changed. Holding the
-// writer lock for the read keeps lookup and decision atomic either way.
-func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) (changed bool, err error)) error {
+// write runs fn in a write transaction that bbolt may share with other
+// concurrent writes (DB.Batch: one commit, one fsync for all of them), and
+// returns once that commit is on disk. It is the group commit that lets
+// concurrent claims and completions share an fsync instead of queueing for
+// one each.
+//
+// Batch may run fn more than once (when another function of the batch
+// fails, the rest are re-run in a new transaction), so fn must set its
+// results afresh on every run and have no effect outside tx. fn returns an
+// error only for a failure of the store; an answer such as ErrLeaseLost is
+// a result to capture, not an error, or it would roll back the others'
+// writes and be re-run alone.
+func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := s.db.Begin(true)
+	var txID int
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return err
+		}
+		txID = tx.ID()
+		return fn(t)
+	})
 	if err != nil {
-		return fmt.Errorf("begin write transaction: %w", err)
-	}
-	// Rolling back a committed transaction is a no-op; this also releases
-	// the writer lock if fn panics.
-	defer func() { _ = tx.Rollback() }()
-	changed, err := fn(tx)
-	if err != nil || !changed {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
+	s.markDurable(txID)
 	return nil
+}
+
+// update runs fn alone in one write transaction, for writes that must not
+// be re-run (the sweeper counts what it removed).
+func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var txID int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		txID = tx.ID()
+		return fn(tx)
+	})
+	if err != nil {
+		return err
+	}
+	s.markDurable(txID)
+	return nil
+}
+
+// markDurable records that the write transaction txID, and so every one
+// before it, has been committed and fsynced.
+func (s *Store) markDurable(txID int) {
+	for {
+		old := s.durableTxID.Load()
+		if int64(txID) <= old || s.durableTxID.CompareAndSwap(old, int64(txID)) {
+			return
+		}
+	}
+}
+
+// readDurable runs fn on a read-only snapshot if everything the snapshot
+// holds is known to be on disk, and reports whether it did. bbolt makes a
+// commit visible to readers before its fsync returns; a snapshot newer than
+// the last commit known to be synced is not used, so no answer is ever
+// given from a record a crash could still lose.
+func (s *Store) readDurable(fn func(t *txn) error) (bool, error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return false, fmt.Errorf("begin read transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if int64(tx.ID()) > s.durableTxID.Load() {
+		return false, nil
+	}
+	t, err := newTxn(tx, s.now())
+	if err != nil {
+		return false, err
+	}
+	return true, fn(t)
 }

@@ -57,14 +57,14 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		err := s.update(ctx, func(tx *bolt.Tx) (bool, error) {
+		err := s.update(ctx, func(tx *bolt.Tx) error {
 			t, err := newTxn(tx, s.now())
 			if err != nil {
-				return false, err
+				return err
 			}
 			n, err := t.removeGarbage(batch)
 			removed += n
-			return true, err
+			return err
 		})
 		if err != nil {
 			return removed, fmt.Errorf("boltstore: sweep: %w", err)
