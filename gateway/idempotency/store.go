@@ -53,6 +53,9 @@ var (
 	ErrLeaseLost = errors.New("idempotency: lease lost")
 	// ErrNotFound: no record under that scope.
 	ErrNotFound = errors.New("idempotency: record not found")
+	// ErrNotResolvable: Resolve found the record in a state an operator
+	// may not overwrite (COMPLETED, or IN_PROGRESS with a live lease).
+	ErrNotResolvable = errors.New("idempotency: record not resolvable")
 )
 
 // Scope names one record: a tenant never sees another tenant's records.
@@ -222,6 +225,54 @@ type Record struct {
 	ExpiresAt      time.Time       // when the record disappears
 	LeaseExpiresAt time.Time       // IN_PROGRESS only
 	Response       *StoredResponse // COMPLETED only
+	// Step is the agent step the record was claimed with, when the store
+	// keeps it (nil: no step, or a store that cannot tell).
+	Step *Step
+}
+
+// MaxListLimit is the largest page Admin.List returns.
+const MaxListLimit = 1000
+
+// ListFilter selects records for Admin.List. Empty fields match anything.
+type ListFilter struct {
+	State  State
+	Tenant string
+	Tool   string
+	// SessionID selects the records of one agent session; stores may
+	// require Tenant with it (the session is scoped by its tenant).
+	SessionID string
+	// Limit is the page size, 1 … MaxListLimit.
+	Limit int
+	// Cursor is the opaque Page.Cursor of the previous page ("" = first).
+	Cursor string
+}
+
+// Page is one page of Admin.List.
+type Page struct {
+	Records []Record
+	// Cursor continues the listing; "" means this was the last page. A page
+	// may hold fewer than Limit records (even none) and still have a
+	// cursor: stores that filter while they scan stop at a bounded amount
+	// of work per page.
+	Cursor string
+}
+
+// Admin is the operators' side of a store: search and resolve, behind the
+// admin API. Every store of this module implements it.
+type Admin interface {
+	// List returns the records matching filter, newest first where the
+	// store can, one bounded page at a time (never one unbounded scan per
+	// call). Records carry no Response.
+	List(ctx context.Context, filter ListFilter) (Page, error)
+	// FindExecution returns the record whose execution id is id, in any
+	// tenant, with its Response when COMPLETED; else ErrNotFound.
+	FindExecution(ctx context.Context, executionID string) (Record, error)
+	// Resolve turns an UNKNOWN record, or an IN_PROGRESS one whose lease
+	// has expired, into COMPLETED with resp for ttl, keeping its execution
+	// id, fingerprint and step, so the agent's retry replays resp instead of
+	// running the tool again. Other states: ErrNotResolvable; no record:
+	// ErrNotFound. It returns the record as resolved.
+	Resolve(ctx context.Context, scope Scope, resp StoredResponse, ttl time.Duration) (Record, error)
 }
 
 // Store is the idempotency backend. Every method is one atomic step.
