@@ -348,6 +348,9 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 		ReplayTTL:    cl.policy.ReplayTTL,
 		LeaseExpiry:  cl.policy.LeaseExpiry,
 	}
+	if cl.call.Entry.Spec.Transactional {
+		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go
+	}
 	if cl.id.HasStep {
 		req.Step = &idempotency.Step{SessionID: cl.id.SessionID, Index: cl.id.StepIndex}
 	}
@@ -425,8 +428,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 			s.metrics.leasesLost.WithLabelValues(name).Inc()
 		}
 	}()
-	spanCtx, endTool := s.toolSpan(ctx, leaseCtx, name)
-	resp, err := s.callTool(spanCtx, c.Entry, &tools.Request{
+	req := &tools.Request{
 		Arguments:      c.Arguments,
 		Tenant:         c.Tenant,
 		SessionID:      cl.id.SessionID,
@@ -436,7 +438,17 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		ScopedKey:      keyderive.ScopedKey(c.Tenant, name, cl.id.Key),
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
-	})
+	}
+	var txc idempotency.TxCall
+	if c.Entry.Spec.Transactional {
+		var p *Problem
+		if txc, p = s.beginTx(ctx, name, lease, keeper); p != nil {
+			return failed(p)
+		}
+		req.Tx = txc.Tx()
+	}
+	spanCtx, endTool := s.toolSpan(ctx, leaseCtx, name)
+	resp, err := s.callTool(spanCtx, c.Entry, req)
 	endTool(err)
 
 	// record: at least a whole lease to ride out a store restart (Redis
@@ -445,6 +457,9 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 	defer cancelStore()
 	storeCtx, endCompletion := s.childSpan(storeCtx, "completion")
 	defer endCompletion(nil)
+	if txc != nil {
+		return s.recordTx(ctx, storeCtx, leaseCtx, cl, lease, keeper, txc, resp, err)
+	}
 	if err != nil {
 		s.release(storeCtx, name, lease, keeper)
 		p := s.toolErrorProblem(leaseCtx, err)

@@ -81,14 +81,9 @@ func (k *leaseKeeper) renew() {
 func (k *leaseKeeper) finish(ctx context.Context, write func() error) error {
 	delay := 50 * time.Millisecond
 	for {
-		k.mu.Lock()
-		err := write()
-		final := err == nil || errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound) || ctx.Err() != nil
-		if final {
-			k.stopped = true
-			k.timer.Stop()
-		}
-		k.mu.Unlock()
+		final, err := k.finishOnce(write, func(err error) bool {
+			return err == nil || errors.Is(err, idempotency.ErrLeaseLost) || errors.Is(err, idempotency.ErrNotFound) || ctx.Err() != nil
+		})
 		if final {
 			return err
 		}
@@ -98,6 +93,21 @@ func (k *leaseKeeper) finish(ctx context.Context, write func() error) error {
 		}
 		delay = min(2*delay, 500*time.Millisecond)
 	}
+}
+
+// finishOnce makes one attempt at the final write, with no renewal running
+// during it; final(err) says whether the renewals end with it. A write that
+// cannot be repeated (a transaction's commit) passes a final that is always
+// true.
+func (k *leaseKeeper) finishOnce(write func() error, isFinal func(error) bool) (final bool, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	err = write()
+	if final = isFinal(err); final {
+		k.stopped = true
+		k.timer.Stop()
+	}
+	return final, err
 }
 
 // stop ends the renewals and reports whether the lease was lost.

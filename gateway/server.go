@@ -104,6 +104,8 @@ type Server struct {
 	limiter ratelimit.Backend
 	// tracer is nil when tracing is off.
 	tracer trace.Tracer
+	// txStore runs transactional tools; nil unless the store is one.
+	txStore idempotency.TxStore
 
 	// baseCtx parents every tool execution, detached from client requests so
 	// an impatient client cannot abort a tool half-way; cancelling it aborts
@@ -165,11 +167,16 @@ func NewServer(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}
+	txStore, _ := opts.Store.(idempotency.TxStore)
+	if err := checkTransactional(opts.Tools, txStore != nil); err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(opts.Registerer, opts.Gatherer, opts.Tools)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
+		txStore: txStore,
 		opts:    opts,
 		store:   instrumentStore(opts.Store, m),
 		tools:   opts.Tools,

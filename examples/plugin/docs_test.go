@@ -26,6 +26,12 @@ func TestPluginsDocShowsFilesThatBuild(t *testing.T) {
 		}
 		sources = append(sources, string(b))
 	}
+	// The transactional example lives in the gateway's module.
+	orders, err := os.ReadFile(filepath.Join("..", "orders", "orders.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources = append(sources, string(orders))
 	toolGo, err := os.ReadFile(filepath.Join("..", "..", "tools", "tool.go"))
 	if err != nil {
 		t.Fatal(err)

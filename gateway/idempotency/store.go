@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // State is the state of an idempotency record.
@@ -312,4 +314,30 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
+}
+
+// TxStore is a store that can record a call's outcome inside the
+// transaction its tool wrote in (the PostgreSQL store): the tool's writes and
+// the COMPLETED record commit together or not at all. The gateway runs
+// tools declared tools.Spec.Transactional through it, and refuses such
+// tools on a store that is not a TxStore.
+type TxStore interface {
+	// BeginCall opens the transaction of a transactional call that holds
+	// lease. The claim itself is already committed, so other gateways see
+	// the call IN_PROGRESS while the tool runs.
+	BeginCall(ctx context.Context, lease Lease) (TxCall, error)
+}
+
+// TxCall is one transactional execution.
+type TxCall interface {
+	// Tx is the transaction as the tool receives it (tools.Request.Tx).
+	Tx() tools.Tx
+	// Complete records resp as the outcome inside the transaction, behind
+	// the fencing check, and commits; a lost lease rolls everything back
+	// and returns ErrLeaseLost. It cannot be repeated: any other error means
+	// the commit did not happen, or (a connection lost during COMMIT) that
+	// the record alone can tell.
+	Complete(ctx context.Context, resp StoredResponse, ttl time.Duration) error
+	// Rollback undoes the tool's writes; safe after Complete.
+	Rollback(ctx context.Context) error
 }

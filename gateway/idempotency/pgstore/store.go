@@ -77,7 +77,10 @@ type Store struct {
 	closeOnce   sync.Once
 }
 
-var _ idempotency.Store = (*Store)(nil)
+var (
+	_ idempotency.Store   = (*Store)(nil)
+	_ idempotency.TxStore = (*Store)(nil)
+)
 
 // New creates or upgrades the schema on pool and returns a Store that uses
 // it. The caller keeps ownership of pool (Close does not close it). If the

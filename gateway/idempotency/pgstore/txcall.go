@@ -40,8 +40,9 @@ type Call struct {
 	tx    pgx.Tx
 }
 
-// BeginCall starts the transaction of a transactional call that holds lease.
-func (s *Store) BeginCall(ctx context.Context, lease idempotency.Lease) (*Call, error) {
+// BeginCall starts the transaction of a transactional call that holds lease
+// (idempotency.TxStore); the TxCall it returns is a *Call.
+func (s *Store) BeginCall(ctx context.Context, lease idempotency.Lease) (idempotency.TxCall, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, fmt.Errorf("pgstore: begin call %s: %w", scopeName(lease.Scope), err)
 	}

@@ -53,7 +53,7 @@ func newTxTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
 }
 
 // runCall claims req, runs orderTool in a Call and returns it uncommitted.
-func runCall(t *testing.T, s *Store, req idempotency.ClaimRequest) (*Call, idempotency.Lease) {
+func runCall(t *testing.T, s *Store, req idempotency.ClaimRequest) (idempotency.TxCall, idempotency.Lease) {
 	t.Helper()
 	d, err := s.Claim(t.Context(), req)
 	if err != nil || d.Outcome != idempotency.OutcomeClaimed {
@@ -131,7 +131,7 @@ func TestTransactionalCrashLeavesNothing(t *testing.T) {
 	req.LockTTL = 100 * time.Millisecond
 	dead, _ := runCall(t, s, req)
 	// The gateway process dies: its connection closes mid-transaction.
-	if err := dead.tx.Conn().Close(context.Background()); err != nil {
+	if err := dead.(*Call).tx.Conn().Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Hands the broken connection back to the pool (which discards it);
