@@ -108,6 +108,15 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			return nil, nil, fmt.Errorf("plugin: %w", err)
 		}
 	}
+	if c.Store.PostgresURL == "" {
+		// Only the PostgreSQL store can commit a tool's writes with its
+		// record (gateway.NewServer refuses it too; this names the fix).
+		for _, e := range registry.Entries() {
+			if e.Spec.Transactional {
+				return nil, nil, fmt.Errorf("tool %s is transactional: it needs the PostgreSQL store (store.postgres_url or DATABASE_URL)", e.Spec.Name)
+			}
+		}
+	}
 	return registry, policies, nil
 }
 

@@ -3,6 +3,7 @@ package gatewaycmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgateway/toolgateway/internal/pgtest"
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // TestOneSharedStoreOnly: a config naming Redis and PostgreSQL is refused
@@ -96,5 +98,38 @@ func TestRunOnPostgres(t *testing.T) {
 				t.Fatalf("store in the start-up log: %q", desc)
 			}
 		}
+	}
+}
+
+// txTool is a transactional plugin, for the config check below.
+type txTool struct{}
+
+func (txTool) Spec() tools.Spec { return tools.Spec{Name: "cmdtest-tx", Transactional: true} }
+func (txTool) Call(context.Context, *tools.Request) (*tools.Response, error) {
+	return nil, errors.New("not run")
+}
+
+// TestTransactionalToolNeedsPostgresConfig: a config without
+// store.postgres_url refuses a transactional plugin, naming it and the
+// field that would make it work; with the URL it is accepted.
+func TestTransactionalToolNeedsPostgresConfig(t *testing.T) {
+	for _, text := range []string{"listen: 127.0.0.1:0\n", "store:\n  redis_url: redis://127.0.0.1:6379/0\n"} {
+		cfg, err := LoadConfig(writeConfig(t, text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.withDefaults()
+		_, err = cfg.serverOptions([]tools.Tool{txTool{}})
+		if err == nil || !strings.Contains(err.Error(), "cmdtest-tx") || !strings.Contains(err.Error(), "store.postgres_url") {
+			t.Fatalf("config %q with a transactional tool: %v; want an error naming the tool and store.postgres_url", text, err)
+		}
+	}
+	cfg, err := LoadConfig(writeConfig(t, "store:\n  postgres_url: postgres://127.0.0.1:5432/test\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.withDefaults()
+	if _, err := cfg.serverOptions([]tools.Tool{txTool{}}); err != nil {
+		t.Fatalf("with store.postgres_url: %v", err)
 	}
 }
