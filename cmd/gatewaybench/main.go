@@ -110,7 +110,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.IntVar(&f.protocol, "resp", 0, "in-process: RESP version of the Redis clients (0: go-redis default, 3)")
 	fs.StringVar(&f.bolt, "bolt", "", "in-process: the gateway uses the embedded store, a new bbolt file at this path (removed at exit), instead of Redis")
 	fs.StringVar(&f.apis, "api", "rest", "comma-separated gateway APIs to load: rest (POST /api/tools/v1/{tool}), mcp (tools/call at /mcp); each is a target next to the baseline")
-	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline or gateway), e.g. to profile it")
+	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline, gateway: every -api, or gateway-mcp), e.g. to profile it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
