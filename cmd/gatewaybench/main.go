@@ -10,7 +10,13 @@
 // counting tool for such a gateway to call, so the dup check can read its
 // counters.
 //
+// -api mcp sends the same traffic to the gateway's MCP endpoint (one
+// tools/call per request, through go-sdk's client); -api rest,mcp loads
+// both APIs of the same gateway, alternating with the baseline in every
+// round.
+//
 //	gatewaybench -mode fresh -c 32 -d 10s
+//	gatewaybench -mode fresh,replay -api rest,mcp
 //	gatewaybench -mode dup -replicas 2 -k 4
 //	gatewaybench -upstream 127.0.0.1:9000 -counters gwbench:ext:   # tool for an external gateway
 //	gatewaybench -mode dup -url http://127.0.0.1:8080,http://127.0.0.1:8081 -tool bench-incr -counters gwbench:ext:
@@ -27,6 +33,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -73,6 +80,7 @@ type flags struct {
 	protocol   int
 	rate       float64
 	bolt       string
+	apis       string
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -101,7 +109,8 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.Float64Var(&f.rate, "rate", 0, "cap on requests started per second (dup: steps), to compare latency at equal throughput; 0: as fast as possible")
 	fs.IntVar(&f.protocol, "resp", 0, "in-process: RESP version of the Redis clients (0: go-redis default, 3)")
 	fs.StringVar(&f.bolt, "bolt", "", "in-process: the gateway uses the embedded store, a new bbolt file at this path (removed at exit), instead of Redis")
-	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline or gateway), e.g. to profile it")
+	fs.StringVar(&f.apis, "api", "rest", "comma-separated gateway APIs to load: rest (POST /api/tools/v1/{tool}), mcp (tools/call at /mcp); each is a target next to the baseline")
+	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline, gateway: every -api, or gateway-mcp), e.g. to profile it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -123,6 +132,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	apis, err := parseAPIs(f.apis)
+	if err != nil {
+		return err
+	}
 	if f.cpuProfile != "" {
 		file, err := os.Create(f.cpuProfile)
 		if err != nil {
@@ -135,7 +148,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	targets, cleanup, err := setUp(ctx, f)
+	targets, cleanup, err := setUp(ctx, f, apis)
 	if err != nil {
 		return err
 	}
@@ -184,41 +197,87 @@ func parseModes(s string) ([]benchtool.Mode, error) {
 	return modes, nil
 }
 
+func parseAPIs(s string) ([]benchtool.API, error) {
+	var apis []benchtool.API
+	for _, name := range strings.Split(s, ",") {
+		a, err := benchtool.ParseAPI(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(apis, a) {
+			return nil, fmt.Errorf("-api %q: %s twice", s, a)
+		}
+		apis = append(apis, a)
+	}
+	return apis, nil
+}
+
+// gatewayName names the gateway target loaded through api: "gateway" for
+// REST, as before there was a choice, and "gateway-mcp" for MCP.
+func gatewayName(api benchtool.API) string {
+	if api == benchtool.APIMCP {
+		return "gateway-mcp"
+	}
+	return "gateway"
+}
+
+// gatewayTargets returns one target per API, all on the same gateway(s).
+func gatewayTargets(template benchtool.Target, apis []benchtool.API) []benchtool.Target {
+	var out []benchtool.Target
+	for _, api := range apis {
+		t := template
+		t.Name, t.API = gatewayName(api), api
+		out = append(out, t)
+	}
+	return out
+}
+
+// mcpInProgressWait is the in-process gateways' mcp.in_progress_wait for
+// -wait: the MCP counterpart of Prefer: wait=N, and without -wait an
+// immediate -32001, as REST answers 409 without Prefer.
+func mcpInProgressWait(preferWait int) time.Duration {
+	if preferWait > 0 {
+		return time.Duration(preferWait) * time.Second
+	}
+	return -1
+}
+
 // setUp returns the targets: the in-process baseline and gateway(s), or the
-// external URLs.
-func setUp(ctx context.Context, f *flags) ([]benchtool.Target, func(), error) {
+// external URLs; the gateway is one target per API.
+func setUp(ctx context.Context, f *flags, apis []benchtool.API) ([]benchtool.Target, func(), error) {
 	if f.urls == "" {
 		servers, err := benchtool.StartServers(ctx, benchtool.ServersConfig{
 			RedisAddr: f.redisAddr, Replicas: f.replicas, ToolName: f.tool, AccessLog: f.accessLog, Protocol: f.protocol,
-			BoltPath: f.bolt,
+			BoltPath: f.bolt, MCPInProgressWait: mcpInProgressWait(f.preferWait),
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		targets := []benchtool.Target{
-			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
-			{Name: "gateway", URLs: servers.GatewayURLs, RoundTrips: servers.StoreRoundTrips, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
-		}
+		gw := benchtool.Target{URLs: servers.GatewayURLs, RoundTrips: servers.StoreRoundTrips, Tool: servers.Tool, RedisCPU: servers.RedisCPU}
 		if f.bolt != "" {
-			targets[1].RoundTrips = nil // the embedded store makes no Redis round trips
+			gw.RoundTrips = nil // the embedded store makes no Redis round trips
 		}
+		targets := append([]benchtool.Target{
+			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
+		}, gatewayTargets(gw, apis)...)
 		if f.only != "" {
 			var kept []benchtool.Target
 			for _, t := range targets {
-				if t.Name == f.only {
+				// -only gateway keeps the gateway under every -api.
+				if t.Name == f.only || (f.only == "gateway" && t.Name != benchtool.BaselineName) {
 					kept = append(kept, t)
 				}
 			}
 			if len(kept) == 0 {
 				_ = servers.Close()
-				return nil, nil, fmt.Errorf("-only %q: want baseline or gateway", f.only)
+				return nil, nil, fmt.Errorf("-only %q: want baseline, gateway or gateway-mcp", f.only)
 			}
 			targets = kept
 		}
 		return targets, func() { _ = servers.Close() }, nil
 	}
 
-	gw := benchtool.Target{Name: "gateway", URLs: strings.Split(f.urls, ",")}
+	gw := benchtool.Target{URLs: strings.Split(f.urls, ",")}
 	var targets []benchtool.Target
 	cleanup := func() {}
 	if f.counters != "" {
@@ -229,7 +288,7 @@ func setUp(ctx context.Context, f *flags) ([]benchtool.Target, func(), error) {
 	if f.baseline != "" {
 		targets = append(targets, benchtool.Target{Name: benchtool.BaselineName, URLs: []string{f.baseline}})
 	}
-	return append(targets, gw), cleanup, nil
+	return append(targets, gatewayTargets(gw, apis)...), cleanup, nil
 }
 
 // serveUpstream serves the counting tool for an external gateway until ctx ends.

@@ -12,6 +12,9 @@ type Target struct {
 	// Name labels the target in reports; "baseline" is what ratios divide by.
 	Name string
 	URLs []string
+	// API is the gateway API the target is loaded through (default
+	// APIREST; the baseline only serves REST).
+	API API
 	// RoundTrips, when set, reads the target's store round-trip counter.
 	RoundTrips func() int64
 	// Tool, when set, is the tool the target calls; dup mode checks its
@@ -43,7 +46,9 @@ type BenchConfig struct {
 
 // TargetReport is what a benchmark measured on one target.
 type TargetReport struct {
-	Name   string
+	Name string
+	// API is the API the target was loaded through.
+	API    API
 	Result *Result
 	// Dup is the dup check's verdict (dup mode, with a Tool).
 	Dup *DupReport
@@ -64,19 +69,30 @@ type Report struct {
 
 // RunBench loads each target in turn, Rounds times, and merges each
 // target's runs.
-func RunBench(ctx context.Context, cfg BenchConfig) (*Report, error) {
+func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 	cfg.Rounds = orInt(cfg.Rounds, 2)
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
 	loads := make([]*Load, len(cfg.Targets))
+	defer func() {
+		for _, l := range loads {
+			if l != nil {
+				if cerr := l.Close(); cerr != nil && err == nil {
+					err = fmt.Errorf("close load: %w", cerr)
+				}
+			}
+		}
+	}()
 	for i, t := range cfg.Targets {
 		lc := cfg.Load
 		lc.URLs = append([]string(nil), t.URLs...)
+		lc.API = orAPI(t.API)
 		l, err := NewLoad(lc)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
+		loads[i] = l
 		if err := l.Prepare(ctx); err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
@@ -85,14 +101,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*Report, error) {
 				return nil, fmt.Errorf("target %s: warm-up: %w", t.Name, err)
 			}
 		}
-		loads[i] = l
 	}
 	merged := make([]*Result, len(cfg.Targets))
 	for i := range merged {
 		merged[i] = newResult()
 	}
 	// The warm-up's dup steps are checked too: they ran under the same rules.
-	var err error
 	for round := range cfg.Rounds {
 		for i, t := range cfg.Targets {
 			before := int64(-1)
@@ -121,7 +135,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*Report, error) {
 				}
 				res.RedisCPU = cpuAfter - cpuBefore
 			}
-			fmt.Fprintf(cfg.Progress, "round %d %-10s %8.0f req/s  p99 %7.2f ms  errors %d\n",
+			fmt.Fprintf(cfg.Progress, "round %d %-11s %8.0f req/s  p99 %7.2f ms  errors %d\n",
 				round+1, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors)
 			merged[i].Merge(res)
 		}
@@ -130,7 +144,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*Report, error) {
 	report := &Report{Mode: mode, Workers: loads[0].Config().Workers, DupK: loads[0].Config().DupK,
 		Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: loads[0].Config().Rate}
 	for i, t := range cfg.Targets {
-		tr := TargetReport{Name: t.Name, Result: merged[i]}
+		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i]}
 		if mode == ModeDup && t.Tool != nil {
 			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
 			if err != nil {
@@ -141,6 +155,13 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*Report, error) {
 		report.Targets = append(report.Targets, tr)
 	}
 	return report, nil
+}
+
+func orAPI(a API) API {
+	if a == "" {
+		return APIREST
+	}
+	return a
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // TestModesAgainstInProcessServers runs each mode briefly against two
@@ -178,5 +179,105 @@ func TestRateCapsRequests(t *testing.T) {
 	// 100/s for 0.5 s is 50, plus the buffer's burst of 8 at most.
 	if res.Requests == 0 || res.Requests > 60 {
 		t.Fatalf("%d requests at 100/s in 0.5 s", res.Requests)
+	}
+}
+
+// TestMCPNextToREST loads the same gateway through REST and MCP (go-sdk's
+// client, one session per worker) in the same rounds as the baseline, and
+// checks what the load tool counts over MCP: every answer verified by its
+// _meta and isError, the same store round trips as REST, and the dup
+// check on the tool's counters.
+func TestMCPNextToREST(t *testing.T) {
+	servers, err := StartServers(t.Context(), ServersConfig{
+		RedisAddr: redistest.Addr(t), Replicas: 2,
+		// Losers of a dup race answer -32001 at once, as REST's get 409.
+		MCPInProgressWait: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := servers.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	gw := Target{URLs: servers.GatewayURLs, RoundTrips: servers.StoreRoundTrips, Tool: servers.Tool}
+	rest, overMCP := gw, gw
+	rest.Name, rest.API = "gateway", APIREST
+	overMCP.Name, overMCP.API = "gateway-mcp", APIMCP
+	targets := []Target{{Name: BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool}, rest, overMCP}
+	run := func(t *testing.T, mode Mode) TargetReport {
+		t.Helper()
+		report, err := RunBench(t.Context(), BenchConfig{
+			Targets:  targets,
+			Load:     LoadConfig{Mode: mode, Workers: 8, DupK: 4, PoolSize: 40},
+			Rounds:   2,
+			Duration: 300 * time.Millisecond,
+			Warmup:   100 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(report.Targets) != 3 {
+			t.Fatalf("%d targets reported, want 3", len(report.Targets))
+		}
+		for _, tr := range report.Targets {
+			if tr.Result.Requests == 0 || tr.Result.Errors != 0 {
+				t.Fatalf("%s: %d requests, %d errors", tr.Name, tr.Result.Requests, tr.Result.Errors)
+			}
+		}
+		mcpReport := report.Targets[2]
+		if mcpReport.API != APIMCP || report.Targets[1].API != APIREST || report.Targets[0].API != APIREST {
+			t.Fatalf("APIs reported: %s, %s, %s", report.Targets[0].API, report.Targets[1].API, mcpReport.API)
+		}
+		return mcpReport
+	}
+
+	t.Run("fresh", func(t *testing.T) {
+		res := run(t, ModeFresh).Result
+		if res.Statuses[http.StatusOK] != res.Requests || res.Replayed != 0 {
+			t.Errorf("statuses %v, %d replayed; want every answer a fresh result without isError", res.Statuses, res.Replayed)
+		}
+		if got := res.RoundTripsPerRequest(); got != TargetFreshTrips {
+			t.Errorf("%.3f store round trips per fresh call over MCP, want %v", got, TargetFreshTrips)
+		}
+	})
+	t.Run("replay", func(t *testing.T) {
+		res := run(t, ModeReplay).Result
+		if res.Replayed != res.Requests || res.Statuses[http.StatusOK] != res.Requests {
+			t.Errorf("%d of %d replayed, statuses %v", res.Replayed, res.Requests, res.Statuses)
+		}
+		if got := res.RoundTripsPerRequest(); got != TargetReplayTrips {
+			t.Errorf("%.3f store round trips per replay over MCP, want %v", got, TargetReplayTrips)
+		}
+	})
+	t.Run("dup", func(t *testing.T) {
+		tr := run(t, ModeDup)
+		if tr.Dup == nil || tr.Dup.Steps == 0 || tr.Dup.Duplicated != 0 || tr.Dup.Missing != 0 || tr.Dup.MaxRuns != 1 {
+			t.Errorf("over MCP behind 2 replicas: dup check %+v, want every step run exactly once", tr.Dup)
+		}
+		res := tr.Result
+		if res.Statuses[http.StatusOK]+res.Statuses[wire.RPCRequestInProgress] != res.Requests {
+			t.Errorf("statuses %v, want only results without isError and -32001", res.Statuses)
+		}
+		// At most one answer per step ran the tool; the others lost the
+		// race (-32001) or came after it finished (a replay). Steps also
+		// counts the warm-up's, whose answers are not in the result.
+		if ran := res.Statuses[http.StatusOK] - res.Replayed; ran <= 0 || ran > int64(tr.Dup.Steps) {
+			t.Errorf("%d answers executed the tool for %d steps", ran, tr.Dup.Steps)
+		}
+	})
+}
+
+func TestMCPLoadNeedsPrepare(t *testing.T) {
+	l, err := NewLoad(LoadConfig{URLs: []string{"http://127.0.0.1:1"}, Mode: ModeFresh, API: APIMCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Run(t.Context(), time.Millisecond); err == nil {
+		t.Fatal("an MCP load ran without its sessions")
+	}
+	if _, err := NewLoad(LoadConfig{URLs: []string{"http://127.0.0.1:1"}, Mode: ModeFresh, API: "grpc"}); err == nil {
+		t.Fatal("an unknown API was accepted")
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -67,6 +69,12 @@ type LoadConfig struct {
 	// compared at the same throughput, below saturation, where latency is
 	// the work a request costs rather than the queue in front of it.
 	Rate float64
+	// API is the gateway API the load calls (default APIREST): REST posts
+	// to /api/tools/v1/{tool} with the identity in headers; APIMCP sends
+	// each request as one MCP tools/call to /mcp with the identity in
+	// params._meta, through go-sdk's client (one client session per
+	// worker, connected by Prepare).
+	API API
 	// Client defaults to NewClient(Workers).
 	Client *http.Client
 }
@@ -89,6 +97,9 @@ type Load struct {
 	runID   string
 	payload string
 
+	// sessions are the MCP client sessions, one per sending slot (APIMCP).
+	sessions []*mcp.ClientSession
+
 	mu       sync.Mutex
 	nextStep []uint64 // per worker (fresh) or group (dup)
 	pool     []*request
@@ -102,6 +113,7 @@ type request struct {
 	key     string
 	session string
 	step    string
+	index   uint64
 }
 
 // NewLoad checks cfg and fills its defaults.
@@ -110,6 +122,10 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 		return nil, errors.New("benchtool: load: no URL")
 	}
 	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	cfg.API = API(orString(string(cfg.API), string(APIREST)))
+	if _, err := ParseAPI(string(cfg.API)); err != nil {
 		return nil, err
 	}
 	cfg.Tool = orString(cfg.Tool, DefaultToolName)
@@ -144,13 +160,19 @@ func (l *Load) newRequest(session string, step uint64) (*request, error) {
 	}
 	return &request{
 		path: "/api/tools/v1/" + l.cfg.Tool, body: canonical, key: key,
-		session: session, step: strconv.FormatUint(step, 10),
+		session: session, step: strconv.FormatUint(step, 10), index: step,
 	}, nil
 }
 
-// Prepare readies the load: in replay mode it executes every step of the
-// pool once, so the measured requests are all retries.
+// Prepare readies the load: over MCP it connects the client sessions, and
+// in replay mode it executes every step of the pool once, so the measured
+// requests are all retries.
 func (l *Load) Prepare(ctx context.Context) error {
+	if l.cfg.API == APIMCP && l.sessions == nil {
+		if err := l.connectMCP(ctx); err != nil {
+			return err
+		}
+	}
 	if l.cfg.Mode != ModeReplay || len(l.pool) > 0 {
 		return nil
 	}
@@ -165,12 +187,16 @@ func (l *Load) Prepare(ctx context.Context) error {
 	jobs := make(chan int)
 	errs := make(chan error, l.cfg.Workers)
 	var wg sync.WaitGroup
-	for range l.cfg.Workers {
+	for w := range l.cfg.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				status, _, err := l.send(ctx, l.cfg.URLs[i%len(l.cfg.URLs)], pool[i])
+				send := l.sender(w)
+				if l.cfg.API == APIREST {
+					send = l.restSender(l.cfg.URLs[i%len(l.cfg.URLs)])
+				}
+				status, _, err := send(ctx, pool[i])
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
 				}
@@ -207,6 +233,9 @@ feed:
 func (l *Load) Run(ctx context.Context, d time.Duration) (*Result, error) {
 	if l.cfg.Mode == ModeReplay && len(l.pool) == 0 {
 		return nil, errors.New("benchtool: replay mode: Prepare first")
+	}
+	if l.cfg.API == APIMCP && l.sessions == nil {
+		return nil, errors.New("benchtool: MCP load: Prepare first")
 	}
 	start := time.Now()
 	stop := start.Add(d)
@@ -297,22 +326,22 @@ func (l *Load) takeStep(slot int) uint64 {
 
 func (l *Load) freshLoop(ctx context.Context, worker int, res *Result, running func() bool) error {
 	session := l.runID + "-w" + strconv.Itoa(worker)
-	url := l.cfg.URLs[worker%len(l.cfg.URLs)]
+	send := l.sender(worker)
 	for running() {
 		r, err := l.newRequest(session, l.takeStep(worker))
 		if err != nil {
 			return err
 		}
-		l.timed(ctx, url, r, res)
+		timed(ctx, send, r, res)
 	}
 	return nil
 }
 
 func (l *Load) replayLoop(ctx context.Context, worker int, res *Result, running func() bool) error {
-	url := l.cfg.URLs[worker%len(l.cfg.URLs)]
+	send := l.sender(worker)
 	rng := rand.New(rand.NewPCG(uint64(worker), uint64(time.Now().UnixNano())))
 	for running() {
-		l.timed(ctx, url, l.pool[rng.IntN(len(l.pool))], res)
+		timed(ctx, send, l.pool[rng.IntN(len(l.pool))], res)
 	}
 	return nil
 }
@@ -321,6 +350,10 @@ func (l *Load) replayLoop(ctx context.Context, worker int, res *Result, running 
 func (l *Load) dupLoop(ctx context.Context, group int, res *Result, running func() bool) error {
 	session := l.runID + "-g" + strconv.Itoa(group)
 	copies := make([]*Result, l.cfg.DupK)
+	senders := make([]sendFunc, l.cfg.DupK)
+	for j := range senders {
+		senders[j] = l.sender(group*l.cfg.DupK + j)
+	}
 	for running() {
 		r, err := l.newRequest(session, l.takeStep(group))
 		if err != nil {
@@ -332,7 +365,7 @@ func (l *Load) dupLoop(ctx context.Context, group int, res *Result, running func
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l.timed(ctx, l.cfg.URLs[(group+j)%len(l.cfg.URLs)], r, copies[j])
+				timed(ctx, senders[j], r, copies[j])
 			}()
 		}
 		wg.Wait()
@@ -353,10 +386,42 @@ func (l *Load) DupKeys() []string {
 	return append([]string(nil), l.dupKeys...)
 }
 
+// sendFunc sends one prepared call and reports its answer: the HTTP status
+// (REST) or the MCP outcome's status (see Result.Statuses), and whether it
+// was a replay. An error means no answer at all.
+type sendFunc func(ctx context.Context, r *request) (status int, replayed bool, err error)
+
+// sender returns how sending slot i (a worker, or copy j of dup group g as
+// slot g*DupK+j) sends: to the URL of the slot, over the load's API. In
+// dup mode the copies of one step go to different URLs.
+func (l *Load) sender(slot int) sendFunc {
+	if l.cfg.API == APIMCP {
+		return l.mcpSender(l.sessions[slot])
+	}
+	return l.restSender(l.slotURL(slot))
+}
+
+// slotURL is the URL sending slot i talks to.
+func (l *Load) slotURL(slot int) string {
+	if l.cfg.Mode == ModeDup {
+		group, j := slot/l.cfg.DupK, slot%l.cfg.DupK
+		return l.cfg.URLs[(group+j)%len(l.cfg.URLs)]
+	}
+	return l.cfg.URLs[slot%len(l.cfg.URLs)]
+}
+
+// slots is the number of sending slots a run uses.
+func (l *Load) slots() int {
+	if l.cfg.Mode == ModeDup {
+		return max(1, l.cfg.Workers/l.cfg.DupK) * l.cfg.DupK
+	}
+	return max(l.cfg.Workers, 1)
+}
+
 // timed sends r and records the answer and its latency.
-func (l *Load) timed(ctx context.Context, url string, r *request, res *Result) {
+func timed(ctx context.Context, send sendFunc, r *request, res *Result) {
 	start := time.Now()
-	status, replayed, err := l.send(ctx, url, r)
+	status, replayed, err := send(ctx, r)
 	if err != nil {
 		res.Errors++
 		return
@@ -364,8 +429,16 @@ func (l *Load) timed(ctx context.Context, url string, r *request, res *Result) {
 	res.record(status, replayed, time.Since(start))
 }
 
-// send posts r and reads the whole answer, so the connection is reused.
-func (l *Load) send(ctx context.Context, url string, r *request) (status int, replayed bool, err error) {
+// restSender posts to url and reads the whole answer, so the connection is
+// reused.
+func (l *Load) restSender(url string) sendFunc {
+	return func(ctx context.Context, r *request) (int, bool, error) {
+		return l.sendREST(ctx, url, r)
+	}
+}
+
+// sendREST posts r to url with the identity in headers.
+func (l *Load) sendREST(ctx context.Context, url string, r *request) (status int, replayed bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+r.path, bytes.NewReader(r.body))
 	if err != nil {
 		return 0, false, fmt.Errorf("benchtool: build request: %w", err)

@@ -92,7 +92,7 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", %d copies per step", r.DupK)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-10s %9s %9s %6s %7s %7s %7s %7s %6s %8s %8s  %s\n",
+	fmt.Fprintf(w, "%-11s %9s %9s %6s %7s %7s %7s %7s %6s %8s %8s  %s\n",
 		"target", "requests", "req/s", "ratio", "p50 ms", "p90 ms", "p99 ms", "p99.9", "rt/req", "proc us", "redis us", "statuses")
 	base := r.baseline()
 	for _, t := range r.Targets {
@@ -109,7 +109,7 @@ func (r *Report) WriteText(w io.Writer) {
 		if v := res.RedisMicrosPerRequest(); !math.IsNaN(v) {
 			redisUS = fmt.Sprintf("%.1f", v)
 		}
-		fmt.Fprintf(w, "%-10s %9d %9.0f %6s %7.2f %7.2f %7.2f %7.2f %6s %8.1f %8s  %s",
+		fmt.Fprintf(w, "%-11s %9d %9.0f %6s %7.2f %7.2f %7.2f %7.2f %6s %8.1f %8s  %s",
 			t.Name, res.Requests, res.RPS(), ratio,
 			ms(res.Percentile(0.5)), ms(res.Percentile(0.9)), ms(res.Percentile(0.99)), ms(res.Percentile(0.999)),
 			trips, res.ProcessMicrosPerRequest(), redisUS, statusLine(res))
@@ -136,7 +136,14 @@ func statusLine(res *Result) string {
 	slices.Sort(codes)
 	parts := make([]string, 0, len(codes)+2)
 	for _, code := range codes {
-		parts = append(parts, fmt.Sprintf("%d:%d", code, res.Statuses[code]))
+		switch {
+		case code == StatusMCPIsError:
+			parts = append(parts, fmt.Sprintf("isError:%d", res.Statuses[code]))
+		case code < 0:
+			parts = append(parts, fmt.Sprintf("rpc%d:%d", code, res.Statuses[code]))
+		default:
+			parts = append(parts, fmt.Sprintf("%d:%d", code, res.Statuses[code]))
+		}
 	}
 	if res.Replayed > 0 {
 		parts = append(parts, fmt.Sprintf("replayed:%d", res.Replayed))
@@ -149,6 +156,7 @@ func statusLine(res *Result) string {
 
 type jsonTarget struct {
 	Name          string           `json:"name"`
+	API           API              `json:"api"`
 	Requests      int64            `json:"requests"`
 	Errors        int64            `json:"errors"`
 	RPS           float64          `json:"rps"`
@@ -186,7 +194,7 @@ func (r *Report) JSON() []byte {
 	for _, t := range r.Targets {
 		res := t.Result
 		jt := jsonTarget{
-			Name: t.Name, Requests: res.Requests, Errors: res.Errors, RPS: round3(res.RPS()),
+			Name: t.Name, API: t.API, Requests: res.Requests, Errors: res.Errors, RPS: round3(res.RPS()),
 			P50MS: roundMS(res.Percentile(0.5)), P90MS: roundMS(res.Percentile(0.9)),
 			P99MS: roundMS(res.Percentile(0.99)), P999MS: roundMS(res.Percentile(0.999)),
 			Statuses: map[string]int64{}, Replayed: res.Replayed,

@@ -14,9 +14,12 @@ type Result struct {
 	Errors   int64
 	// Elapsed is the wall time the requests took (summed over merged runs).
 	Elapsed time.Duration
-	// Statuses counts answers by HTTP status.
+	// Statuses counts answers by HTTP status; over MCP, 200 is a tool
+	// result without isError, StatusMCPIsError one with isError, and a
+	// JSON-RPC error counts under its (negative) code.
 	Statuses map[int]int64
-	// Replayed counts answers with Idempotent-Replayed: true.
+	// Replayed counts answers with Idempotent-Replayed: true (over MCP,
+	// _meta "io.github.toolgateway/replayed": true).
 	Replayed int64
 	// RoundTrips is the store round trips counted during the run, when known
 	// (in-process gateways only; -1 otherwise).

@@ -42,6 +42,11 @@ type ServersConfig struct {
 	// file at this path, removed by Close) instead of Redis; the tool still
 	// counts in Redis. One replica only: the file is single-process.
 	BoltPath string
+	// MCPInProgressWait is the gateways' mcp.in_progress_wait: how long a
+	// tools/call that meets a running call of its key waits for the
+	// outcome (0: the gateway's default, 10 s; negative: answer -32001 at
+	// once, as REST answers 409 without Prefer: wait).
+	MCPInProgressWait time.Duration
 }
 
 // Servers are the gateway replicas and the baseline, on loopback
@@ -123,6 +128,7 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 			// Records outlive the run only briefly if Close never runs.
 			ReplayTTL: 10 * time.Minute,
 			Logger:    logger,
+			MCP:       gateway.MCPOptions{InProgressWait: cfg.MCPInProgressWait},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("benchtool: gateway: %w", err)
