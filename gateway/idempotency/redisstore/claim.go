@@ -19,17 +19,29 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	req.Step = s.keys.slotStep(req)
 	record := s.keys.record(req.Scope, req.Step)
 	keys := []string{record}
+	hasStep, legacy, session := "0", "0", ""
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
+		hasStep, session = "1", req.Step.SessionID
+	}
+	if s.legacy {
+		legacy = "1"
+		keys = append(keys, s.keys.legacyRecord(req.Scope, req.Step))
+		if req.Step != nil {
+			keys = append(keys, s.keys.legacyStep(req.Scope.Tenant, *req.Step))
+		}
 	}
 	lockMS, replayMS := millis(req.LockTTL), millis(req.ReplayTTL)
 	guard := "0"
 	if req.StepGuard {
 		guard = "1"
 	}
+	fp, exec, owner := packID(req.Fingerprint), packID(req.ExecutionID), packID(req.Owner)
+	if len(fp) > 255 || len(exec) > 255 || len(owner) > 255 || len(session) > 65535 {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id or owner above 255 bytes, or session id above 65535", req.Scope)
+	}
 	calls := []scriptCall{{claimScript, keys, []any{
-		req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
-		req.ExecutionID, req.Owner, lockMS, replayMS, string(req.LeaseExpiry), guard,
+		fp, exec, owner, lockMS, replayMS, string(req.LeaseExpiry), guard, hasStep, legacy, session, req.Fingerprint,
 	}}}
 	if s.keys.usesPointer(req.Step) {
 		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, lockMS + replayMS}})
@@ -42,7 +54,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	d, err := decodeDecision(req, reply)
+	d, err := s.decodeDecision(req, reply)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
@@ -62,10 +74,33 @@ func validateClaim(req idempotency.ClaimRequest) error {
 var errBadReply = errors.New("unexpected script reply")
 
 // decodeDecision turns the claim script's reply into a Decision.
-func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
-	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 3}
+// Execution ids arrive packed (packID).
+func (s *Store) decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
+	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 4}
 	if len(reply) == 0 || want[reply[0]] != len(reply) {
-		return idempotency.Decision{}, fmt.Errorf("%w: %q", errBadReply, reply)
+		return idempotency.Decision{}, fmt.Errorf("%w: %d fields", errBadReply, len(reply)) // no raw reply: it may hold the key
+	}
+	if reply[0] == "step_conflict" {
+		exec, ok := unpackID(reply[3])
+		if !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: execution id", errBadReply)
+		}
+		tool := reply[2]
+		if reply[1] == "n" { // the holder's record name holds its tool
+			scope, err := s.keys.parseRecord(reply[2])
+			if err != nil {
+				return idempotency.Decision{}, fmt.Errorf("%w: step holder: %w", errBadReply, err)
+			}
+			tool = scope.Tool
+		}
+		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: tool, ExecutionID: exec}}, nil
+	}
+	if len(reply) > 1 {
+		exec, ok := unpackID(reply[1])
+		if !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: execution id", errBadReply)
+		}
+		reply[1] = exec
 	}
 	switch reply[0] {
 	case "claimed":
@@ -94,9 +129,7 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 		return idempotency.Decision{Outcome: idempotency.OutcomeInProgress, ExecutionID: reply[1], RetryAfter: time.Duration(remaining) * time.Microsecond}, nil
 	case "key_reused":
 		return idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}, nil
-	case "unknown":
+	default: // unknown
 		return idempotency.Decision{Outcome: idempotency.OutcomeUnknown, ExecutionID: reply[1]}, nil
-	default: // step_conflict
-		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: reply[1], ExecutionID: reply[2]}}, nil
 	}
 }
