@@ -135,11 +135,11 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 }
 
 // expiresAt turns PEXPIRETIME's answer into a time (zero: no expiry).
-func expiresAt(unixMS time.Duration) time.Time {
-	if unixMS <= 0 {
+func expiresAt(unix time.Duration) time.Time {
+	if unix <= 0 {
 		return time.Time{}
 	}
-	return time.UnixMilli(unixMS.Milliseconds())
+	return time.UnixMilli(unix.Milliseconds())
 }
 
 // legacyRecordOf turns a hash of the previous layout into a Record. Its
