@@ -205,12 +205,12 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	target := newest(found)
-	layout := "new"
+	layout, ctype := "new", packCtype(resp.ContentType)
 	if target.legacy {
-		layout = "old"
+		layout, ctype = "old", resp.ContentType
 	}
 	cmds, err := s.eval(ctx, scriptCall{resolveScript, []string{target.key},
-		[]any{millis(ttl), strconv.Itoa(resp.Status), resp.ContentType, resp.Body, layout}})
+		[]any{millis(ttl), strconv.Itoa(resp.Status), ctype, resp.Body, layout}})
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: resolve %v: %w", scope, err)
 	}

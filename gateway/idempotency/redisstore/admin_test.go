@@ -3,7 +3,8 @@ package redisstore
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ func testAdmin(t *testing.T, s *Store) {
 	if err := s.Complete(ctx, gone.Lease, resp("gone"), time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(5 * time.Millisecond) // past its expiry
 
 	for _, bad := range []idempotency.ListFilter{{Limit: 0}, {Limit: idempotency.MaxListLimit + 1}, {Limit: 10, SessionID: "s"}, {Limit: 10, Cursor: "nonsense"}} {
 		if _, err := s.List(ctx, bad); err == nil {
@@ -75,10 +77,7 @@ func testAdmin(t *testing.T, s *Store) {
 	got := map[string]idempotency.State{}
 	for _, rec := range listAll(t, s, idempotency.ListFilter{Limit: 4}) {
 		id := rec.Scope.Tenant + "/" + rec.Scope.Key
-		if _, dup := got[id]; dup {
-			t.Errorf("%s listed twice", id)
-		}
-		got[id] = rec.State
+		got[id] = rec.State // SCAN may return a record twice while the keyspace is resized
 		if rec.Response != nil {
 			t.Errorf("%s listed with its response", id)
 		}
@@ -91,11 +90,11 @@ func testAdmin(t *testing.T, s *Store) {
 	}
 
 	count := func(f idempotency.ListFilter) []string {
-		var keys []string
+		unique := map[string]bool{} // SCAN may return a record twice
 		for _, rec := range listAll(t, s, f) {
-			keys = append(keys, rec.Scope.Tenant+"/"+rec.Scope.Tool+"/"+rec.Scope.Key+"/"+string(rec.State))
+			unique[rec.Scope.Tenant+"/"+rec.Scope.Tool+"/"+rec.Scope.Key+"/"+string(rec.State)] = true
 		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(unique))
 		return keys
 	}
 	if n := len(count(idempotency.ListFilter{State: idempotency.StateInProgress, Limit: 1})); n != 2 {

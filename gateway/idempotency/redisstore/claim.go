@@ -22,7 +22,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	hasStep, legacy, session := "0", "0", ""
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
-		hasStep, session = "1", req.Step.SessionID
+		hasStep, session = "1", packID(req.Step.SessionID)
 	}
 	if s.legacy {
 		legacy = "1"
@@ -41,7 +41,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id or owner above 255 bytes, or session id above 65535", req.Scope)
 	}
 	calls := []scriptCall{{claimScript, keys, []any{
-		fp, exec, owner, lockMS, replayMS, string(req.LeaseExpiry), guard, hasStep, legacy, session, req.Fingerprint,
+		fp, exec, owner, lockMS, replayMS, string(req.LeaseExpiry), guard, hasStep, legacy, session, req.Fingerprint, req.Scope.Tool,
 	}}}
 	if s.keys.usesPointer(req.Step) {
 		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, lockMS + replayMS}})
@@ -50,11 +50,15 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	reply, err := cmds[0].StringSlice()
-	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+	var d idempotency.Decision
+	if value, ok := cmds[0].Val().(string); ok {
+		d, err = decodeReplay(req.Scope, value)
+	} else {
+		var reply []string
+		if reply, err = cmds[0].StringSlice(); err == nil {
+			d, err = decodeDecision(req, reply)
+		}
 	}
-	d, err := s.decodeDecision(req, reply)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
@@ -74,26 +78,30 @@ func validateClaim(req idempotency.ClaimRequest) error {
 var errBadReply = errors.New("unexpected script reply")
 
 // decodeDecision turns the claim script's reply into a Decision.
-// Execution ids arrive packed (packID).
-func (s *Store) decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
-	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 4}
+// decodeReplay turns the COMPLETED record value the claim script answers
+// with into a replay.
+func decodeReplay(scope idempotency.Scope, value string) (idempotency.Decision, error) {
+	rec, err := recordOf(scope, value, time.Time{})
+	if err != nil || rec.Response == nil {
+		return idempotency.Decision{}, errors.Join(errBadReply, err)
+	}
+	return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: rec.ExecutionID, Response: rec.Response}, nil
+}
+
+// decodeDecision turns the claim script's other replies into a Decision.
+// Execution ids and content types arrive packed (packID, packCtype).
+func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
+	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2}
 	if len(reply) == 0 || want[reply[0]] != len(reply) {
 		return idempotency.Decision{}, fmt.Errorf("%w: %d fields", errBadReply, len(reply)) // no raw reply: it may hold the key
 	}
-	if reply[0] == "step_conflict" {
-		exec, ok := unpackID(reply[3])
-		if !ok {
-			return idempotency.Decision{}, fmt.Errorf("%w: execution id", errBadReply)
+	if reply[0] == "step_conflict" { // the step value: packed exec, then tool
+		r := &reader{b: []byte(reply[1])}
+		exec, ok := unpackID(r.str(r.u8()))
+		if r.err != nil || !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: step holder", errBadReply)
 		}
-		tool := reply[2]
-		if reply[1] == "n" { // the holder's record name holds its tool
-			scope, err := s.keys.parseRecord(reply[2])
-			if err != nil {
-				return idempotency.Decision{}, fmt.Errorf("%w: step holder: %w", errBadReply, err)
-			}
-			tool = scope.Tool
-		}
-		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: tool, ExecutionID: exec}}, nil
+		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: string(r.b), ExecutionID: exec}}, nil
 	}
 	if len(reply) > 1 {
 		exec, ok := unpackID(reply[1])
@@ -119,7 +127,11 @@ func (s *Store) decodeDecision(req idempotency.ClaimRequest, reply []string) (id
 		if err != nil {
 			return idempotency.Decision{}, fmt.Errorf("%w: status %q", errBadReply, reply[2])
 		}
-		resp := &idempotency.StoredResponse{Status: status, ContentType: reply[3], Body: []byte(reply[4])}
+		ctype, ok := unpackCtype(reply[3])
+		if !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: content type", errBadReply)
+		}
+		resp := &idempotency.StoredResponse{Status: status, ContentType: ctype, Body: []byte(reply[4])}
 		return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: reply[1], Response: resp}, nil
 	case "in_progress":
 		remaining, err := strconv.ParseInt(reply[2], 10, 64)

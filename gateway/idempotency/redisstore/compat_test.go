@@ -51,7 +51,7 @@ func (w *legacyWriter) claimed(req idempotency.ClaimRequest) int64 {
 			w.t.Fatal(err)
 		}
 	}
-	d, err := (&Store{keys: w.keys}).decodeDecision(req, []string{"claimed", "t" + reply[1], reply[2], reply[3]})
+	d, err := decodeDecision(req, []string{"claimed", "t" + reply[1], reply[2], reply[3]})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -170,10 +170,15 @@ func (k keyLayout) usesPointer(step *idempotency.Step) bool {
 // packID packs an identifier the gateway mints in a known text form into
 // its bytes, tagged so that any other string survives unchanged: a
 // canonical ULID (execution ids, owners) becomes 'u' + 16 bytes, a
-// lowercase 64-hex SHA-256 (derived keys, fingerprints) 'h' + 32 bytes,
-// anything else 't' + the text.
+// lowercase 64-hex SHA-256 (derived keys, fingerprints) 'h' + 32 bytes, a
+// lowercase UUID (session ids) 'g' + 16 bytes, anything else 't' + the
+// text.
 func packID(s string) string {
 	switch len(s) {
+	case uuidLen:
+		if b, ok := parseUUID(s); ok {
+			return "g" + string(b)
+		}
 	case ulid.EncodedSize:
 		if id, err := ulid.ParseStrict(s); err == nil && id.String() == s {
 			return "u" + string(id[:])
@@ -205,10 +210,35 @@ func unpackID(p string) (string, bool) {
 			return "", false
 		}
 		return hex.EncodeToString([]byte(body)), true
+	case 'g':
+		if len(body) != 16 {
+			return "", false
+		}
+		return formatUUID([]byte(body)), true
 	case 't':
 		return body, true
 	}
 	return "", false
+}
+
+const uuidLen = 36
+
+// parseUUID reads a lowercase 8-4-4-4-12 UUID.
+func parseUUID(s string) ([]byte, bool) {
+	if len(s) != uuidLen || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return nil, false
+	}
+	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	b, err := hex.DecodeString(h)
+	if err != nil || hex.EncodeToString(b) != h {
+		return nil, false
+	}
+	return b, true
+}
+
+func formatUUID(b []byte) string {
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // globEscape quotes the SCAN MATCH metacharacters of s, byte by byte (s

@@ -29,7 +29,7 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
 	calls := []scriptCall{{completeScript, []string{record},
-		ownerArgs(lease, ttlMS, strconv.Itoa(resp.Status), resp.ContentType, resp.Body)}}
+		ownerArgs(lease, ttlMS, strconv.Itoa(resp.Status), packCtype(resp.ContentType), resp.Body)}}
 	if err := checkResponse(resp); err != nil {
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
@@ -61,7 +61,7 @@ func ownerArgs(lease idempotency.Lease, more ...any) []any {
 // checkResponse refuses what the packed record cannot hold: a status
 // outside 0…65535 or a content type above 65535 bytes.
 func checkResponse(resp idempotency.StoredResponse) error {
-	if resp.Status < 0 || resp.Status > 65535 || len(resp.ContentType) > 65535 {
+	if resp.Status < 0 || resp.Status > 65535 || len(resp.ContentType) > 65534 {
 		return fmt.Errorf("status %d or a %d-byte content type out of range", resp.Status, len(resp.ContentType))
 	}
 	return nil

@@ -2,10 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -30,17 +33,24 @@ const (
 
 // listCursor is where a listing continues: the key layout being scanned
 // (0: records, 1: the previous layout's), the node (index into the
-// masters sorted by address), the node's SCAN cursor, and how many
-// matching records of the batch at that cursor the previous page already
-// returned (a page ends at its limit, possibly inside a SCAN batch).
+// masters sorted by address), the node's SCAN cursor, and — when the
+// previous page ended at its limit inside the SCAN batch at that cursor —
+// short hashes of the record names of that batch it already returned.
+// Resuming re-reads the batch at the same cursor and skips those: a count
+// would not do, as the batch can change between calls (the keyspace
+// rehashes under writes).
 type listCursor struct {
 	phase, node int
 	scan        uint64
-	skip        int
+	seen        []uint64
 }
 
 func (c listCursor) String() string {
-	return fmt.Sprintf("%d.%d.%d.%d", c.phase, c.node, c.scan, c.skip)
+	b := make([]byte, 8*len(c.seen))
+	for i, h := range c.seen {
+		binary.BigEndian.PutUint64(b[8*i:], h)
+	}
+	return fmt.Sprintf("%d.%d.%d.%s", c.phase, c.node, c.scan, base64.RawURLEncoding.EncodeToString(b))
 }
 
 func parseCursor(s string) (listCursor, error) {
@@ -48,17 +58,37 @@ func parseCursor(s string) (listCursor, error) {
 	if s == "" {
 		return c, nil
 	}
-	if _, err := fmt.Sscanf(s, "%d.%d.%d.%d", &c.phase, &c.node, &c.scan, &c.skip); err != nil || c.phase < 0 || c.node < 0 || c.skip < 0 {
-		return listCursor{}, fmt.Errorf("redisstore: list: cursor %q is not one this store returned", s)
+	bad := fmt.Errorf("redisstore: list: cursor %q is not one this store returned", s)
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return listCursor{}, bad
+	}
+	var err1, err2, err3 error
+	c.phase, err1 = strconv.Atoi(parts[0])
+	c.node, err2 = strconv.Atoi(parts[1])
+	c.scan, err3 = strconv.ParseUint(parts[2], 10, 64)
+	seen, err4 := base64.RawURLEncoding.DecodeString(parts[3])
+	if err := errors.Join(err1, err2, err3, err4); err != nil || c.phase < 0 || c.node < 0 || len(seen)%8 != 0 {
+		return listCursor{}, bad
+	}
+	for i := 0; i < len(seen); i += 8 {
+		c.seen = append(c.seen, binary.BigEndian.Uint64(seen[i:]))
 	}
 	return c, nil
+}
+
+// nameHash is the short hash of a record name a cursor remembers.
+func nameHash(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
 }
 
 // List returns the records matching filter, one bounded page at a time,
 // in SCAN order (Redis keeps no time order). On a cluster the cursor
 // walks the masters one after the other. Like SCAN, a listing returns
-// every record that lives throughout it, and may return one twice (or
-// miss one at a page boundary) when the keyspace changes under it.
+// every record that lives throughout it, and may return one twice when
+// the keyspace is resized under it.
 func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error) {
 	if filter.Limit < 1 || filter.Limit > idempotency.MaxListLimit {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: limit %d not in 1…%d", filter.Limit, idempotency.MaxListLimit)
@@ -98,19 +128,23 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		if err != nil {
 			return idempotency.Page{}, fmt.Errorf("redisstore: list: %w", err)
 		}
-		var match []idempotency.Record
+		var match []foundRecord
 		for _, f := range loaded {
-			if matches(f.record, filter) {
-				match = append(match, f.record)
+			if matches(f.record, filter) && !slices.Contains(cur.seen, nameHash(f.key)) {
+				match = append(match, f)
 			}
 		}
-		match = match[min(cur.skip, len(match)):]
 		if room := filter.Limit - len(page); len(match) > room {
-			cur.skip += room
-			return idempotency.Page{Records: append(page, match[:room]...), Cursor: cur.String()}, nil
+			for _, f := range match[:room] {
+				page = append(page, f.record)
+				cur.seen = append(cur.seen, nameHash(f.key))
+			}
+			return idempotency.Page{Records: page, Cursor: cur.String()}, nil
 		}
-		page = append(page, match...)
-		cur.skip, cur.scan = 0, next
+		for _, f := range match {
+			page = append(page, f.record)
+		}
+		cur.seen, cur.scan = nil, next
 		if next == 0 {
 			cur.node++
 			if cur.node == len(nodes) {

@@ -111,8 +111,16 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 	}
 	fp, ok1 := unpackID(p.fp)
 	exec, ok2 := unpackID(p.exec)
-	if !ok1 || !ok2 {
-		return idempotency.Record{}, fmt.Errorf("%w: fingerprint or execution id", errBadReply)
+	session, ok3 := "", true
+	if p.session != "" {
+		session, ok3 = unpackID(p.session)
+	}
+	ctype, ok4 := "", true
+	if p.state == 'C' {
+		ctype, ok4 = unpackCtype(p.ctype)
+	}
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return idempotency.Record{}, fmt.Errorf("%w: fingerprint, execution id, session or content type", errBadReply)
 	}
 	rec := idempotency.Record{
 		Scope: scope, State: packedStates[p.state], Fingerprint: fp, ExecutionID: exec,
@@ -123,13 +131,13 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 		if err != nil {
 			return idempotency.Record{}, fmt.Errorf("%w: step index", errBadReply)
 		}
-		rec.Step = &idempotency.Step{SessionID: p.session, Index: n}
+		rec.Step = &idempotency.Step{SessionID: session, Index: n}
 	}
 	switch p.state {
 	case 'P':
 		rec.LeaseExpiresAt = time.UnixMicro(p.lease)
 	case 'C':
-		rec.Response = &idempotency.StoredResponse{Status: p.status, ContentType: p.ctype, Body: p.body}
+		rec.Response = &idempotency.StoredResponse{Status: p.status, ContentType: ctype, Body: p.body}
 	}
 	return rec, nil
 }
@@ -184,4 +192,27 @@ func legacyRecordOf(scope idempotency.Scope, f map[string]string) (idempotency.R
 		rec.Response = &idempotency.StoredResponse{Status: status, ContentType: f["ctype"], Body: []byte(f["body"])}
 	}
 	return rec, nil
+}
+
+// jsonCtype is the content type of nearly every tool response.
+const jsonCtype = "application/json"
+
+// packCtype packs a content type: "j" for application/json, else "t" +
+// the text (the 16 bytes saved are per record).
+func packCtype(ctype string) string {
+	if ctype == jsonCtype {
+		return "j"
+	}
+	return "t" + ctype
+}
+
+// unpackCtype is the inverse of packCtype.
+func unpackCtype(p string) (string, bool) {
+	switch {
+	case p == "j":
+		return jsonCtype, true
+	case p != "" && p[0] == 't':
+		return p[1:], true
+	}
+	return "", false
 }

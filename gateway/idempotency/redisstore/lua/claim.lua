@@ -4,16 +4,18 @@
 --         layout's record and step key (if ARGV[9] is "1"; same slot)
 -- ARGV    fingerprint, execution id, owner (each packed, see packID),
 --         lock ms, replay ms, lease-expiry policy, step guard ("1"/"0"),
---         has step, look at the previous layout, session id,
---         fingerprint as text (the previous layout stored it so)
+--         has step, look at the previous layout, session id (packed),
+--         fingerprint as text (the previous layout stored it so), tool
 --
--- Returns {"claimed", exec, fence, taken over "1"/"0"}
---       | {"replay", exec, status, content type, body}
+-- Returns the record value itself when it is COMPLETED with this
+-- fingerprint (a replay: the cheapest answer, decoded by the store)
+--       | {"claimed", exec, fence, taken over "1"/"0"}
 --       | {"in_progress", exec, remaining µs}
 --       | {"key_reused"} | {"unknown", exec}
---       | {"step_conflict", "n", holder's record name, exec}
---       | {"step_conflict", "o", holder's tool, exec}  (previous layout)
--- where exec is packed ("t" + text for a record of the previous layout).
+--       | {"step_conflict", step value of the holder}
+--       | {"replay", exec, status, content type, body}  (previous layout)
+-- where exec is packed ("t" + text for a record of the previous layout)
+-- and so is the content type ("t" + text, "j" for application/json).
 --
 -- The record is ONE string (struct.pack, big-endian), rewritten whole by
 -- every transition — a hash with a 120-byte body leaves the compact
@@ -26,18 +28,18 @@
 --   created   I8   µs of the Redis clock
 --   step      B c0 the step key of the claim ("" without a step)
 --   held      B    1 if the record holds that step key
---   session   H c0 session id ("" without a step; the admin API shows it)
+--   session   H c0 session id (packed; "" without a step; for the admin API)
 --   then for 'P': owner B c0, lease end I8 (µs), replay ms I8
---        for 'C': status H, content type H c0, body (the rest)
--- Tenant, tool and key are in the record's key name, not the value. A
--- live record that holds its step is, by construction, the step key's
--- value, so the scripts extend the step key without reading it.
+--        for 'C': status H, content type H c0 (packed), body (the rest)
+-- Tenant, tool and key are in the record's key name, not the value.
+--
+-- The step key's value is the holder's execution id (B c0, packed) and
+-- tool. Every script that changes a record's life changes its held step
+-- key's the same way (and deletes it with the record), so a step key that
+-- exists belongs to a live record: no script reads the holder itself.
 local rec = KEYS[1]
-local fp, exec, owner = ARGV[1], ARGV[2], ARGV[3]
-local lock_ms, replay_ms = tonumber(ARGV[4]), tonumber(ARGV[5])
-local lease_expiry, step_guard = ARGV[6], ARGV[7] == '1'
+local fp = ARGV[1]
 local has_step, legacy = ARGV[8] == '1', ARGV[9] == '1'
-local session, fp_text = ARGV[10], ARGV[11]
 local stepkey = has_step and KEYS[2] or nil
 local oldrec, oldstep
 if legacy then
@@ -45,27 +47,33 @@ if legacy then
   oldrec = KEYS[i]
   if has_step then oldstep = KEYS[i + 1] end
 end
+local got
+if oldstep then got = redis.call('MGET', rec, stepkey, oldstep)
+elseif stepkey then got = redis.call('MGET', rec, stepkey)
+else got = {redis.call('GET', rec)} end
+local v = got[1]
+-- The replay: a COMPLETED record with this fingerprint goes back as it is.
+if v and string.byte(v, 1) == 67 and string.byte(v, 2) == #fp and string.sub(v, 3, 2 + #fp) == fp then return v end
 
+local exec, owner = ARGV[2], ARGV[3]
+local lock_ms, replay_ms = tonumber(ARGV[4]), tonumber(ARGV[5])
+local lease_expiry, step_guard = ARGV[6], ARGV[7] == '1'
+local session, fp_text, tool = ARGV[10], ARGV[11], ARGV[12]
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local function int(n) return string.format('%d', n) end
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function in_progress(e, fence, created, step, held, sess, own, lease_end)
+local function in_progress(e, fence, created, step, held, sess, lease_end)
   return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #step, step, held, #sess, sess)
-    .. struct.pack('>Bc0I8I8', #own, own, lease_end, replay_ms)
+    .. struct.pack('>Bc0I8I8', #owner, owner, lease_end, replay_ms)
 end
 local ttl_ms = lock_ms + replay_ms
 
-local v = redis.call('GET', rec)
 if v then
   local state, rfp, rexec, rfence, rcreated, rstep, rheld, rsession, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
-  if state == 'C' then
-    local status, ctype, q = struct.unpack('>HHc0', v, p)
-    return {'replay', rexec, tostring(status), ctype, string.sub(v, q)}
-  end
   if state == 'U' then return {'unknown', rexec} end
   local rowner, rlease = struct.unpack('>Bc0I8', v, p)
   -- The same claim again (a client resent it after losing the reply): it
@@ -79,8 +87,9 @@ if v then
     return {'unknown', rexec}
   end
   local fence = math.max(rfence + 1, now)
-  redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, owner, now + lock_ms * 1000), 'PX', ttl_ms)
-  if rheld == 1 then redis.call('PEXPIRE', rstep, ttl_ms) end
+  redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
+  -- The step now names the new execution.
+  if rheld == 1 then redis.call('SET', rstep, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
   return {'claimed', exec, int(fence), '1'}
 end
 
@@ -93,7 +102,7 @@ if oldrec then
   local f = redis.call('HMGET', oldrec, 'state', 'fp', 'exec', 'lease', 'fence', 'status', 'ctype', 'body', 'step')
   if f[1] then
     if f[2] ~= fp_text then return {'key_reused'} end
-    if f[1] == 'COMPLETED' then return {'replay', 't' .. f[3], f[6], f[7], f[8]} end
+    if f[1] == 'COMPLETED' then return {'replay', 't' .. f[3], f[6], 't' .. f[7], f[8]} end
     if f[1] == 'UNKNOWN' then return {'unknown', 't' .. f[3]} end
     now = clock()
     local lease = tonumber(f[4])
@@ -108,38 +117,30 @@ if oldrec then
     end
     floor, taken = tonumber(f[5]) + 1, '1'
     redis.call('DEL', oldrec)
-    if held then redis.call('DEL', f[9]) end
+    if held then
+      redis.call('DEL', f[9])
+      if f[9] == oldstep then got[3] = nil end
+    end
   end
 end
 
 local bind = stepkey
 if stepkey then
-  local decided = false
-  local holder = redis.call('GET', stepkey)
-  if holder and holder ~= rec then
-    local hv = redis.call('GET', holder)
-    if hv then
-      local _, _, hexec, _, _, hstep, hheld = struct.unpack(HEAD, hv)
-      if hheld == 1 and hstep == stepkey then
-        if step_guard then return {'step_conflict', 'n', holder, hexec} end
-        bind, decided = nil, true -- unguarded: leave the step to its holder
-      end
-    end
-  end
-  if not decided and oldstep then
-    local oh = redis.call('GET', oldstep)
-    if oh and oh ~= oldrec then
-      local h = redis.call('HMGET', oh, 'tool', 'exec', 'step')
-      if h[2] and h[3] == oldstep then
-        if step_guard then return {'step_conflict', 'o', h[1], 't' .. h[2]} end
-        bind = nil
-      end
+  local holder = got[2]
+  if holder then
+    if step_guard then return {'step_conflict', holder} end
+    bind = nil -- unguarded: leave the step to its holder
+  elseif oldstep and got[3] and got[3] ~= oldrec then
+    local h = redis.call('HMGET', got[3], 'tool', 'exec', 'step')
+    if h[2] and h[3] == oldstep then
+      if step_guard then return {'step_conflict', struct.pack('>Bc0', #h[2] + 1, 't' .. h[2]) .. h[1]} end
+      bind = nil
     end
   end
 end
 -- No earlier token survives a deletion, so the clock is the floor.
 now = now or clock()
 local fence = math.max(floor, now)
-redis.call('SET', rec, in_progress(exec, fence, now, stepkey or '', bind and 1 or 0, session, owner, now + lock_ms * 1000), 'PX', ttl_ms)
-if bind then redis.call('SET', bind, rec, 'PX', ttl_ms) end
+redis.call('SET', rec, in_progress(exec, fence, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
+if bind then redis.call('SET', bind, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
 return {'claimed', exec, int(fence), taken}

@@ -10,5 +10,5 @@ local v = redis.call('GET', rec)
 if not v then return 0 end
 local _, _, _, _, _, rstep, rheld = struct.unpack('>c1Bc0Bc0I8I8Bc0BHc0', v)
 redis.call('DEL', rec)
-if rheld == 1 and redis.call('GET', rstep) == rec then redis.call('DEL', rstep) end
+if rheld == 1 then redis.call('DEL', rstep) end
 return 1

@@ -14,5 +14,5 @@ local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack('>c1Bc0Bc0I8I8Bc0BH
 local rowner = struct.unpack('>Bc0', v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('DEL', rec)
-if rheld == 1 and redis.call('GET', rstep) == rec then redis.call('DEL', rstep) end
+if rheld == 1 then redis.call('DEL', rstep) end
 return 1
