@@ -51,9 +51,12 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	var d idempotency.Decision
-	if value, ok := cmds[0].Val().(string); ok {
-		d, err = decodeReplay(req.Scope, value)
-	} else {
+	switch v := cmds[0].Val().(type) {
+	case int64: // a new claim: its fencing token, negative for a takeover
+		d = claimed(req, req.ExecutionID, max(v, -v), v < 0)
+	case string:
+		d, err = decodeReplay(req.Scope, v)
+	default:
 		var reply []string
 		if reply, err = cmds[0].StringSlice(); err == nil {
 			d, err = decodeDecision(req, reply)
@@ -78,6 +81,16 @@ func validateClaim(req idempotency.ClaimRequest) error {
 var errBadReply = errors.New("unexpected script reply")
 
 // decodeDecision turns the claim script's reply into a Decision.
+// claimed is the decision of a claim the caller now owns.
+func claimed(req idempotency.ClaimRequest, exec string, fence int64, takenOver bool) idempotency.Decision {
+	lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: exec}
+	if req.Step != nil {
+		step := *req.Step
+		lease.Step = &step
+	}
+	return idempotency.Decision{Outcome: idempotency.OutcomeClaimed, Lease: lease, TakenOver: takenOver, ExecutionID: exec}
+}
+
 // decodeReplay turns the COMPLETED record value the claim script answers
 // with into a replay.
 func decodeReplay(scope idempotency.Scope, value string) (idempotency.Decision, error) {
@@ -116,12 +129,7 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 		if err != nil {
 			return idempotency.Decision{}, fmt.Errorf("%w: fencing token %q", errBadReply, reply[2])
 		}
-		lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: reply[1]}
-		if req.Step != nil {
-			step := *req.Step
-			lease.Step = &step
-		}
-		return idempotency.Decision{Outcome: idempotency.OutcomeClaimed, Lease: lease, TakenOver: reply[3] == "1", ExecutionID: reply[1]}, nil
+		return claimed(req, reply[1], fence, reply[3] == "1"), nil
 	case "replay":
 		status, err := strconv.Atoi(reply[2])
 		if err != nil {

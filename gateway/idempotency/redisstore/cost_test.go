@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -86,23 +87,26 @@ func readCost(ctx context.Context, tb testing.TB, c *redis.Client) redisCost {
 // and reports the server's CPU (INFO cpu) and script time (commandstats)
 // per fresh call and per replay. Run with -benchtime=1x: one iteration is
 // the whole measurement. The sub-benchmarks send the calls from 1 and from
-// 16 goroutines.
+// 16 goroutines, with the previous layout still looked at (the default
+// during the upgrade window) and without (Options.NoLegacyLayout).
 func BenchmarkMemoryPerCall(b *testing.B) {
-	for _, workers := range []int{1, 16} {
-		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
-			for b.Loop() {
-				measureCost(b, workers)
-			}
-		})
+	for _, legacy := range []bool{true, false} {
+		for _, workers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("legacy=%v/workers=%d", legacy, workers), func(b *testing.B) {
+				for b.Loop() {
+					measureCost(b, workers, Options{NoLegacyLayout: !legacy})
+				}
+			})
+		}
 	}
 }
 
-func measureCost(b *testing.B, workers int) {
+func measureCost(b *testing.B, workers int, opts Options) {
 	server := redistest.Start(b)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr, PoolSize: workers + 4})
 	defer client.Close()
 	ctx := b.Context()
-	store := New(client, Options{})
+	store := New(client, opts)
 	reqs := make([]idempotency.ClaimRequest, costCalls)
 	for i := range reqs {
 		reqs[i] = costRequest(i)
@@ -152,6 +156,13 @@ func measureCost(b *testing.B, workers int) {
 		return nil
 	})
 	replay := readCost(ctx, b, client)
+	// FindExecution of an id no record has walks every record.
+	start := time.Now()
+	if _, err := store.FindExecution(ctx, "01KBJZZZZZZZZZZZZZZZZZZZZZ"); !errors.Is(err, idempotency.ErrNotFound) {
+		b.Fatalf("find execution: %v", err)
+	}
+	walk := time.Since(start)
+	after := readCost(ctx, b, client)
 	keys, err := client.DBSize(ctx).Result()
 	if err != nil {
 		b.Fatal(err)
@@ -163,4 +174,6 @@ func measureCost(b *testing.B, workers int) {
 	b.ReportMetric(float64(fresh.evalMicros-before.evalMicros)/n, "script-µs/fresh")
 	b.ReportMetric((replay.cpuMicros-fresh.cpuMicros)/n, "redis-cpu-µs/replay")
 	b.ReportMetric(float64(replay.evalMicros-fresh.evalMicros)/n, "script-µs/replay")
+	b.ReportMetric(float64(walk.Milliseconds()), "findexec-walk-ms")
+	b.ReportMetric((after.cpuMicros-replay.cpuMicros)/1000, "findexec-redis-cpu-ms")
 }

@@ -9,7 +9,9 @@
 --
 -- Returns the record value itself when it is COMPLETED with this
 -- fingerprint (a replay: the cheapest answer, decoded by the store)
---       | {"claimed", exec, fence, taken over "1"/"0"}
+--       | fence (an integer: a new claim with this request's execution id;
+--         negative: -fence, a takeover)
+--       | {"claimed", exec, fence, "0"}  (the same owner's claim again)
 --       | {"in_progress", exec, remaining µs}
 --       | {"key_reused"} | {"unknown", exec}
 --       | {"step_conflict", step value of the holder}
@@ -90,14 +92,14 @@ if v then
   redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
   -- The step now names the new execution.
   if rheld == 1 then redis.call('SET', rstep, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
-  return {'claimed', exec, int(fence), '1'}
+  return -fence
 end
 
 -- A record of the previous layout (a hash; see legacy_claim.lua) decides
 -- the same way until the upgrade window ends. An expired claim of it that
 -- is taken over moves to the new layout.
 local now = nil
-local floor, taken = 0, '0'
+local floor, sign = 0, 1
 if oldrec then
   local f = redis.call('HMGET', oldrec, 'state', 'fp', 'exec', 'lease', 'fence', 'status', 'ctype', 'body', 'step')
   if f[1] then
@@ -115,7 +117,7 @@ if oldrec then
       if held then redis.call('PEXPIRE', f[9], replay_ms) end
       return {'unknown', 't' .. f[3]}
     end
-    floor, taken = tonumber(f[5]) + 1, '1'
+    floor, sign = tonumber(f[5]) + 1, -1
     redis.call('DEL', oldrec)
     if held then
       redis.call('DEL', f[9])
@@ -143,4 +145,4 @@ now = now or clock()
 local fence = math.max(floor, now)
 redis.call('SET', rec, in_progress(exec, fence, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
 if bind then redis.call('SET', bind, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
-return {'claimed', exec, int(fence), taken}
+return sign * fence
