@@ -100,7 +100,8 @@ end
 -- is taken over moves to the new layout.
 local now = nil
 local floor, sign = 0, 1
-if oldrec then
+-- EXISTS first: its reply is cheaper than nine nils for the usual miss.
+if oldrec and redis.call('EXISTS', oldrec) == 1 then
   local f = redis.call('HMGET', oldrec, 'state', 'fp', 'exec', 'lease', 'fence', 'status', 'ctype', 'body', 'step')
   if f[1] then
     if f[2] ~= fp_text then return {'key_reused'} end
