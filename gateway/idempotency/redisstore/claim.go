@@ -19,17 +19,29 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	req.Step = s.keys.slotStep(req)
 	record := s.keys.record(req.Scope, req.Step)
 	keys := []string{record}
+	hasStep, legacy, session := "0", "0", ""
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
+		hasStep, session = "1", packID(req.Step.SessionID)
+	}
+	if s.legacy {
+		legacy = "1"
+		keys = append(keys, s.keys.legacyRecord(req.Scope, req.Step))
+		if req.Step != nil {
+			keys = append(keys, s.keys.legacyStep(req.Scope.Tenant, *req.Step))
+		}
 	}
 	lockMS, replayMS := millis(req.LockTTL), millis(req.ReplayTTL)
 	guard := "0"
 	if req.StepGuard {
 		guard = "1"
 	}
+	fp, exec, owner := packID(req.Fingerprint), packID(req.ExecutionID), packID(req.Owner)
+	if len(fp) > 255 || len(exec) > 255 || len(owner) > 255 || len(session) > 65535 {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id or owner above 255 bytes, or session id above 65535", req.Scope)
+	}
 	calls := []scriptCall{{claimScript, keys, []any{
-		req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
-		req.ExecutionID, req.Owner, lockMS, replayMS, string(req.LeaseExpiry), guard,
+		fp, exec, owner, lockMS, replayMS, string(req.LeaseExpiry), guard, hasStep, legacy, session, req.Fingerprint, req.Scope.Tool,
 	}}}
 	if s.keys.usesPointer(req.Step) {
 		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, lockMS + replayMS}})
@@ -38,11 +50,18 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	reply, err := cmds[0].StringSlice()
-	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+	var d idempotency.Decision
+	switch v := cmds[0].Val().(type) {
+	case int64: // a new claim: its fencing token, negative for a takeover
+		d = claimed(req, req.ExecutionID, max(v, -v), v < 0)
+	case string:
+		d, err = decodeReplay(req.Scope, v)
+	default:
+		var reply []string
+		if reply, err = cmds[0].StringSlice(); err == nil {
+			d, err = decodeDecision(req, reply)
+		}
 	}
-	d, err := decodeDecision(req, reply)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
@@ -62,10 +81,47 @@ func validateClaim(req idempotency.ClaimRequest) error {
 var errBadReply = errors.New("unexpected script reply")
 
 // decodeDecision turns the claim script's reply into a Decision.
+// claimed is the decision of a claim the caller now owns.
+func claimed(req idempotency.ClaimRequest, exec string, fence int64, takenOver bool) idempotency.Decision {
+	lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: exec}
+	if req.Step != nil {
+		step := *req.Step
+		lease.Step = &step
+	}
+	return idempotency.Decision{Outcome: idempotency.OutcomeClaimed, Lease: lease, TakenOver: takenOver, ExecutionID: exec}
+}
+
+// decodeReplay turns the COMPLETED record value the claim script answers
+// with into a replay.
+func decodeReplay(scope idempotency.Scope, value string) (idempotency.Decision, error) {
+	rec, err := recordOf(scope, value, time.Time{})
+	if err != nil || rec.Response == nil {
+		return idempotency.Decision{}, errors.Join(errBadReply, err)
+	}
+	return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: rec.ExecutionID, Response: rec.Response}, nil
+}
+
+// decodeDecision turns the claim script's other replies into a Decision.
+// Execution ids and content types arrive packed (packID, packCtype).
 func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
-	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 3}
+	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2}
 	if len(reply) == 0 || want[reply[0]] != len(reply) {
-		return idempotency.Decision{}, fmt.Errorf("%w: %q", errBadReply, reply)
+		return idempotency.Decision{}, fmt.Errorf("%w: %d fields", errBadReply, len(reply)) // no raw reply: it may hold the key
+	}
+	if reply[0] == "step_conflict" { // the step value: packed exec, then tool
+		r := &reader{b: []byte(reply[1])}
+		exec, ok := unpackID(r.str(r.u8()))
+		if r.err != nil || !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: step holder", errBadReply)
+		}
+		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: string(r.b), ExecutionID: exec}}, nil
+	}
+	if len(reply) > 1 {
+		exec, ok := unpackID(reply[1])
+		if !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: execution id", errBadReply)
+		}
+		reply[1] = exec
 	}
 	switch reply[0] {
 	case "claimed":
@@ -73,18 +129,17 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 		if err != nil {
 			return idempotency.Decision{}, fmt.Errorf("%w: fencing token %q", errBadReply, reply[2])
 		}
-		lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: reply[1]}
-		if req.Step != nil {
-			step := *req.Step
-			lease.Step = &step
-		}
-		return idempotency.Decision{Outcome: idempotency.OutcomeClaimed, Lease: lease, TakenOver: reply[3] == "1", ExecutionID: reply[1]}, nil
+		return claimed(req, reply[1], fence, reply[3] == "1"), nil
 	case "replay":
 		status, err := strconv.Atoi(reply[2])
 		if err != nil {
 			return idempotency.Decision{}, fmt.Errorf("%w: status %q", errBadReply, reply[2])
 		}
-		resp := &idempotency.StoredResponse{Status: status, ContentType: reply[3], Body: []byte(reply[4])}
+		ctype, ok := unpackCtype(reply[3])
+		if !ok {
+			return idempotency.Decision{}, fmt.Errorf("%w: content type", errBadReply)
+		}
+		resp := &idempotency.StoredResponse{Status: status, ContentType: ctype, Body: []byte(reply[4])}
 		return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: reply[1], Response: resp}, nil
 	case "in_progress":
 		remaining, err := strconv.ParseInt(reply[2], 10, 64)
@@ -94,9 +149,7 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 		return idempotency.Decision{Outcome: idempotency.OutcomeInProgress, ExecutionID: reply[1], RetryAfter: time.Duration(remaining) * time.Microsecond}, nil
 	case "key_reused":
 		return idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}, nil
-	case "unknown":
+	default: // unknown
 		return idempotency.Decision{Outcome: idempotency.OutcomeUnknown, ExecutionID: reply[1]}, nil
-	default: // step_conflict
-		return idempotency.Decision{Outcome: idempotency.OutcomeStepConflict, Conflict: &idempotency.StepHolder{Tool: reply[1], ExecutionID: reply[2]}}, nil
 	}
 }

@@ -2,30 +2,44 @@ package redisstore
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"strconv"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
 // keyLayout names the store's keys.
 //
-//	<prefix>r:{tag}:<tool>:<key>          record (hash)
-//	<prefix>s:{tag}:<step index>          step guard entry → record key name
-//	<prefix>p:{scopeTag}:<tool>:<key>     set of record key names holding the scope
+//	<prefix>R{tag}<scope>        record (string: the packed record, see record.go)
+//	<prefix>S{H(tenant,session)}<step index>   step guard entry → record key name
+//	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
 //
-// On Redis Cluster, tag is hash(tenant, session) for a request with a step,
-// so a record and its session's step entries share a slot and one script
-// can decide on both; without a step it is scopeTag = hash(tenant, tool,
-// key). The pointer set lets Get and Delete, which know only the scope, find
-// a record that lives under a session tag.
+// <scope> is the scope, packed so that the key name alone names the record
+// exactly: uvarint length + tenant, uvarint length + tool, then the key
+// packed by packID (a 64-hex key is stored as 32 raw bytes). Nothing the
+// name holds is repeated in the value, and the name is the check: two
+// scopes never share a record name, whatever the hash tags do.
 //
-// A single Redis has no slots to respect, so there every record lives under
-// its scopeTag: the record of a scope is then found whatever session a
-// request names (an opaque-mode client that resends a key with other
-// Agent-* headers still meets its record), and no pointer is needed. Hashing keeps the user-controlled
-// session ids and keys (which may contain '{', '}' or ':') out of the slot
-// computation; the full values are stored in the record and checked.
+// On Redis Cluster, tag is H(tenant, session) for a request whose key is
+// bound to its step, so a record and its session's step entries share a
+// slot and one script decides on both; otherwise tag is H(tenant, tool,
+// key). The pointer set lets Get and Delete, which know only the scope,
+// find a record that lives under a session tag. A single Redis has no
+// slots to respect, so there every record lives under its scope tag and no
+// pointer is needed: a retry that names another session still meets its
+// record.
+//
+// The tags are the previous layout's (16 hex characters of SHA-256 of the
+// newline-joined parts), so a record's new and old (legacy*) key names
+// share a Cluster slot and one script can look at both during the
+// upgrade window (see Options.NoLegacyLayout). The tag keeps user input
+// ('{', '}' in sessions and keys) out of the slot computation: the first
+// '{' of the name opens the tag, and the bytes after its '}' may be any.
 type keyLayout struct {
 	prefix string
 	// sessionSlots puts records with a step under their session's tag
@@ -46,28 +60,94 @@ func tag(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+const tagLen = 16
+
 func (k keyLayout) scopeTag(scope idempotency.Scope) string {
 	return tag(scope.Tenant, scope.Tool, scope.Key)
 }
 
+func (k keyLayout) recordTag(scope idempotency.Scope, step *idempotency.Step) string {
+	if k.usesPointer(step) {
+		return tag(scope.Tenant, step.SessionID)
+	}
+	return k.scopeTag(scope)
+}
+
 // record returns the record key of scope as claimed with step (nil: none).
 func (k keyLayout) record(scope idempotency.Scope, step *idempotency.Step) string {
-	t := k.scopeTag(scope)
-	if k.usesPointer(step) {
-		t = tag(scope.Tenant, step.SessionID)
+	b := make([]byte, 0, len(k.prefix)+tagLen+len(scope.Tenant)+len(scope.Tool)+len(scope.Key)+8)
+	b = append(b, k.prefix...)
+	b = append(b, "R{"...)
+	b = append(b, k.recordTag(scope, step)...)
+	b = append(b, '}')
+	b = binary.AppendUvarint(b, uint64(len(scope.Tenant)))
+	b = append(b, scope.Tenant...)
+	b = binary.AppendUvarint(b, uint64(len(scope.Tool)))
+	b = append(b, scope.Tool...)
+	b = append(b, packID(scope.Key)...)
+	return string(b)
+}
+
+// recordPattern is the SCAN pattern of the record keys.
+func (k keyLayout) recordPattern() string { return globEscape(k.prefix) + "R{*" }
+
+var errNotRecordName = errors.New("not a record key name")
+
+// parseRecord returns the scope a record key name holds.
+func (k keyLayout) parseRecord(name string) (idempotency.Scope, error) {
+	rest, ok := strings.CutPrefix(name, k.prefix+"R{")
+	if !ok || len(rest) < tagLen+1 || rest[tagLen] != '}' {
+		return idempotency.Scope{}, errNotRecordName
 	}
-	return k.prefix + "r:{" + t + "}:" + scope.Tool + ":" + scope.Key
+	b := []byte(rest[tagLen+1:])
+	field := func() (string, bool) {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return "", false
+		}
+		s := string(b[w : w+int(n)])
+		b = b[w+int(n):]
+		return s, true
+	}
+	tenant, ok1 := field()
+	tool, ok2 := field()
+	key, ok3 := unpackID(string(b))
+	if !ok1 || !ok2 || !ok3 {
+		return idempotency.Scope{}, errNotRecordName
+	}
+	return idempotency.Scope{Tenant: tenant, Tool: tool, Key: key}, nil
 }
 
 // step returns the step key of tenant + session + index.
 func (k keyLayout) step(tenant string, step idempotency.Step) string {
+	return k.prefix + "S{" + tag(tenant, step.SessionID) + "}" + strconv.FormatUint(step.Index, 10)
+}
+
+// pointer returns the key of the set of record keys that hold scope. A
+// collision of two scopes' tags only merges their sets: each member's name
+// says which scope it holds.
+func (k keyLayout) pointer(scope idempotency.Scope) string {
+	return k.prefix + "P{" + k.scopeTag(scope) + "}"
+}
+
+// The previous layout's names (records written before the upgrade):
+//
+//	<prefix>r:{tag}:<tool>:<key>          record (hash with every field)
+//	<prefix>s:{H(tenant,session)}:<index> step guard entry → record key name
+//	<prefix>p:{H(tenant,tool,key)}:<tool>:<key>  Cluster: set of record key names
+func (k keyLayout) legacyRecord(scope idempotency.Scope, step *idempotency.Step) string {
+	return k.prefix + "r:{" + k.recordTag(scope, step) + "}:" + scope.Tool + ":" + scope.Key
+}
+
+func (k keyLayout) legacyStep(tenant string, step idempotency.Step) string {
 	return k.prefix + "s:{" + tag(tenant, step.SessionID) + "}:" + strconv.FormatUint(step.Index, 10)
 }
 
-// pointer returns the key of the set of record keys that hold scope.
-func (k keyLayout) pointer(scope idempotency.Scope) string {
+func (k keyLayout) legacyPointer(scope idempotency.Scope) string {
 	return k.prefix + "p:{" + k.scopeTag(scope) + "}:" + scope.Tool + ":" + scope.Key
 }
+
+func (k keyLayout) legacyPattern() string { return globEscape(k.prefix) + "r:{*" }
 
 // slotStep returns the step a claim is keyed and guarded by. On a cluster a
 // key not bound to its step (opaque mode) must live by its scope alone, so
@@ -85,4 +165,91 @@ func (k keyLayout) slotStep(req idempotency.ClaimRequest) *idempotency.Step {
 // session tag, so that Get and Delete need the pointer set to find it.
 func (k keyLayout) usesPointer(step *idempotency.Step) bool {
 	return step != nil && k.sessionSlots
+}
+
+// packID packs an identifier the gateway mints in a known text form into
+// its bytes, tagged so that any other string survives unchanged: a
+// canonical ULID (execution ids, owners) becomes 'u' + 16 bytes, a
+// lowercase 64-hex SHA-256 (derived keys, fingerprints) 'h' + 32 bytes, a
+// lowercase UUID (session ids) 'g' + 16 bytes, anything else 't' + the
+// text.
+func packID(s string) string {
+	switch len(s) {
+	case uuidLen:
+		if b, ok := parseUUID(s); ok {
+			return "g" + string(b)
+		}
+	case ulid.EncodedSize:
+		if id, err := ulid.ParseStrict(s); err == nil && id.String() == s {
+			return "u" + string(id[:])
+		}
+	case 2 * sha256.Size:
+		if b, err := hex.DecodeString(s); err == nil && hex.EncodeToString(b) == s {
+			return "h" + string(b)
+		}
+	}
+	return "t" + s
+}
+
+// unpackID is the inverse of packID.
+func unpackID(p string) (string, bool) {
+	if p == "" {
+		return "", false
+	}
+	body := p[1:]
+	switch p[0] {
+	case 'u':
+		var id ulid.ULID
+		if len(body) != len(id) {
+			return "", false
+		}
+		copy(id[:], body)
+		return id.String(), true
+	case 'h':
+		if len(body) != sha256.Size {
+			return "", false
+		}
+		return hex.EncodeToString([]byte(body)), true
+	case 'g':
+		if len(body) != 16 {
+			return "", false
+		}
+		return formatUUID([]byte(body)), true
+	case 't':
+		return body, true
+	}
+	return "", false
+}
+
+const uuidLen = 36
+
+// parseUUID reads a lowercase 8-4-4-4-12 UUID.
+func parseUUID(s string) ([]byte, bool) {
+	if len(s) != uuidLen || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return nil, false
+	}
+	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	b, err := hex.DecodeString(h)
+	if err != nil || hex.EncodeToString(b) != h {
+		return nil, false
+	}
+	return b, true
+}
+
+func formatUUID(b []byte) string {
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// globEscape quotes the SCAN MATCH metacharacters of s, byte by byte (s
+// may be binary).
+func globEscape(s string) string {
+	b := make([]byte, 0, len(s)+4)
+	for i := range len(s) {
+		if strings.IndexByte(`*?[]\`, s[i]) >= 0 {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }

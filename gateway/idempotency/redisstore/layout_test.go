@@ -51,3 +51,43 @@ func TestScopeFoundWhateverTheSession(t *testing.T) {
 		t.Fatalf("get: %+v %v", rec, err)
 	}
 }
+
+// TestCompletedCallFootprint pins the compact layout: a completed call with
+// a 120-byte body is one plain string record and one embedded-string step
+// entry, and the two keys take at most 520 bytes as Redis counts them
+// (MEMORY USAGE; 496 when written: record 376, step entry 120). A hash
+// record (the previous layout) took 1 388.
+func TestCompletedCallFootprint(t *testing.T) {
+	client := testClient(t)
+	// A short prefix like the default "gw:", unique to the test.
+	s := New(client, Options{Prefix: "gw" + uniquePrefix(t, client)[len("gwtest:"):][:4] + ":"})
+	t.Cleanup(func() { deletePrefix(t, client, s.keys.prefix) })
+	ctx := t.Context()
+	req := costRequest(1)
+	d, err := s.Claim(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: costBody}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	record, step := s.keys.record(req.Scope, req.Step), s.keys.step(req.Scope.Tenant, *req.Step)
+	total := int64(0)
+	for key, encoding := range map[string]string{record: "raw", step: "embstr"} {
+		if got := client.ObjectEncoding(ctx, key).Val(); got != encoding {
+			t.Errorf("encoding of %q = %q, want %q", key[:len(s.keys.prefix)+2], got, encoding)
+		}
+		total += client.MemoryUsage(ctx, key).Val()
+	}
+	if total == 0 || total > 520 {
+		t.Fatalf("a completed call takes %d bytes of Redis (MEMORY USAGE of record + step), want ≤ 520", total)
+	}
+	var keys []string
+	iter := client.Scan(ctx, 0, s.keys.prefix+"*", 500).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if iter.Err() != nil || len(keys) != 2 {
+		t.Fatalf("keys of one call: %d %v, want 2", len(keys), iter.Err())
+	}
+}

@@ -29,7 +29,10 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
 	calls := []scriptCall{{completeScript, []string{record},
-		ownerArgs(lease, ttlMS, strconv.Itoa(resp.Status), resp.ContentType, resp.Body)}}
+		ownerArgs(lease, ttlMS, strconv.Itoa(resp.Status), packCtype(resp.ContentType), resp.Body)}}
+	if err := checkResponse(resp); err != nil {
+		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
+	}
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, []any{record, ttlMS}})
 	}
@@ -52,7 +55,16 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 
 // ownerArgs are the owner check's arguments followed by more.
 func ownerArgs(lease idempotency.Lease, more ...any) []any {
-	return append([]any{lease.Owner, strconv.FormatInt(lease.FencingToken, 10)}, more...)
+	return append([]any{packID(lease.Owner), strconv.FormatInt(lease.FencingToken, 10)}, more...)
+}
+
+// checkResponse refuses what the packed record cannot hold: a status
+// outside 0…65535 or a content type above 65535 bytes.
+func checkResponse(resp idempotency.StoredResponse) error {
+	if resp.Status < 0 || resp.Status > 65535 || len(resp.ContentType) > 65534 {
+		return fmt.Errorf("status %d or a %d-byte content type out of range", resp.Status, len(resp.ContentType))
+	}
+	return nil
 }
 
 // ownedResult maps an owner-checked script's answer to the Store's errors.

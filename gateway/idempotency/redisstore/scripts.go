@@ -2,13 +2,14 @@ package redisstore
 
 import (
 	_ "embed" // the Lua scripts live in lua/*.lua
+
 	"github.com/redis/go-redis/v9"
 )
 
 // The Lua scripts, one self-contained file each: KEYS, ARGV and the record
-// hash's fields are named at the top of the file (claim.lua documents the
-// fields). Every script runs through Store.eval (eval.go), the one way the
-// store runs a script.
+// layout are named at the top of the file (claim.lua documents the
+// layout). Every script runs through Store.eval (eval.go), the one way the
+// store runs a script. legacy_*.lua are the previous layout's scripts.
 var (
 	//go:embed lua/claim.lua
 	claimLua    string
@@ -30,7 +31,15 @@ var (
 	deleteLua    string
 	deleteScript = redis.NewScript(deleteLua)
 
+	//go:embed lua/legacy_delete.lua
+	legacyDeleteLua    string
+	legacyDeleteScript = redis.NewScript(legacyDeleteLua)
+
 	//go:embed lua/point.lua
 	pointLua    string
 	pointScript = redis.NewScript(pointLua)
+
+	//go:embed lua/resolve.lua
+	resolveLua    string
+	resolveScript = redis.NewScript(resolveLua)
 )

@@ -29,6 +29,14 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT (default 500ms).
 	WaitTimeout time.Duration
+	// NoLegacyLayout stops looking for records of the previous key layout
+	// (hashes under <prefix>r:, step entries under <prefix>s:). Leave it
+	// off until the longest lock_ttl + replay_ttl of any tool has passed
+	// since the last gateway of the previous version stopped: until then
+	// such records still decide claims (a replay must not become a second
+	// execution). Then set it, which saves each claim two key lookups, and
+	// the compat path can be deleted from the code.
+	NoLegacyLayout bool
 }
 
 // Store is an idempotency.Store on Redis. It is safe for concurrent use.
@@ -36,9 +44,15 @@ type Store struct {
 	client redis.UniversalClient
 	keys   keyLayout
 	wait   waitPolicy
+	// legacy: claims, Get, Delete, List and Resolve also look at the
+	// previous layout's keys (Options.NoLegacyLayout off).
+	legacy bool
 }
 
-var _ idempotency.Store = (*Store)(nil)
+var (
+	_ idempotency.Store = (*Store)(nil)
+	_ idempotency.Admin = (*Store)(nil)
+)
 
 // New returns a Store on client (a *redis.Client, *redis.ClusterClient or
 // any other UniversalClient). The caller keeps ownership of client.
@@ -49,7 +63,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	}
 	// Only a cluster forces a record into its session's slot (see keyLayout).
 	_, cluster := client.(*redis.ClusterClient)
-	return &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts)}
+	return &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts), legacy: !opts.NoLegacyLayout}
 }
 
 // Ping reports whether Redis answers.

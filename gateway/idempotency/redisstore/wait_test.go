@@ -122,8 +122,8 @@ func TestWaitReplicasPutsClaimAndCompletionOnTheReplica(t *testing.T) {
 	if afterClaim == 0 {
 		t.Fatal("no WAIT sent with the claim")
 	}
-	if state := onReplica.HGet(ctx, record, "state").Val(); state != "IN_PROGRESS" {
-		t.Fatalf("replica's record state right after Claim = %q, want IN_PROGRESS", state)
+	if v, err := onReplica.Get(ctx, record).Result(); err != nil || v[0] != 'P' {
+		t.Fatalf("replica's record right after Claim = %q, %v, want IN_PROGRESS", v, err)
 	}
 
 	resp := idempotency.StoredResponse{Status: 201, ContentType: "application/json", Body: []byte(`{"ok":true}`)}
@@ -133,12 +133,13 @@ func TestWaitReplicasPutsClaimAndCompletionOnTheReplica(t *testing.T) {
 	if log.count("wait") == afterClaim {
 		t.Fatal("no WAIT sent with the completion")
 	}
-	got, err := onReplica.HMGet(ctx, record, "state", "status", "body").Result()
+	v, err := onReplica.Get(ctx, record).Result()
 	if err != nil {
 		t.Fatalf("read replica: %v", err)
 	}
-	if got[0] != "COMPLETED" || got[1] != "201" || got[2] != `{"ok":true}` {
-		t.Fatalf("replica's record right after Complete = %v, want COMPLETED 201 {\"ok\":true}", got)
+	got, err := recordOf(req.Scope, v, time.Time{})
+	if err != nil || got.State != idempotency.StateCompleted || got.Response.Status != 201 || string(got.Response.Body) != `{"ok":true}` {
+		t.Fatalf("replica's record right after Complete = %+v, %v, want COMPLETED 201 {\"ok\":true}", got, err)
 	}
 }
 

@@ -2,15 +2,17 @@
 -- it (a retry then runs the tool again).
 --
 -- KEYS[1] record
--- ARGV    owner, fencing token
+-- ARGV    owner (packed), fencing token
 --
--- Returns 1, or 0 if the lease is lost. Fields: see claim.lua.
+-- Returns 1, or 0 if the lease is lost. Layout: see claim.lua.
 local rec = KEYS[1]
 local owner, fence = ARGV[1], ARGV[2]
 
-local f = redis.call('HMGET', rec, 'state', 'owner', 'fence', 'step')
-local state, rec_owner, rec_fence, rec_step = f[1], f[2], f[3], f[4]
-if state ~= 'IN_PROGRESS' or rec_owner ~= owner or rec_fence ~= fence then return 0 end
+local v = redis.call('GET', rec)
+if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
+local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack('>c1Bc0Bc0I8I8Bc0BHc0', v)
+local rowner = struct.unpack('>Bc0', v, p)
+if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('DEL', rec)
-if rec_step and rec_step ~= '' and redis.call('GET', rec_step) == rec then redis.call('DEL', rec_step) end
+if rheld == 1 then redis.call('DEL', rstep) end
 return 1

@@ -1,0 +1,179 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/internal/redistest"
+)
+
+// costCalls is how many completed calls BenchmarkMemoryPerCall stores: the
+// issue's target is measured over at least 100 000.
+const costCalls = 100_000
+
+// costBody is a 120-byte JSON body, the issue's reference response.
+var costBody = []byte(`{"result":"ok","id":"` + strings.Repeat("x", 120-len(`{"result":"ok","id":""}`)) + `"}`)
+
+// costRequest is a realistic claim: derived 64-hex key and fingerprint,
+// ULID execution id and owner, a 36-character session id, one session per
+// call (the worst case for the step entries).
+func costRequest(i int) idempotency.ClaimRequest {
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	n := strconv.Itoa(i)
+	return idempotency.ClaimRequest{
+		Scope:       idempotency.Scope{Tenant: "acme", Tool: "payments.charge", Key: sum("key" + n)},
+		Fingerprint: sum("args" + n), Step: &idempotency.Step{SessionID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Index: 3},
+		StepGuard: true, StepBoundKey: true,
+		ExecutionID: ulid.MustNew(ulid.Now(), rand.Reader).String(), Owner: ulid.MustNew(ulid.Now(), rand.Reader).String(),
+		LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
+	}
+}
+
+// redisCost reads what the cost figures need from a private Redis.
+type redisCost struct {
+	usedMemory int64
+	cpuMicros  float64 // used_cpu_user + used_cpu_sys of the server
+	evalMicros int64   // usec of EVALSHA in commandstats
+	evalCalls  int64
+}
+
+func readCost(ctx context.Context, tb testing.TB, c *redis.Client) redisCost {
+	tb.Helper()
+	info, err := c.Info(ctx, "memory", "cpu", "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rc redisCost
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "used_memory":
+			rc.usedMemory, _ = strconv.ParseInt(v, 10, 64)
+		case "used_cpu_user", "used_cpu_sys":
+			f, _ := strconv.ParseFloat(v, 64)
+			rc.cpuMicros += f * 1e6
+		case "cmdstat_evalsha":
+			for _, kv := range strings.Split(v, ",") {
+				name, val, _ := strings.Cut(kv, "=")
+				n, _ := strconv.ParseInt(val, 10, 64)
+				switch name {
+				case "calls":
+					rc.evalCalls = n
+				case "usec":
+					rc.evalMicros = n
+				}
+			}
+		}
+	}
+	return rc
+}
+
+// BenchmarkMemoryPerCall stores costCalls completed calls (claim + complete,
+// 120-byte bodies) on a private redis-server and reports the used_memory
+// delta per call (record and step entry included), then replays each once,
+// and reports the server's CPU (INFO cpu) and script time (commandstats)
+// per fresh call and per replay. Run with -benchtime=1x: one iteration is
+// the whole measurement. The sub-benchmarks send the calls from 1 and from
+// 16 goroutines, with the previous layout still looked at (the default
+// during the upgrade window) and without (Options.NoLegacyLayout).
+func BenchmarkMemoryPerCall(b *testing.B) {
+	for _, legacy := range []bool{true, false} {
+		for _, workers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("legacy=%v/workers=%d", legacy, workers), func(b *testing.B) {
+				for b.Loop() {
+					measureCost(b, workers, Options{NoLegacyLayout: !legacy})
+				}
+			})
+		}
+	}
+}
+
+func measureCost(b *testing.B, workers int, opts Options) {
+	server := redistest.Start(b)
+	client := redis.NewClient(&redis.Options{Addr: server.Addr, PoolSize: workers + 4})
+	defer client.Close()
+	ctx := b.Context()
+	store := New(client, opts)
+	reqs := make([]idempotency.ClaimRequest, costCalls)
+	for i := range reqs {
+		reqs[i] = costRequest(i)
+	}
+	// Load the scripts and warm the allocator outside the measurement.
+	warm := costRequest(-1)
+	warm.Scope.Tenant = "warm"
+	if d, err := store.Claim(ctx, warm); err != nil || store.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: costBody}, time.Hour) != nil {
+		b.Fatalf("warm-up: %v", err)
+	}
+	resp := idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: costBody}
+	run := func(op func(i int) error) {
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < costCalls; i += workers {
+					if err := op(i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	before := readCost(ctx, b, client)
+	run(func(i int) error {
+		d, err := store.Claim(ctx, reqs[i])
+		if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+			return fmt.Errorf("claim %d: %v %v", i, d.Outcome, err)
+		}
+		return store.Complete(ctx, d.Lease, resp, time.Hour)
+	})
+	fresh := readCost(ctx, b, client)
+	run(func(i int) error {
+		d, err := store.Claim(ctx, reqs[i])
+		if err != nil || d.Outcome != idempotency.OutcomeReplay || len(d.Response.Body) != len(costBody) {
+			return fmt.Errorf("replay %d: %v %v", i, d.Outcome, err)
+		}
+		return nil
+	})
+	replay := readCost(ctx, b, client)
+	// FindExecution of an id no record has walks every record.
+	start := time.Now()
+	if _, err := store.FindExecution(ctx, "01KBJZZZZZZZZZZZZZZZZZZZZZ"); !errors.Is(err, idempotency.ErrNotFound) {
+		b.Fatalf("find execution: %v", err)
+	}
+	walk := time.Since(start)
+	after := readCost(ctx, b, client)
+	keys, err := client.DBSize(ctx).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := float64(costCalls)
+	b.ReportMetric(float64(fresh.usedMemory-before.usedMemory)/n, "redis-bytes/call")
+	b.ReportMetric(float64(keys)/n, "keys/call")
+	b.ReportMetric((fresh.cpuMicros-before.cpuMicros)/n, "redis-cpu-µs/fresh")
+	b.ReportMetric(float64(fresh.evalMicros-before.evalMicros)/n, "script-µs/fresh")
+	b.ReportMetric((replay.cpuMicros-fresh.cpuMicros)/n, "redis-cpu-µs/replay")
+	b.ReportMetric(float64(replay.evalMicros-fresh.evalMicros)/n, "script-µs/replay")
+	b.ReportMetric(float64(walk.Milliseconds()), "findexec-walk-ms")
+	b.ReportMetric((after.cpuMicros-replay.cpuMicros)/1000, "findexec-redis-cpu-ms")
+}

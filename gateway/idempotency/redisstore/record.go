@@ -1,0 +1,218 @@
+package redisstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// packed is a record value as claim.lua lays it out (one string).
+type packed struct {
+	state    byte // 'P', 'C' or 'U'
+	fp, exec string
+	fence    int64
+	created  int64 // µs
+	step     string
+	held     bool
+	session  string
+	lease    int64 // µs, 'P' only
+	status   int   // 'C' only
+	ctype    string
+	body     []byte
+}
+
+// reader walks a packed value; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.err = fmt.Errorf("%w: record value cut short", errBadReply)
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) u8() int {
+	b := r.take(1)
+	if b == nil {
+		return 0
+	}
+	return int(b[0])
+}
+
+func (r *reader) u16() int {
+	b := r.take(2)
+	if b == nil {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(b))
+}
+
+func (r *reader) u64() int64 {
+	b := r.take(8)
+	if b == nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(b))
+}
+
+func (r *reader) str(n int) string { return string(r.take(n)) }
+
+// decodePacked parses a record value.
+func decodePacked(v string) (packed, error) {
+	r := &reader{b: []byte(v)}
+	var p packed
+	p.state = byte(r.u8())
+	p.fp = r.str(r.u8())
+	p.exec = r.str(r.u8())
+	p.fence = r.u64()
+	p.created = r.u64()
+	p.step = r.str(r.u8())
+	p.held = r.u8() == 1
+	p.session = r.str(r.u16())
+	switch p.state {
+	case 'P':
+		r.str(r.u8()) // owner
+		p.lease = r.u64()
+		r.u64() // replay ms
+	case 'C':
+		p.status = r.u16()
+		p.ctype = r.str(r.u16())
+		p.body = r.b
+	case 'U':
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: record state %q", errBadReply, p.state)
+		}
+	}
+	return p, r.err
+}
+
+var packedStates = map[byte]idempotency.State{'P': idempotency.StateInProgress, 'C': idempotency.StateCompleted, 'U': idempotency.StateUnknown}
+
+// recordOf turns a packed value of scope into a Record; expires is when
+// the key expires (PEXPIRETIME: the value does not repeat it).
+func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency.Record, error) {
+	p, err := decodePacked(v)
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	fp, ok1 := unpackID(p.fp)
+	exec, ok2 := unpackID(p.exec)
+	session, ok3 := "", true
+	if p.session != "" {
+		session, ok3 = unpackID(p.session)
+	}
+	ctype, ok4 := "", true
+	if p.state == 'C' {
+		ctype, ok4 = unpackCtype(p.ctype)
+	}
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return idempotency.Record{}, fmt.Errorf("%w: fingerprint, execution id, session or content type", errBadReply)
+	}
+	rec := idempotency.Record{
+		Scope: scope, State: packedStates[p.state], Fingerprint: fp, ExecutionID: exec,
+		FencingToken: p.fence, CreatedAt: time.UnixMicro(p.created), ExpiresAt: expires,
+	}
+	if p.step != "" {
+		n, err := strconv.ParseUint(p.step[strings.LastIndexByte(p.step, '}')+1:], 10, 64)
+		if err != nil {
+			return idempotency.Record{}, fmt.Errorf("%w: step index", errBadReply)
+		}
+		rec.Step = &idempotency.Step{SessionID: session, Index: n}
+	}
+	switch p.state {
+	case 'P':
+		rec.LeaseExpiresAt = time.UnixMicro(p.lease)
+	case 'C':
+		rec.Response = &idempotency.StoredResponse{Status: p.status, ContentType: ctype, Body: p.body}
+	}
+	return rec, nil
+}
+
+// expiresAt turns PEXPIRETIME's answer into a time (zero: no expiry).
+func expiresAt(unix time.Duration) time.Time {
+	if unix <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(unix.Milliseconds())
+}
+
+// legacyRecordOf turns a hash of the previous layout into a Record. Its
+// step field names the step key, not the session, so Step stays nil.
+func legacyRecordOf(scope idempotency.Scope, f map[string]string) (idempotency.Record, error) {
+	micros := func(field string) (time.Time, error) {
+		if f[field] == "" {
+			return time.Time{}, nil
+		}
+		us, err := strconv.ParseInt(f[field], 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: %s", errBadReply, field)
+		}
+		return time.UnixMicro(us), nil
+	}
+	rec := idempotency.Record{
+		Scope:       scope,
+		State:       idempotency.State(f["state"]),
+		Fingerprint: f["fp"],
+		ExecutionID: f["exec"],
+	}
+	var err error
+	if rec.FencingToken, err = strconv.ParseInt(f["fence"], 10, 64); err != nil {
+		return idempotency.Record{}, fmt.Errorf("%w: fence", errBadReply)
+	}
+	if rec.CreatedAt, err = micros("created"); err != nil {
+		return idempotency.Record{}, err
+	}
+	if rec.ExpiresAt, err = micros("expires"); err != nil {
+		return idempotency.Record{}, err
+	}
+	if rec.State == idempotency.StateInProgress {
+		if rec.LeaseExpiresAt, err = micros("lease"); err != nil {
+			return idempotency.Record{}, err
+		}
+	}
+	if rec.State == idempotency.StateCompleted {
+		status, err := strconv.Atoi(f["status"])
+		if err != nil {
+			return idempotency.Record{}, fmt.Errorf("%w: status", errBadReply)
+		}
+		rec.Response = &idempotency.StoredResponse{Status: status, ContentType: f["ctype"], Body: []byte(f["body"])}
+	}
+	return rec, nil
+}
+
+// jsonCtype is the content type of nearly every tool response.
+const jsonCtype = "application/json"
+
+// packCtype packs a content type: "j" for application/json, else "t" +
+// the text (the 16 bytes saved are per record).
+func packCtype(ctype string) string {
+	if ctype == jsonCtype {
+		return "j"
+	}
+	return "t" + ctype
+}
+
+// unpackCtype is the inverse of packCtype.
+func unpackCtype(p string) (string, bool) {
+	switch {
+	case p == "j":
+		return jsonCtype, true
+	case p != "" && p[0] == 't':
+		return p[1:], true
+	}
+	return "", false
+}
