@@ -123,12 +123,15 @@ func (r *reloader) reload() {
 		// Not reached: final passed the same checks as staged.
 		r.log.Error("config reload: the final policies were refused", "error", err.Error())
 	}
-	r.level.Set(level)
 	r.cfg, r.applied = next, final
 	if len(changed) == 0 {
 		changed = []string{"nothing"}
 	}
+	// Under the more verbose of the old and the new log_level, so the line
+	// shows when either asks for info.
+	r.level.Set(min(r.level.Level(), level))
 	r.log.Info("config reloaded", "changed", changed)
+	r.level.Set(level)
 }
 
 // withListedPolicies is configured plus the policies that tools bring

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -343,5 +344,57 @@ func TestReloadRefusesFixedFieldsAndInvalidFiles(t *testing.T) {
 	}
 	if d := toolDescription(t, g.addr, "reloadtest"); d != "after" {
 		t.Fatalf("description %q after the reload", d)
+	}
+}
+
+// upstream is an HTTP tool's upstream that answers with its own name.
+func upstream(t *testing.T, name string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"upstream":%q,"header":%q}`, name, r.Header.Get("X-Team"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// HTTP tools are added, removed and repointed (url, headers) by a reload;
+// the admin token rotates.
+func TestReloadAddsRemovesAndRepointsHTTPTools(t *testing.T) {
+	one, two := upstream(t, "one"), upstream(t, "two")
+	base := storeSection(t) + "admin:\n  token_sha256: %s\n"
+	g := startReloading(t, fmt.Sprintf(base, tokenHash("admin-1"))+"tools:\n  - name: up-a\n    http:\n      url: "+one+"\n  - name: up-b\n    http:\n      url: "+one+"\n")
+	if st, _, body := callAs(t, g.addr, "", "s", 1, "up-a", `{}`); st != 200 || !strings.Contains(string(body), `"one"`) {
+		t.Fatalf("up-a before: %d %s", st, body)
+	}
+
+	line := g.reload(t, fmt.Sprintf(base, tokenHash("admin-2"))+"tools:\n  - name: up-a\n    http:\n      url: "+two+"\n      headers:\n        X-Team: red\n  - name: up-c\n    http:\n      url: "+one+"\n")
+	changed := strings.Join(strs(line["changed"]), ",")
+	if line["msg"] != "config reloaded" || changed != "admin.token_sha256,tools[up-a].http,tools[up-c] added,tools[up-b] removed" {
+		t.Fatalf("reload: %v", line)
+	}
+	if st, _, body := callAs(t, g.addr, "", "s", 2, "up-a", `{}`); st != 200 || string(body) != `{"upstream":"two","header":"red"}` {
+		t.Fatalf("up-a after: %d %s, want the new url and header", st, body)
+	}
+	// A call recorded before the reload replays as it was.
+	if st, h, body := callAs(t, g.addr, "", "s", 1, "up-a", `{}`); st != 200 || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(body), `"one"`) {
+		t.Fatalf("up-a replay: %d %s", st, body)
+	}
+	if st, _, _ := callAs(t, g.addr, "", "b", 1, "up-b", `{}`); st != 404 {
+		t.Fatalf("removed up-b: %d, want 404", st)
+	}
+	if st, _, body := callAs(t, g.addr, "", "c", 1, "up-c", `{}`); st != 200 {
+		t.Fatalf("added up-c: %d %s", st, body)
+	}
+	for token, want := range map[string]int{"admin-1": 401, "admin-2": 404} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+g.addr+"/admin/v1/records/anonymous/up-a/nokey", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("admin API with %s: %d, want %d", token, resp.StatusCode, want)
+		}
 	}
 }
