@@ -19,7 +19,8 @@ import (
 //
 // Reloadable: auth.tenants (names, tokens, rate, burst, max_in_flight),
 // admin.token_sha256 (a rotation), tools (added, removed, changed),
-// idempotency.replay_ttl, log_level, drain_timeout. Everything else is
+// idempotency.replay_ttl, log_level, drain_timeout, and the TLS
+// certificate (the same files, read again). Everything else is
 // fixed for the process's life: a change to it refuses the whole reload
 // (fixedChanges lists which fields).
 
@@ -56,6 +57,8 @@ type reloader struct {
 	plugins  []tools.Tool
 	gw       *gateway.Server
 	registry *tools.Registry
+	// cert is the served TLS pair (nil without TLS); a reload re-reads it.
+	cert *servedCert
 
 	// cfg and applied are what serves now.
 	cfg     *Config
@@ -92,6 +95,13 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
+	// The TLS files are read again (same paths: a change of them is
+	// refused above), so a renewed certificate is served after a SIGHUP.
+	pair, err := next.TLS.load(next.path)
+	if err != nil {
+		refuse("invalid config", "error", err.Error())
+		return
+	}
 	changed := r.changes(next, opts)
 
 	// The new tools' policies go in before the tools themselves (and the
@@ -122,6 +132,9 @@ func (r *reloader) reload() {
 	if err := r.gw.Reload(final); err != nil {
 		// Not reached: final passed the same checks as staged.
 		r.log.Error("config reload: the final policies were refused", "error", err.Error())
+	}
+	if r.cert != nil && pair != nil && r.cert.swap(pair) {
+		changed = append(changed, "tls certificate (files re-read)")
 	}
 	r.cfg, r.applied = next, final
 	if len(changed) == 0 {

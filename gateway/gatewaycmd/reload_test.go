@@ -3,6 +3,8 @@ package gatewaycmd
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -396,5 +398,57 @@ func TestReloadAddsRemovesAndRepointsHTTPTools(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Fatalf("admin API with %s: %d, want %d", token, resp.StatusCode, want)
 		}
+	}
+}
+
+// A reload reads the TLS files again: after the certificate is renewed in
+// place, new connections get the new one.
+func TestReloadRereadsTheTLSCertificate(t *testing.T) {
+	dir := t.TempDir()
+	first := writeSelfSigned(t, dir, "cert.pem", "key.pem")
+	text := "listen: 127.0.0.1:0\nstore:\n  path: gw.db\ntls:\n  cert_file: " + filepath.Join(dir, "cert.pem") +
+		"\n  key_file: " + filepath.Join(dir, "key.pem") + "\n"
+	g := startReloading(t, text)
+	trusting := func(cert *x509.Certificate) error {
+		roots := x509.NewCertPool()
+		roots.AddCert(cert)
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		defer client.CloseIdleConnections()
+		resp, err := client.Get("https://" + g.addr + "/healthz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	if err := trusting(first); err != nil {
+		t.Fatalf("before the renewal: %v", err)
+	}
+
+	second := writeSelfSigned(t, dir, "cert.pem", "key.pem")
+	line := g.reload(t, text)
+	if line["msg"] != "config reloaded" || strings.Join(strs(line["changed"]), ",") != "tls certificate (files re-read)" {
+		t.Fatalf("reload: %v", line)
+	}
+	if err := trusting(second); err != nil {
+		t.Fatalf("the renewed certificate is not served: %v", err)
+	}
+	if err := trusting(first); err == nil {
+		t.Fatal("the old certificate is still served after the reload")
+	}
+
+	// A key that no longer matches its certificate is refused; the renewed
+	// pair keeps serving.
+	other := t.TempDir()
+	writeSelfSigned(t, other, "cert.pem", "key.pem")
+	keyPEM, _ := os.ReadFile(filepath.Join(other, "key.pem"))
+	if err := os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if line := g.reload(t, text); !strings.Contains(fmt.Sprint(line["error"]), "private key does not match public key") {
+		t.Fatalf("mismatched pair: %v", line)
+	}
+	if err := trusting(second); err != nil {
+		t.Fatalf("after a refused reload: %v", err)
 	}
 }

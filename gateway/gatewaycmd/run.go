@@ -173,10 +173,17 @@ Docs: docs/configuration.md
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
 	// begins instead of holding it up.
 	srv.RegisterOnShutdown(gw.StopWaiting)
+	var cert *servedCert
+	if pair, err := cfg.TLS.load(cfg.path); err != nil {
+		return err
+	} else if pair != nil {
+		cert = &servedCert{}
+		cert.swap(pair)
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- cfg.TLS.serve(srv, ln, cfg.path) }()
+	go func() { serveErr <- serveMaybeTLS(srv, ln, cert) }()
 	rl := &reloader{path: *configPath, getenv: getenv, log: log, level: level, plugins: plugins,
-		gw: gw, registry: opts.Tools, cfg: cfg, applied: settingsOf(opts)}
+		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts)}
 serving:
 	for {
 		select {
