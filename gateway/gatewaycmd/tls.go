@@ -52,7 +52,9 @@ func (t TLSConfig) load(path func(string) string) (*tls.Certificate, error) {
 // servedCert is the key pair the gateway serves. A reload re-reads the
 // files and swaps it: new handshakes get the new certificate, established
 // connections keep theirs.
-type servedCert struct{ pair atomic.Pointer[tls.Certificate] }
+type servedCert struct {
+	pair atomic.Pointer[tls.Certificate]
+}
 
 // swap installs pair and reports whether it is another certificate than
 // the one served so far.
