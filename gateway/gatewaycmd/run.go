@@ -81,6 +81,9 @@ Environment (overrides the config file):
   %s  the collector's full traces URL (wins over the one above)
   %s  service.name of the spans (config: tracing.service_name)
 
+Signals: SIGTERM or SIGINT drains the tools in flight and exits; SIGHUP
+reloads the config file (docs/operations.md).
+
 Docs: docs/configuration.md
 `, envAddr, envRedisURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
 	}
