@@ -104,17 +104,22 @@ func (r *reloader) reload() {
 	}
 	changed := r.changes(next, opts)
 
-	// The new tools' policies go in before the tools themselves (and the
-	// removed tools' stay until they are gone), so no call meets a tool
-	// without its configured timeout; then the tools; then the exact
-	// policies. Each step is one atomic swap.
+	// Three atomic swaps, so no call meets a tool without its configured
+	// policy: first the running settings plus the policies of names that
+	// had none (the new tools', invisible until the tools are in); then the
+	// tools; then the new settings (tenants, tokens, limits, exact
+	// policies). A refusal of the tools restores the running settings.
 	final := settingsOf(opts)
 	final.Policies = withListedPolicies(opts.Policies, opts.Tools, r.registry)
-	staged := final
+	staged := r.applied
 	staged.Policies = maps.Clone(r.applied.Policies)
-	maps.Copy(staged.Policies, final.Policies)
-	if staged.Policies == nil {
-		staged.Policies = map[string]gateway.ToolPolicy{}
+	for name, p := range final.Policies {
+		if _, ok := staged.Policies[name]; !ok {
+			if staged.Policies == nil {
+				staged.Policies = make(map[string]gateway.ToolPolicy)
+			}
+			staged.Policies[name] = p
+		}
 	}
 	if err := r.gw.Reload(staged); err != nil {
 		refuse("invalid config", "error", err.Error())
@@ -130,8 +135,10 @@ func (r *reloader) reload() {
 	// Again, now that the registry holds exactly the new tools.
 	final.Policies = withListedPolicies(opts.Policies, opts.Tools, r.registry)
 	if err := r.gw.Reload(final); err != nil {
-		// Not reached: final passed the same checks as staged.
-		r.log.Error("config reload: the final policies were refused", "error", err.Error())
+		// Not reached in practice: serverOptions ran the same checks on
+		// the tenants, and fixedChanges kept auth and admin as they were.
+		r.log.Error("config reload: the new tenants and policies were refused; the new tools serve with the old ones", "error", err.Error())
+		return
 	}
 	if r.cert != nil && pair != nil && r.cert.swap(pair) {
 		changed = append(changed, "tls certificate (files re-read)")

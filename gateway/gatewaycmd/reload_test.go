@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -115,9 +116,18 @@ func (g *reloading) reload(t *testing.T, text string) map[string]any {
 // callAs calls tool as the holder of token ("" sends none).
 func callAs(t *testing.T, addr, token, session string, step uint64, tool, args string) (int, http.Header, []byte) {
 	t.Helper()
+	st, h, body, err := tryCallAs(addr, token, session, step, tool, args)
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	return st, h, body
+}
+
+// tryCallAs is callAs for goroutines other than the test's.
+func tryCallAs(addr, token, session string, step uint64, tool, args string) (int, http.Header, []byte, error) {
 	key, err := keyderive.Key(session, step, tool, []byte(args))
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, nil, err
 	}
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
 	req.Header.Set("Content-Type", "application/json")
@@ -129,11 +139,11 @@ func callAs(t *testing.T, addr, token, session string, step uint64, tool, args s
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("call: %v", err)
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, body
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, body, err
 }
 
 func tokenHash(token string) string {
@@ -450,5 +460,52 @@ func TestReloadRereadsTheTLSCertificate(t *testing.T) {
 	}
 	if err := trusting(second); err != nil {
 		t.Fatalf("after a refused reload: %v", err)
+	}
+}
+
+// Calls keep being answered while the config is reloaded under them: every
+// call of a tenant present in every version gets its 200.
+func TestReloadUnderLoadDropsNoCall(t *testing.T) {
+	base := storeSection(t) + "auth:\n  tenants:\n    - name: acme\n      token_sha256: " + tokenHash("acme-token") + "\n"
+	versions := []string{
+		base + "tools:\n  - name: reloadtest\n    description: one\n",
+		base + "    - name: beta\n      token_sha256: " + tokenHash("beta-token") + "\n      rate: 1000/s\n" +
+			"tools:\n  - name: reloadtest\n    description: two\n    timeout: 10s\n",
+	}
+	g := startReloading(t, versions[0])
+	stop := make(chan struct{})
+	var answered atomic.Int64
+	failures := make(chan string, 4)
+	for w := range 4 {
+		go func() {
+			for step := uint64(1); ; step++ {
+				select {
+				case <-stop:
+					failures <- ""
+					return
+				default:
+				}
+				st, _, body, err := tryCallAs(g.addr, "acme-token", fmt.Sprintf("load-%d", w), step, "reloadtest", `{}`)
+				if err != nil || st != 200 {
+					failures <- fmt.Sprintf("worker %d step %d: %d %s %v", w, step, st, body, err)
+					return
+				}
+				answered.Add(1)
+			}
+		}()
+	}
+	for i := range 6 {
+		before := answered.Load()
+		if line := g.reload(t, versions[(i+1)%2]); line["msg"] != "config reloaded" {
+			t.Fatalf("reload %d: %v", i, line)
+		}
+		// Calls are answered between every two reloads.
+		waitFor(t, func() bool { return answered.Load() > before+8 })
+	}
+	close(stop)
+	for range 4 {
+		if f := <-failures; f != "" {
+			t.Fatalf("a call during the reloads: %s", f)
+		}
 	}
 }
