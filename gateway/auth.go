@@ -71,7 +71,8 @@ func bearerTokenHash(r *http.Request) ([sha256.Size]byte, bool) {
 
 // authenticate resolves the tenant from the bearer token (when auth is
 // configured) before anything else of the tool API runs, so a request
-// without a valid token touches nothing.
+// without a valid token touches nothing. The tenants are the current
+// settings' (Reload), loaded once per request.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	if len(s.opts.Tenants) == 0 {
 		return next
@@ -82,7 +83,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if ok {
 			// Compare against every tenant, in constant time each, so the
 			// time taken says nothing about which hash was close.
-			for _, t := range s.opts.Tenants {
+			for _, t := range s.settings.Load().tenants {
 				if subtle.ConstantTimeCompare(sum[:], t.TokenSHA256[:]) == 1 && tenant == "" {
 					tenant = t.Name
 				}
@@ -101,7 +102,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) authenticateAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sum, ok := bearerTokenHash(r)
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.opts.AdminTokenSHA256[:]) != 1 {
+		admin := s.settings.Load().admin
+		if !ok || admin == nil || subtle.ConstantTimeCompare(sum[:], admin[:]) != 1 {
 			s.unauthorized(w, r)
 			return
 		}

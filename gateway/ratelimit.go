@@ -77,7 +77,7 @@ func (s *Server) rateLimited(tenant, limit, detail string, retryAfter int) *Prob
 
 // admitRate counts the call against its tenant's rate; nil means go on.
 func (s *Server) admitRate(ctx context.Context, c *Call) *Problem {
-	limits, ok := s.limits[c.Tenant]
+	limits, ok := s.settings.Load().limits[c.Tenant]
 	if !ok || limits.Rate.IsZero() {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (s *Server) admitRate(ctx context.Context, c *Call) *Problem {
 // takeSlot takes one of the tenant's in-flight slots for holder. The
 // returned leave gives it back; it is a no-op for a tenant without a cap.
 func (s *Server) takeSlot(ctx context.Context, c *Call, holder string) (leave func(), p *Problem) {
-	limits, ok := s.limits[c.Tenant]
+	limits, ok := s.settings.Load().limits[c.Tenant]
 	if !ok || limits.MaxInFlight == 0 {
 		return func() {}, nil
 	}

@@ -99,9 +99,10 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	handler http.Handler
-	// limits holds the tenants with limits; limiter keeps their state.
-	limits  map[string]TenantLimits
-	limiter ratelimit.Backend
+	// settings is what Reload changes (reload.go): tenants, admin token,
+	// tenant limits, tool policies. limiter keeps the limits' state.
+	settings atomic.Pointer[settings]
+	limiter  ratelimit.Backend
 	// tracer is nil when tracing is off.
 	tracer trace.Tracer
 	// txStore runs transactional tools; nil unless the store is one.
@@ -150,21 +151,17 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := ValidateAuth(opts.Tenants, opts.AdminTokenSHA256); err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	if err := checkTenantLimits(opts.Tenants); err != nil {
+	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
+		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL})
+	if err != nil {
 		return nil, err
 	}
 	if opts.Limiter == nil {
 		opts.Limiter = ratelimit.NewMemory(nil)
 	}
-	for name, p := range opts.Policies {
+	for name := range opts.Policies {
 		if _, ok := opts.Tools.Lookup(name); !ok {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
-		}
-		if err := p.LeaseExpiry.Validate(); err != nil {
-			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}
 	txStore, _ := opts.Store.(idempotency.TxStore)
@@ -182,9 +179,9 @@ func NewServer(opts Options) (*Server, error) {
 		tools:   opts.Tools,
 		log:     opts.Logger,
 		metrics: m,
-		limits:  tenantLimits(opts.Tenants),
 		limiter: opts.Limiter,
 	}
+	s.settings.Store(live)
 	if opts.TracerProvider != nil {
 		s.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
@@ -252,11 +249,14 @@ func (s *Server) enter(tool string) (leave func(), ok bool) {
 	}, true
 }
 
-// policy returns the effective policy of a tool.
+// policy returns the effective policy of a tool under the current
+// settings (a claim keeps the one it got, so a reload does not change a
+// call in flight).
 func (s *Server) policy(tool string) ToolPolicy {
-	p := s.opts.Policies[tool]
+	live := s.settings.Load()
+	p := live.policies[tool]
 	p.Timeout = orDefault(p.Timeout, s.opts.ToolTimeout)
-	p.ReplayTTL = orDefault(p.ReplayTTL, s.opts.ReplayTTL)
+	p.ReplayTTL = orDefault(p.ReplayTTL, live.replayTTL)
 	if p.LeaseExpiry == "" {
 		p.LeaseExpiry = idempotency.LeaseExpiryRerun
 	}

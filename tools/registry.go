@@ -146,6 +146,50 @@ func (r *Registry) Add(t Tool, opts ...AddOption) error {
 	return nil
 }
 
+// ReplaceAdded replaces, in one atomic step, every entry registered with
+// Add by the entries of next (a Registry filled with Add only, as config
+// builds at start), keeping the entries of every group (SetGroup). It is
+// how a configuration reload changes the configured tools: readers see
+// either the old set or the new one, and a call that already looked its
+// entry up keeps it. It fails, changing nothing, when next holds a group
+// entry or when one of its names is taken by a group's entry.
+func (r *Registry) ReplaceAdded(next *Registry) error {
+	if next == nil || next == r {
+		return errors.New("replace added: next must be another Registry")
+	}
+	fresh := next.snap.Load()
+	if len(fresh.catchAlls) > 0 {
+		return errors.New("replace added: next holds a group's catch-all; fill it with Add only")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	byName := make(map[string]*Entry, len(old.byName)+len(fresh.byName))
+	for name, e := range old.byName {
+		if e.group != "" {
+			byName[name] = e
+		}
+	}
+	var errs []error
+	for name, e := range fresh.byName {
+		if e.group != "" {
+			return fmt.Errorf("replace added: tool %q of next belongs to group %q; fill next with Add only", name, e.group)
+		}
+		if taken, ok := byName[name]; ok {
+			errs = append(errs, fmt.Errorf("tool %q: name already taken by %s", name, provenance(taken.Tool, taken.Spec.Name)))
+			continue
+		}
+		byName[name] = e
+	}
+	if len(errs) > 0 {
+		// One line, in a stable order, as start-up errors are.
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return fmt.Errorf("replace added: %w", &GroupError{Errs: errs})
+	}
+	r.snap.Store(newSnapshot(byName, old.catchAlls))
+	return nil
+}
+
 // Group is what SetGroup installs for one group: its tools, and optionally
 // a catch-all for names it may own but cannot list yet.
 type Group struct {

@@ -195,3 +195,49 @@ func TestRegistryUnderConcurrentLookupsAndUpdates(t *testing.T) {
 		t.Fatalf("%d lookups saw a missing static tool or half a group", n)
 	}
 }
+
+// ReplaceAdded swaps the Add entries for another registry's and keeps the
+// groups'; a clash with a group's tool changes nothing.
+func TestReplaceAddedKeepsGroupsAndRefusesClashes(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Add(tool("old", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetGroup("srv", Group{Tools: []Tool{tool("srv-a", "")}}); err != nil {
+		t.Fatal(err)
+	}
+	next := NewRegistry()
+	if err := next.Add(tool("new", ""), WithDescription("the new one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ReplaceAdded(next); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup("old"); ok {
+		t.Fatal("old: still registered after the replace")
+	}
+	if e, ok := r.Lookup("new"); !ok || e.Spec.Description != "the new one" {
+		t.Fatalf("new: %v %v", e, ok)
+	}
+	if _, ok := r.Lookup("srv-a"); !ok {
+		t.Fatal("srv-a: the group's tool was dropped")
+	}
+
+	clash := NewRegistry()
+	if err := clash.Add(tool("srv-a", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := clash.Add(tool("other", "")); err != nil {
+		t.Fatal(err)
+	}
+	err := r.ReplaceAdded(clash)
+	if err == nil || !strings.Contains(err.Error(), `"srv-a"`) {
+		t.Fatalf("clash: err = %v", err)
+	}
+	if _, ok := r.Lookup("new"); !ok {
+		t.Fatal("a refused replace changed the registry")
+	}
+	if _, ok := r.Lookup("other"); ok {
+		t.Fatal("a refused replace added a tool")
+	}
+}

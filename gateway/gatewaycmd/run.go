@@ -28,7 +28,7 @@ var Version = ""
 
 // Main runs the gateway (or one of its subcommands, see RunIO) with the
 // process's arguments, environment and standard streams until SIGINT or
-// SIGTERM, and exits non-zero on error.
+// SIGTERM (SIGHUP reloads the config), and exits non-zero on error.
 func Main() { MainWith(RunIO) }
 
 // MainWith is Main with the program to run given: cmd/gateway passes its
@@ -52,8 +52,20 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // serve is the gateway itself: it parses args (args[0] is the program name),
 // loads the config, opens the store, serves until ctx ends, then drains the
-// tools in flight and returns nil. Logs go to stdout as JSON lines.
+// tools in flight and returns nil. SIGHUP reloads the config (reload.go).
+// Logs go to stdout as JSON lines.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	// Until serve returns, drain included: a SIGHUP during the drain is
+	// ignored instead of killing the process (its default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return serveReloading(ctx, args, getenv, stdout, hup)
+}
+
+// serveReloading is serve with the reload signals given: each value
+// received on reloads reloads the config. Tests send on it directly.
+func serveReloading(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, reloads <-chan os.Signal) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	configPath := fs.String("config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
@@ -68,6 +80,9 @@ Environment (overrides the config file):
   %s  OTLP/HTTP collector base URL; turns tracing on (config: tracing.endpoint)
   %s  the collector's full traces URL (wins over the one above)
   %s  service.name of the spans (config: tracing.service_name)
+
+Signals: SIGTERM or SIGINT drains the tools in flight and exits; SIGHUP
+reloads the config file (docs/operations.md).
 
 Docs: docs/configuration.md
 `, envAddr, envRedisURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
@@ -86,26 +101,17 @@ Docs: docs/configuration.md
 		return nil
 	}
 
-	cfg := &Config{}
-	if *configPath != "" {
-		var err error
-		if cfg, err = LoadConfig(*configPath); err != nil {
-			return err
-		}
-	}
-	cfg.applyEnv(getenv)
-	cfg.withDefaults()
-
-	level, err := cfg.logLevel()
+	cfg, startLevel, err := loadConfig(*configPath, getenv)
 	if err != nil {
 		return err
 	}
-	if err := cfg.TLS.check(cfg.path); err != nil {
-		return err
-	}
+	// A LevelVar, so a reload can change log_level.
+	level := new(slog.LevelVar)
+	level.Set(startLevel)
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 
-	opts, err := cfg.serverOptions(tools.Registered())
+	plugins := tools.Registered()
+	opts, err := cfg.serverOptions(plugins)
 	if err != nil {
 		return err
 	}
@@ -170,18 +176,34 @@ Docs: docs/configuration.md
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
 	// begins instead of holding it up.
 	srv.RegisterOnShutdown(gw.StopWaiting)
+	var cert *servedCert
+	if pair, err := cfg.TLS.load(cfg.path); err != nil {
+		return err
+	} else if pair != nil {
+		cert = &servedCert{}
+		cert.swap(pair)
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- cfg.TLS.serve(srv, ln, cfg.path) }()
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
+	go func() { serveErr <- serveMaybeTLS(srv, ln, cert) }()
+	rl := &reloader{path: *configPath, getenv: getenv, log: log, level: level, plugins: plugins,
+		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts)}
+serving:
+	for {
+		select {
+		case err := <-serveErr:
+			return fmt.Errorf("serve: %w", err)
+		case <-reloads:
+			rl.reload()
+		case <-ctx.Done():
+			break serving
+		}
 	}
 
 	// Stop accepting, let the tools in flight finish and record their
-	// outcomes, bounded by drain_timeout.
-	log.Info("shutting down: draining tools in flight", "drain_timeout", time.Duration(cfg.DrainTimeout).String())
-	drainCtx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.DrainTimeout))
+	// outcomes, bounded by drain_timeout (the reloaded one, if it changed).
+	drainTimeout := rl.drainTimeout()
+	log.Info("shutting down: draining tools in flight", "drain_timeout", drainTimeout.String())
+	drainCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	shutdownErr := srv.Shutdown(drainCtx)
 	drainErr := gw.Drain(drainCtx)

@@ -1,11 +1,13 @@
 package gatewaycmd
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 )
 
 // TLSConfig makes the gateway serve HTTPS itself, for direct exposure
@@ -26,25 +28,51 @@ func (t TLSConfig) enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 // wrong path or a key that does not match the certificate stops the
 // gateway before it listens, with the field named.
 func (t TLSConfig) check(path func(string) string) error {
-	switch {
-	case !t.enabled():
-		return nil
-	case t.CertFile == "":
-		return errors.New("tls.cert_file: required with tls.key_file (give both or neither)")
-	case t.KeyFile == "":
-		return errors.New("tls.key_file: required with tls.cert_file (give both or neither)")
-	}
-	if _, err := tls.LoadX509KeyPair(path(t.CertFile), path(t.KeyFile)); err != nil {
-		return fmt.Errorf("tls: cert_file %s, key_file %s: %w", path(t.CertFile), path(t.KeyFile), err)
-	}
-	return nil
+	_, err := t.load(path)
+	return err
 }
 
-// serve serves srv on ln, with TLS (http.Server.ServeTLS: HTTP/2 offered
-// by ALPN, Go's default TLS versions and cipher suites) when configured.
-func (t TLSConfig) serve(srv *http.Server, ln net.Listener, path func(string) string) error {
-	if !t.enabled() {
+// load reads the key pair; nil without TLS.
+func (t TLSConfig) load(path func(string) string) (*tls.Certificate, error) {
+	switch {
+	case !t.enabled():
+		return nil, nil
+	case t.CertFile == "":
+		return nil, errors.New("tls.cert_file: required with tls.key_file (give both or neither)")
+	case t.KeyFile == "":
+		return nil, errors.New("tls.key_file: required with tls.cert_file (give both or neither)")
+	}
+	pair, err := tls.LoadX509KeyPair(path(t.CertFile), path(t.KeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("tls: cert_file %s, key_file %s: %w", path(t.CertFile), path(t.KeyFile), err)
+	}
+	return &pair, nil
+}
+
+// servedCert is the key pair the gateway serves. A reload re-reads the
+// files and swaps it: new handshakes get the new certificate, established
+// connections keep theirs.
+type servedCert struct {
+	pair atomic.Pointer[tls.Certificate]
+}
+
+// swap installs pair and reports whether it is another certificate than
+// the one served so far.
+func (c *servedCert) swap(pair *tls.Certificate) (changed bool) {
+	old := c.pair.Swap(pair)
+	return old == nil || len(old.Certificate) == 0 || len(pair.Certificate) == 0 ||
+		!bytes.Equal(old.Certificate[0], pair.Certificate[0])
+}
+
+// serveMaybeTLS serves srv on ln, with TLS when cert is not nil
+// (http.Server.ServeTLS: HTTP/2 offered by ALPN, Go's default TLS
+// versions and cipher suites), each handshake taking cert's current pair.
+func serveMaybeTLS(srv *http.Server, ln net.Listener, cert *servedCert) error {
+	if cert == nil {
 		return srv.Serve(ln)
 	}
-	return srv.ServeTLS(ln, path(t.CertFile), path(t.KeyFile))
+	srv.TLSConfig = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return cert.pair.Load(), nil
+	}}
+	return srv.ServeTLS(ln, "", "")
 }
