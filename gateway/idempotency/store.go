@@ -56,6 +56,9 @@ var (
 	// ErrNotResolvable: Resolve found the record in a state an operator
 	// may not overwrite (COMPLETED, or IN_PROGRESS with a live lease).
 	ErrNotResolvable = errors.New("idempotency: record not resolvable")
+	// ErrInvalidCursor: Admin.List was given a cursor it did not hand out
+	// (or a filter it cannot serve); the admin API answers 400.
+	ErrInvalidCursor = errors.New("idempotency: invalid list cursor or filter")
 )
 
 // Scope names one record: a tenant never sees another tenant's records.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,7 +34,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		var err error
 		after, err = base64.RawURLEncoding.DecodeString(filter.Cursor)
 		if err != nil || len(after) == 0 {
-			return idempotency.Page{}, errors.New("boltstore: list: malformed cursor")
+			return idempotency.Page{}, fmt.Errorf("boltstore: list: malformed cursor: %w", idempotency.ErrInvalidCursor)
 		}
 	}
 	if err := ctx.Err(); err != nil {

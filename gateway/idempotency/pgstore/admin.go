@@ -95,7 +95,7 @@ func decodeCursor(s string) (listCursor, error) {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.CreatedAt.IsZero() {
-		return listCursor{}, errors.New("malformed cursor")
+		return listCursor{}, fmt.Errorf("malformed cursor: %w", idempotency.ErrInvalidCursor)
 	}
 	return c, nil
 }
@@ -112,7 +112,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		return idempotency.Page{}, fmt.Errorf("pgstore: list: limit %d: want 1 … %d", filter.Limit, idempotency.MaxListLimit)
 	}
 	if filter.SessionID != "" && filter.Tenant == "" {
-		return idempotency.Page{}, errors.New("pgstore: list: a session filter requires a tenant")
+		return idempotency.Page{}, fmt.Errorf("pgstore: list: a session filter requires a tenant: %w", idempotency.ErrInvalidCursor)
 	}
 	sql, args, err := s.listStatement(filter)
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *Store) listStatement(filter idempotency.ListFilter) (string, []any, err
 		// partial index of the open states.
 		where = append(where, "r.state = '"+string(filter.State)+"'")
 	default:
-		return "", nil, fmt.Errorf("unknown state %q", filter.State)
+		return "", nil, fmt.Errorf("unknown state %q: %w", filter.State, idempotency.ErrInvalidCursor)
 	}
 	if filter.Tenant != "" {
 		where = append(where, "r.tenant = "+arg(filter.Tenant))

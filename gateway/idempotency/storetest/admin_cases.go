@@ -190,6 +190,11 @@ func testAdminListLimit(f *fixture) {
 			f.t.Errorf("List with limit %d = %+v, want an error", limit, page)
 		}
 	}
+	for _, cursor := range []string{"not a cursor", "!!"} {
+		if page, err := f.admin().List(f.ctx, idempotency.ListFilter{Limit: 1, Cursor: cursor}); !errors.Is(err, idempotency.ErrInvalidCursor) {
+			f.t.Errorf("List with cursor %q = %+v, %v; want ErrInvalidCursor", cursor, page, err)
+		}
+	}
 	page, err := f.admin().List(f.ctx, idempotency.ListFilter{Limit: idempotency.MaxListLimit})
 	if err != nil || len(page.Records) != 1 || page.Cursor != "" {
 		f.t.Errorf("List with the largest limit = %d records, cursor %q, %v; want the one record and no cursor", len(page.Records), page.Cursor, err)
