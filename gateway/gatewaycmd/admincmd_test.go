@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +22,34 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
-	"github.com/toolgateway/toolgateway/tools/builtin"
 )
 
 const testAdminToken = "adm-secret-token-123"
+
+// echoName is the test tool's name (not "echo": the bundled tools register
+// that name globally once their package is linked in).
+const echoName = "admin-echo"
+
+// countingEcho answers with its arguments and counts runs per key.
+type countingEcho struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (e *countingEcho) Spec() tools.Spec { return tools.Spec{Name: echoName, Description: "echo"} }
+
+func (e *countingEcho) Call(_ context.Context, req *tools.Request) (*tools.Response, error) {
+	e.mu.Lock()
+	e.runs[req.IdempotencyKey]++
+	e.mu.Unlock()
+	return &tools.Response{Status: 200, ContentType: "application/json", Body: req.Arguments}, nil
+}
+
+func (e *countingEcho) runsOf(key string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runs[key]
+}
 
 // adminFixture is a real gateway (embedded store, bundled tools, admin
 // API on) served in process.
@@ -32,7 +57,7 @@ type adminFixture struct {
 	t     *testing.T
 	srv   *httptest.Server
 	store *boltstore.Store
-	set   *builtin.Set
+	echo  *countingEcho
 }
 
 func newAdminFixture(t *testing.T) *adminFixture {
@@ -42,32 +67,32 @@ func newAdminFixture(t *testing.T) *adminFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	set := builtin.NewSet()
-	reg, err := tools.NewRegistryOf(set.Tools()...)
+	echo := &countingEcho{runs: map[string]int{}}
+	reg, err := tools.NewRegistryOf(echo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(testAdminToken))
 	gw, err := gateway.NewServer(gateway.Options{
 		Store: store, Tools: reg, AdminTokenSHA256: &sum,
-		Policies: map[string]gateway.ToolPolicy{builtin.EchoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
+		Policies: map[string]gateway.ToolPolicy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
-	return &adminFixture{t: t, srv: srv, store: store, set: set}
+	return &adminFixture{t: t, srv: srv, store: store, echo: echo}
 }
 
 // call makes one echo call of session s, step n, and returns the response.
 func (f *adminFixture) call(session string, step uint64, args string) *http.Response {
 	f.t.Helper()
-	key, err := keyderive.Key(session, step, builtin.EchoName, []byte(args))
+	key, err := keyderive.Key(session, step, echoName, []byte(args))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/tools/v1/echo", strings.NewReader(args))
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/tools/v1/"+echoName, strings.NewReader(args))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Agent-Session-Id", session)
@@ -117,11 +142,11 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 	}
 	// A gateway died holding the claim of step 2.
 	args := `{"n":2}`
-	key, _ := keyderive.Key("sess", 2, builtin.EchoName, []byte(args))
+	key, _ := keyderive.Key("sess", 2, echoName, []byte(args))
 	canonical, _ := keyderive.Canonicalize([]byte(args))
 	dead := ulid.Make().String()
 	if _, err := f.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: builtin.EchoName, Key: key},
+		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: echoName, Key: key},
 		Fingerprint: keyderive.Fingerprint(canonical), Step: &idempotency.Step{SessionID: "sess", Index: 2},
 		StepGuard: true, StepBoundKey: true, ExecutionID: dead, Owner: "dead",
 		LockTTL: 300 * time.Millisecond, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
@@ -165,7 +190,7 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 	if err := os.WriteFile(bodyFile, []byte(`{"n":2,"echoed":"by the operator"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	resolved := f.mustAdmin("resolve", "anonymous", "echo", key, "-status", "200", "-body", "@"+bodyFile)
+	resolved := f.mustAdmin("resolve", "anonymous", echoName, key, "-status", "200", "-body", "@"+bodyFile)
 	if !strings.Contains(resolved, "COMPLETED") || !strings.Contains(resolved, `{"n":2,"echoed":"by the operator"}`) {
 		t.Fatalf("resolve:\n%s", resolved)
 	}
@@ -175,15 +200,15 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 		retry.Header.Get("Idempotent-Replayed") != "true" || retry.Header.Get("Tool-Execution-Id") != dead {
 		t.Fatalf("retry after resolve: %d %s %v", retry.StatusCode, body, retry.Header)
 	}
-	if n := f.set.ExecutionsForKey(builtin.EchoName, key); n != 0 {
+	if n := f.echo.runsOf(key); n != 0 {
 		t.Fatalf("echo ran %d times for the resolved key, want 0", n)
 	}
-	if out := f.mustAdmin("show", "anonymous", "echo", key, "-response"); !strings.Contains(out, "response_status  200") || !strings.Contains(out, "by the operator") {
+	if out := f.mustAdmin("show", "anonymous", echoName, key, "-response"); !strings.Contains(out, "response_status  200") || !strings.Contains(out, "by the operator") {
 		t.Fatalf("show -response:\n%s", out)
 	}
 
 	// Errors: exit 1 with the problem's detail.
-	_, err := f.admin("resolve", "anonymous", "echo", key, "-status", "200", "-body", "{}")
+	_, err := f.admin("resolve", "anonymous", echoName, key, "-status", "200", "-body", "{}")
 	if err == nil || !strings.Contains(err.Error(), "record_not_resolvable") || !strings.Contains(err.Error(), "can be resolved") {
 		t.Fatalf("resolving a COMPLETED record: %v", err)
 	}
@@ -193,12 +218,12 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 	if _, err := f.admin("exec", "nope"); err == nil || !strings.Contains(err.Error(), "404 record_not_found") {
 		t.Fatalf("missing execution: %v", err)
 	}
-	if _, err := f.admin("resolve", "anonymous", "echo", key, "-status", "200", "-body", "{not json"); err == nil {
+	if _, err := f.admin("resolve", "anonymous", echoName, key, "-status", "200", "-body", "{not json"); err == nil {
 		t.Fatal("a body that is not JSON was sent")
 	}
 
 	// Delete, then the call runs again.
-	if out := f.mustAdmin("delete", "anonymous", "echo", key); !strings.Contains(out, "deleted anonymous/echo/"+idempotency.KeyPrefix(key)+"…") || strings.Contains(out, key) {
+	if out := f.mustAdmin("delete", "anonymous", echoName, key); !strings.Contains(out, "deleted anonymous/"+echoName+"/"+idempotency.KeyPrefix(key)+"…") || strings.Contains(out, key) {
 		t.Fatalf("delete: %s", out)
 	}
 	if resp := f.call("sess", 2, args); resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "false" {
@@ -241,7 +266,7 @@ func TestAdminCommandPagesAndAuth(t *testing.T) {
 	if _, err := f.admin("frobnicate"); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Fatalf("unknown command: %v", err)
 	}
-	if _, err := f.admin("show", "anonymous", "echo"); err == nil || !strings.Contains(err.Error(), "want 3 arguments") {
+	if _, err := f.admin("show", "anonymous", echoName); err == nil || !strings.Contains(err.Error(), "want 3 arguments") {
 		t.Fatalf("missing argument: %v", err)
 	}
 }
