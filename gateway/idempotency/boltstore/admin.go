@@ -47,13 +47,17 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 	case filter.Tenant != "":
 		prefix = joinKey(filter.Tenant)
 	}
+	needles, err := listNeedles(filter)
+	if err != nil {
+		return idempotency.Page{}, fmt.Errorf("boltstore: list: %w", err)
+	}
 	var page idempotency.Page
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		t, err := newTxn(tx, s.now())
 		if err != nil {
 			return err
 		}
-		page, err = t.list(filter, prefix, after)
+		page, err = t.list(filter, prefix, after, needles)
 		return err
 	})
 	if err != nil {
@@ -62,7 +66,35 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 	return page, nil
 }
 
-func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte) (idempotency.Page, error) {
+// listNeedles are byte strings every encoded record matching filter
+// contains (its state, tool and session as encode writes them), so the
+// scan skips most non-matching records without decoding them. A quote
+// inside a string value is escaped, so a needle cannot match inside one.
+func listNeedles(f idempotency.ListFilter) ([][]byte, error) {
+	var needles [][]byte
+	for _, field := range []struct{ name, value string }{{"st", string(f.State)}, {"tl", f.Tool}, {"s", f.SessionID}} {
+		if field.value == "" {
+			continue
+		}
+		quoted, err := json.Marshal(field.value)
+		if err != nil {
+			return nil, err
+		}
+		needles = append(needles, append([]byte(`"`+field.name+`":`), quoted...))
+	}
+	return needles, nil
+}
+
+func containsAll(v []byte, needles [][]byte) bool {
+	for _, n := range needles {
+		if !bytes.Contains(v, n) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles [][]byte) (idempotency.Page, error) {
 	var page idempotency.Page
 	c := t.records.Cursor()
 	var k, v []byte
@@ -82,6 +114,9 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte) (idempot
 		}
 		examined++
 		after = k
+		if !containsAll(v, needles) {
+			continue
+		}
 		r, err := decodeRecord(v)
 		if err != nil {
 			return idempotency.Page{}, err
