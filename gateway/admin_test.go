@@ -337,6 +337,9 @@ func TestAdminListAndFind(t *testing.T) {
 			t.Errorf("find without include: %d %s", r.status, r.body)
 		}
 	}
+	if r := h.send(http.MethodPut, "/admin/v1/records/acme/echo/"+strings.Repeat("a", 64), "adm"); r.status != 405 || r.header.Get("Allow") != "GET, HEAD, POST, DELETE" {
+		t.Errorf("PUT on a record path: %d Allow %q", r.status, r.header.Get("Allow"))
+	}
 	wantProblem(t, h.get("/admin/v1/executions/01HZZZZZZZZZZZZZZZZZZZZZZZ", "adm"), 404, wire.CodeRecordNotFound)
 	wantProblem(t, h.get("/admin/v1/executions/x?include=body", "adm"), 400, wire.CodeInvalidAdminRequest)
 	key := derivedKey(t, "s2", 1, "mail", `{"n":3}`)

@@ -265,7 +265,10 @@ type Page struct {
 type Admin interface {
 	// List returns the records matching filter, newest first where the
 	// store can, one bounded page at a time (never one unbounded scan per
-	// call). Records carry no Response.
+	// call). Records carry no Response. A Limit out of range is an error;
+	// a cursor the store did not hand out (or a filter it cannot serve,
+	// such as a session without a tenant where it requires one) is
+	// ErrInvalidCursor.
 	List(ctx context.Context, filter ListFilter) (Page, error)
 	// FindExecution returns the record whose execution id is id, in any
 	// tenant, with its Response when COMPLETED; else ErrNotFound.
