@@ -35,11 +35,12 @@ const adminTimeout = 30 * time.Second
 // adminClient talks to a gateway's admin API. The token is sent, never
 // printed: it appears in no error and no output.
 type adminClient struct {
-	base   string
-	token  string
-	client *http.Client
-	json   bool
-	stdout io.Writer
+	base     string
+	token    string
+	tokenErr error // why there is no token
+	client   *http.Client
+	json     bool
+	stdout   io.Writer
 }
 
 // runAdmin is `gateway admin`: search and resolve idempotency records
@@ -55,10 +56,9 @@ func runAdmin(ctx context.Context, inv invocation) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("admin: name a command (usage: gateway admin %s)", adminUsage)
 	}
-	token, err := adminToken(*tokenFile, inv.getenv)
-	if err != nil {
-		return err
-	}
+	// A missing token fails the first request, so `admin CMD -h` works
+	// without one.
+	token, tokenErr := adminToken(*tokenFile, inv.getenv)
 	u, err := url.Parse(*base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("admin: -url %q: want http(s)://host[:port]", *base)
@@ -66,24 +66,25 @@ func runAdmin(ctx context.Context, inv invocation) error {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
 	c := &adminClient{
-		base:   strings.TrimRight(*base, "/"),
-		token:  token,
-		client: &http.Client{Transport: transport, Timeout: adminTimeout},
-		json:   *asJSON,
-		stdout: inv.stdout,
+		base:     strings.TrimRight(*base, "/"),
+		token:    token,
+		tokenErr: tokenErr,
+		client:   &http.Client{Transport: transport, Timeout: adminTimeout},
+		json:     *asJSON,
+		stdout:   inv.stdout,
 	}
 	sub, args := fs.Arg(0), fs.Args()[1:]
 	switch sub {
 	case "list":
-		return c.list(ctx, args)
+		return helpIsSuccess(c.list(ctx, args))
 	case "show":
-		return c.show(ctx, args)
+		return helpIsSuccess(c.show(ctx, args))
 	case "exec":
-		return c.exec(ctx, args)
+		return helpIsSuccess(c.exec(ctx, args))
 	case "resolve":
-		return c.resolve(ctx, args)
+		return helpIsSuccess(c.resolve(ctx, args))
 	case "delete":
-		return c.remove(ctx, args)
+		return helpIsSuccess(c.remove(ctx, args))
 	}
 	return fmt.Errorf("admin: unknown command %q (usage: gateway admin %s)", sub, adminUsage)
 }
@@ -109,12 +110,18 @@ func adminToken(file string, getenv func(string) string) (string, error) {
 // parseInterleaved parses flags that may come before, between or after
 // the positional arguments (`show T X K -response`), which flag.Parse
 // alone does not.
-func parseInterleaved(fs *flag.FlagSet, args []string, want int, usage string) ([]string, error) {
+// -h prints the command's usage on stdout and reports errHelp.
+func (c *adminClient) parseInterleaved(fs *flag.FlagSet, args []string, want int, usage string) ([]string, error) {
 	var usageText strings.Builder
 	fs.SetOutput(&usageText)
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(c.stdout, "usage: gateway admin %s\n", usage)
+			fs.SetOutput(c.stdout)
+			fs.PrintDefaults()
+			return nil, errHelp
+		} else if err != nil {
 			return nil, fmt.Errorf("admin %s: %w (usage: gateway admin %s)", fs.Name(), err, usage)
 		}
 		if fs.NArg() == 0 {
@@ -143,6 +150,9 @@ func (e *problemError) Error() string {
 // do sends one request and decodes a 2xx JSON answer into out (nil: the
 // body is returned only). Any other answer becomes a problemError.
 func (c *adminClient) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	if c.tokenErr != nil {
+		return nil, c.tokenErr
+	}
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
@@ -209,7 +219,7 @@ func (c *adminClient) list(ctx context.Context, args []string) error {
 	cursor := fs.String("cursor", "", "continue a listing where a page ended")
 	all := fs.Bool("all", false, "follow the pages to the end")
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
-	if _, err := parseInterleaved(fs, args, 0, usage); err != nil {
+	if _, err := c.parseInterleaved(fs, args, 0, usage); err != nil {
 		return err
 	}
 	q := url.Values{}
@@ -283,7 +293,7 @@ func (c *adminClient) show(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)
 	response := fs.Bool("response", false, "include the stored response")
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
-	pos, err := parseInterleaved(fs, args, 3, usage)
+	pos, err := c.parseInterleaved(fs, args, 3, usage)
 	if err != nil {
 		return err
 	}
@@ -303,7 +313,7 @@ func (c *adminClient) exec(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	response := fs.Bool("response", false, "include the stored response")
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
-	pos, err := parseInterleaved(fs, args, 1, usage)
+	pos, err := c.parseInterleaved(fs, args, 1, usage)
 	if err != nil {
 		return err
 	}
@@ -325,7 +335,7 @@ func (c *adminClient) resolve(ctx context.Context, args []string) error {
 	contentType := fs.String("content-type", "application/json", "the response's media type")
 	body := fs.String("body", "", "the response body: JSON text (for a JSON type; any other type: the text itself), or @FILE")
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
-	pos, err := parseInterleaved(fs, args, 3, usage)
+	pos, err := c.parseInterleaved(fs, args, 3, usage)
 	if err != nil {
 		return err
 	}
@@ -371,7 +381,7 @@ func isJSONType(contentType string) bool {
 func (c *adminClient) remove(ctx context.Context, args []string) error {
 	const usage = "delete TENANT TOOL KEY"
 	fs := flag.NewFlagSet("delete", flag.ContinueOnError)
-	pos, err := parseInterleaved(fs, args, 3, usage)
+	pos, err := c.parseInterleaved(fs, args, 3, usage)
 	if err != nil {
 		return err
 	}

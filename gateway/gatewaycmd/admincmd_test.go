@@ -263,6 +263,9 @@ func TestAdminCommandPagesAndAuth(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), envAdminToken) {
 		t.Fatalf("no token: %v", err)
 	}
+	if out, err := f.admin("resolve", "-h"); err != nil || !strings.Contains(out, "-content-type") {
+		t.Fatalf("resolve -h: %v\n%s", err, out)
+	}
 	if _, err := f.admin("frobnicate"); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Fatalf("unknown command: %v", err)
 	}
