@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"time"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -26,12 +26,21 @@ type adminRecord struct {
 	ExpiresAt      string `json:"expires_at"`
 	LeaseExpiresAt string `json:"lease_expires_at,omitempty"`
 	ResponseStatus int    `json:"response_status,omitempty"`
+	// Response is the stored response, with ?include=response only.
+	Response *adminResponse `json:"response,omitempty"`
 }
 
 // adminScope reads tenant, tool and key from the path. The key is the rest
-// of the path, so keys containing '/' work when sent percent-encoded.
-func adminScope(r *http.Request) (idempotency.Scope, bool) {
+// of the path (less suffix, e.g. "/resolve"), so keys containing '/' work
+// when sent percent-encoded.
+func adminScope(r *http.Request, suffix string) (idempotency.Scope, bool) {
 	key := chi.URLParam(r, "*")
+	if suffix != "" {
+		var found bool
+		if key, found = strings.CutSuffix(key, suffix); !found {
+			return idempotency.Scope{}, false
+		}
+	}
 	if r.URL.RawPath != "" {
 		unescaped, err := url.PathUnescape(key)
 		if err != nil {
@@ -51,7 +60,7 @@ func adminScope(r *http.Request) (idempotency.Scope, bool) {
 
 // handleAdminGet shows one record.
 func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
-	scope, ok := adminScope(r)
+	scope, ok := adminScope(r, "")
 	if !ok {
 		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
@@ -60,30 +69,18 @@ func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	out := adminRecord{
-		Tenant:       rec.Scope.Tenant,
-		Tool:         rec.Scope.Tool,
-		Key:          rec.Scope.Key,
-		State:        string(rec.State),
-		Fingerprint:  rec.Fingerprint,
-		ExecutionID:  rec.ExecutionID,
-		FencingToken: rec.FencingToken,
-		CreatedAt:    rec.CreatedAt.UTC().Format(time.RFC3339),
-		ExpiresAt:    rec.ExpiresAt.UTC().Format(time.RFC3339),
+	include, ok := includeResponse(w, r)
+	if !ok {
+		return
 	}
-	if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() {
-		out.LeaseExpiresAt = rec.LeaseExpiresAt.UTC().Format(time.RFC3339)
-	}
-	if rec.State == idempotency.StateCompleted && rec.Response != nil {
-		out.ResponseStatus = rec.Response.Status
-	}
+	out := toAdminRecord(rec, include)
 	writeJSON(w, http.StatusOK, out)
 }
 
 // handleAdminDelete removes one record so the next call runs the tool: the
 // way out of UNKNOWN after a human checked the side effect.
 func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
-	scope, ok := adminScope(r)
+	scope, ok := adminScope(r, "")
 	if !ok {
 		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
@@ -92,7 +89,7 @@ func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.log.InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", scope.Key[:min(8, len(scope.Key))])
+	s.log.InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -103,6 +100,10 @@ func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err err
 		return false
 	case errors.Is(err, idempotency.ErrNotFound):
 		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
+	case errors.Is(err, idempotency.ErrNotResolvable):
+		writeProblem(w, newProblem(wire.CodeRecordNotResolvable, "only an UNKNOWN record, or an IN_PROGRESS one whose lease expired, can be resolved"))
+	case errors.Is(err, idempotency.ErrInvalidCursor):
+		writeProblem(w, newProblem(wire.CodeInvalidAdminRequest, "the cursor (or the filter) is not one this store serves: start again without a cursor"))
 	default:
 		s.log.ErrorContext(r.Context(), "admin: store failed", "error", err)
 		writeProblem(w, newProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").withRetryAfter(1))

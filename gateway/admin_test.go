@@ -1,8 +1,13 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,4 +183,293 @@ func TestContractAdminRecords(t *testing.T) {
 		}
 		wantRequestID(t, r.header)
 	})
+}
+
+// adminPost sends a JSON body to an admin path.
+func adminPost(t *testing.T, h *harness, path, token, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// adminListing is the answer of GET /admin/v1/records.
+type adminListing struct {
+	Records []struct {
+		Tenant, Tool, Key, State string
+		ExecutionID              string `json:"execution_id"`
+		ResponseStatus           int    `json:"response_status"`
+	} `json:"records"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func listRecords(t *testing.T, h *harness, query string) adminListing {
+	t.Helper()
+	r := h.get("/admin/v1/records"+query, "adm")
+	if r.status != 200 {
+		t.Fatalf("list %s: %d %s", query, r.status, r.body)
+	}
+	var l adminListing
+	if err := json.Unmarshal(r.body, &l); err != nil {
+		t.Fatalf("list %s: %v: %s", query, err, r.body)
+	}
+	return l
+}
+
+// TestAdminListAndFind: records made by real calls are listed by filter
+// and page by page, found by the execution id a client saw (with the
+// stored response on request), and bad queries answer 400.
+func TestAdminListAndFind(t *testing.T) {
+	echo := newTestTool("echo")
+	mail := newTestTool("mail")
+	h := newHarness(t, storeEmbedded, []tools.Tool{echo, mail}, withTenants(twoTenants), withAdmin("adm"))
+	execs := map[string]string{} // execution id → tenant
+	for i, c := range []callSpec{
+		{tool: "echo", session: "s1", step: 1, args: `{"n":1}`, token: "tok-acme"},
+		{tool: "echo", session: "s1", step: 2, args: `{"n":2}`, token: "tok-acme"},
+		{tool: "mail", session: "s2", step: 1, args: `{"n":3}`, token: "tok-acme"},
+		{tool: "echo", session: "s1", step: 1, args: `{"n":4}`, token: "tok-globex"},
+	} {
+		r := h.do(c)
+		if r.status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.status, r.body)
+		}
+		execs[r.header.Get("Tool-Execution-Id")] = strings.TrimPrefix(c.token, "tok-")
+	}
+
+	all := listRecords(t, h, "")
+	if len(all.Records) != 4 || all.NextCursor != nil {
+		t.Fatalf("list all: %+v", all)
+	}
+	for _, rec := range all.Records {
+		// Listings carry no response, so no response_status either.
+		if execs[rec.ExecutionID] != rec.Tenant || rec.State != "COMPLETED" || rec.ResponseStatus != 0 || len(rec.Key) != 64 {
+			t.Errorf("listed record %+v does not match a call", rec)
+		}
+	}
+	for query, want := range map[string]int{
+		"?tenant=acme":                      3,
+		"?tenant=globex":                    1,
+		"?tool=echo":                        3,
+		"?tenant=acme&tool=mail":            1,
+		"?tenant=acme&session=s1":           2,
+		"?tenant=globex&session=s2":         0,
+		"?state=COMPLETED&tenant=acme":      3,
+		"?state=UNKNOWN":                    0,
+		"?state=IN_PROGRESS&limit=1000":     0,
+		"?tenant=acme&tool=echo&session=s1": 2,
+	} {
+		if got := listRecords(t, h, query); len(got.Records) != want {
+			t.Errorf("list %s: %d records, want %d", query, len(got.Records), want)
+		}
+	}
+	// Pages of one visit every record once.
+	seen := map[string]int{}
+	query := "?limit=1"
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("paging did not end")
+		}
+		l := listRecords(t, h, query)
+		if len(l.Records) > 1 {
+			t.Fatalf("limit=1 page has %d records", len(l.Records))
+		}
+		for _, rec := range l.Records {
+			seen[rec.ExecutionID]++
+		}
+		if l.NextCursor == nil {
+			break
+		}
+		query = "?limit=1&cursor=" + url.QueryEscape(*l.NextCursor)
+	}
+	if len(seen) != 4 {
+		t.Fatalf("paging saw %v, want the 4 executions once each", seen)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("execution %s listed %d times", id, n)
+		}
+	}
+
+	for _, q := range []string{"?state=DONE", "?state=unknown", "?limit=0", "?limit=1001", "?limit=x", "?session=s1",
+		"?tenant=ACME", "?tool=a%2Fb", "?cursor=%21%21", "?stat=UNKNOWN", "?limit=1&limit=2"} {
+		wantProblem(t, h.get("/admin/v1/records"+q, "adm"), 400, wire.CodeInvalidAdminRequest)
+	}
+	wantProblem(t, h.get("/admin/v1/records", "tok-acme"), 401, wire.CodeUnauthorized)
+	wantProblem(t, h.get("/admin/v1/executions/x", ""), 401, wire.CodeUnauthorized)
+
+	// Find by execution id, in any tenant, with the stored response.
+	for id, tenant := range execs {
+		r := h.get("/admin/v1/executions/"+id+"?include=response", "adm")
+		if r.status != 200 {
+			t.Fatalf("find %s: %d %s", id, r.status, r.body)
+		}
+		var rec struct {
+			Tenant      string `json:"tenant"`
+			ExecutionID string `json:"execution_id"`
+			Response    struct {
+				Status      int             `json:"status"`
+				ContentType string          `json:"content_type"`
+				Body        json.RawMessage `json:"body"`
+			} `json:"response"`
+		}
+		if err := json.Unmarshal(r.body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(rec.Response.Body, &body); err != nil {
+			t.Fatalf("response body is not the tool's JSON: %s", r.body)
+		}
+		if rec.Tenant != tenant || rec.ExecutionID != id || rec.Response.Status != 200 || body["execution_id"] != id {
+			t.Errorf("find %s = %s", id, r.body)
+		}
+		if r := h.get("/admin/v1/executions/"+id, "adm"); r.status != 200 || bytes.Contains(r.body, []byte(`"response"`)) {
+			t.Errorf("find without include: %d %s", r.status, r.body)
+		}
+	}
+	if r := h.send(http.MethodPut, "/admin/v1/records/acme/echo/"+strings.Repeat("a", 64), "adm"); r.status != 405 || r.header.Get("Allow") != "GET, HEAD, POST, DELETE" {
+		t.Errorf("PUT on a record path: %d Allow %q", r.status, r.header.Get("Allow"))
+	}
+	wantProblem(t, h.get("/admin/v1/executions/01HZZZZZZZZZZZZZZZZZZZZZZZ", "adm"), 404, wire.CodeRecordNotFound)
+	wantProblem(t, h.get("/admin/v1/executions/x?include=body", "adm"), 400, wire.CodeInvalidAdminRequest)
+	key := derivedKey(t, "s2", 1, "mail", `{"n":3}`)
+	if r := h.get("/admin/v1/records/acme/mail/"+key+"?include=response", "adm"); r.status != 200 || !bytes.Contains(r.body, []byte(`"response":{"status":200`)) {
+		t.Errorf("get with include=response: %d %s", r.status, r.body)
+	}
+}
+
+// TestAdminResolveEndToEnd: a call goes UNKNOWN (its gateway died holding
+// a lease_expiry: unknown tool), the operator finds it in the UNKNOWN
+// listing and resolves it with what really happened, and the agent's
+// retry replays exactly that, marked replayed, without running the tool.
+func TestAdminResolveEndToEnd(t *testing.T) {
+	const replayTTL = 5 * time.Hour
+	pay := newTestTool("pay")
+	h := newHarness(t, storeEmbedded, []tools.Tool{pay}, withAdmin("adm"),
+		withPolicy("pay", gateway.ToolPolicy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+	call := callSpec{tool: "pay", session: "agent", step: 4, args: `{"amount":5}`}
+	key := derivedKey(t, "agent", 4, "pay", call.args)
+	deadExec := ulid.Make().String()
+	// The gateway that ran the tool died before completing: its claim's
+	// lease runs out.
+	if _, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
+		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key},
+		Fingerprint: fingerprintOf(t, call.args), Step: &idempotency.Step{SessionID: "agent", Index: 4}, StepGuard: true,
+		StepBoundKey: true, ExecutionID: deadExec, Owner: "dead", LockTTL: 300 * time.Millisecond,
+		ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	wantProblem(t, h.do(call), 409, wire.CodeOutcomeUnknown)
+
+	// The operator lists UNKNOWN records.
+	l := listRecords(t, h, "?state=UNKNOWN")
+	if len(l.Records) != 1 || l.Records[0].Key != key || l.Records[0].ExecutionID != deadExec {
+		t.Fatalf("UNKNOWN listing: %+v", l)
+	}
+	path := "/admin/v1/records/anonymous/pay/" + key + "/resolve"
+	// Bad resolutions change nothing.
+	for body, code := range map[string]string{
+		`{"status":500,"body":{}}`: wire.CodeInvalidAdminRequest,
+		`{"body":{}}`:              wire.CodeInvalidAdminRequest,
+		`{"status":200,"content_type":"text/plain","body":{"a":1}}`: wire.CodeInvalidAdminRequest,
+		`{"status":200,"body_base64":"%%%"}`:                        wire.CodeInvalidAdminRequest,
+		`{"status":200,"body":1,"body_base64":"AA=="}`:              wire.CodeInvalidAdminRequest,
+		`{"status":200,"bdy":{}}`:                                   wire.CodeInvalidJSON,
+		`[1]`:                                                       wire.CodeInvalidJSON,
+	} {
+		wantProblem(t, adminPost(t, h, path, "adm", body), 400, code)
+	}
+	wantProblem(t, adminPost(t, h, path, "tok-wrong", `{"status":200}`), 401, wire.CodeUnauthorized)
+
+	resolved := `{"charged": true, "id": "ch_1"}`
+	r := adminPost(t, h, path, "adm", `{"status":201,"body":`+resolved+`}`)
+	if r.status != 200 {
+		t.Fatalf("resolve: %d %s", r.status, r.body)
+	}
+	rec := mustJSON(t, r.body)
+	if rec["state"] != "COMPLETED" || rec["execution_id"] != deadExec || rec["response_status"] != 201.0 {
+		t.Fatalf("resolved record: %s", r.body)
+	}
+	var expires time.Time
+	if expires, _ = time.Parse(time.RFC3339, rec["expires_at"].(string)); time.Until(expires) < replayTTL-time.Minute || time.Until(expires) > replayTTL+time.Minute {
+		t.Errorf("resolved record expires at %v, want the tool's replay_ttl %v from now", expires, replayTTL)
+	}
+
+	// The agent's retry replays the operator's outcome, byte for byte.
+	retry := h.do(call)
+	if retry.status != 201 || string(retry.body) != resolved || retry.header.Get("Idempotent-Replayed") != "true" ||
+		retry.header.Get("Tool-Execution-Id") != deadExec || !strings.HasPrefix(retry.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("retry after resolve: %d %q %v", retry.status, retry.body, retry.header)
+	}
+	if pay.total.Load() != 0 {
+		t.Fatalf("the tool ran %d times in this gateway, want 0 (it ran on the dead one)", pay.total.Load())
+	}
+	if n := listRecords(t, h, "?state=UNKNOWN"); len(n.Records) != 0 {
+		t.Fatalf("still UNKNOWN after resolve: %+v", n)
+	}
+	// A COMPLETED record cannot be resolved again; a missing one is 404.
+	wantProblem(t, adminPost(t, h, path, "adm", `{"status":200,"body":{}}`), 409, wire.CodeRecordNotResolvable)
+	wantProblem(t, adminPost(t, h, "/admin/v1/records/anonymous/pay/"+strings.Repeat("0", 64)+"/resolve", "adm", `{"status":200}`), 404, wire.CodeRecordNotFound)
+	wantProblem(t, adminPost(t, h, "/admin/v1/records/anonymous/pay/"+key, "adm", `{"status":200}`), 404, wire.CodeRecordNotFound)
+}
+
+// TestAdminResolveBodies: a text body is stored as its text and shown as a
+// string; a binary body goes in and out as base64.
+func TestAdminResolveBodies(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("pay")}, withAdmin("adm"))
+	for i, tc := range []struct {
+		resolve, show, replay string
+	}{
+		{`{"status":200,"content_type":"text/plain","body":"done ✓"}`, `"body":"done ✓"`, "done ✓"},
+		{`{"status":202,"content_type":"application/octet-stream","body_base64":"AP8="}`, `"body_base64":"AP8="`, "\x00\xff"},
+		{`{"status":204}`, `"body":""`, ""},
+	} {
+		key := fmt.Sprintf("%064d", i)
+		_, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
+			Scope: idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key}, Fingerprint: "f",
+			ExecutionID: ulid.Make().String(), Owner: "dead", LockTTL: 300 * time.Millisecond, ReplayTTL: time.Hour,
+			LeaseExpiry: idempotency.LeaseExpiryUnknown,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond)
+		r := adminPost(t, h, "/admin/v1/records/anonymous/pay/"+key+"/resolve", "adm", tc.resolve)
+		if r.status != 200 || !strings.Contains(string(r.body), tc.show) {
+			t.Errorf("resolve %s: %d %s, want %s", tc.resolve, r.status, r.body, tc.show)
+		}
+		rec, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key})
+		if err != nil || rec.Response == nil || string(rec.Response.Body) != tc.replay {
+			t.Errorf("stored after %s: %+v %v", tc.resolve, rec.Response, err)
+		}
+	}
+}
+
+// TestAdminStoreWithoutSearch: a store that does not implement
+// idempotency.Admin still serves get and delete; search and resolve
+// answer 501 admin_unsupported.
+func TestAdminStoreWithoutSearch(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")}, withAdmin("adm"),
+		withStore(&hookStore{Store: newStore(t, storeEmbedded)}))
+	call := callSpec{tool: "echo", session: "s", step: 1, args: `{}`}
+	r := h.do(call)
+	key := derivedKey(t, "s", 1, "echo", `{}`)
+	if g := h.get("/admin/v1/records/anonymous/echo/"+key, "adm"); g.status != 200 {
+		t.Fatalf("get: %d %s", g.status, g.body)
+	}
+	wantProblem(t, h.get("/admin/v1/records", "adm"), 501, wire.CodeAdminUnsupported)
+	wantProblem(t, h.get("/admin/v1/executions/"+r.header.Get("Tool-Execution-Id"), "adm"), 501, wire.CodeAdminUnsupported)
+	wantProblem(t, adminPost(t, h, "/admin/v1/records/anonymous/echo/"+key+"/resolve", "adm", `{"status":200}`), 501, wire.CodeAdminUnsupported)
 }

@@ -55,10 +55,15 @@ func (s *Server) routes() http.Handler {
 	s.mountMCP(r)
 
 	if s.opts.AdminTokenSHA256 != nil {
-		r.Route("/admin/v1/records", func(r chi.Router) {
+		r.Route("/admin/v1", func(r chi.Router) {
 			r.Use(s.authenticateAdmin)
-			r.Get("/{tenant}/{tool}/*", s.handleAdminGet)
-			r.Delete("/{tenant}/{tool}/*", s.handleAdminDelete)
+			r.Get("/records", s.handleAdminList)
+			r.Get("/records/{tenant}/{tool}/*", s.handleAdminGet)
+			r.Delete("/records/{tenant}/{tool}/*", s.handleAdminDelete)
+			// The key is the rest of the path, so …/{key}/resolve shares
+			// the pattern; the handler takes the suffix off.
+			r.Post("/records/{tenant}/{tool}/*", s.handleAdminResolve)
+			r.Get("/executions/{execution_id}", s.handleAdminExecution)
 		})
 	}
 	return r

@@ -93,8 +93,11 @@ type Options struct {
 
 // Server is the gateway's HTTP handler.
 type Server struct {
-	opts    Options
-	store   idempotency.Store
+	opts  Options
+	store idempotency.Store
+	// admin is the store's search and resolve side; nil when the store
+	// has none (the admin API then answers 501 for those routes).
+	admin   idempotency.Admin
 	tools   *tools.Registry
 	log     *slog.Logger
 	metrics *metrics
@@ -182,6 +185,7 @@ func NewServer(opts Options) (*Server, error) {
 		limiter: opts.Limiter,
 	}
 	s.settings.Store(live)
+	s.admin, _ = opts.Store.(idempotency.Admin)
 	if opts.TracerProvider != nil {
 		s.tracer = opts.TracerProvider.Tracer(tracerName)
 	}

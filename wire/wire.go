@@ -62,6 +62,8 @@ const (
 	CodeRequestInProgress           = "request_in_progress"
 	CodeOutcomeUnknown              = "outcome_unknown"
 	CodeRecordNotResolvable         = "record_not_resolvable"
+	CodeInvalidAdminRequest         = "invalid_admin_request"
+	CodeAdminUnsupported            = "admin_unsupported"
 	CodePayloadTooLarge             = "payload_too_large"
 	CodeUnsupportedMediaType        = "unsupported_media_type"
 	CodeIdempotencyKeyMismatch      = "idempotency_key_mismatch"

@@ -30,10 +30,11 @@ var commands = []command{
 	{"key", "print the idempotency key of a call", keyUsage, runKey},
 	{"check", "validate a config and list the tools it would serve", checkUsage, runCheck},
 	{"health", "probe a gateway's health endpoint (exit 0 when it answers 200)", healthUsage, runHealth},
+	{"admin", "search, show, resolve and delete idempotency records through a gateway's admin API", adminUsage, runAdmin},
 }
 
 // RunIO is the whole program. args[0] is the program name; when args[1] is
-// a subcommand (key, check, health) that subcommand runs and returns,
+// a subcommand (key, check, health, admin) that subcommand runs and returns,
 // otherwise the gateway serves: it loads the config, opens the store,
 // serves until ctx ends, then drains the tools in flight and returns nil
 // (logs go to stdout as JSON lines). stdin is read only by `key` without

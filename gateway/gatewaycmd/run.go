@@ -73,6 +73,10 @@ func serveReloading(ctx context.Context, args []string, getenv func(string) stri
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s [-config gateway.yaml] [-version]\n\n", fs.Name())
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nSubcommands (gateway NAME -h for their flags):\n")
+		for _, c := range commands {
+			fmt.Fprintf(fs.Output(), "  %-8s %s\n", c.name, c.summary)
+		}
 		fmt.Fprintf(fs.Output(), `
 Environment (overrides the config file):
   %s   address to listen on, e.g. 0.0.0.0:8080 (config: listen)

@@ -58,6 +58,9 @@ var (
 	// ErrNotResolvable: Resolve found the record in a state an operator
 	// may not overwrite (COMPLETED, or IN_PROGRESS with a live lease).
 	ErrNotResolvable = errors.New("idempotency: record not resolvable")
+	// ErrInvalidCursor: Admin.List was given a cursor it did not hand out
+	// (or a filter it cannot serve); the admin API answers 400.
+	ErrInvalidCursor = errors.New("idempotency: invalid list cursor or filter")
 )
 
 // Scope names one record: a tenant never sees another tenant's records.
@@ -264,7 +267,10 @@ type Page struct {
 type Admin interface {
 	// List returns the records matching filter, newest first where the
 	// store can, one bounded page at a time (never one unbounded scan per
-	// call). Records carry no Response.
+	// call). Records carry no Response. A Limit out of range is an error;
+	// a cursor the store did not hand out (or a filter it cannot serve,
+	// such as a session without a tenant where it requires one) is
+	// ErrInvalidCursor.
 	List(ctx context.Context, filter ListFilter) (Page, error)
 	// FindExecution returns the record whose execution id is id, in any
 	// tenant, with its Response when COMPLETED; else ErrNotFound.

@@ -114,6 +114,10 @@ func (r *storedRecord) toRecord() idempotency.Record {
 	if r.Response != nil {
 		rec.Response = r.Response.toResponse()
 	}
+	if r.Step != nil {
+		step := stepOf(r.Step)
+		rec.Step = &step
+	}
 	return rec
 }
 

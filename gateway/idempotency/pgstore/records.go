@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,34 +16,15 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 	if err := s.ready(ctx); err != nil {
 		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scopeName(scope), err)
 	}
-	rec := idempotency.Record{Scope: scope}
-	var (
-		state       string
-		lease       *time.Time
-		status      *int32
-		contentType *string
-		body        []byte
-	)
-	err := s.pool.QueryRow(ctx, s.sql.get, scope.Tenant, scope.Tool, scope.Key).Scan(
-		&state, &rec.Fingerprint, &rec.ExecutionID, &rec.FencingToken, &rec.CreatedAt,
-		&lease, &rec.ExpiresAt, &status, &contentType, &body)
+	var r scannedRecord
+	err := s.pool.QueryRow(ctx, s.sql.get, scope.Tenant, scope.Tool, scope.Key).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scopeName(scope), err)
 	}
-	rec.State = idempotency.State(state)
-	if rec.State == idempotency.StateInProgress && lease != nil {
-		rec.LeaseExpiresAt = *lease
-	}
-	if rec.State == idempotency.StateCompleted && status != nil {
-		rec.Response = &idempotency.StoredResponse{Status: int(*status), Body: body}
-		if contentType != nil {
-			rec.Response.ContentType = *contentType
-		}
-	}
-	return rec, nil
+	return r.record(true), nil
 }
 
 // Delete removes the record under scope, and with it its step, or returns

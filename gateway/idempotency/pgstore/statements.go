@@ -8,6 +8,8 @@ package pgstore
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
 	claim, renew, complete, release, get, delete, sweep string
+	// Admin statements (admin.go).
+	findExecution, resolve string
 }
 
 func newStatements(schema string) statements {
@@ -31,10 +33,31 @@ func newStatements(schema string) statements {
 				status = $7, content_type = $8, body = $9
 			FROM ` + clock + ` WHERE ` + owned),
 		release: q(`DELETE FROM @.records r USING ` + clock + ` WHERE ` + owned),
-		get: q(`SELECT r.state, r.fingerprint, r.execution_id, r.fencing_token, r.created_at,
-				r.lease_expires_at, r.expires_at, r.status, r.content_type, r.body
+		get: q(`SELECT ` + recordColumns + `
 			FROM @.records r, ` + clock + `
 			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
+		findExecution: q(`SELECT ` + recordColumns + `
+			FROM @.records r, ` + clock + `
+			WHERE r.execution_id = $1 AND r.expires_at > c.now
+			ORDER BY r.created_at DESC LIMIT 1`),
+		// $4 ttl µs, $5 status, $6 content type, $7 body. cur tells a
+		// missing record (no row at all) from one in a state that may not be
+		// resolved (a row, but no update); the update re-checks its
+		// condition on the locked row, so a claim racing it wins or loses
+		// cleanly.
+		resolve: q(`WITH c AS (SELECT clock_timestamp() AS now),
+			cur AS (SELECT r.state FROM @.records r, c
+				WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now),
+			upd AS (UPDATE @.records r
+				SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
+					expires_at = c.now + $4 * interval '1 microsecond',
+					status = $5, content_type = $6, body = $7
+				FROM c
+				WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now
+					AND (r.state = 'UNKNOWN' OR (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= c.now))
+				RETURNING ` + recordColumns + `)
+			SELECT cur.state IS NOT NULL, upd.* FROM (SELECT 1) one
+				LEFT JOIN cur ON true LEFT JOIN upd ON true`),
 		delete: q(`DELETE FROM @.records r USING ` + clock + `
 			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
 		// $1 batch size. SKIP LOCKED: rows another sweeper (or a claim
@@ -45,3 +68,8 @@ func newStatements(schema string) statements {
 			ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))`),
 	}
 }
+
+// recordColumns are the columns scanRecord reads, in its order.
+const recordColumns = `r.tenant, r.tool, r.idempotency_key, r.state, r.fingerprint, r.execution_id,
+	r.fencing_token, r.created_at, r.lease_expires_at, r.expires_at, r.session_id, r.step_index,
+	r.status, r.content_type, r.body`

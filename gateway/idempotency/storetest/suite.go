@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	cases = append(cases, leaseCases()...)
 	cases = append(cases, recordCases()...)
 	cases = append(cases, concurrencyCases()...)
+	cases = append(cases, adminCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

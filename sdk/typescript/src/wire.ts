@@ -89,6 +89,10 @@ export const CodeRequestInProgress = "request_in_progress";
 export const CodeOutcomeUnknown = "outcome_unknown";
 /** Admin API: the record cannot be resolved (409). */
 export const CodeRecordNotResolvable = "record_not_resolvable";
+/** Admin API: a bad query parameter or resolve body (400). */
+export const CodeInvalidAdminRequest = "invalid_admin_request";
+/** Admin API: the store cannot search or resolve (501). */
+export const CodeAdminUnsupported = "admin_unsupported";
 /** The body exceeds the gateway's limit (413). */
 export const CodePayloadTooLarge = "payload_too_large";
 /** The body is not `application/json` (415). */
