@@ -58,7 +58,7 @@ func parseCursor(s string) (listCursor, error) {
 	if s == "" {
 		return c, nil
 	}
-	bad := fmt.Errorf("redisstore: list: cursor %q is not one this store returned", s)
+	bad := fmt.Errorf("redisstore: list: cursor %q is not one this store returned: %w", s, idempotency.ErrInvalidCursor)
 	parts := strings.Split(s, ".")
 	if len(parts) != 4 {
 		return listCursor{}, bad
@@ -94,12 +94,12 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: limit %d not in 1…%d", filter.Limit, idempotency.MaxListLimit)
 	}
 	if filter.SessionID != "" && filter.Tenant == "" {
-		return idempotency.Page{}, errors.New("redisstore: list: a session filter needs its tenant")
+		return idempotency.Page{}, fmt.Errorf("redisstore: list: a session filter needs its tenant: %w", idempotency.ErrInvalidCursor)
 	}
 	switch filter.State {
 	case "", idempotency.StateInProgress, idempotency.StateCompleted, idempotency.StateUnknown:
 	default:
-		return idempotency.Page{}, fmt.Errorf("redisstore: list: unknown state %q", filter.State)
+		return idempotency.Page{}, fmt.Errorf("redisstore: list: unknown state %q: %w", filter.State, idempotency.ErrInvalidCursor)
 	}
 	cur, err := parseCursor(filter.Cursor)
 	if err != nil {

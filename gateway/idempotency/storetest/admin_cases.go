@@ -31,8 +31,10 @@ func adminCases() []testCase {
 	for i, tc := range cases {
 		run := tc.run
 		cases[i].run = func(f *fixture) {
+			// Every store of this module is an Admin: the admin API and the
+			// operators' way out of UNKNOWN depend on it.
 			if _, ok := f.store.(idempotency.Admin); !ok {
-				f.t.Skip("store does not implement idempotency.Admin")
+				f.t.Fatalf("%T does not implement idempotency.Admin", f.store)
 			}
 			run(f)
 		}
@@ -195,10 +197,9 @@ func testAdminListLimit(f *fixture) {
 			f.t.Errorf("List with cursor %q = %+v, %v; want ErrInvalidCursor", cursor, page, err)
 		}
 	}
-	page, err := f.admin().List(f.ctx, idempotency.ListFilter{Limit: idempotency.MaxListLimit})
-	if err != nil || len(page.Records) != 1 || page.Cursor != "" {
-		f.t.Errorf("List with the largest limit = %d records, cursor %q, %v; want the one record and no cursor", len(page.Records), page.Cursor, err)
-	}
+	// The largest limit is accepted. A store that scans may still end a
+	// page early with a cursor (Page's contract), so follow it to the end.
+	f.expectListed(idempotency.ListFilter{Limit: idempotency.MaxListLimit}, f.scope("tool", "one"))
 }
 
 func testAdminListSkipsExpired(f *fixture) {
