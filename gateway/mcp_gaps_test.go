@@ -26,7 +26,7 @@ import (
 )
 
 // TestMCPRateLimited: a tenant over its rate gets, over MCP, the dedicated
-// JSON-RPC error -32004 with data.code rate_limited, retryable and
+// JSON-RPC error -32029 with data.code rate_limited, retryable and
 // retry_after_ms (not -32602, which says the params are wrong); the tool
 // does not run for the refused call.
 func TestMCPRateLimited(t *testing.T) {
@@ -114,7 +114,7 @@ func TestMCPTracing(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range server.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["toolgateway.api"] != "mcp" || attrs["toolgateway.tool"] != "t_create_ticket" || attrs["toolgateway.execution_id"] != executionID {
 		t.Fatalf("server span attributes %v, want api=mcp, the tool and execution id %s", attrs, executionID)
