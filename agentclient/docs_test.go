@@ -43,8 +43,8 @@ func containsRun(have, want []string) bool {
 	return false
 }
 
-// TestDocSnippetsAreTestedCode: every Go snippet of the README's SDK section
-// and of docs/keys.md is, line for line, code of this package's examples or
+// TestDocSnippetsAreTestedCode: every Go snippet of the README's SDK section,
+// of docs/keys.md and of docs/mcp.md's "A Go runtime" section is, line for line, code of this package's examples or
 // tests, so it compiles and runs (the examples' gatewayURL reads as the
 // default address in the docs).
 func TestDocSnippetsAreTestedCode(t *testing.T) {
@@ -69,10 +69,19 @@ func TestDocSnippetsAreTestedCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snippets := map[string][]string{"README.md": goBlocks(section), "docs/keys.md": goBlocks(string(keys))}
-	if len(snippets["README.md"]) != 1 || len(snippets["docs/keys.md"]) != 2 {
-		t.Fatalf("found %d Go snippets in the README's SDK section and %d in docs/keys.md; this test expects 1 and 2",
-			len(snippets["README.md"]), len(snippets["docs/keys.md"]))
+	mcpDoc, err := os.ReadFile("../docs/mcp.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = strings.Index(string(mcpDoc), "\n### A Go runtime")
+	if start < 0 {
+		t.Fatal(`docs/mcp.md has no "### A Go runtime" section`)
+	}
+	goRuntime, _, _ := strings.Cut(string(mcpDoc)[start+1:], "\n#")
+	snippets := map[string][]string{"README.md": goBlocks(section), "docs/keys.md": goBlocks(string(keys)), "docs/mcp.md": goBlocks(goRuntime)}
+	if len(snippets["README.md"]) != 1 || len(snippets["docs/keys.md"]) != 2 || len(snippets["docs/mcp.md"]) != 1 {
+		t.Fatalf("found %d Go snippets in the README's SDK section, %d in docs/keys.md and %d in docs/mcp.md's Go runtime section; this test expects 1, 2 and 1",
+			len(snippets["README.md"]), len(snippets["docs/keys.md"]), len(snippets["docs/mcp.md"]))
 	}
 	for doc, blocks := range snippets {
 		for _, block := range blocks {

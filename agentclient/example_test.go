@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/agentclient"
@@ -180,4 +182,62 @@ func ExampleMCPMetaWithKey() {
 	// Output:
 	// 621441d52967620244bb390b9d25654b8ada2dd7c6f55e26e1db2e7c8c53392a
 	// true
+}
+
+// A Go runtime that speaks MCP: go-sdk's client calls the gateway's /mcp
+// with the step's identity in _meta. The retry of the same step replays
+// the first execution, and so does the same step over REST.
+func ExampleMCPMeta_goSDK() {
+	ctx := context.Background()
+	sessionID := "run-" + ulid.Make().String()
+	first, err := callOverMCP(ctx, gatewayURL+"/mcp", http.DefaultClient, sessionID, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	again, err := callOverMCP(ctx, gatewayURL+"/mcp", http.DefaultClient, sessionID, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rest, err := agentclient.New(gatewayURL).Session(sessionID).Call(ctx, 3, "provision-infra",
+		map[string]any{"cpus": 2, "name": "db", "region": "eu-west-1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("first replayed:", first.Meta[wire.MetaReplayed], "retry replayed:", again.Meta[wire.MetaReplayed])
+	fmt.Println("same execution:", first.Meta[wire.MetaExecutionID] == again.Meta[wire.MetaExecutionID])
+	fmt.Println("REST replays it:", rest.Replayed, rest.ExecutionID == first.Meta[wire.MetaExecutionID])
+	// Output:
+	// first replayed: false retry replayed: true
+	// same execution: true
+	// REST replays it: true true
+}
+
+// callOverMCP is docs/mcp.md's "A Go runtime" snippet: one call of step
+// step over MCP, on its own client session.
+func callOverMCP(ctx context.Context, endpoint string, httpClientWithBearerToken *http.Client, sessionID string, step uint64) (*mcp.CallToolResult, error) {
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   endpoint,                  // "https://gateway.example/mcp"
+		HTTPClient: httpClientWithBearerToken, // adds Authorization
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "my-agent", Version: "1"}, nil)
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer session.Close()
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{
+		Name:      "provision-infra",
+		Arguments: map[string]any{"cpus": 2, "name": "db", "region": "eu-west-1"},
+		Meta:      mcp.Meta(agentclient.MCPMeta(sessionID, step)),
+	})
+	if err != nil {
+		return nil, err // a *jsonrpc.Error: data.code says why (the tables above)
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("provision-infra failed: %v", res.Content)
+	}
+	return res, nil
 }

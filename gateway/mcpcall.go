@@ -49,6 +49,11 @@ func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.Cal
 		Wait:      s.opts.MCP.mcpInProgressWait(),
 		Received:  requestStart(ctx),
 	}
+	// The MCP convention carries the trace context in _meta; it wins over
+	// the POST's traceparent header (a client may reuse one HTTP session
+	// for the calls of many traces).
+	c.Traceparent, _ = req.Params.Meta["traceparent"].(string)
+	c.Tracestate, _ = req.Params.Meta["tracestate"].(string)
 	id, noIdentity, p := mcpIdentity(req.Params.Meta, header, s.opts.KeyMode)
 	switch {
 	case entry.Spec.ReadOnly:

@@ -31,6 +31,8 @@ func rpcError(p *Problem) *jsonrpc.Error {
 		code = wire.RPCOutcomeUnknown
 	case wire.CodeStoreUnavailable:
 		code = wire.RPCStoreUnavailable
+	case wire.CodeRateLimited:
+		code = wire.RPCRateLimited
 	}
 	message := p.Detail
 	if message == "" {

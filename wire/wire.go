@@ -108,6 +108,13 @@ const (
 	RPCRequestInProgress = -32001
 	RPCOutcomeUnknown    = -32002
 	RPCStoreUnavailable  = -32003
+	// RPCRateLimited is rate_limited (the tenant's rate or in-flight limit):
+	// a server error of its own rather than -32602, which says the params
+	// are wrong and must not be retried as they are, while this call may be
+	// retried unchanged after data.retry_after_ms. 29 as in HTTP 429; the
+	// codes -32001 to -32005 mean something else to go-sdk's client
+	// (-32004 "server is closing" would read as a closed connection).
+	RPCRateLimited = -32029
 )
 
 // Violation is one schema violation of invalid_arguments: a JSON Pointer

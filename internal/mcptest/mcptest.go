@@ -39,6 +39,10 @@ type Server struct {
 	log   *os.File // also append every Execution here (the stdio program)
 	// gate, when non-nil, holds create_ticket calls until it is closed.
 	gate chan struct{}
+	// initialized counts the client sessions that completed the MCP
+	// handshake (notifications/initialized), so a test can tell a pool of
+	// sessions from a session per call.
+	initialized int
 }
 
 // Options configure a Server.
@@ -73,7 +77,14 @@ func New(opts Options) (*Server, error) {
 		}
 		s.log = f
 	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, &mcp.ServerOptions{PageSize: opts.PageSize})
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, &mcp.ServerOptions{
+		PageSize: opts.PageSize,
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) {
+			s.mu.Lock()
+			s.initialized++
+			s.mu.Unlock()
+		},
+	})
 	s.srv.AddTool(&mcp.Tool{
 		Name:        ToolCreate,
 		Description: "Create a ticket",
@@ -158,6 +169,14 @@ func (s *Server) Executions(tool string) []Execution {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Filter(s.execs, tool, "done")
+}
+
+// Initialized returns how many client sessions completed the MCP handshake
+// with this server so far.
+func (s *Server) Initialized() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized
 }
 
 // All returns every recorded event, in order.

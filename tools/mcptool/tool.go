@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/traceprop"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -37,9 +38,10 @@ func (t *Tool) Provenance() string {
 	return fmt.Sprintf("MCP server %q, tool %q", t.up.cfg.Name, t.upstreamName)
 }
 
-// Call forwards the call as tools/call with the client's arguments and the
-// call's identity in _meta (see Meta), on one of the server's pooled
-// sessions.
+// Call forwards the call as tools/call with the client's arguments, the
+// call's identity in _meta (see Meta) and, when ctx carries a span, its W3C
+// trace context as _meta's "traceparent" (and "tracestate"), on one of the
+// server's pooled sessions.
 //
 // Outcomes: a result with isError false is status 200 with the
 // CallToolResult JSON as body (application/json), recorded and replayed by
@@ -63,10 +65,15 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	meta := Meta(t.spec.Name, req)
+	// The trace context of the call (the gateway's span of the tool's
+	// execution) goes in _meta, the MCP convention, so the server's spans
+	// join the agent's trace; without a span nothing is added.
+	traceprop.InjectMeta(ctx, meta)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:      t.upstreamName,
 		Arguments: args,
-		Meta:      Meta(t.spec.Name, req),
+		Meta:      meta,
 	})
 	if err != nil {
 		return nil, t.failure(ctx, cs, err)

@@ -94,3 +94,5 @@ RPC_INVALID_PARAMS: Final = -32602
 RPC_REQUEST_IN_PROGRESS: Final = -32001
 RPC_OUTCOME_UNKNOWN: Final = -32002
 RPC_STORE_UNAVAILABLE: Final = -32003
+#: rate_limited: retry the same call unchanged after data.retry_after_ms.
+RPC_RATE_LIMITED: Final = -32029

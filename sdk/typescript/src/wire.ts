@@ -154,3 +154,5 @@ export const RPCRequestInProgress = -32001;
 export const RPCOutcomeUnknown = -32002;
 /** The store is down; nothing ran. */
 export const RPCStoreUnavailable = -32003;
+/** The tenant's rate limit; retry the same call after data.retry_after_ms. */
+export const RPCRateLimited = -32029;

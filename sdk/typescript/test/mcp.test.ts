@@ -1,8 +1,8 @@
 // Interop with the official MCP TypeScript client (@modelcontextprotocol/sdk)
 // against the real gateway binary's MCP endpoint (POST /mcp, Streamable
 // HTTP, stateless): list, call with _meta from mcpMeta, replay, and the same
-// record across REST and MCP. Skipped, with the reason, while the gateway
-// answers 404 on POST /mcp.
+// record across REST and MCP. Never skipped: a gateway without its MCP
+// endpoint fails these tests.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
@@ -14,19 +14,9 @@ import { Client, mcpMeta, wire } from "../src/index.js";
 import { startStack, token, type Stack } from "./stack.js";
 
 let stack: Stack;
-let skipReason: string | undefined;
 
 before(async () => {
   stack = await startStack();
-  const probe = await fetch(`${stack.gateway.url}/mcp`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", Authorization: `Bearer ${token}` },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
-  });
-  await probe.arrayBuffer();
-  if (probe.status === 404) {
-    skipReason = "the gateway has no MCP endpoint yet (POST /mcp answers 404); this test runs once it exists";
-  }
 });
 after(async () => {
   await stack?.close();
@@ -53,8 +43,7 @@ async function call(client: McpClient, session: string, step: number, name: stri
   return (await client.callTool({ name, arguments: args, _meta: mcpMeta(session, step, name, args) })) as ToolResult;
 }
 
-test("tools/list over the official client: the registry, with schemas and readOnlyHint", async (t) => {
-  if (skipReason) return t.skip(skipReason);
+test("tools/list over the official client: the registry, with schemas and readOnlyHint", async () => {
   const client = await connect();
   try {
     const { tools } = await client.listTools();
@@ -71,8 +60,7 @@ test("tools/list over the official client: the registry, with schemas and readOn
   }
 });
 
-test("tools/call with mcpMeta, then the same call again: one execution, replayed with the same execution id", async (t) => {
-  if (skipReason) return t.skip(skipReason);
+test("tools/call with mcpMeta, then the same call again: one execution, replayed with the same execution id", async () => {
   const args = { name: "mcp-db", tier: "small" };
   const first = await connect();
   let original: ToolResult;
@@ -106,8 +94,7 @@ test("tools/call with mcpMeta, then the same call again: one execution, replayed
   assert.equal(stack.executions.get("mcp-db"), 1);
 });
 
-test("a call executed over REST replays over MCP, and the other way round", async (t) => {
-  if (skipReason) return t.skip(skipReason);
+test("a call executed over REST replays over MCP, and the other way round", async () => {
   const rest = new Client(stack.gateway.url, { token }).session("mixed-run");
   const mcp = await connect();
   try {
