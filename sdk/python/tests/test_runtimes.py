@@ -6,10 +6,12 @@ the runtimes themselves are not installed here, so nothing in this file runs
 them.
 """
 
+import json
+import os
 import types
 import unittest
 
-import _support  # noqa: F401
+from _support import REPO_ROOT
 
 from toolgateway import InvalidInputError, derive_key, validate_session_id
 from toolgateway.runtimes import (langgraph_identity, langgraph_session_id, langgraph_step,
@@ -133,6 +135,36 @@ class SessionIdPartsTest(unittest.TestCase):
         self.assertTrue(ids[-1].startswith("sha256-"))
         self.assertRaises(InvalidInputError, session_id_from_parts)
         self.assertRaises(InvalidInputError, session_id_from_parts, "")
+
+
+class SharedCasesTest(unittest.TestCase):
+    """sdk/testdata/runtimes.json: the cases the TypeScript SDK's tests run
+    too (test/runtimes.test.ts), so both SDKs give the same session ids and
+    step indices for the same inputs."""
+
+    FUNCTIONS = {f.__name__: f for f in (session_id_from_parts, langgraph_session_id, langgraph_step, langgraph_identity,
+                                         openai_agents_session_id, openai_agents_step, temporal_session_id, temporal_step)}
+
+    def test_every_case_gives_the_recorded_result(self):
+        with open(os.path.join(REPO_ROOT, "sdk", "testdata", "runtimes.json"), encoding="utf-8") as f:
+            fixture = json.load(f)
+        cases = fixture["cases"]
+        self.assertGreaterEqual(len(cases), 50)
+        self.assertEqual({c["fn"] for c in cases}, set(self.FUNCTIONS), "every helper has cases")
+
+        def resolve(arg):
+            if isinstance(arg, dict) and "$history" in arg:
+                return fixture["histories"][arg["$history"]]
+            return arg
+
+        for case in cases:
+            fn, args = self.FUNCTIONS[case["fn"]], [resolve(a) for a in case["args"]]
+            with self.subTest(fn=case["fn"], args=json.dumps(case["args"])[:120]):
+                if case.get("error"):
+                    self.assertRaises(InvalidInputError, fn, *args)
+                else:
+                    got = fn(*args)
+                    self.assertEqual(list(got) if isinstance(got, tuple) else got, case["want"])
 
 
 if __name__ == "__main__":

@@ -16,4 +16,15 @@ export { GatewayError, InvalidInputError } from "./errors.js";
 export type { Violation } from "./errors.js";
 export { mcpMeta } from "./mcp.js";
 export type { McpMeta } from "./mcp.js";
+export {
+  langgraphIdentity,
+  langgraphSessionId,
+  langgraphStep,
+  openaiAgentsSessionId,
+  openaiAgentsStep,
+  sessionIdFromParts,
+  temporalSessionId,
+  temporalStep,
+} from "./runtimes.js";
+export type { LangGraphConfig } from "./runtimes.js";
 export * as wire from "./wire.js";
