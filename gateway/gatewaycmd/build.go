@@ -222,7 +222,7 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 		client = redis.NewClient(opts)
 		desc = "redis:" + opts.Addr
 	}
-	s := redisstore.New(client, redisstore.Options{Prefix: c.Store.KeyPrefix, WaitReplicas: c.Store.WaitReplicas})
+	s := redisstore.New(client, c.redisOptions())
 	// A Redis that is down at start is not fatal: the gateway answers 503
 	// until it is back, and /readyz says so.
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -249,4 +249,13 @@ type redisLogger struct{ log *slog.Logger }
 // Printf logs one go-redis message as a warning.
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+}
+
+// redisOptions converts the store section for the Redis store.
+func (c *Config) redisOptions() redisstore.Options {
+	return redisstore.Options{
+		Prefix:         c.Store.KeyPrefix,
+		WaitReplicas:   c.Store.WaitReplicas,
+		NoLegacyLayout: c.Store.PreviousRedisLayout != nil && !*c.Store.PreviousRedisLayout,
+	}
 }
