@@ -24,6 +24,9 @@ type Schema struct {
 	// anyObject: the schema accepts every object (DefaultInputSchema, or
 	// an empty schema), so validation needs no value tree.
 	anyObject bool
+	// accept is the quick "certainly valid" check (fastschema.go), nil
+	// when the schema uses keywords it does not evaluate.
+	accept *acceptSchema
 }
 
 // Violation is one way in which a call's arguments fail the tool's input
@@ -66,7 +69,8 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	}
 	trimmed := string(bytes.TrimSpace(raw))
 	return &Schema{raw: append(json.RawMessage(nil), raw...), compiled: compiled,
-		anyObject: trimmed == DefaultInputSchema || trimmed == "{}" || trimmed == "true"}, nil
+		anyObject: trimmed == DefaultInputSchema || trimmed == "{}" || trimmed == "true",
+		accept:    newAcceptSchema(compiled)}, nil
 }
 
 // AcceptsAnyObject reports whether every JSON object is valid against the
@@ -113,6 +117,9 @@ func (s *Schema) Validate(args any) []Violation {
 	}
 	if s == nil || s.compiled == nil {
 		return nil
+	}
+	if s.accept != nil && s.accept.accepts(args) {
+		return nil // certainly valid: jsonschema would find nothing
 	}
 	err := s.compiled.Validate(args)
 	if err == nil {
