@@ -433,7 +433,8 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 	// let another replica take the call over meanwhile. Its context
 	// outlives the tool's deadline and a drain's cancel: only finish and
 	// stop end the renewals.
-	keeper := s.keepLease(context.WithoutCancel(ctx), lease, func() { cancelLease(errLeaseLost) })
+	detached := context.WithoutCancel(ctx) // one for the keeper and the record
+	keeper := s.keepLease(detached, lease, func() { cancelLease(errLeaseLost) })
 	defer func() {
 		if keeper.stop() {
 			s.metrics.leasesLost.WithLabelValues(name).Inc()
@@ -455,7 +456,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 
 	// record: at least a whole lease to ride out a store restart (Redis
 	// answers LOADING while it replays its AOF).
-	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), max(storeCallTimeout, s.opts.LockTTL))
+	storeCtx, cancelStore := context.WithTimeout(detached, max(storeCallTimeout, s.opts.LockTTL))
 	defer cancelStore()
 	storeCtx, endCompletion := s.childSpan(storeCtx, "completion")
 	defer endCompletion(nil)
