@@ -89,15 +89,17 @@ func (s *canonicalScanner) object() (any, bool) {
 		return nil, false
 	}
 	s.pos++ // '{'
-	var members map[string]any
-	if s.build {
-		members = map[string]any{}
-	}
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
 		s.pos++
 		s.depth--
-		return members, true
+		if s.build {
+			return map[string]any{}, true
+		}
+		return nil, true
 	}
+	// Made at the first member, so input that is not canonical (a
+	// pretty-printed body fails at its first newline) costs nothing here.
+	var members map[string]any
 	var previous []byte
 	havePrevious := false
 	for {
@@ -124,6 +126,9 @@ func (s *canonicalScanner) object() (any, bool) {
 			return nil, false
 		}
 		if s.build {
+			if members == nil {
+				members = map[string]any{}
+			}
 			members[decodeCanonicalString(name, escaped)] = value
 		}
 		if s.pos >= len(s.in) {

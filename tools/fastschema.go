@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"regexp"
 	"strconv"
 	"unicode/utf8"
 
@@ -19,7 +20,7 @@ import (
 // so acceptSchema answers only "certainly valid": it is built from the
 // compiled schema only when that uses nothing but the keywords below
 // (types, properties, required, additionalProperties, items, sizes,
-// lengths, integer bounds, string enums, boolean schemas), and it answers
+// lengths, patterns, integer bounds, string enums, boolean schemas), and it answers
 // false whenever it is not sure (a number that is not a plain integer, a
 // value of a type it does not know). false is never a verdict: Validate
 // then runs jsonschema, which finds the violations and words them. So the
@@ -43,6 +44,7 @@ type acceptSchema struct {
 	maxItems      int
 	minLength     int
 	maxLength     int
+	pattern       *regexp.Regexp // jsonschema's own compiled pattern
 	// Integer bounds; has* says whether each is set.
 	minimum, exclusiveMinimum, maximum, exclusiveMaximum             int64
 	hasMinimum, hasExclusiveMinimum, hasMaximum, hasExclusiveMaximum bool
@@ -58,7 +60,7 @@ var handledFields = map[string]bool{
 	"Always": true, "Types": true, "Enum": true, "enumError": true, "Required": true,
 	"Properties": true, "AdditionalProperties": true, "Items": true, "Items2020": true,
 	"MinProperties": true, "MaxProperties": true, "MinItems": true, "MaxItems": true,
-	"MinLength": true, "MaxLength": true,
+	"MinLength": true, "MaxLength": true, "Pattern": true,
 	"Minimum": true, "ExclusiveMinimum": true, "Maximum": true, "ExclusiveMaximum": true,
 	// Annotations and bookkeeping: no effect on validity.
 	"Location": true, "Draft": true, "meta": true, "vocab": true, "dynamicAnchors": true,
@@ -97,6 +99,7 @@ func buildAccept(s *jsonschema.Schema, depth int) (*acceptSchema, bool) {
 		always: s.Always, types: s.Types, required: s.Required,
 		minProperties: s.MinProperties, maxProperties: s.MaxProperties,
 		minItems: s.MinItems, maxItems: s.MaxItems, minLength: s.MinLength, maxLength: s.MaxLength,
+		pattern: s.Pattern,
 	}
 	if len(s.Enum) > 0 {
 		a.hasEnum = true
@@ -270,6 +273,9 @@ func (a *acceptSchema) accepts(v any) bool {
 			if (a.minLength != -1 && n < a.minLength) || (a.maxLength != -1 && n > a.maxLength) {
 				return false
 			}
+		}
+		if a.pattern != nil && !a.pattern.MatchString(x) {
+			return false
 		}
 	case json.Number:
 		if a.hasMinimum || a.hasExclusiveMinimum || a.hasMaximum || a.hasExclusiveMaximum {

@@ -19,7 +19,8 @@ var acceptSchemas = []struct {
 	{`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}}}`, true},
 	{`{"type":"object","properties":{"price":{"type":"number","minimum":0.5}}}`, false},
 	{`{"type":"object","properties":{"email":{"type":"string","format":"email"}}}`, false},
-	{`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+$"}}}`, false},
+	{`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+$"}}}`, true},
+	{`{"type":"object","properties":{"id":{"type":"string","pattern":"b"}}}`, true},
 	{`{"type":"object","$defs":{"p":{"type":"integer"}},"properties":{"p":{"$ref":"#/$defs/p"}}}`, false},
 	{`{"type":"object","properties":{"n":{"enum":[1,2]}}}`, false},
 	{`{"type":"object","properties":{"t":{"type":"array","prefixItems":[{"type":"string"}]}}}`, false},
@@ -35,7 +36,7 @@ var acceptInstances = []string{
 	`{"name":"ab"}`, `{"name":"a"}`, `{"name":"abcde"}`, `{"name":"😀😀"}`, `{"name":null}`, `{"mode":"a"}`, `{"mode":"c"}`, `{"mode":1}`,
 	`{"any":[1,{"x":null}]}`, `{"never":1}`, `{"flag":true}`, `{"flag":"yes"}`, `{"a":true,"b":false,"c":true,"d":true}`,
 	`{"n":10}`, `{"n":11}`, `{"n":9.5}`, `{"n":-9007199254740993}`, `{"list":[1,2,"3"]}`, `{"list":[1,2,3]}`, `{"n":0}`, `{"n":1}`,
-	`{"price":0.4}`, `{"email":"x"}`, `{"id":"ABC"}`, `{"p":"x"}`, `{"t":[1]}`,
+	`{"price":0.4}`, `{"email":"x"}`, `{"id":"ABC"}`, `{"id":"abc"}`, `{"id":"xbx"}`, `{"id":""}`, `{"id":1}`, `{"p":"x"}`, `{"t":[1]}`,
 	`[]`, `"x"`, `null`, `1`,
 }
 
