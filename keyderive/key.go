@@ -26,7 +26,8 @@ func Key(sessionID string, stepIndex uint64, tool string, args []byte) (string, 
 }
 
 // Derive is Key that also returns the canonical bytes of args, which is what a
-// client sends as the request body, in one parse.
+// client sends as the request body, in one parse. When args is already
+// canonical, canonical is args itself (see Canonicalize).
 func Derive(sessionID string, stepIndex uint64, tool string, args []byte) (key string, canonical []byte, err error) {
 	if err := validateKeyInputs(sessionID, stepIndex, tool); err != nil {
 		return "", nil, err
