@@ -44,7 +44,10 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if route == "" {
 			route = routeOf(r)
 		}
-		attrs := []slog.Attr{
+		// Room for the optional "api" attribute, so appending it does not
+		// copy the slice.
+		attrs := make([]slog.Attr, 0, 10)
+		attrs = append(attrs,
 			slog.String("request_id", RequestIDFrom(r.Context())),
 			slog.String("method", r.Method),
 			slog.String("route", route),
@@ -54,7 +57,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			slog.String("outcome", label),
 			slog.Int("status", ww.Status()),
 			durationAttr("duration_ms", elapsed),
-		}
+		)
 		if info.api != "" {
 			attrs = append(attrs, slog.String("api", string(info.api)))
 		}

@@ -179,8 +179,22 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 
 	// check: I-JSON, identity, derived key, schema.
 	// The value tree is the canonical one: the schema judges the very
-	// values the key is derived from.
-	value, canonical, err := keyderive.DecodeCanonical(c.Arguments)
+	// values the key is derived from. A tool whose schema accepts any
+	// object needs no tree: the canonical form's first byte says whether
+	// the arguments are an object.
+	var (
+		value     arguments
+		canonical []byte
+		err       error
+	)
+	if c.Entry.AcceptsAnyObject() {
+		canonical, err = keyderive.Canonicalize(c.Arguments)
+		value.object = err == nil && canonical[0] == '{'
+	} else {
+		var tree any
+		tree, canonical, err = keyderive.DecodeCanonical(c.Arguments)
+		value = treeArguments(tree)
+	}
 	if err != nil {
 		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
 	}
@@ -422,7 +436,8 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 	// let another replica take the call over meanwhile. Its context
 	// outlives the tool's deadline and a drain's cancel: only finish and
 	// stop end the renewals.
-	keeper := s.keepLease(context.WithoutCancel(ctx), lease, func() { cancelLease(errLeaseLost) })
+	detached := context.WithoutCancel(ctx) // one for the keeper and the record
+	keeper := s.keepLease(detached, lease, func() { cancelLease(errLeaseLost) })
 	defer func() {
 		if keeper.stop() {
 			s.metrics.leasesLost.WithLabelValues(name).Inc()
@@ -453,7 +468,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 
 	// record: at least a whole lease to ride out a store restart (Redis
 	// answers LOADING while it replays its AOF).
-	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), max(storeCallTimeout, s.opts.LockTTL))
+	storeCtx, cancelStore := context.WithTimeout(detached, max(storeCallTimeout, s.opts.LockTTL))
 	defer cancelStore()
 	storeCtx, endCompletion := s.childSpan(storeCtx, "completion")
 	defer endCompletion(nil)
@@ -547,17 +562,35 @@ func invalidJSONDetail(err error) string {
 	return "the body is JSON but not I-JSON (RFC 7493): " + reason
 }
 
+// arguments is what the schema step needs of a call's arguments.
+type arguments struct {
+	object bool // the arguments are one JSON object
+	// validate: the schema must judge tree (the canonical value tree);
+	// false when it accepts any object and no tree was built.
+	validate bool
+	tree     any
+}
+
+// treeArguments is the schema step's view of a value tree.
+func treeArguments(tree any) arguments {
+	_, object := tree.(map[string]any)
+	return arguments{object: object, validate: true, tree: tree}
+}
+
 // validateArguments checks that the arguments are one JSON object valid
 // against the tool's schema (the contract's schema step: after the key
 // checks, so a non-object body is invalid_arguments only once the identity
 // is right).
-func validateArguments(entry *tools.Entry, value any) *Problem {
-	if _, isObject := value.(map[string]any); !isObject {
+func validateArguments(entry *tools.Entry, args arguments) *Problem {
+	if !args.object {
 		p := newProblem(wire.CodeInvalidArguments, "the arguments must be one JSON object")
 		p.Errors = []wire.Violation{{Location: "", Message: "expected a JSON object"}}
 		return p
 	}
-	violations := entry.Validate(value)
+	if !args.validate {
+		return nil // the schema accepts any object
+	}
+	violations := entry.Validate(args.tree)
 	if len(violations) == 0 {
 		return nil
 	}

@@ -173,7 +173,7 @@ func FuzzDecodeArguments(f *testing.F) {
 			if _, stillObject := again.(map[string]any); stillObject {
 				t.Fatal("canonicalization turned a non-object into an object")
 			}
-			if p := validateArguments(entry, value); p == nil || p.Code != wire.CodeInvalidArguments {
+			if p := validateArguments(entry, treeArguments(value)); p == nil || p.Code != wire.CodeInvalidArguments {
 				t.Fatalf("non-object %q passed the schema step", body)
 			}
 			return
@@ -183,7 +183,7 @@ func FuzzDecodeArguments(f *testing.F) {
 		if err1 != nil || err2 != nil || k1 != k2 {
 			t.Fatalf("keys differ: %s %v / %s %v", k1, err1, k2, err2)
 		}
-		p := validateArguments(entry, value)
+		p := validateArguments(entry, treeArguments(value))
 		if p == nil {
 			return
 		}

@@ -97,31 +97,76 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 // or a problem, with Idempotent-Replayed and Tool-Execution-Id whenever the
 // call reached a claim.
 func writeResult(w http.ResponseWriter, res Result) {
-	if res.ExecutionID != "" {
-		setExecutionHeaders(w.Header(), res.Replayed, res.ExecutionID)
-	}
 	if res.Problem != nil {
+		if res.ExecutionID != "" {
+			setExecutionHeaders(w.Header(), res.Replayed, res.ExecutionID)
+		}
 		writeProblem(w, res.Problem)
+		return
+	}
+	h := w.Header()
+	// The hot path: header values written straight into the map (names
+	// already canonical, see TestHotHeaderNamesAreCanonical), constant
+	// values shared, and the two per-response values in one allocation.
+	// Shared slices have cap == len, so a later Add copies, never writes
+	// into them.
+	if res.ExecutionID != "" {
+		values := make([]string, 2)
+		values[0], values[1] = strconv.Itoa(len(res.Body)), res.ExecutionID
+		h[wire.HeaderReplayed] = replayedValues(res.Replayed)
+		h[wire.HeaderExecutionID] = values[1:2:2]
+		setContentType(h, res.ContentType)
+		h[headerContentLength] = values[0:1:1]
+		w.WriteHeader(res.Status)
+		_, _ = w.Write(res.Body)
 		return
 	}
 	writeToolAnswer(w, res.Status, res.ContentType, res.Body)
 }
 
+// Canonical names and shared constant values of the hot path's headers.
+const (
+	headerContentType   = "Content-Type"
+	headerContentLength = "Content-Length"
+)
+
+var (
+	valuesJSON  = []string{"application/json"}
+	valuesTrue  = []string{"true"}
+	valuesFalse = []string{"false"}
+)
+
+func replayedValues(replayed bool) []string {
+	if replayed {
+		return valuesTrue[:1:1]
+	}
+	return valuesFalse[:1:1]
+}
+
+// setContentType sets a tool answer's content type ("" leaves it unset).
+func setContentType(h http.Header, contentType string) {
+	switch contentType {
+	case "":
+	case "application/json":
+		h[headerContentType] = valuesJSON[:1:1]
+	default:
+		h[headerContentType] = []string{contentType}
+	}
+}
+
 // writeToolAnswer sends a tool's status, content type and body unchanged.
 func writeToolAnswer(w http.ResponseWriter, status int, contentType string, body []byte) {
 	h := w.Header()
-	if contentType != "" {
-		h.Set("Content-Type", contentType)
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	setContentType(h, contentType)
+	h[headerContentLength] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
 // setExecutionHeaders marks a response of an executed or replayed call.
 func setExecutionHeaders(h http.Header, replayed bool, executionID string) {
-	h.Set(wire.HeaderReplayed, strconv.FormatBool(replayed))
-	h.Set(wire.HeaderExecutionID, executionID)
+	h[wire.HeaderReplayed] = replayedValues(replayed)
+	h[wire.HeaderExecutionID] = []string{executionID}
 }
 
 // ceilSeconds rounds d up to whole seconds, at least 1.
@@ -131,8 +176,11 @@ func ceilSeconds(d time.Duration) int {
 
 // isJSONContentType accepts application/json with any parameters.
 func isJSONContentType(v string) bool {
-	if v == "" {
+	switch v {
+	case "":
 		return false
+	case "application/json": // what nearly every client sends; no parse
+		return true
 	}
 	mt, _, err := mime.ParseMediaType(v)
 	return err == nil && mt == "application/json"

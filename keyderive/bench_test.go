@@ -22,8 +22,21 @@ func benchmarkArgs(size int) []byte {
 	return []byte(b.String())
 }
 
-func benchmarkKey(b *testing.B, size int) {
+// benchmarkCanonicalArgs is benchmarkArgs already in canonical form, as
+// every SDK sends it (the fast path).
+func benchmarkCanonicalArgs(b *testing.B, size int) []byte {
+	canonical, err := Canonicalize(benchmarkArgs(size))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return append([]byte(nil), canonical...)
+}
+
+func benchmarkKey(b *testing.B, size int, canonical bool) {
 	args := benchmarkArgs(size)
+	if canonical {
+		args = benchmarkCanonicalArgs(b, size)
+	}
 	if _, err := Key("sess-01J8ZK4Q7XKZ3V9W6T2R5M0ABC", 4, "provision-infra", args); err != nil {
 		b.Fatal(err)
 	}
@@ -41,26 +54,37 @@ func BenchmarkKey(b *testing.B) {
 		name  string
 		bytes int
 	}{{"200B", 200}, {"4KiB", 4 << 10}, {"256KiB", 256 << 10}} {
-		b.Run(size.name, func(b *testing.B) { benchmarkKey(b, size.bytes) })
+		b.Run(size.name, func(b *testing.B) { benchmarkKey(b, size.bytes, false) })
+		b.Run(size.name+"-canonical", func(b *testing.B) { benchmarkKey(b, size.bytes, true) })
 	}
 }
 
-// BenchmarkDecode measures the gateway's per-request parse (value tree and
-// canonical bytes) for the same argument sizes.
+// BenchmarkDecode measures the per-request parse (value tree and
+// canonical bytes) for the same argument sizes, pretty-printed and already
+// canonical.
 func BenchmarkDecode(b *testing.B) {
 	for _, size := range []struct {
 		name  string
 		bytes int
 	}{{"200B", 200}, {"4KiB", 4 << 10}, {"256KiB", 256 << 10}} {
-		b.Run(size.name, func(b *testing.B) {
-			args := benchmarkArgs(size.bytes)
-			b.SetBytes(int64(len(args)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := Decode(args); err != nil {
-					b.Fatal(err)
-				}
+		for _, canonical := range []bool{false, true} {
+			name := size.name
+			if canonical {
+				name += "-canonical"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				args := benchmarkArgs(size.bytes)
+				if canonical {
+					args = benchmarkCanonicalArgs(b, size.bytes)
+				}
+				b.SetBytes(int64(len(args)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := Decode(args); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -11,13 +11,24 @@ import (
 // Canonicalize returns the RFC 8785 canonical form of one JSON value of any
 // kind (object, array, string, number, literal). The input must be I-JSON;
 // errors wrap ErrInvalidJSON and a specific reason such as ErrDuplicateName.
+// When args is already canonical (what every SDK sends) the result is args
+// itself, not a copy: callers must not modify one while using the other.
 func Canonicalize(args []byte) ([]byte, error) {
+	if _, ok := scanCanonical(args, false); ok {
+		return args, nil
+	}
+	return canonicalizeGeneral(args)
+}
+
+// canonicalizeGeneral is Canonicalize for input that is not already
+// canonical (or not valid at all).
+func canonicalizeGeneral(args []byte) ([]byte, error) {
 	// jcs.Transform is itself a strict parser: it rejects malformed JSON,
 	// duplicate names, lone surrogates, invalid UTF-8 and numbers beyond the
 	// double range, with errors that cannot be told apart. So valid input
-	// (nearly every request) costs one jcs pass and a depth scan, and only a
-	// rejection pays for the slower, classifying parseIJSON. FuzzCanonicalize
-	// checks that both parsers accept and reject the same inputs.
+	// costs one jcs pass and a depth scan, and only a rejection pays for the
+	// slower, classifying parseIJSON. FuzzCanonicalize checks that both
+	// parsers accept and reject the same inputs.
 	canonical, err := jcs.Transform(args)
 	if err != nil {
 		return nil, classify(args, err)
@@ -33,7 +44,12 @@ func Canonicalize(args []byte) ([]byte, error) {
 // that JSON Schema validation sees the exact number the client wrote, not its
 // double) and the canonical bytes. Errors are those of Canonicalize.
 func Decode(args []byte) (value any, canonical []byte, err error) {
-	canonical, err = Canonicalize(args)
+	if value, ok := scanCanonical(args, true); ok {
+		// Canonical text is its own canonical form, so the tree of the text
+		// is the tree of the canonical form: one pass for both.
+		return value, args, nil
+	}
+	canonical, err = canonicalizeGeneral(args)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,11 +67,20 @@ func Decode(args []byte) (value any, canonical []byte, err error) {
 // spelling (1e-400 is 0, 1.50 is 1.5, 12345678901234567890 is
 // 12345678901234567000). The gateway validates this tree against the
 // tool's schema, so two spellings of one call (one key) never get
-// different answers.
+// different answers. A canonical body is verified and decoded in one pass
+// and is returned as the canonical bytes itself (see Canonicalize).
 func DecodeCanonical(args []byte) (value any, canonical []byte, err error) {
-	canonical, err = Canonicalize(args)
+	if value, ok := scanCanonical(args, true); ok {
+		return value, args, nil
+	}
+	canonical, err = canonicalizeGeneral(args)
 	if err != nil {
 		return nil, nil, err
+	}
+	// jcs's output is canonical, so the one-pass scanner builds its tree;
+	// json.Decoder stays as the fallback should the two ever disagree.
+	if value, ok := scanCanonical(canonical, true); ok {
+		return value, canonical, nil
 	}
 	decoder := json.NewDecoder(bytes.NewReader(canonical))
 	decoder.UseNumber()

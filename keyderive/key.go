@@ -26,7 +26,8 @@ func Key(sessionID string, stepIndex uint64, tool string, args []byte) (string, 
 }
 
 // Derive is Key that also returns the canonical bytes of args, which is what a
-// client sends as the request body, in one parse.
+// client sends as the request body, in one parse. When args is already
+// canonical, canonical is args itself (see Canonicalize).
 func Derive(sessionID string, stepIndex uint64, tool string, args []byte) (key string, canonical []byte, err error) {
 	if err := validateKeyInputs(sessionID, stepIndex, tool); err != nil {
 		return "", nil, err
@@ -56,7 +57,15 @@ func KeyFromCanonical(sessionID string, stepIndex uint64, tool string, canonical
 // gateway stores to recognise a key reused with other arguments.
 func Fingerprint(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	return hexString(&sum)
+}
+
+// hexString is hex.EncodeToString for a SHA-256 sum with one allocation
+// (the string) instead of two.
+func hexString(sum *[sha256.Size]byte) string {
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // ScopedKey is the key an upstream (HTTP or MCP) and an in-process tool's
@@ -65,26 +74,43 @@ func Fingerprint(canonical []byte) string {
 // an upstream's deduplication, even one that deduplicates on this value
 // alone. key is the client's (unquoted) key; tool the gateway's tool name.
 func ScopedKey(tenant, tool, key string) string {
-	sum := sha256.Sum256([]byte(tenant + ":" + tool + ":" + key))
-	return hex.EncodeToString(sum[:])
+	// On the stack unless unusually long: one allocation, the result.
+	var buf [384]byte
+	input := append(buf[:0], tenant...)
+	input = append(input, ':')
+	input = append(input, tool...)
+	input = append(input, ':')
+	input = append(input, key...)
+	sum := sha256.Sum256(input)
+	return hexString(&sum)
 }
 
 func hashKey(sessionID string, stepIndex uint64, tool string, canonical []byte) string {
-	// The prefix is at most 256+1+16+1+64+1 bytes; building it on the stack
-	// avoids copying the (possibly large) canonical bytes into one buffer.
-	var prefixBuf [352]byte
-	prefix := append(prefixBuf[:0], sessionID...)
+	// The prefix is at most 256+1+16+1+64+1 bytes. A small call (nearly
+	// every one) is hashed from one stack buffer with sha256.Sum256, which
+	// allocates nothing; a large one streams the canonical bytes instead
+	// of copying them.
+	var buf [352 + smallArgs]byte
+	prefix := append(buf[:0], sessionID...)
 	prefix = append(prefix, ':')
 	prefix = strconv.AppendUint(prefix, stepIndex, 10)
 	prefix = append(prefix, ':')
 	prefix = append(prefix, tool...)
 	prefix = append(prefix, ':')
-	hash := sha256.New()
-	hash.Write(prefix)
-	hash.Write(canonical)
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(hash.Sum(sum[:0]))
+	if len(canonical) <= smallArgs {
+		sum = sha256.Sum256(append(prefix, canonical...))
+	} else {
+		hash := sha256.New()
+		hash.Write(prefix)
+		hash.Write(canonical)
+		hash.Sum(sum[:0])
+	}
+	return hexString(&sum)
 }
+
+// smallArgs is the largest canonical form hashed from the stack.
+const smallArgs = 1024
 
 func validateKeyInputs(sessionID string, stepIndex uint64, tool string) error {
 	if err := ValidateSessionID(sessionID); err != nil {

@@ -354,3 +354,10 @@ func (e *Entry) Schema() *Schema {
 func (e *Entry) Validate(args any) []Violation {
 	return e.schema.Validate(args)
 }
+
+// AcceptsAnyObject reports whether the tool's schema accepts every JSON
+// object (a tool that declares no schema): the gateway then checks only
+// that the arguments are an object, without a value tree.
+func (e *Entry) AcceptsAnyObject() bool {
+	return e.schema.AcceptsAnyObject()
+}

@@ -21,6 +21,12 @@ const DefaultInputSchema = `{"type":"object"}`
 type Schema struct {
 	raw      json.RawMessage
 	compiled *jsonschema.Schema
+	// anyObject: the schema accepts every object (DefaultInputSchema, or
+	// an empty schema), so validation needs no value tree.
+	anyObject bool
+	// accept is the quick "certainly valid" check (fastschema.go), nil
+	// when the schema uses keywords it does not evaluate.
+	accept *acceptSchema
 }
 
 // Violation is one way in which a call's arguments fail the tool's input
@@ -61,7 +67,18 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: invalid input schema: %s", name, describeSchemaError(err))
 	}
-	return &Schema{raw: append(json.RawMessage(nil), raw...), compiled: compiled}, nil
+	trimmed := string(bytes.TrimSpace(raw))
+	return &Schema{raw: append(json.RawMessage(nil), raw...), compiled: compiled,
+		anyObject: trimmed == DefaultInputSchema || trimmed == "{}" || trimmed == "true",
+		accept:    newAcceptSchema(compiled)}, nil
+}
+
+// AcceptsAnyObject reports whether every JSON object is valid against the
+// schema (DefaultInputSchema, {} or true, as written): a caller that knows
+// its arguments are an object can then skip decoding them for Validate.
+// A nil Schema accepts any object too (see Validate).
+func (s *Schema) AcceptsAnyObject() bool {
+	return s == nil || s.compiled == nil || s.anyObject
 }
 
 // describeSchemaError turns a compilation failure into one line. A schema
@@ -100,6 +117,9 @@ func (s *Schema) Validate(args any) []Violation {
 	}
 	if s == nil || s.compiled == nil {
 		return nil
+	}
+	if s.accept != nil && s.accept.accepts(args) {
+		return nil // certainly valid: jsonschema would find nothing
 	}
 	err := s.compiled.Validate(args)
 	if err == nil {

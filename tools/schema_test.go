@@ -189,3 +189,31 @@ func TestHandBuiltEntryOnlyRequiresAnObject(t *testing.T) {
 		t.Fatalf("array: %+v", got)
 	}
 }
+
+func TestAcceptsAnyObject(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{"", true}, {DefaultInputSchema, true}, {" {} ", true}, {"true", true},
+		{`{"type":"object","required":["a"]}`, false},
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, false},
+		{`{"type": "object"}`, false}, // other spellings are validated as written
+	} {
+		s, err := CompileSchema("t", json.RawMessage(tc.raw))
+		if err != nil {
+			t.Fatalf("compile %q: %v", tc.raw, err)
+		}
+		if got := s.AcceptsAnyObject(); got != tc.want {
+			t.Errorf("AcceptsAnyObject(%q) = %v, want %v", tc.raw, got, tc.want)
+		}
+		// Whatever it says, a schema that claims to accept any object must.
+		if s.AcceptsAnyObject() && validateText(t, s, `{"x":[1,{"y":null}]}`) != nil {
+			t.Errorf("%q claims to accept any object but rejects one", tc.raw)
+		}
+	}
+	var none *Schema
+	if !none.AcceptsAnyObject() {
+		t.Error("a nil Schema validates only that the arguments are an object")
+	}
+}
