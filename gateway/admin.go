@@ -13,8 +13,10 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// adminRecord is the admin API's view of a record.
-type adminRecord struct {
+// AdminRecord is a record as the admin API shows it (the JSON of
+// GET /admin/v1/records/... and of each listed record); the gateway admin
+// command decodes it.
+type AdminRecord struct {
 	Tenant         string `json:"tenant"`
 	Tool           string `json:"tool"`
 	Key            string `json:"key"`
@@ -27,7 +29,7 @@ type adminRecord struct {
 	LeaseExpiresAt string `json:"lease_expires_at,omitempty"`
 	ResponseStatus int    `json:"response_status,omitempty"`
 	// Response is the stored response, with ?include=response only.
-	Response *adminResponse `json:"response,omitempty"`
+	Response *AdminResponse `json:"response,omitempty"`
 }
 
 // adminScope reads tenant, tool and key from the path. The key is the rest

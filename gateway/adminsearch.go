@@ -29,11 +29,11 @@ const DefaultAdminListLimit = 100
 // mints 26-character ULIDs; anything much longer names nothing.
 const maxExecutionIDLen = 128
 
-// adminResponse is a stored response in the admin API. Body holds the
+// AdminResponse is a stored response in the admin API. Body holds the
 // body as a JSON value when the content type is JSON and the bytes are
 // valid JSON, else as a JSON string when they are UTF-8 text; any other
 // body is in BodyBase64 (standard base64) instead.
-type adminResponse struct {
+type AdminResponse struct {
 	Status      int             `json:"status"`
 	ContentType string          `json:"content_type"`
 	Body        json.RawMessage `json:"body,omitempty"`
@@ -42,7 +42,7 @@ type adminResponse struct {
 
 // adminList is the answer of GET /admin/v1/records.
 type adminList struct {
-	Records    []adminRecord `json:"records"`
+	Records    []AdminRecord `json:"records"`
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
@@ -53,8 +53,8 @@ func isJSONMediaType(contentType string) bool {
 	return err == nil && (mt == wire.MediaTypeJSON || strings.HasSuffix(mt, "+json"))
 }
 
-func toAdminResponse(resp *idempotency.StoredResponse) *adminResponse {
-	out := &adminResponse{Status: resp.Status, ContentType: resp.ContentType}
+func toAdminResponse(resp *idempotency.StoredResponse) *AdminResponse {
+	out := &AdminResponse{Status: resp.Status, ContentType: resp.ContentType}
 	switch {
 	case isJSONMediaType(resp.ContentType) && json.Valid(resp.Body):
 		out.Body = json.RawMessage(resp.Body)
@@ -68,8 +68,8 @@ func toAdminResponse(resp *idempotency.StoredResponse) *adminResponse {
 }
 
 // toAdminRecord renders a record; include adds its stored response.
-func toAdminRecord(rec idempotency.Record, include bool) adminRecord {
-	out := adminRecord{
+func toAdminRecord(rec idempotency.Record, include bool) AdminRecord {
+	out := AdminRecord{
 		Tenant:       rec.Scope.Tenant,
 		Tool:         rec.Scope.Tool,
 		Key:          rec.Scope.Key,
@@ -187,7 +187,7 @@ func (s *Server) handleAdminList(w http.ResponseWriter, r *http.Request) {
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	out := adminList{Records: make([]adminRecord, 0, len(page.Records)), NextCursor: page.Cursor}
+	out := adminList{Records: make([]AdminRecord, 0, len(page.Records)), NextCursor: page.Cursor}
 	for _, rec := range page.Records {
 		out.Records = append(out.Records, toAdminRecord(rec, false))
 	}

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
@@ -192,22 +193,6 @@ func (c *adminClient) do(ctx context.Context, method, path string, body []byte) 
 	return raw, nil
 }
 
-// cliRecord is an admin record as the API sends it.
-type cliRecord struct {
-	Tenant         string          `json:"tenant"`
-	Tool           string          `json:"tool"`
-	Key            string          `json:"key"`
-	State          string          `json:"state"`
-	Fingerprint    string          `json:"fingerprint"`
-	ExecutionID    string          `json:"execution_id"`
-	FencingToken   int64           `json:"fencing_token"`
-	CreatedAt      string          `json:"created_at"`
-	ExpiresAt      string          `json:"expires_at"`
-	LeaseExpiresAt string          `json:"lease_expires_at"`
-	ResponseStatus int             `json:"response_status"`
-	Response       json.RawMessage `json:"response"`
-}
-
 func (c *adminClient) list(ctx context.Context, args []string) error {
 	const usage = "list [-state S] [-tenant T] [-tool X] [-session S] [-limit N] [-cursor C] [-all]"
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
@@ -264,7 +249,7 @@ func (c *adminClient) list(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tTENANT\tTOOL\tKEY\tEXECUTION ID\tCREATED\tEXPIRES")
 	for _, raw := range records {
-		var r cliRecord
+		var r gateway.AdminRecord
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("admin list: a record: %w", err)
 		}
@@ -401,7 +386,7 @@ func (c *adminClient) printRecord(raw []byte, asJSON bool) error {
 		}
 		return writeIndented(c.stdout, v)
 	}
-	var r cliRecord
+	var r gateway.AdminRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("admin: the answer is not a record: %w", err)
 	}
@@ -424,15 +409,7 @@ func (c *adminClient) printRecord(raw []byte, asJSON bool) error {
 	if r.ResponseStatus != 0 {
 		line("response_status", strconv.Itoa(r.ResponseStatus))
 	}
-	if len(r.Response) > 0 {
-		var resp struct {
-			ContentType string          `json:"content_type"`
-			Body        json.RawMessage `json:"body"`
-			BodyBase64  string          `json:"body_base64"`
-		}
-		if err := json.Unmarshal(r.Response, &resp); err != nil {
-			return fmt.Errorf("admin: the stored response: %w", err)
-		}
+	if resp := r.Response; resp != nil {
 		line("content_type", resp.ContentType)
 		var text string
 		switch {
