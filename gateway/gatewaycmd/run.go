@@ -61,16 +61,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s [-config gateway.yaml] [-version]\n\n", fs.Name())
 		fs.PrintDefaults()
+		// The subcommands, from the one list RunIO dispatches on.
+		fmt.Fprintf(fs.Output(), "\nCommands (%s COMMAND -h for each one's flags):\n", fs.Name())
+		for _, c := range commands {
+			fmt.Fprintf(fs.Output(), "  %-8s %s\n", c.name, c.summary)
+		}
 		fmt.Fprintf(fs.Output(), `
 Environment (overrides the config file):
   %s   address to listen on, e.g. 0.0.0.0:8080 (config: listen)
   %s      Redis URL of the shared store, e.g. redis://127.0.0.1:6379/0 (config: store.redis_url)
+  %s   PostgreSQL URL of the shared store, e.g. postgres://gw@127.0.0.1:5432/gw (config: store.postgres_url)
   %s  OTLP/HTTP collector base URL; turns tracing on (config: tracing.endpoint)
   %s  the collector's full traces URL (wins over the one above)
   %s  service.name of the spans (config: tracing.service_name)
 
 Docs: docs/configuration.md
-`, envAddr, envRedisURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
+`, envAddr, envRedisURL, envDatabaseURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
