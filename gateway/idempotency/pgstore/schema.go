@@ -201,6 +201,9 @@ BEGIN
 END
 $fn$;
 `,
+	// Version 2: the tenants' rate limits and in-flight slots (Limiter,
+	// limits.go). A step of its own, touching no earlier object.
+	limitsMigration,
 }
 
 // currentVersion is the schema version this code writes and expects.
