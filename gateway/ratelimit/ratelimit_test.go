@@ -79,7 +79,7 @@ func TestMemoryGCRA(t *testing.T) {
 
 // newPostgres returns the Backend of a PostgreSQL store in a schema of the
 // test's own (dropped when it ends).
-func newPostgres(t *testing.T) ratelimit.Backend {
+func newPostgres(t testing.TB) ratelimit.Backend {
 	url := pgtest.URL(t)
 	pool, err := pgxpool.New(t.Context(), url)
 	if err != nil {

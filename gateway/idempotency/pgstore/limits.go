@@ -8,7 +8,8 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 )
 
-// limitsMigration is schema version 2: the state of the tenants' limits.
+// limitsMigration is the schema version (2 at the time of writing) that adds
+// the state of the tenants' limits, a step of its own.
 //
 // Both tables are UNLOGGED: a decision writes no WAL, so its commit waits
 // for no flush (a transaction that wrote only unlogged tables commits

@@ -8,7 +8,8 @@
 // owner-checked statement each. Leases are measured on the database's
 // clock. The schema (tables, sequence, function) is created or upgraded at
 // start under an advisory lock; a sweep, safe to run on every replica at
-// once, deletes expired rows in bounded batches.
+// once, deletes expired rows in bounded batches. Limiter keeps the tenants'
+// rate limits and in-flight slots in the same schema (limits.go).
 package pgstore
 
 import (
