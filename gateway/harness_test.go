@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,7 +91,11 @@ var allStores = []storeKind{storeRedis, storeEmbedded, storePostgres}
 // parallel on a server other tests share.
 func openPostgres(t testing.TB, url, schema string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(t.Context(), url+"&pool_max_conns=8", pgstore.Options{Schema: schema, SweepInterval: -1})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s, err := pgstore.Open(t.Context(), url+sep+"pool_max_conns=8", pgstore.Options{Schema: schema, SweepInterval: -1})
 	if err != nil {
 		t.Fatalf("open postgres store: %v", err)
 	}
