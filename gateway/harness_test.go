@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +23,9 @@ import (
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
@@ -77,9 +80,28 @@ type storeKind string
 const (
 	storeRedis    storeKind = "redis"
 	storeEmbedded storeKind = "embedded"
+	storePostgres storeKind = "postgres"
 )
 
-var allStores = []storeKind{storeRedis, storeEmbedded}
+var allStores = []storeKind{storeRedis, storeEmbedded, storePostgres}
+
+// openPostgres opens a PostgreSQL store on schema (a schema of the test's
+// own, from pgtest.Schema); stores opened on one schema share records and
+// limits, as replicas do. The pool is small: the gateway tests run in
+// parallel on a server other tests share.
+func openPostgres(t testing.TB, url, schema string) *pgstore.Store {
+	t.Helper()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s, err := pgstore.Open(t.Context(), url+sep+"pool_max_conns=8", pgstore.Options{Schema: schema, SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("open postgres store: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
 
 // newStore opens a fresh, isolated store of the given kind.
 func newStore(t testing.TB, kind storeKind) idempotency.Store {
@@ -102,6 +124,9 @@ func newStore(t testing.TB, kind storeKind) idempotency.Store {
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		return s
+	case storePostgres:
+		url := pgtest.URL(t)
+		return openPostgres(t, url, pgtest.Schema(t, url))
 	}
 	t.Fatalf("unknown store %q", kind)
 	return nil
@@ -175,6 +200,9 @@ func newHarness(t testing.TB, kind storeKind, toolset []tools.Tool, opts ...harn
 	}
 	if o.Store == nil {
 		o.Store = newStore(t, kind)
+	}
+	if pg, ok := o.Store.(*pgstore.Store); ok && o.Limiter == nil {
+		o.Limiter = pg.Limiter() // as the program wires it (limiterFor)
 	}
 	gw, err := gateway.NewServer(o)
 	if err != nil {

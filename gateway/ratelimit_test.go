@@ -15,6 +15,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -42,13 +43,24 @@ func withLimiter(b ratelimit.Backend) harnessOption {
 }
 
 // replicas builds gateways that share one store and one limiter, as the
-// replicas of a deployment do: two on Redis (limits in Redis), one on the
-// embedded store (limits in process).
+// replicas of a deployment do: two on Redis (limits in Redis), two on
+// PostgreSQL (each its own pool on one schema, limits in its tables), one
+// on the embedded store (limits in process).
 func replicas(t *testing.T, kind storeKind, toolset []tools.Tool, limits gateway.TenantLimits) []*harness {
 	t.Helper()
 	opts := []harnessOption{withTenants(map[string]string{limitedTenant: limitedToken}), withTenantLimits(limitedTenant, limits)}
-	if kind == storeEmbedded {
+	switch kind {
+	case storeEmbedded:
 		return []*harness{newHarness(t, kind, toolset, opts...)}
+	case storePostgres:
+		url := pgtest.URL(t)
+		schema := pgtest.Schema(t, url)
+		var hs []*harness
+		for range 2 {
+			s := openPostgres(t, url, schema)
+			hs = append(hs, newHarness(t, kind, toolset, append(opts, withStore(s), withLimiter(s.Limiter()))...))
+		}
+		return hs
 	}
 	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	prefix := redistest.Prefix("gwrl")

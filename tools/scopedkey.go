@@ -1,9 +1,6 @@
 package tools
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-)
+import "github.com/toolgateway/toolgateway/keyderive"
 
 // ScopedKey is the idempotency key an upstream (HTTP or MCP) receives for a
 // call: lowercase_hex(SHA-256(tenant ":" tool ":" key)), where tool is the
@@ -11,9 +8,8 @@ import (
 // client's (unquoted) Idempotency-Key. It is scoped like the gateway's
 // record, so two tenants that send the same key never share an upstream's
 // deduplication, and an upstream that deduplicates on this value alone is
-// safe. This is the one implementation; everything that forwards a key
-// calls it.
+// safe. The rule lives in keyderive.ScopedKey (the gateway's call path
+// calls it directly); this is the name the tools' side calls.
 func ScopedKey(tenant, tool, key string) string {
-	sum := sha256.Sum256([]byte(tenant + ":" + tool + ":" + key))
-	return hex.EncodeToString(sum[:])
+	return keyderive.ScopedKey(tenant, tool, key)
 }

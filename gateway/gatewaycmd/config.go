@@ -41,6 +41,8 @@ type Config struct {
 	// redisURLFrom names where Store.RedisURL came from when it was not the
 	// file (the REDIS_URL variable), so an error names what to fix.
 	redisURLFrom string
+	// postgresURLFrom is the same for Store.PostgresURL (DATABASE_URL).
+	postgresURLFrom string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -252,8 +254,9 @@ func (c *Config) path(p string) string {
 
 // The environment overrides.
 const (
-	envAddr     = "GATEWAY_ADDR"
-	envRedisURL = "REDIS_URL"
+	envAddr        = "GATEWAY_ADDR"
+	envRedisURL    = "REDIS_URL"
+	envDatabaseURL = "DATABASE_URL"
 )
 
 // applyEnv applies the environment overrides of the contract.
@@ -266,8 +269,9 @@ func (c *Config) applyEnv(getenv func(string) string) {
 		c.Store.ClusterAddrs = nil
 		c.redisURLFrom = envRedisURL
 	}
-	if v := getenv("DATABASE_URL"); v != "" {
+	if v := getenv(envDatabaseURL); v != "" {
 		c.Store.PostgresURL = v
+		c.postgresURLFrom = envDatabaseURL
 	}
 }
 

@@ -45,7 +45,8 @@ func (s StoreConfig) checkChoice() error {
 func (c *Config) openPostgres(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
 	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema})
 	if err != nil {
-		return nil, "", fmt.Errorf("store.postgres_url: %w", err)
+		// Name where the URL came from: the environment overrides the file.
+		return nil, "", fmt.Errorf("%s: %w", orString(c.postgresURLFrom, "store.postgres_url"), err)
 	}
 	desc := "postgres:" + redactedURL(c.Store.PostgresURL) + " schema " + s.Schema()
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)

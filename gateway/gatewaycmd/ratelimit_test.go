@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 )
 
 func tenantConfig(extra string) string {
@@ -55,8 +57,9 @@ func TestTenantLimitsConfig(t *testing.T) {
 	}
 }
 
-// TestLimiterFollowsTheStore: Redis keeps the limits of a Redis store (so
-// replicas share them); the embedded store keeps them in process.
+// TestLimiterFollowsTheStore: Redis keeps the limits of a Redis store and
+// PostgreSQL those of a PostgreSQL store (so replicas share them); the
+// embedded store keeps them in process.
 func TestLimiterFollowsTheStore(t *testing.T) {
 	cfg := &Config{}
 	cfg.Store.RedisURL = "redis://127.0.0.1:6379/0"
@@ -68,6 +71,18 @@ func TestLimiterFollowsTheStore(t *testing.T) {
 	defer store.Close()
 	if _, ok := cfg.limiterFor(store).(*ratelimit.Redis); !ok {
 		t.Fatalf("Redis store: limiter %T, want *ratelimit.Redis", cfg.limiterFor(store))
+	}
+	pg := &Config{}
+	pg.Store.PostgresURL = pgtest.URL(t)
+	pg.Store.PostgresSchema = pgtest.Schema(t, pg.Store.PostgresURL)
+	pg.withDefaults()
+	ps, _, err := pg.openStore(t.Context(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	if _, ok := pg.limiterFor(ps).(*pgstore.Limiter); !ok {
+		t.Fatalf("PostgreSQL store: limiter %T, want *pgstore.Limiter", pg.limiterFor(ps))
 	}
 	emb := &Config{}
 	emb.Store.Path = t.TempDir() + "/gw.db"

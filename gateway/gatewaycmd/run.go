@@ -73,7 +73,8 @@ func serveReloading(ctx context.Context, args []string, getenv func(string) stri
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s [-config gateway.yaml] [-version]\n\n", fs.Name())
 		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nSubcommands (gateway NAME -h for their flags):\n")
+		// The subcommands, from the one list RunIO dispatches on.
+		fmt.Fprintf(fs.Output(), "\nCommands (%s COMMAND -h for each one's flags):\n", fs.Name())
 		for _, c := range commands {
 			fmt.Fprintf(fs.Output(), "  %-8s %s\n", c.name, c.summary)
 		}
@@ -81,6 +82,7 @@ func serveReloading(ctx context.Context, args []string, getenv func(string) stri
 Environment (overrides the config file):
   %s   address to listen on, e.g. 0.0.0.0:8080 (config: listen)
   %s      Redis URL of the shared store, e.g. redis://127.0.0.1:6379/0 (config: store.redis_url)
+  %s   PostgreSQL URL of the shared store, e.g. postgres://gw@127.0.0.1:5432/gw (config: store.postgres_url)
   %s  OTLP/HTTP collector base URL; turns tracing on (config: tracing.endpoint)
   %s  the collector's full traces URL (wins over the one above)
   %s  service.name of the spans (config: tracing.service_name)
@@ -89,7 +91,7 @@ Signals: SIGTERM or SIGINT drains the tools in flight and exits; SIGHUP
 reloads the config file (docs/operations.md).
 
 Docs: docs/configuration.md
-`, envAddr, envRedisURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
+`, envAddr, envRedisURL, envDatabaseURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -210,10 +210,36 @@ func TestHelpListsTheEnvironmentAndSucceeds(t *testing.T) {
 	if err := Run(context.Background(), []string{"gateway", "-h"}, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("-h: %v (a request for help is not an error)", err)
 	}
-	for _, want := range []string{"-config", "GATEWAY_ADDR", "REDIS_URL"} {
+	want := []string{"-config", "GATEWAY_ADDR", "REDIS_URL", "DATABASE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"}
+	for _, c := range commands {
+		want = append(want, "\n  "+c.name+" ")
+	}
+	for _, name := range []string{"key", "check", "health"} {
+		want = append(want, "\n  "+name+" ")
+	}
+	for _, want := range want {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("usage lacks %s:\n%s", want, out.String())
 		}
+	}
+}
+
+// A bad DATABASE_URL is reported under the variable's name too.
+func TestBadDatabaseURLNamesTheVariable(t *testing.T) {
+	env := func(name string) string {
+		if name == "DATABASE_URL" {
+			return "postgres://gw@127.0.0.1:notaport/gw"
+		}
+		return ""
+	}
+	err := Run(context.Background(), []string{"gateway"}, env, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || strings.Contains(err.Error(), "store.postgres_url") {
+		t.Fatalf("error = %v; want it to name DATABASE_URL", err)
+	}
+	// The same URL written in the file is reported under the file's field.
+	err = Run(context.Background(), []string{"gateway", "-config", writeConfig(t, "store:\n  postgres_url: postgres://gw@127.0.0.1:notaport/gw\n")}, func(string) string { return "" }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "store.postgres_url") || strings.Contains(err.Error(), "DATABASE_URL:") {
+		t.Fatalf("error = %v; want it to name store.postgres_url", err)
 	}
 }
 

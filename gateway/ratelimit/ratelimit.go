@@ -2,8 +2,9 @@
 // (N calls per second, minute or hour with a burst) and a cap on the tools a
 // tenant has running at once. A Backend holds the state where the
 // idempotency records live, so every replica sharing a store shares the
-// limits: Redis (shared by all replicas, redis_rate's GCRA) or Memory (the
-// embedded store's single process).
+// limits: Redis (shared by all replicas, redis_rate's GCRA), the
+// PostgreSQL store's own (pgstore.Limiter, the same GCRA in its tables) or
+// Memory (the embedded store's single process).
 package ratelimit
 
 import (

@@ -2,12 +2,18 @@ package ratelimit_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 )
 
@@ -71,8 +77,26 @@ func TestMemoryGCRA(t *testing.T) {
 	}
 }
 
-// backends runs f against Memory and Redis.
+// newPostgres returns the Backend of a PostgreSQL store in a schema of the
+// test's own (dropped when it ends).
+func newPostgres(t testing.TB) ratelimit.Backend {
+	url := pgtest.URL(t)
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := pgstore.New(t.Context(), pool, pgstore.Options{Schema: pgtest.Schema(t, url), SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s.Limiter()
+}
+
+// backends runs f against Memory, Redis and PostgreSQL.
 func backends(t *testing.T, f func(t *testing.T, b ratelimit.Backend)) {
+	t.Run("postgres", func(t *testing.T) { f(t, newPostgres(t)) })
 	t.Run("memory", func(t *testing.T) { f(t, ratelimit.NewMemory(nil)) })
 	t.Run("redis", func(t *testing.T) {
 		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
@@ -140,16 +164,22 @@ func TestInFlightSlots(t *testing.T) {
 	})
 }
 
-// TestRedisSlotOfADeadHolderExpires: a replica that dies without releasing
-// frees its slot when the lease ends (Redis's clock decides).
-func TestRedisSlotOfADeadHolderExpires(t *testing.T) {
-	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-	prefix := redistest.Prefix("rltest")
-	b := ratelimit.NewRedis(client, prefix)
-	t.Cleanup(func() {
-		redistest.CleanPrefix(context.Background(), client, prefix)
-		_ = client.Close()
+// TestSlotOfADeadHolderExpires: a replica that dies without releasing
+// frees its slot when the lease ends (the shared store's clock decides).
+func TestSlotOfADeadHolderExpires(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+		prefix := redistest.Prefix("rltest")
+		t.Cleanup(func() {
+			redistest.CleanPrefix(context.Background(), client, prefix)
+			_ = client.Close()
+		})
+		deadHolderExpires(t, ratelimit.NewRedis(client, prefix))
 	})
+	t.Run("postgres", func(t *testing.T) { deadHolderExpires(t, newPostgres(t)) })
+}
+
+func deadHolderExpires(t *testing.T, b ratelimit.Backend) {
 	ctx := context.Background()
 	if ok, err := b.Acquire(ctx, "acme", "dead", 1, 50*time.Millisecond); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
@@ -171,4 +201,42 @@ func TestRedisSlotOfADeadHolderExpires(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestConcurrentCallsShareOneBudget fires many calls of one tenant at once
+// (as replicas do): exactly the burst passes, and exactly max of many
+// concurrent holders get a slot; no decision is lost to a race.
+func TestConcurrentCallsShareOneBudget(t *testing.T) {
+	backends(t, func(t *testing.T, b ratelimit.Backend) {
+		const burst, maxSlots, calls = 5, 3, 40
+		l := ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: burst}
+		var allowed, slots atomic.Int64
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() {
+				v, err := b.Allow(t.Context(), "acme", l)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if v.Allowed {
+					allowed.Add(1)
+				} else if v.RetryAfter <= 0 || v.RetryAfter > time.Hour {
+					t.Errorf("refusal with RetryAfter %v", v.RetryAfter)
+				}
+				ok, err := b.Acquire(t.Context(), "acme", fmt.Sprintf("holder-%d", i), maxSlots, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					slots.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if allowed.Load() != burst || slots.Load() != maxSlots {
+			t.Fatalf("%d calls allowed and %d slots given; want %d and %d", allowed.Load(), slots.Load(), burst, maxSlots)
+		}
+	})
 }

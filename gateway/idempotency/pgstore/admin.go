@@ -170,10 +170,10 @@ func (s *Store) FindExecution(ctx context.Context, executionID string) (idempote
 // statement. Execution id, fingerprint, fencing token and step stay.
 func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idempotency.StoredResponse, ttl time.Duration) (idempotency.Record, error) {
 	if ttl <= 0 {
-		return idempotency.Record{}, fmt.Errorf("pgstore: resolve %s: ttl %v must be positive", scopeName(scope), ttl)
+		return idempotency.Record{}, fmt.Errorf("pgstore: resolve %s: ttl %v must be positive", scope, ttl)
 	}
 	if err := s.ready(ctx); err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: resolve %s: %w", scopeName(scope), err)
+		return idempotency.Record{}, fmt.Errorf("pgstore: resolve %s: %w", scope, err)
 	}
 	body := resp.Body
 	if body == nil {
@@ -186,7 +186,7 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 	err := s.pool.QueryRow(ctx, s.sql.resolve, scope.Tenant, scope.Tool, scope.Key, micros(ttl),
 		resp.Status, resp.ContentType, body).Scan(append([]any{&found}, r.dest()...)...)
 	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: resolve %s: %w", scopeName(scope), err)
+		return idempotency.Record{}, fmt.Errorf("pgstore: resolve %s: %w", scope, err)
 	}
 	switch {
 	case !found:

@@ -13,20 +13,20 @@ import (
 // (see schema.go): lookup, step guard, fencing and the write are one
 // statement, under row locks.
 func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
-	if err := validateClaim(req); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+	if err := req.Validate(); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
 	var session *string
 	var index *int64
 	if req.Step != nil {
 		i, err := stepIndex(*req.Step)
 		if err != nil {
-			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 		}
 		session, index = &req.Step.SessionID, &i
 	}
 	if err := s.ready(ctx); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
 	var (
 		outcome             string
@@ -43,7 +43,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		string(req.LeaseExpiry), req.StepGuard, session, index,
 	).Scan(&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", scopeName(req.Scope), err)
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
 	str := func(p *string) string {
 		if p == nil {
@@ -55,7 +55,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	switch outcome {
 	case "claimed":
 		if fence == nil {
-			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: claimed without a fencing token", scopeName(req.Scope), errBadReply)
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: claimed without a fencing token", req.Scope, errBadReply)
 		}
 		d.Outcome, d.TakenOver = idempotency.OutcomeClaimed, takenOver
 		d.Lease = idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: *fence, ExecutionID: d.ExecutionID}
@@ -65,7 +65,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		}
 	case "replay":
 		if status == nil {
-			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: replay without a status", scopeName(req.Scope), errBadReply)
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: replay without a status", req.Scope, errBadReply)
 		}
 		d.Outcome = idempotency.OutcomeReplay
 		d.Response = &idempotency.StoredResponse{Status: int(*status), ContentType: str(contentType), Body: body}
@@ -82,23 +82,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		d = idempotency.Decision{Outcome: idempotency.OutcomeStepConflict,
 			Conflict: &idempotency.StepHolder{Tool: str(holderTool), ExecutionID: str(execID)}}
 	default:
-		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: outcome %q", scopeName(req.Scope), errBadReply, outcome)
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: outcome %q", req.Scope, errBadReply, outcome)
 	}
 	return d, nil
 }
 
 var errBadReply = errors.New("unexpected answer of the claim function")
-
-func validateClaim(req idempotency.ClaimRequest) error {
-	switch {
-	case req.LockTTL <= 0 || req.ReplayTTL <= 0:
-		return fmt.Errorf("lock ttl %v and replay ttl %v must be positive", req.LockTTL, req.ReplayTTL)
-	case req.ExecutionID == "" || req.Owner == "":
-		return errors.New("execution id and owner are required")
-	}
-	switch req.LeaseExpiry {
-	case idempotency.LeaseExpiryRerun, idempotency.LeaseExpiryUnknown, "":
-		return nil
-	}
-	return fmt.Errorf("unknown lease expiry policy %q", req.LeaseExpiry)
-}

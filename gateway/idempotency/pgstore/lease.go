@@ -14,7 +14,7 @@ import (
 // caller still owns the record: one owner-checked UPDATE.
 func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
 	if ttl <= 0 {
-		return fmt.Errorf("pgstore: renew %s: ttl %v must be positive", scopeName(lease.Scope), ttl)
+		return fmt.Errorf("pgstore: renew %s: ttl %v must be positive", lease.Scope, ttl)
 	}
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("renew", lease, pgconn.CommandTag{}, err)
@@ -27,7 +27,7 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 // record: one owner-checked UPDATE. The record keeps its step.
 func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
 	if ttl <= 0 {
-		return fmt.Errorf("pgstore: complete %s: ttl %v must be positive", scopeName(lease.Scope), ttl)
+		return fmt.Errorf("pgstore: complete %s: ttl %v must be positive", lease.Scope, ttl)
 	}
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("complete", lease, pgconn.CommandTag{}, err)
@@ -66,7 +66,7 @@ func completeArgs(lease idempotency.Lease, resp idempotency.StoredResponse, ttl 
 func ownedResult(op string, lease idempotency.Lease, tag pgconn.CommandTag, err error) error {
 	switch {
 	case err != nil:
-		return fmt.Errorf("pgstore: %s %s: %w", op, scopeName(lease.Scope), err)
+		return fmt.Errorf("pgstore: %s %s: %w", op, lease.Scope, err)
 	case tag.RowsAffected() != 1:
 		return idempotency.ErrLeaseLost
 	}

@@ -14,7 +14,7 @@ import (
 // expired and awaits the sweep).
 func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
 	if err := s.ready(ctx); err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scopeName(scope), err)
+		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scope, err)
 	}
 	var r scannedRecord
 	err := s.pool.QueryRow(ctx, s.sql.get, scope.Tenant, scope.Tool, scope.Key).Scan(r.dest()...)
@@ -22,7 +22,7 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scopeName(scope), err)
+		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scope, err)
 	}
 	return r.record(true), nil
 }
@@ -31,11 +31,11 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 // ErrNotFound.
 func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	if err := s.ready(ctx); err != nil {
-		return fmt.Errorf("pgstore: delete %s: %w", scopeName(scope), err)
+		return fmt.Errorf("pgstore: delete %s: %w", scope, err)
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.delete, scope.Tenant, scope.Tool, scope.Key)
 	if err != nil {
-		return fmt.Errorf("pgstore: delete %s: %w", scopeName(scope), err)
+		return fmt.Errorf("pgstore: delete %s: %w", scope, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return idempotency.ErrNotFound

@@ -214,6 +214,9 @@ CREATE INDEX IF NOT EXISTS records_tool_created ON @.records (tool, created_at);
 CREATE INDEX IF NOT EXISTS records_open_state ON @.records (state, created_at) WHERE state <> 'COMPLETED';
 CREATE INDEX IF NOT EXISTS records_execution ON @.records (execution_id);
 `,
+	// Version 3: the tenants' rate limits and in-flight slots (Limiter,
+	// limits.go). A step of its own, touching no earlier object.
+	limitsMigration,
 }
 
 // currentVersion is the schema version this code writes and expects.

@@ -8,7 +8,8 @@
 // owner-checked statement each. Leases are measured on the database's
 // clock. The schema (tables, sequence, function) is created or upgraded at
 // start under an advisory lock; a sweep, safe to run on every replica at
-// once, deletes expired rows in bounded batches.
+// once, deletes expired rows in bounded batches. Limiter keeps the tenants'
+// rate limits and in-flight slots in the same schema (limits.go).
 package pgstore
 
 import (
@@ -218,20 +219,6 @@ func (s *Store) Close() error {
 
 // micros converts a duration for the SQL side, which counts microseconds.
 func micros(d time.Duration) int64 { return d.Microseconds() }
-
-// keyPrefix is what of an idempotency key may appear in an error: its first
-// 8 characters, never the whole key.
-func keyPrefix(key string) string {
-	if len(key) <= 8 {
-		return key[:len(key)/2] + "…"
-	}
-	return key[:8] + "…"
-}
-
-// scopeName names a scope in errors: tool and key prefix.
-func scopeName(scope idempotency.Scope) string {
-	return scope.Tool + "/" + keyPrefix(scope.Key)
-}
 
 // stepIndex converts a step index for a bigint column.
 func stepIndex(step idempotency.Step) (int64, error) {

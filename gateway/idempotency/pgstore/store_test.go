@@ -281,7 +281,7 @@ func TestErrorsCarryNoFullKey(t *testing.T) {
 			t.Errorf("%s on a cancelled context succeeded", name)
 			continue
 		}
-		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), key[:8]) {
+		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), req.Scope.String()) {
 			t.Errorf("%s error %q: want the key's prefix only", name, err)
 		}
 	}
@@ -302,5 +302,29 @@ func TestIsConnectionError(t *testing.T) {
 		if got := isConnectionError(tc.err); got != tc.want {
 			t.Errorf("isConnectionError(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestClaimChecksTheRequestLikeEveryStore: a claim the request's own rule
+// refuses (ClaimRequest.Validate) is refused before the database, and the
+// error names the scope the way every store does (Scope.String: tenant,
+// tool and idempotency.KeyPrefix of the key, short keys included).
+func TestClaimChecksTheRequestLikeEveryStore(t *testing.T) {
+	s, _ := newTestStore(t, Options{})
+	for _, mutate := range []func(*idempotency.ClaimRequest){
+		func(r *idempotency.ClaimRequest) { r.LockTTL = 0 },
+		func(r *idempotency.ClaimRequest) { r.Owner = "" },
+		func(r *idempotency.ClaimRequest) { r.LeaseExpiry = "sometimes" },
+	} {
+		req := request("k1", nil)
+		mutate(&req)
+		want := req.Validate()
+		_, err := s.Claim(t.Context(), req)
+		if want == nil || err == nil || !strings.Contains(err.Error(), want.Error()) || !strings.Contains(err.Error(), "t/tool/k1…") {
+			t.Errorf("claim %+v: error %v, want %v naming t/tool/k1…", req, err, want)
+		}
+	}
+	if n := count(t, s, s.pool); n != 0 {
+		t.Fatalf("refused claims left %d rows", n)
 	}
 }

@@ -44,11 +44,11 @@ type Call struct {
 // (idempotency.TxStore); the TxCall it returns is a *Call.
 func (s *Store) BeginCall(ctx context.Context, lease idempotency.Lease) (idempotency.TxCall, error) {
 	if err := s.ready(ctx); err != nil {
-		return nil, fmt.Errorf("pgstore: begin call %s: %w", scopeName(lease.Scope), err)
+		return nil, fmt.Errorf("pgstore: begin call %s: %w", lease.Scope, err)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: begin call %s: %w", scopeName(lease.Scope), err)
+		return nil, fmt.Errorf("pgstore: begin call %s: %w", lease.Scope, err)
 	}
 	return &Call{store: s, lease: lease, tx: tx}, nil
 }
@@ -66,7 +66,7 @@ func (c *Call) Tx() tools.Tx { return pgxtx.Wrap(c.tx) }
 func (c *Call) Complete(ctx context.Context, resp idempotency.StoredResponse, ttl time.Duration) error {
 	if ttl <= 0 {
 		_ = c.tx.Rollback(ctx)
-		return fmt.Errorf("pgstore: complete %s: ttl %v must be positive", scopeName(c.lease.Scope), ttl)
+		return fmt.Errorf("pgstore: complete %s: ttl %v must be positive", c.lease.Scope, ttl)
 	}
 	tag, err := c.tx.Exec(ctx, c.store.sql.complete, completeArgs(c.lease, resp, ttl)...)
 	if err == nil && tag.RowsAffected() != 1 {
@@ -77,10 +77,10 @@ func (c *Call) Complete(ctx context.Context, resp idempotency.StoredResponse, tt
 		if errors.Is(err, idempotency.ErrLeaseLost) {
 			return err
 		}
-		return fmt.Errorf("pgstore: complete %s in the tool's transaction: %w", scopeName(c.lease.Scope), err)
+		return fmt.Errorf("pgstore: complete %s in the tool's transaction: %w", c.lease.Scope, err)
 	}
 	if err := c.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: commit %s: %w", scopeName(c.lease.Scope), err)
+		return fmt.Errorf("pgstore: commit %s: %w", c.lease.Scope, err)
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func (c *Call) Complete(ctx context.Context, resp idempotency.StoredResponse, tt
 // not to be recorded). It is safe after Complete.
 func (c *Call) Rollback(ctx context.Context) error {
 	if err := c.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("pgstore: roll back %s: %w", scopeName(c.lease.Scope), err)
+		return fmt.Errorf("pgstore: roll back %s: %w", c.lease.Scope, err)
 	}
 	return nil
 }
