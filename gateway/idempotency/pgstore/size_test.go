@@ -2,51 +2,24 @@ package pgstore
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/storetest"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 )
-
-// sizeCalls is how many completed calls BenchmarkBytesPerCall stores: the
-// issue's figure is measured over at least 100 000.
-const sizeCalls = 100_000
 
 // sizeWorkers send the calls in parallel, so the run takes well under two
 // minutes on a shared machine.
 const sizeWorkers = 16
-
-// sizeBody is a 120-byte JSON body, the issue's reference response.
-var sizeBody = []byte(`{"result":"ok","id":"` + strings.Repeat("x", 120-len(`{"result":"ok","id":""}`)) + `"}`)
-
-// sizeRequest is a realistic claim: derived 64-hex key and fingerprint,
-// ULID execution id and owner, a 36-character session id, one session per
-// call (so every row has an entry in the step index).
-func sizeRequest(i int) idempotency.ClaimRequest {
-	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
-	n := strconv.Itoa(i)
-	return idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: "acme", Tool: "payments.charge", Key: sum("key" + n)},
-		Fingerprint: sum("args" + n), Step: &idempotency.Step{SessionID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Index: 3},
-		StepGuard: true, StepBoundKey: true,
-		ExecutionID: ulid.MustNew(ulid.Now(), rand.Reader).String(), Owner: ulid.MustNew(ulid.Now(), rand.Reader).String(),
-		LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
-	}
-}
 
 // relationSizes are the on-disk sizes of the records table, in bytes.
 type relationSizes struct {
@@ -95,7 +68,7 @@ func readSizes(ctx context.Context, tb testing.TB, pool *pgxpool.Pool, schema st
 // pgxIdent quotes a schema name for SQL text and regclass literals.
 func pgxIdent(schema string) string { return pgx.Identifier{schema}.Sanitize() }
 
-// BenchmarkBytesPerCall completes sizeCalls calls (claim + complete,
+// BenchmarkBytesPerCall completes storetest.ReferenceCalls calls (claim + complete,
 // 120-byte bodies) through the store API in a schema of its own and
 // reports the growth of the records table per call after VACUUM ANALYZE:
 // pg_total_relation_size (heap + indexes + TOAST), the heap's main fork,
@@ -142,7 +115,7 @@ func measureBytesPerCall(b *testing.B) {
 			b.Fatalf("%s: %v", sql, err)
 		}
 	}
-	resp := idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: sizeBody}
+	resp := idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: storetest.ReferenceBody}
 	vacuum(false)
 	before := readSizes(ctx, b, pool, schema)
 
@@ -153,8 +126,8 @@ func measureBytesPerCall(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < sizeCalls; i += sizeWorkers {
-				d, err := store.Claim(ctx, sizeRequest(i))
+			for i := w; i < storetest.ReferenceCalls; i += sizeWorkers {
+				d, err := store.Claim(ctx, storetest.ReferenceCall(i))
 				if err == nil && d.Outcome != idempotency.OutcomeClaimed {
 					err = fmt.Errorf("call %d: outcome %v, want claimed", i, d.Outcome)
 				}
@@ -177,19 +150,19 @@ func measureBytesPerCall(b *testing.B) {
 
 	vacuum(false)
 	after := readSizes(ctx, b, pool, schema)
-	if got := after.rows - before.rows; got != sizeCalls {
-		b.Fatalf("%d rows stored, want %d", got, sizeCalls)
+	if got := after.rows - before.rows; got != storetest.ReferenceCalls {
+		b.Fatalf("%d rows stored, want %d", got, storetest.ReferenceCalls)
 	}
 	vacuum(true)
 	packed := readSizes(ctx, b, pool, schema)
 
-	per := func(a, z int64) float64 { return float64(z-a) / sizeCalls }
+	per := func(a, z int64) float64 { return float64(z-a) / storetest.ReferenceCalls }
 	b.ReportMetric(per(before.total, after.total), "total-B/call")
 	b.ReportMetric(per(before.heap, after.heap), "heap-B/call")
 	b.ReportMetric(per(before.indexes, after.indexes), "index-B/call")
 	b.ReportMetric(per(before.live, after.live), "row-B/call")
 	b.ReportMetric(per(before.total, packed.total), "total-full-B/call")
-	b.Logf("%d calls (claim + complete, %d-byte bodies) from %d goroutines in %v", sizeCalls, len(sizeBody), sizeWorkers, elapsed.Round(time.Millisecond))
+	b.Logf("%d calls (claim + complete, %d-byte bodies) from %d goroutines in %v", storetest.ReferenceCalls, len(storetest.ReferenceBody), sizeWorkers, elapsed.Round(time.Millisecond))
 	b.Logf("after VACUUM ANALYZE: total %d B (%.1f B/call), heap %d B (%.1f B/call), indexes %d B (%.1f B/call), other forks and TOAST %.1f B/call; live rows %.1f B each",
 		after.total, per(before.total, after.total), after.heap, per(before.heap, after.heap),
 		after.indexes, per(before.indexes, after.indexes),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -326,5 +327,43 @@ func TestClaimChecksTheRequestLikeEveryStore(t *testing.T) {
 	}
 	if n := count(t, s, s.pool); n != 0 {
 		t.Fatalf("refused claims left %d rows", n)
+	}
+}
+
+// TestClaimPlansPerCall: the claim function plans each call for its own
+// arguments (schema version 4), on a new schema and on one upgraded from
+// version 3: a generic plan cached while the table was small made claims
+// slow down as the table grew.
+func TestClaimPlansPerCall(t *testing.T) {
+	url := pgtest.URL(t)
+	pool := testPool(t, url)
+	config := func(schema string) []string {
+		t.Helper()
+		var settings []string
+		err := pool.QueryRow(t.Context(), `SELECT coalesce(p.proconfig, '{}') FROM pg_proc p
+			JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = 'claim'`, schema).Scan(&settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return settings
+	}
+	fresh := pgtest.Schema(t, url)
+	if err := migrate(t.Context(), pool, fresh); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := pgtest.Schema(t, url)
+	if err := migrateTo(t.Context(), pool, upgraded, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := config(upgraded); len(got) != 0 {
+		t.Fatalf("version 3's claim already has settings %v", got)
+	}
+	if err := migrate(t.Context(), pool, upgraded); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{fresh, upgraded} {
+		if got := config(schema); !slices.Contains(got, "plan_cache_mode=force_custom_plan") {
+			t.Errorf("schema %s: claim settings %v, want plan_cache_mode=force_custom_plan", schema, got)
+		}
 	}
 }

@@ -2,9 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,34 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/storetest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 )
-
-// costCalls is how many completed calls BenchmarkMemoryPerCall stores: the
-// issue's target is measured over at least 100 000.
-const costCalls = 100_000
-
-// costBody is a 120-byte JSON body, the issue's reference response.
-var costBody = []byte(`{"result":"ok","id":"` + strings.Repeat("x", 120-len(`{"result":"ok","id":""}`)) + `"}`)
-
-// costRequest is a realistic claim: derived 64-hex key and fingerprint,
-// ULID execution id and owner, a 36-character session id, one session per
-// call (the worst case for the step entries).
-func costRequest(i int) idempotency.ClaimRequest {
-	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
-	n := strconv.Itoa(i)
-	return idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: "acme", Tool: "payments.charge", Key: sum("key" + n)},
-		Fingerprint: sum("args" + n), Step: &idempotency.Step{SessionID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Index: 3},
-		StepGuard: true, StepBoundKey: true,
-		ExecutionID: ulid.MustNew(ulid.Now(), rand.Reader).String(), Owner: ulid.MustNew(ulid.Now(), rand.Reader).String(),
-		LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
-	}
-}
 
 // redisCost reads what the cost figures need from a private Redis.
 type redisCost struct {
@@ -81,7 +56,7 @@ func readCost(ctx context.Context, tb testing.TB, c *redis.Client) redisCost {
 	return rc
 }
 
-// BenchmarkMemoryPerCall stores costCalls completed calls (claim + complete,
+// BenchmarkMemoryPerCall stores storetest.ReferenceCalls completed calls (claim + complete,
 // 120-byte bodies) on a private redis-server and reports the used_memory
 // delta per call (record and step entry included), then replays each once,
 // and reports the server's CPU (INFO cpu) and script time (commandstats)
@@ -107,17 +82,17 @@ func measureCost(b *testing.B, workers int, opts Options) {
 	defer client.Close()
 	ctx := b.Context()
 	store := New(client, opts)
-	reqs := make([]idempotency.ClaimRequest, costCalls)
+	reqs := make([]idempotency.ClaimRequest, storetest.ReferenceCalls)
 	for i := range reqs {
-		reqs[i] = costRequest(i)
+		reqs[i] = storetest.ReferenceCall(i)
 	}
 	// Load the scripts and warm the allocator outside the measurement.
-	warm := costRequest(-1)
+	warm := storetest.ReferenceCall(-1)
 	warm.Scope.Tenant = "warm"
-	if d, err := store.Claim(ctx, warm); err != nil || store.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: costBody}, time.Hour) != nil {
+	if d, err := store.Claim(ctx, warm); err != nil || store.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: storetest.ReferenceBody}, time.Hour) != nil {
 		b.Fatalf("warm-up: %v", err)
 	}
-	resp := idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: costBody}
+	resp := idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: storetest.ReferenceBody}
 	run := func(op func(i int) error) {
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
@@ -125,7 +100,7 @@ func measureCost(b *testing.B, workers int, opts Options) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for i := w; i < costCalls; i += workers {
+				for i := w; i < storetest.ReferenceCalls; i += workers {
 					if err := op(i); err != nil {
 						errs <- err
 						return
@@ -150,7 +125,7 @@ func measureCost(b *testing.B, workers int, opts Options) {
 	fresh := readCost(ctx, b, client)
 	run(func(i int) error {
 		d, err := store.Claim(ctx, reqs[i])
-		if err != nil || d.Outcome != idempotency.OutcomeReplay || len(d.Response.Body) != len(costBody) {
+		if err != nil || d.Outcome != idempotency.OutcomeReplay || len(d.Response.Body) != len(storetest.ReferenceBody) {
 			return fmt.Errorf("replay %d: %v %v", i, d.Outcome, err)
 		}
 		return nil
@@ -167,7 +142,7 @@ func measureCost(b *testing.B, workers int, opts Options) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := float64(costCalls)
+	n := float64(storetest.ReferenceCalls)
 	b.ReportMetric(float64(fresh.usedMemory-before.usedMemory)/n, "redis-bytes/call")
 	b.ReportMetric(float64(keys)/n, "keys/call")
 	b.ReportMetric((fresh.cpuMicros-before.cpuMicros)/n, "redis-cpu-µs/fresh")

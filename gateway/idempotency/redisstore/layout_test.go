@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/storetest"
 )
 
 // TestScopeFoundWhateverTheSession: on a single Redis a record is found by
@@ -63,12 +64,12 @@ func TestCompletedCallFootprint(t *testing.T) {
 	s := New(client, Options{Prefix: "gw" + uniquePrefix(t, client)[len("gwtest:"):][:4] + ":"})
 	t.Cleanup(func() { deletePrefix(t, client, s.keys.prefix) })
 	ctx := t.Context()
-	req := costRequest(1)
+	req := storetest.ReferenceCall(1)
 	d, err := s.Claim(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: costBody}, time.Hour); err != nil {
+	if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: storetest.ReferenceBody}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	record, step := s.keys.record(req.Scope, req.Step), s.keys.step(req.Scope.Tenant, *req.Step)
