@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -120,30 +119,17 @@ func measureBytesPerCall(b *testing.B) {
 	before := readSizes(ctx, b, pool, schema)
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, sizeWorkers)
-	for w := range sizeWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < storetest.ReferenceCalls; i += sizeWorkers {
-				d, err := store.Claim(ctx, storetest.ReferenceCall(i))
-				if err == nil && d.Outcome != idempotency.OutcomeClaimed {
-					err = fmt.Errorf("call %d: outcome %v, want claimed", i, d.Outcome)
-				}
-				if err == nil {
-					err = store.Complete(ctx, d.Lease, resp, time.Hour)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	err = storetest.ForEachReferenceCall(sizeWorkers, func(i int) error {
+		d, err := store.Claim(ctx, storetest.ReferenceCall(i))
+		if err == nil && d.Outcome != idempotency.OutcomeClaimed {
+			err = fmt.Errorf("call %d: outcome %v, want claimed", i, d.Outcome)
+		}
+		if err == nil {
+			err = store.Complete(ctx, d.Lease, resp, time.Hour)
+		}
+		return err
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,23 +93,7 @@ func measureCost(b *testing.B, workers int, opts Options) {
 	}
 	resp := idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: storetest.ReferenceBody}
 	run := func(op func(i int) error) {
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < storetest.ReferenceCalls; i += workers {
-					if err := op(i); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		if err := storetest.ForEachReferenceCall(workers, op); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -36,4 +37,25 @@ func ReferenceCall(i int) idempotency.ClaimRequest {
 		ExecutionID: ulid.MustNew(ulid.Now(), rand.Reader).String(), Owner: ulid.MustNew(ulid.Now(), rand.Reader).String(),
 		LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
 	}
+}
+
+// ForEachReferenceCall runs op(i) for every i below ReferenceCalls, spread
+// over workers goroutines, and returns the first error any of them met (a
+// worker stops at its first error).
+func ForEachReferenceCall(workers int, op func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < ReferenceCalls; i += workers {
+				if err := op(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
