@@ -655,7 +655,7 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 	case errors.Is(err, tools.ErrUpstreamUnavailable):
 		return newProblem(wire.CodeUpstreamUnavailable, "the tool's MCP server has not been listed yet; retry").withRetryAfter(1)
 	case errors.Is(err, tools.ErrResponseTooLarge):
-		return newProblem(wire.CodeToolFailed, "the tool's upstream answered with a body over the configured cap")
+		return newProblem(wire.CodeUpstreamResponseTooLarge, "the tool's upstream answered with a result over the configured cap (max_response_bytes)")
 	case errors.Is(context.Cause(ctx), context.Canceled):
 		return newProblem(wire.CodeToolFailed, "the gateway was shutting down and cancelled the tool; retry")
 	default:

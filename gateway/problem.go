@@ -74,6 +74,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited},
 	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError},
 	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError},
+	wire.CodeUpstreamResponseTooLarge:    {http.StatusBadGateway, "The tool's upstream answered with too large a result", false, labelToolError},
 	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError},
 	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError},
 	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError},

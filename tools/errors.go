@@ -9,8 +9,9 @@ import "errors"
 var ErrUpstreamUnreachable = errors.New("upstream unreachable")
 
 // ErrResponseTooLarge is wrapped by the error a tool returns when its
-// upstream's response exceeds the configured size cap. The gateway answers 500
-// and records nothing: an outcome that cannot be stored cannot be replayed.
+// upstream's response exceeds the configured size cap. The gateway answers 502
+// upstream_response_too_large and records nothing: an outcome that cannot be
+// stored cannot be replayed.
 var ErrResponseTooLarge = errors.New("upstream response too large")
 
 // ErrUpstreamUnavailable is wrapped by the error of a tool that is known by
@@ -18,3 +19,11 @@ var ErrResponseTooLarge = errors.New("upstream response too large")
 // the gateway started (the server is not up yet). The gateway answers 503
 // upstream_unavailable (retryable) and stores nothing. See Availability.
 var ErrUpstreamUnavailable = errors.New("upstream unavailable: its tools are not listed yet")
+
+// ErrOutcomeUncertain is wrapped by the error a tool returns when its upstream
+// may have acted but no answer came back: an HTTP connection lost after the
+// request was written, an MCP session that died with the call in flight. For
+// a lease_expiry: rerun tool the gateway treats it like an unreachable
+// upstream (released, a retry runs again); for lease_expiry: unknown the
+// record becomes UNKNOWN, because running the tool again might repeat it.
+var ErrOutcomeUncertain = errors.New("upstream outcome uncertain")

@@ -72,6 +72,7 @@ const (
 	CodeRateLimited                 = "rate_limited"
 	CodeToolFailed                  = "tool_failed"
 	CodeUpstreamUnreachable         = "upstream_unreachable"
+	CodeUpstreamResponseTooLarge    = "upstream_response_too_large"
 	CodeStoreUnavailable            = "store_unavailable"
 	CodeUpstreamUnavailable         = "upstream_unavailable"
 	CodeToolTimeout                 = "tool_timeout"

@@ -109,6 +109,7 @@ export const CodeRateLimited = "rate_limited";
 export const CodeToolFailed = "tool_failed";
 /** The upstream tool could not be reached; nothing was recorded (502). */
 export const CodeUpstreamUnreachable = "upstream_unreachable";
+export const CodeUpstreamResponseTooLarge = "upstream_response_too_large";
 /** The gateway's store is down; nothing ran (503). */
 export const CodeStoreUnavailable = "store_unavailable";
 /** An MCP upstream's tools are not listed yet (503). */
