@@ -1,0 +1,37 @@
+// Package eino runs the gateway's tools as tools of a CloudWeGo Eino graph
+// (github.com/cloudwego/eino), with each call's identity taken from the
+// graph's own checkpointed state, so a run resumed from a checkpoint, a
+// regenerated model turn and a fork replay the calls that already ran
+// instead of running them again.
+//
+// The three lines:
+//
+//	gw := eino.New(agentclient.New(gatewayURL), eino.StateHistory(func(s *State) []*schema.Message { return s.Messages }))
+//	tools := gw.Tools(provisionInfo, deployInfo) // compose.ToolsNodeConfig{Tools: tools}
+//	out, err := run.Invoke(eino.WithSession(ctx, threadID), input, compose.WithCheckPointID(threadID))
+//
+// Identity:
+//
+//   - The session id is the id of the run the application passes with
+//     WithSession: its thread id, the one it resumes with
+//     compose.WithCheckPointID. It stays the same across resumes,
+//     regenerations and forks (a fork that writes to another checkpoint id
+//     with compose.WithWriteToCheckPointID keeps the thread's session). It is
+//     never a tool call id: models mint those fresh for every turn.
+//   - The step index of a tool call is its ordinal among the tool calls of
+//     the run's message history (the graph state's messages, which Eino
+//     checkpoints): the tool calls of earlier assistant messages plus its
+//     position in its own message. Parallel calls of one turn get distinct
+//     steps; a regenerated turn gets the same ones.
+//
+// The graph must append the assistant message to its state before the tools
+// node runs (a state pre-handler of the tools node, as Eino's ReAct agent
+// does), and should be compiled with compose.WithCheckPointStore and
+// compose.WithInterruptBeforeNodes naming the tools node, so that the
+// model's turn is checkpointed before any tool runs.
+//
+// A step_conflict (a regenerated turn that asks for other arguments at a
+// step that already ran) and invalid_arguments reach the model as the tool's
+// result, the problem document as text, and the run goes on; other failures
+// are errors of the tool, which end the graph run.
+package eino
