@@ -13,8 +13,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/pgxtx"
@@ -25,6 +27,19 @@ type Tool struct {
 	// Table is the orders table, schema-qualified if need be (see
 	// CreateTable).
 	Table string
+	// DB, when set, is where the tool creates Table (CreateTable) before
+	// its first insert, outside the call's transaction, so that a program
+	// started while PostgreSQL was down serves orders once it answers.
+	// Nil: Table must exist.
+	DB Execer
+
+	tableMu    sync.Mutex
+	tableReady atomic.Bool
+}
+
+// Execer runs one SQL statement: a *pgx.Conn, a *pgxpool.Pool.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // Spec declares the tool transactional: the gateway hands it a
@@ -41,6 +56,11 @@ func (t *Tool) Spec() tools.Spec {
 // Call inserts the order in the call's transaction and answers with it.
 // It neither commits nor rolls back: the gateway does, with the outcome.
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	if err := t.EnsureTable(ctx); err != nil {
+		// Nothing was written: the gateway answers 503, stores nothing,
+		// and the client's retry runs the tool again.
+		return nil, fmt.Errorf("place-order: %w: %w", tools.ErrUpstreamUnavailable, err)
+	}
 	tx, err := pgxtx.From(req)
 	if err != nil {
 		return nil, err
@@ -65,11 +85,29 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 	return &tools.Response{Status: 201, ContentType: "application/json", Body: body}, nil
 }
 
+// EnsureTable creates Table in DB unless it did so already (or DB is nil).
+// Calls wait for each other, and a failure is tried again by the next call.
+func (t *Tool) EnsureTable(ctx context.Context) error {
+	if t.DB == nil || t.tableReady.Load() {
+		return nil
+	}
+	t.tableMu.Lock()
+	defer t.tableMu.Unlock()
+	if t.tableReady.Load() {
+		return nil
+	}
+	if err := CreateTable(ctx, t.DB, t.Table); err != nil {
+		return err
+	}
+	t.tableReady.Store(true)
+	return nil
+}
+
 // CreateTable creates the orders table if it does not exist. It has no
 // unique constraint on the step on purpose: exactly one row per step comes
 // from the gateway, and the chaos test proves it by counting.
-func CreateTable(ctx context.Context, conn *pgx.Conn, table string) error {
-	_, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+func CreateTable(ctx context.Context, db Execer, table string) error {
+	_, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 		id           bigserial PRIMARY KEY,
 		session_id   text   NOT NULL,
 		step_index   bigint NOT NULL,

@@ -109,7 +109,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	// first tries the migration again (and fails with a store error, a 503,
 	// until it succeeds). A database that answers and refuses the schema
 	// is: that needs a human.
-	if err := s.ready(ctx); err != nil && !isConnectionError(err) {
+	if err := s.ready(ctx); err != nil && !IsConnectionError(err) {
 		return nil, err
 	}
 	interval := opts.SweepInterval
@@ -132,13 +132,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 // that owns its connection pool (DefaultMaxConns connections unless the
 // URL says otherwise).
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := PoolConfig(url)
 	if err != nil {
-		// pgx's parse errors may quote the URL, password included.
-		return nil, errors.New("pgstore: cannot parse the connection URL (want postgres://user@host:port/database)")
-	}
-	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = DefaultMaxConns
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -151,6 +147,24 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.ownsPool = true
 	return s, nil
+}
+
+// PoolConfig parses url as Open does — a postgres:// URL or a key=value
+// connection string, pool_max_conns and the other pgxpool settings
+// included — with DefaultMaxConns unless the URL sets pool_max_conns. Its
+// error never quotes the URL (which may hold a password). Programs that
+// open their own pool on the store's database (examples/orders) use it so
+// that every URL the gateway accepts works for them too.
+func PoolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors may quote the URL, password included.
+		return nil, errors.New("pgstore: cannot parse the connection URL (want postgres://user@host:port/database)")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	return cfg, nil
 }
 
 // ready makes sure the schema is current: after the first success it
@@ -171,9 +185,11 @@ func (s *Store) ready(ctx context.Context) error {
 	return nil
 }
 
-// isConnectionError reports whether err is the database not answering or
+// IsConnectionError reports whether err is the database not answering or
 // not serving yet (rather than refusing: a newer schema, missing rights).
-func isConnectionError(err error) bool {
+// The first is no reason to stop a program at start (it is retried); the
+// second is.
+func IsConnectionError(err error) bool {
 	if errors.Is(err, errNewerSchema) {
 		return false
 	}

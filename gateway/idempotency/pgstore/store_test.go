@@ -300,8 +300,8 @@ func TestIsConnectionError(t *testing.T) {
 		{fmt.Errorf("x: %w", errNewerSchema), false},
 		{context.DeadlineExceeded, true},
 	} {
-		if got := isConnectionError(tc.err); got != tc.want {
-			t.Errorf("isConnectionError(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := IsConnectionError(tc.err); got != tc.want {
+			t.Errorf("IsConnectionError(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
