@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cloudwego/eino/components/model"
@@ -51,7 +52,8 @@ type agentConfig struct {
 	ReadCheckpoint  string `json:"read_checkpoint,omitempty"`
 	WriteCheckpoint string `json:"write_checkpoint,omitempty"`
 	// Script is the scripted model's tool calls per turn (the tool is
-	// provision; each string is a name argument); the turn after the last
+	// provision; each string is a name argument, or the whole arguments
+	// when it starts with "{"); the turn after the last
 	// one answers in text.
 	Script [][]string `json:"script"`
 	// HangAtTurn makes the model block at that turn (1-based; 0: never).
@@ -68,13 +70,8 @@ func init() {
 	schema.RegisterName[*runState]("toolgateway_eino_test_run_state")
 }
 
-var provisionInfo = &schema.ToolInfo{
-	Name: "provision",
-	Desc: "allocates a resource",
-	ParamsOneOf: schema.NewParamsOneOfByParams(map[string]*schema.ParameterInfo{
-		"name": {Type: schema.String, Required: true},
-	}),
-}
+// provisionTool is the gateway tool the scripted model calls.
+const provisionTool = "provision"
 
 // runAgent is the agent process: a model → tools loop as a compose graph,
 // checkpointed before each tools node run, resumed until it ends.
@@ -85,9 +82,13 @@ func runAgent(configJSON string) error {
 	}
 	ctx := context.Background()
 
-	// The adapter's lines.
+	// The adapter's lines (and WithSession on Invoke below).
+	infos, err := eino.Discover(ctx, nil, config.Gateway, "")
+	if err != nil {
+		return err
+	}
 	gw := eino.New(agentclient.New(config.Gateway), eino.StateHistory(func(s *runState) []*schema.Message { return s.Messages }))
-	tools := gw.Tools(provisionInfo)
+	tools := gw.Tools(infos...)
 
 	toolsNode, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: tools})
 	if err != nil {
@@ -184,14 +185,17 @@ func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, _
 	}
 	var calls []schema.ToolCall
 	for _, name := range m.config.Script[turn] {
-		args, err := json.Marshal(map[string]string{"name": name})
-		if err != nil {
-			return nil, err
+		args := []byte(name)
+		if !strings.HasPrefix(name, "{") {
+			var err error
+			if args, err = json.Marshal(map[string]string{"name": name}); err != nil {
+				return nil, err
+			}
 		}
 		calls = append(calls, schema.ToolCall{
 			ID:       "call_" + randomHex(),
 			Type:     "function",
-			Function: schema.FunctionCall{Name: provisionInfo.Name, Arguments: string(args)},
+			Function: schema.FunctionCall{Name: provisionTool, Arguments: string(args)},
 		})
 	}
 	return schema.AssistantMessage("", calls), nil

@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudwego/eino/schema"
+
+	"github.com/toolgateway/toolgateway/agentclient/eino"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -259,6 +262,24 @@ func TestCrashedAgentsRunEachToolCallOnce(t *testing.T) {
 	upstream := &countingUpstream{}
 	gatewayURL := startGateway(t, upstream)
 	checkpoints := t.TempDir()
+
+	t.Run("discovery gives the model the gateway's tool", func(t *testing.T) {
+		infos, err := eino.Discover(t.Context(), nil, gatewayURL, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(infos, func(info *schema.ToolInfo) bool { return info.Name == provisionTool })
+		if i < 0 {
+			t.Fatalf("%s not discovered: %+v", provisionTool, infos)
+		}
+		params, err := infos[i].ParamsOneOf.ToJSONSchema()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if infos[i].Desc != "allocates a resource" || !slices.Equal(params.Required, []string{"name"}) || params.Properties.Len() != 1 {
+			t.Errorf("discovered %+v with parameters %+v", infos[i], params)
+		}
+	})
 	agent := func(thread string, script ...[]string) agentConfig {
 		return agentConfig{Gateway: gatewayURL, CheckpointDir: checkpoints, Thread: thread, Script: script}
 	}
@@ -321,6 +342,15 @@ func TestCrashedAgentsRunEachToolCallOnce(t *testing.T) {
 		checkExecutions(t, upstream, thread, want...)
 		if len(results) != 2 || !strings.Contains(results[1], wire.CodeStepConflict) {
 			t.Errorf("the model was shown %q, want a step_conflict for the changed call", results)
+		}
+	})
+
+	t.Run("arguments the schema refuses reach the model, the run goes on", func(t *testing.T) {
+		const thread = "thread-invalid"
+		results := startAgent(t, agent(thread, []string{`{"name":5}`}, []string{"fixed"})).finish(t)
+		checkExecutions(t, upstream, thread, execution{thread, 1, "fixed"})
+		if len(results) != 2 || !strings.Contains(results[0], wire.CodeInvalidArguments) || !strings.Contains(results[1], `"resource":"fixed"`) {
+			t.Errorf("the model was shown %q, want invalid_arguments then the fixed call's result", results)
 		}
 	})
 

@@ -1,11 +1,14 @@
 package eino_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/agentclient/eino"
 )
 
@@ -63,5 +66,17 @@ func TestStepOfRefusesACallOutsideTheHistory(t *testing.T) {
 		if _, err := eino.StepOf(history, id); !errors.Is(err, eino.ErrCallNotInHistory) {
 			t.Errorf("StepOf(%q) error = %v, want ErrCallNotInHistory", id, err)
 		}
+	}
+}
+
+func TestToolRefusesToRunWithoutASession(t *testing.T) {
+	// Without WithSession there is no identity to call with: an error, and
+	// no request (the client points nowhere).
+	gw := eino.New(agentclient.New("http://127.0.0.1:1"), func(context.Context) ([]*schema.Message, error) {
+		return []*schema.Message{calls("c")}, nil
+	})
+	_, err := gw.Tool(&schema.ToolInfo{Name: "provision"}).InvokableRun(t.Context(), `{}`)
+	if err == nil || !strings.Contains(err.Error(), "WithSession") {
+		t.Errorf("InvokableRun without a session: %v, want an error naming WithSession", err)
 	}
 }
