@@ -60,14 +60,14 @@ type agentConfig struct {
 	HangAtTurn int `json:"hang_at_turn,omitempty"`
 }
 
-// runState is the graph's state: the run's messages, as an application
+// State is the graph's state: the run's messages, as an application
 // keeps them (Eino checkpoints it).
-type runState struct {
+type State struct {
 	Messages []*schema.Message
 }
 
 func init() {
-	schema.RegisterName[*runState]("toolgateway_eino_test_run_state")
+	schema.RegisterName[*State]("toolgateway_eino_test_run_state")
 }
 
 // provisionTool is the gateway tool the scripted model calls.
@@ -81,28 +81,29 @@ func runAgent(configJSON string) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	ctx := context.Background()
+	gatewayURL, threadID := config.Gateway, config.Thread
 
-	// The adapter's lines (and WithSession on Invoke below).
-	infos, err := eino.Discover(ctx, nil, config.Gateway, "")
+	// The adapter's lines, as docs/runtimes-go.md shows them.
+	gw := eino.New(agentclient.New(gatewayURL), eino.StateHistory(func(s *State) []*schema.Message { return s.Messages }))
+	infos, err := eino.Discover(ctx, nil, gatewayURL, "") // or your own []*schema.ToolInfo
 	if err != nil {
 		return err
 	}
-	gw := eino.New(agentclient.New(config.Gateway), eino.StateHistory(func(s *runState) []*schema.Message { return s.Messages }))
-	tools := gw.Tools(infos...)
+	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
 
-	toolsNode, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: tools})
+	toolsNode, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: gw.Tools(infos...)})
 	if err != nil {
 		return err
 	}
-	graph := compose.NewGraph[[]*schema.Message, *schema.Message](compose.WithGenLocalState(func(context.Context) *runState { return &runState{} }))
+	graph := compose.NewGraph[[]*schema.Message, *schema.Message](compose.WithGenLocalState(func(context.Context) *State { return &State{} }))
 	err = errors.Join(
 		graph.AddChatModelNode("model", &scriptedModel{config: config}, compose.WithStatePreHandler(
-			func(_ context.Context, in []*schema.Message, s *runState) ([]*schema.Message, error) {
+			func(_ context.Context, in []*schema.Message, s *State) ([]*schema.Message, error) {
 				s.Messages = append(s.Messages, in...)
 				return s.Messages, nil
 			})),
 		graph.AddToolsNode("tools", toolsNode, compose.WithStatePreHandler(
-			func(_ context.Context, in *schema.Message, s *runState) (*schema.Message, error) {
+			func(_ context.Context, in *schema.Message, s *State) (*schema.Message, error) {
 				// The model's turn joins the history before any tool runs.
 				s.Messages = append(s.Messages, in)
 				return in, nil
@@ -130,17 +131,16 @@ func runAgent(configJSON string) error {
 		return err
 	}
 
-	read, write := config.Thread, config.Thread
+	read, write := threadID, threadID
 	if config.ReadCheckpoint != "" {
 		read = config.ReadCheckpoint
 	}
 	if config.WriteCheckpoint != "" {
 		write = config.WriteCheckpoint
 	}
-	runCtx := eino.WithSession(ctx, config.Thread)
 	input := []*schema.Message{schema.UserMessage("provision what the script says")}
 	for range 20 {
-		out, err := run.Invoke(runCtx, input, compose.WithCheckPointID(read), compose.WithWriteToCheckPointID(write))
+		out, err := run.Invoke(ctx, input, compose.WithCheckPointID(read), compose.WithWriteToCheckPointID(write))
 		if _, interrupted := compose.ExtractInterruptInfo(err); interrupted {
 			read = write // resume from the checkpoint just written
 			continue

@@ -4,11 +4,14 @@
 // regenerated model turn and a fork replay the calls that already ran
 // instead of running them again.
 //
-// The three lines:
+// The three lines (docs/runtimes-go.md):
 //
 //	gw := eino.New(agentclient.New(gatewayURL), eino.StateHistory(func(s *State) []*schema.Message { return s.Messages }))
-//	tools := gw.Tools(provisionInfo, deployInfo) // compose.ToolsNodeConfig{Tools: tools}
-//	out, err := run.Invoke(eino.WithSession(ctx, threadID), input, compose.WithCheckPointID(threadID))
+//	infos, err := eino.Discover(ctx, nil, gatewayURL, "") // or your own []*schema.ToolInfo
+//	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
+//
+// with gw.Tools(infos...) as the tools of the graph's compose.ToolsNode and
+// ctx passed to the graph's Invoke or Stream.
 //
 // Identity:
 //
