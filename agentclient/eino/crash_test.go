@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/toolgateway/toolgateway/agentclient/eino"
+	"github.com/toolgateway/toolgateway/internal/gatewayproc"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -94,13 +94,8 @@ func startGateway(t *testing.T, upstream http.Handler) string {
 	upstreamServer := httptest.NewServer(upstream)
 	t.Cleanup(upstreamServer.Close)
 
+	bin := gatewayproc.Build(t, "./cmd/gateway")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gateway")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
 	config := fmt.Sprintf(`listen: 127.0.0.1:0
 store:
   path: %s
@@ -115,49 +110,7 @@ tools:
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gateway := exec.Command(bin, "-config", configPath)
-	stdout, err := gateway.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateway.Stderr = os.Stderr
-	if err := gateway.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = gateway.Process.Kill()
-		_ = gateway.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			var line struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(lines.Bytes(), &line) == nil && line.Msg == "gateway listening" {
-				addr <- line.Addr
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("the gateway did not start listening")
-		return ""
-	}
-}
-
-// repoRoot is the gateway module's directory, two levels up.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return gatewayproc.Start(t, exec.Command(bin, "-config", configPath))
 }
 
 // agentProcess is a running agent: this test binary re-executed as the

@@ -6,13 +6,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/toolgateway/toolgateway/internal/gatewayproc"
 )
 
 // TestDocsShowTheCrashTestedLines holds docs/runtimes-go.md to the code
 // the crash test runs: every line of its first Go block (the adapter's
 // lines) is a line of the agent program, whitespace aside.
 func TestDocsShowTheCrashTestedLines(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "runtimes-go.md"))
+	doc, err := os.ReadFile(filepath.Join(gatewayproc.RepoRoot(t), "docs", "runtimes-go.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

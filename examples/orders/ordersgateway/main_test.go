@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgateway/toolgateway/agentclient"
+	"github.com/toolgateway/toolgateway/internal/gatewayproc"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 )
 
@@ -24,45 +23,7 @@ import (
 // once the gateway listens.
 func startOrdersGateway(t *testing.T, databaseURL, storeSchema, table string) string {
 	t.Helper()
-	cmd := ordersGatewayCommand(t, databaseURL, storeSchema, table)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		defer close(addr)
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			var line struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(lines.Bytes(), &line) == nil && line.Msg == "gateway listening" {
-				addr <- line.Addr
-			}
-		}
-	}()
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			_ = cmd.Wait()
-			t.Fatalf("ordersgateway ended before listening: %s", stderr.String())
-		}
-		return "http://" + a
-	case <-time.After(60 * time.Second):
-		t.Fatalf("ordersgateway did not start listening: %s", stderr.String())
-		return ""
-	}
+	return gatewayproc.Start(t, ordersGatewayCommand(t, databaseURL, storeSchema, table))
 }
 
 // ordersGatewayCommand builds this program and returns the command that
@@ -70,12 +31,8 @@ func startOrdersGateway(t *testing.T, databaseURL, storeSchema, table string) st
 // table in the environment.
 func ordersGatewayCommand(t *testing.T, databaseURL, storeSchema, table string) *exec.Cmd {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ordersgateway")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build ordersgateway: %v\n%s", err, out)
-	}
-	config := filepath.Join(dir, "gateway.json")
+	bin := gatewayproc.Build(t, "./examples/orders/ordersgateway")
+	config := filepath.Join(t.TempDir(), "gateway.json")
 	if err := os.WriteFile(config, fmt.Appendf(nil, `{"listen": "127.0.0.1:0", "store": {"postgres_schema": %q}}`, storeSchema), 0o600); err != nil {
 		t.Fatal(err)
 	}
