@@ -57,9 +57,11 @@ func (t *Tool) Spec() tools.Spec {
 // It neither commits nor rolls back: the gateway does, with the outcome.
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 	if err := t.EnsureTable(ctx); err != nil {
-		// Nothing was written: the gateway answers 503, stores nothing,
-		// and the client's retry runs the tool again.
-		return nil, fmt.Errorf("place-order: %w: %w", tools.ErrUpstreamUnavailable, err)
+		// Nothing was written: the gateway answers 502
+		// upstream_unreachable and stores nothing; the client's retry runs
+		// the tool again. (A PostgreSQL that refuses the table stopped
+		// ordersgateway at start, so what fails here is reaching it.)
+		return nil, fmt.Errorf("place-order: %w: %w", tools.ErrUpstreamUnreachable, err)
 	}
 	tx, err := pgxtx.From(req)
 	if err != nil {

@@ -7,11 +7,12 @@
 // DATABASE_URL here, with every option the gateway accepts in it, such as
 // pool_max_conns).
 //
-// Like the gateway, it starts while PostgreSQL is down (and stops at start
-// when PostgreSQL answers and refuses to create the table): it logs a warning,
-// /readyz answers 503 and calls get 503 (store_unavailable, or
-// upstream_unavailable while the table cannot be created yet) until
-// PostgreSQL answers; the first call after that creates the table.
+// Like the gateway, it starts while PostgreSQL is down: it logs a warning,
+// /readyz answers 503 and calls get 503 store_unavailable until PostgreSQL
+// answers; the first call after that creates the table (502
+// upstream_unreachable, retried by the SDKs, if that fails). A PostgreSQL
+// that answers and refuses to create the table stops the start, as one
+// that refuses the store's schema stops the gateway's.
 //
 //	DATABASE_URL=postgres://localhost/test go run ./examples/orders/ordersgateway
 package main
