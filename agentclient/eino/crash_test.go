@@ -174,7 +174,8 @@ func (p *agentProcess) waitLine(t *testing.T, prefix string) string {
 				return rest
 			}
 		case <-timeout:
-			t.Fatalf("no %q from the agent", prefix)
+			p.kill(t) // stderr is complete once the process is reaped
+			t.Fatalf("no %q from the agent: %s", prefix, p.stderr.String())
 		}
 	}
 }
@@ -245,6 +246,7 @@ func TestCrashedAgentsRunEachToolCallOnce(t *testing.T) {
 		select {
 		case <-held:
 		case <-time.After(60 * time.Second):
+			first.kill(t)
 			t.Fatalf("the tool was never called: %s", first.stderr.String())
 		}
 		first.kill(t)
