@@ -77,6 +77,11 @@ type ServerConfig struct {
 	// upstream (default DefaultHTTPSessions). A Command upstream is one
 	// process with one session, which carries concurrent calls.
 	Sessions int
+	// MaxResponseBytes caps one message from the server (default
+	// DefaultMaxResponseBytes): a result over it fails its call alone with
+	// an error wrapping tools.ErrResponseTooLarge, and is discarded as it
+	// streams past without ending the session other calls share.
+	MaxResponseBytes int64
 }
 
 // headerRef is the ${NAME} form expanded in header values.
@@ -164,6 +169,9 @@ func (c ServerConfig) check(getenv func(string) string) (http.Header, error) {
 	}
 	if c.Sessions < 0 {
 		return nil, fmt.Errorf("sessions: %d: must be positive", c.Sessions)
+	}
+	if c.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("max_response_bytes: %d: must be positive", c.MaxResponseBytes)
 	}
 	if c.Sessions > 1 && len(c.Command) > 0 {
 		return nil, fmt.Errorf("sessions: a command server is one process with one session")
