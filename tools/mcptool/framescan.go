@@ -39,8 +39,8 @@ type frameScanner struct {
 	capture, captureIsName, overflow bool
 	buf                              []byte
 
-	inLiteral bool   // a number (or true/false/null) value of "id"
-	expectName bool  // at message depth: the next string is a member name
+	inLiteral  bool   // a number (or true/false/null) value of "id"
+	expectName bool   // at message depth: the next string is a member name
 	member     string // the last member name at message depth
 
 	cur  scannedMessage

@@ -31,8 +31,8 @@ func TestListsEveryPageWithPrefixDescriptionSchemaAndReadOnly(t *testing.T) {
 	for _, e := range reg.Entries() {
 		names = append(names, e.Name())
 	}
-	// Six tools over three pages of two.
-	if got, want := strings.Join(names, ","), "t_add_tool,t_create_ticket,t_die,t_fail_rpc,t_fail_tool,t_get_ticket"; got != want {
+	// Eight tools over four pages of two.
+	if got, want := strings.Join(names, ","), "t_add_tool,t_big_result,t_confirm_ticket,t_create_ticket,t_die,t_fail_rpc,t_fail_tool,t_get_ticket"; got != want {
 		t.Fatalf("tools = %s, want %s", got, want)
 	}
 	create := lookup(t, reg, "t_create_ticket")

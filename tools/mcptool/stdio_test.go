@@ -58,8 +58,8 @@ func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 	m := startManager(t, reg, mcptool.ServerConfig{
 		Name: "local", Command: []string{stdioBinary(t), "-log", logPath, "-page-size", "4"}, Prefix: "l_", RecordIsError: true,
 	}, mcptool.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if reg.Len() != 6 {
-		t.Fatalf("%d tools listed over stdio, want 6", reg.Len())
+	if reg.Len() != 8 {
+		t.Fatalf("%d tools listed over stdio, want 8", reg.Len())
 	}
 	call := func(tool, args string) (*tools.Response, error) {
 		return lookup(t, reg, tool).Tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(args), Tenant: "acme"})

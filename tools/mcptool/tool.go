@@ -121,7 +121,7 @@ func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, mark *sendMar
 		return fmt.Errorf("%s: %w: the result exceeds max_response_bytes (%d bytes)", t.Provenance(), tools.ErrResponseTooLarge, limit)
 	}
 	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
+	if errors.As(err, &rpcErr) && !transportSentinel(rpcErr) {
 		// The server answered, with an error instead of a result: the session
 		// is fine, the call did not produce an outcome to record.
 		return fmt.Errorf("%s: %w: JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamUnreachable, rpcErr.Code, rpcErr.Message)
@@ -140,6 +140,20 @@ func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, mark *sendMar
 	}
 	// The request never reached the server, or the server refused it.
 	return fmt.Errorf("%s: %w: %v", t.Provenance(), tools.ErrUpstreamUnreachable, err)
+}
+
+// transportSentinel reports whether e is one of go-sdk's own transport
+// errors, which it dresses as JSON-RPC errors (a request the transport
+// could not deliver, a closing connection), rather than an error the server
+// answered.
+func transportSentinel(e *jsonrpc.Error) bool {
+	switch {
+	case e.Code == -32005 && e.Message == "rejected by transport",
+		e.Code == -32004 && e.Message == "server is closing",
+		e.Code == -32003 && e.Message == "client is closing":
+		return true
+	}
+	return false
 }
 
 // Meta is the _meta of a forwarded tools/call: the call's identity, so the
