@@ -40,12 +40,18 @@ type mcpUpstream struct {
 
 func newMCPUpstream(t *testing.T) *mcpUpstream {
 	t.Helper()
+	return newMCPUpstreamWith(t, nil)
+}
+
+// newMCPUpstreamWith is newMCPUpstream with go-sdk's handler options.
+func newMCPUpstreamWith(t *testing.T, opts *mcp.StreamableHTTPOptions) *mcpUpstream {
+	t.Helper()
 	s, err := mcptest.New(mcptest.Options{PageSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := &mcpUpstream{srv: s}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, opts)
 	u.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u.down.Load() {
 			http.Error(w, "not up yet", http.StatusServiceUnavailable)
