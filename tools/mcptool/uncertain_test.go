@@ -37,7 +37,7 @@ func TestURLAnswerLostAfterTheServerActedIsUncertain(t *testing.T) {
 			return
 		}
 		handler.ServeHTTP(httptest.NewRecorder(), r) // acts; the answer is lost
-		panic(http.ErrAbortHandler)                   // and the connection drops
+		panic(http.ErrAbortHandler)                  // and the connection drops
 	}))
 	t.Cleanup(srv.Close)
 	reg := tools.NewRegistry()
