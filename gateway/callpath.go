@@ -204,6 +204,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	if err != nil {
 		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
 	}
+	if res, ok := s.retiredCall(ctx, c, canonical); ok {
+		return res // retired.go
+	}
 	if c.Entry.Spec.ReadOnly {
 		if p := validateArguments(c.Entry, value); p != nil {
 			return problemResult(p)

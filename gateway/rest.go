@@ -27,6 +27,10 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		info.route = toolRoute // what chi would rebuild on every call
 	}
 	entry, ok := s.tools.Lookup(chi.URLParam(r, "tool"))
+	if !ok && r.Method == http.MethodPost {
+		// A tool its MCP server no longer offers still replays (retired.go).
+		entry, ok = s.tools.Retired(chi.URLParam(r, "tool"))
+	}
 	if !ok {
 		p := newProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
 		setLabel(r.Context(), "", p.label())

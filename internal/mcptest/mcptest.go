@@ -155,6 +155,15 @@ func (s *Server) AddTool(name string) {
 		}))
 }
 
+// AddReadOnlyTool adds an echo tool called name annotated readOnlyHint
+// (a tool the server re-lists as read-only); list_changed again.
+func (s *Server) AddReadOnlyTool(name string) {
+	s.srv.AddTool(&mcp.Tool{Name: name, Description: "Read-only now", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		s.record(func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("read-only " + string(req.Params.Arguments)), nil
+		}))
+}
+
 // RemoveTool removes a tool (list_changed again).
 func (s *Server) RemoveTool(name string) { s.srv.RemoveTools(name) }
 
