@@ -65,6 +65,9 @@ func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.Cal
 		if p == nil && id.hasStep {
 			c.Identity = Identity{SessionID: id.sessionID, StepIndex: id.stepIndex, HasStep: true}
 		}
+		if p == nil {
+			c.Identity.Key = id.key // only to find a retired tool's record (retired.go)
+		}
 	default:
 		c.Identity = Identity{Key: id.key, SessionID: id.sessionID, StepIndex: id.stepIndex, HasStep: id.hasStep}
 		c.IdentityProblem = p

@@ -83,6 +83,12 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	}
 	if entry.Spec.ReadOnly {
 		c.Identity.SessionID, c.Identity.StepIndex, c.Identity.HasStep = optionalStepHeaders(r.Header)
+		if _, retired := s.tools.Retired(entry.Spec.Name); retired {
+			// Only to find the record of the tool it was (retired.go).
+			if h, p := parseCallHeaders(r.Header, s.opts.KeyMode); p == nil {
+				c.Identity.Key = h.key
+			}
+		}
 	} else {
 		h, p := parseCallHeaders(r.Header, s.opts.KeyMode)
 		c.Identity = Identity{Key: h.key, SessionID: h.sessionID, StepIndex: h.stepIndex, HasStep: h.hasStep}
