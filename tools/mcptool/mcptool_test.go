@@ -120,7 +120,12 @@ func TestOutcomeClasses(t *testing.T) {
 	up := newHTTPUpstream(t, mcptest.Options{})
 	reg := tools.NewRegistry()
 	startManager(t, reg, mcptool.ServerConfig{Name: "rec", URL: up.http.URL, Prefix: "r_", RecordIsError: true, Timeout: 300 * time.Millisecond}, mcptool.Options{})
-	startManager(t, reg, mcptool.ServerConfig{Name: "norec", URL: up.http.URL, Prefix: "n_", RecordIsError: false}, mcptool.Options{})
+	// No keep-alive for this one: a request to the server once it is gone
+	// is refused before anything is written. (On a kept-alive connection
+	// the server closed, the request counts as written: an uncertain
+	// outcome, see TestURLAnswerLostAfterTheServerActedIsUncertain.)
+	noReuse := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	startManager(t, reg, mcptool.ServerConfig{Name: "norec", URL: up.http.URL, Prefix: "n_", RecordIsError: false}, mcptool.Options{HTTPClient: noReuse})
 	req := func() *tools.Request {
 		return &tools.Request{Arguments: json.RawMessage(`{"title":"slow","delay_ms":5000}`), Tenant: "acme"}
 	}
