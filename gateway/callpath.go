@@ -201,11 +201,11 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		tree, canonical, err = keyderive.DecodeCanonical(c.Arguments)
 		value = treeArguments(tree)
 	}
+	if res, ok := s.retiredCall(ctx, c, canonical, err); ok {
+		return res // retired.go
+	}
 	if err != nil {
 		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
-	}
-	if res, ok := s.retiredCall(ctx, c, canonical); ok {
-		return res // retired.go
 	}
 	if c.Entry.Spec.ReadOnly {
 		if p := validateArguments(c.Entry, value); p != nil {

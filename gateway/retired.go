@@ -21,8 +21,9 @@ import (
 // replays the record; any other call to a removed tool answers
 // tool_not_found as if the tool never existed, and one to a tool re-listed
 // read-only runs read-only as usual (ok false). canonical is the JCS of the
-// arguments.
-func (s *Server) retiredCall(ctx context.Context, c *Call, canonical []byte) (Result, bool) {
+// arguments, or argsErr why they have none (such a call was never
+// recorded: a removed tool answers tool_not_found, before invalid_json).
+func (s *Server) retiredCall(ctx context.Context, c *Call, canonical []byte, argsErr error) (Result, bool) {
 	name := c.Entry.Spec.Name
 	old, retired := s.tools.Retired(name)
 	if !retired {
@@ -32,8 +33,10 @@ func (s *Server) retiredCall(ctx context.Context, c *Call, canonical []byte) (Re
 	if !removed && !c.Entry.Spec.ReadOnly {
 		return Result{}, false // another mutating tool has the name now
 	}
-	if res, ok := s.replayRetired(ctx, c, canonical); ok {
-		return res, true
+	if argsErr == nil {
+		if res, ok := s.replayRetired(ctx, c, canonical); ok {
+			return res, true
+		}
 	}
 	if removed {
 		return problemResult(newProblem(wire.CodeToolNotFound, "no tool of that name; its server no longer offers it")), true

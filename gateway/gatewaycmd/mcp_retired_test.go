@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -83,6 +84,11 @@ mcp_servers:
 	}
 	if other := keyedCall(t, g.addr, "retired", 1, mcptest.ToolCreate, `{"title":"other arguments"}`); other.status != 404 {
 		t.Fatalf("removed, the step with other arguments: %d %s, want 404", other.status, other.body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+g.addr+"/api/tools/v1/"+mcptest.ToolCreate, strings.NewReader(`{"title":`))
+	req.Header.Set("Content-Type", "application/json")
+	if bad := do(t, req); bad.status != 404 {
+		t.Fatalf("removed, arguments that are not JSON: %d %s, want 404 (the tool is checked first)", bad.status, bad.body)
 	}
 
 	// Listed again, read-only.
