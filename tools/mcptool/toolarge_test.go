@@ -114,3 +114,30 @@ func TestOversizedURLResultFailsAloneOnTheSharedSession(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioResultOverGoSDKLineLimit: a 17 MiB result, over go-sdk's own
+// 16 MiB line limit (which used to end the session), under the default
+// cap of 4 MiB: the call fails with ErrResponseTooLarge and the same
+// process serves the next call.
+func TestStdioResultOverGoSDKLineLimit(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
+	reg := tools.NewRegistry()
+	startManager(t, reg, mcptool.ServerConfig{Name: "local", Command: []string{stdioBinary(t), "-log", logPath}, RecordIsError: true}, mcptool.Options{})
+	call := func(tool, args string) (*tools.Response, error) {
+		return lookup(t, reg, tool).Tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(args), Tenant: "acme"})
+	}
+	_, err := call("big_result", `{"bytes":17825792}`)
+	if !errors.Is(err, tools.ErrResponseTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(mcptool.DefaultMaxResponseBytes)) {
+		t.Fatalf("17 MiB result: %v, want ErrResponseTooLarge naming the default cap", err)
+	}
+	if resp, err := call("create_ticket", `{"title":"next"}`); err != nil || resp.Status != 200 {
+		t.Fatalf("the next call: %v", err)
+	}
+	pids := map[int]bool{}
+	for _, e := range readLog(t, logPath) {
+		pids[e.PID] = true
+	}
+	if len(pids) != 1 {
+		t.Fatalf("the calls ran in %d processes: the session was restarted", len(pids))
+	}
+}
