@@ -67,3 +67,22 @@ func TestURLAnswerLostAfterTheServerActedIsUncertain(t *testing.T) {
 		t.Fatalf("server gone before the request: %v, want ErrUpstreamUnreachable", err)
 	}
 }
+
+// TestURLStreamDroppedMidCallIsUncertain: over an SSE answer stream, the
+// connection drops while the server runs the call: ErrOutcomeUncertain
+// (the server's log shows the call started).
+func TestURLStreamDroppedMidCallIsUncertain(t *testing.T) {
+	up := newHTTPUpstream(t, mcptest.Options{})
+	reg := tools.NewRegistry()
+	startManager(t, reg, mcptool.ServerConfig{Name: "remote", URL: up.http.URL, Sessions: 1, RecordIsError: true}, mcptool.Options{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := lookup(t, reg, "create_ticket").Tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(`{"title":"dropped","delay_ms":3000}`)})
+		errc <- err
+	}()
+	waitFor(t, "the call to start", func() bool { return len(mcptest.Filter(up.srv.All(), mcptest.ToolCreate, "start")) == 1 })
+	up.http.CloseClientConnections()
+	if err := <-errc; !errors.Is(err, tools.ErrOutcomeUncertain) {
+		t.Fatalf("stream dropped mid-call: %v, want ErrOutcomeUncertain", err)
+	}
+}
