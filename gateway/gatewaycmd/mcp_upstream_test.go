@@ -472,6 +472,7 @@ func TestBadMCPServerConfigFailsNamingTheField(t *testing.T) {
 		{"bad name", "mcp_servers:\n  - name: T\n    url: http://127.0.0.1:1/mcp\n", "mcp_servers[0] (T).name"},
 		{"unset header variable", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    headers:\n      Authorization: Bearer ${NOPE}\n", "mcp_servers[0] (t).headers.Authorization: ${NOPE} is not set"},
 		{"bad lease expiry", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    lease_expiry: never\n", "mcp_servers[0] (t).lease_expiry"},
+		{"negative max_response_bytes", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    max_response_bytes: -1\n", "mcp_servers[0] (t).max_response_bytes"},
 		{"allow-listed name clashes with a plugin", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    prefix: cmdtest-\n    tools: [slow]\n",
 			`mcp_servers[0] (t).tools: tool "cmdtest-slow": MCP server "t" (not listed yet), tool "cmdtest-slow" clashes with tool "cmdtest-slow"`},
 		{"listed name breaks the rule", "mcp_servers:\n  - name: t\n    url: " + badNames.URL + "\n",
