@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,12 +22,26 @@ import (
 // that cannot (REST), an error. The continuation (inputResponses and
 // requestState) reaches the server, which then acts once.
 func TestInputRequiredIsPassedBackNotFulfilled(t *testing.T) {
-	up := newHTTPUpstreamWith(t, mcptest.Options{}, &mcp.StreamableHTTPOptions{Stateless: true})
-	reg := tools.NewRegistry()
-	startManager(t, reg, mcptool.ServerConfig{Name: "r", URL: up.http.URL}, mcptool.Options{})
+	t.Run("url", func(t *testing.T) {
+		up := newHTTPUpstreamWith(t, mcptest.Options{}, &mcp.StreamableHTTPOptions{Stateless: true})
+		reg := tools.NewRegistry()
+		startManager(t, reg, mcptool.ServerConfig{Name: "r", URL: up.http.URL}, mcptool.Options{})
+		inputRequiredRoundTrip(t, reg, func(event string) int { return len(mcptest.Filter(up.srv.All(), mcptest.ToolConfirm, event)) })
+	})
+	t.Run("stdio", func(t *testing.T) {
+		logPath := filepath.Join(t.TempDir(), "execs.jsonl")
+		reg := tools.NewRegistry()
+		startManager(t, reg, mcptool.ServerConfig{Name: "local", Command: []string{stdioBinary(t), "-log", logPath}}, mcptool.Options{})
+		inputRequiredRoundTrip(t, reg, func(event string) int { return len(mcptest.Filter(readLog(t, logPath), mcptest.ToolConfirm, event)) })
+	})
+}
+
+// inputRequiredRoundTrip runs confirm_ticket's two rounds through reg;
+// events counts the server's events of confirm_ticket.
+func inputRequiredRoundTrip(t *testing.T, reg *tools.Registry, events func(event string) int) {
+	t.Helper()
 	confirm := lookup(t, reg, mcptest.ToolConfirm).Tool
 	args := json.RawMessage(`{"title":"x"}`)
-	events := func(event string) int { return len(mcptest.Filter(up.srv.All(), mcptest.ToolConfirm, event)) }
 
 	resp, err := confirm.Call(context.Background(), &tools.Request{Arguments: args, AcceptsInputRequests: true})
 	if err != nil || !resp.InputRequired || resp.Status != 200 {
