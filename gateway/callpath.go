@@ -507,7 +507,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		s.release(storeCtx, name, lease, keeper)
 	}
 	return Result{Kind: ResultExecuted, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body,
-		ExecutionID: lease.ExecutionID, Label: labelForStatus(resp.Status), InputRequired: resp.InputRequired}
+		ExecutionID: lease.ExecutionID, Label: labelForResponse(resp), InputRequired: resp.InputRequired}
 }
 
 // runUnprotected runs a call that has no record: a read-only tool, or an
@@ -554,7 +554,7 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)
 		return problemResult(p)
 	}
-	return Result{Kind: kind, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body, Label: labelForStatus(resp.Status),
+	return Result{Kind: kind, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body, Label: labelForResponse(resp),
 		InputRequired: resp.InputRequired}
 }
 

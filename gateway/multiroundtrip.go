@@ -25,6 +25,18 @@ type MultiRoundTrip struct {
 	Continuation *tools.Continuation
 }
 
+// labelInputRequired is the metrics outcome of a call answered with an
+// upstream's request for client input: nothing ran to an outcome.
+const labelInputRequired = "input_required"
+
+// labelForResponse is the metrics outcome of a tool's answer.
+func labelForResponse(resp *tools.Response) string {
+	if resp.InputRequired {
+		return labelInputRequired
+	}
+	return labelForStatus(resp.Status)
+}
+
 // handOn copies the call's multi round-trip fields into the tool's request.
 func (m MultiRoundTrip) handOn(req *tools.Request) {
 	req.AcceptsInputRequests = m.AcceptsInputRequests

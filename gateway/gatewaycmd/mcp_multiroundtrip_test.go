@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,6 +126,11 @@ mcp_servers:
 	}
 	if events("asked") != 2 || events("done") != 1 {
 		t.Fatalf("asked %d, done %d after a first round by hand", events("asked"), events("done"))
+	}
+
+	// Both first rounds are counted as such, not as executions.
+	if m := get(t, "http://"+g.addr+"/metrics"); !strings.Contains(string(m.body), `gateway_requests_total{api="mcp",outcome="input_required",tool="confirm_ticket"} 2`) {
+		t.Fatalf("metrics lack the two input_required answers:\n%s", m.body)
 	}
 
 	// REST cannot answer input requests: a failure, not recorded.
