@@ -10,6 +10,14 @@
 // re-lists them on notifications/tools/list_changed and periodically,
 // replacing the upstream's tools in the tools.Registry while it serves.
 //
+// The gateway reads every upstream through transports of its own
+// (stdio.go, httpbound.go): a message over max_response_bytes fails its
+// own call and never the session other calls share, and a call whose
+// request was sent when its session died is reported as an uncertain
+// outcome (tools.ErrOutcomeUncertain), not as an unreachable upstream. An
+// upstream's request for client input (an MCP multi round-trip request) is
+// handed back to the gateway's client, never fulfilled here.
+//
 // Package mcptool imports tools and the MCP Go SDK, never the gateway.
 package mcptool
 
