@@ -95,6 +95,9 @@ type Call struct {
 	// carried inside the call (MCP: params._meta "traceparent" and
 	// "tracestate"); set, they win over the HTTP headers' (tracing.go).
 	Traceparent, Tracestate string
+	// MultiRoundTrip carries an MCP client's ability to answer an
+	// upstream's input requests, and its answers (multiroundtrip.go).
+	MultiRoundTrip MultiRoundTrip
 }
 
 // ResultKind says what became of a call.
@@ -141,6 +144,9 @@ type Result struct {
 	Waited bool
 	// Label is the metrics outcome label the call was counted under.
 	Label string
+	// InputRequired: Body is an upstream's request for client input (MCP
+	// multi round-trip), not an outcome; nothing was recorded.
+	InputRequired bool
 }
 
 // Call runs c: checks, store decision, execution and recording. It never
@@ -194,6 +200,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		var tree any
 		tree, canonical, err = keyderive.DecodeCanonical(c.Arguments)
 		value = treeArguments(tree)
+	}
+	if res, ok := s.retiredCall(ctx, c, canonical, err); ok {
+		return res // retired.go
 	}
 	if err != nil {
 		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
@@ -454,6 +463,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		ExecutionID:    lease.ExecutionID,
 		FencingToken:   lease.FencingToken,
 	}
+	c.MultiRoundTrip.handOn(req)
 	var txc idempotency.TxCall
 	if c.Entry.Spec.Transactional {
 		var p *Problem
@@ -481,7 +491,7 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", err)
 		return failed(p)
 	}
-	if recordable(resp.Status) {
+	if recordable(resp.Status) && !resp.InputRequired {
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
 		cerr := keeper.finish(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, cl.policy.ReplayTTL) })
 		if errors.Is(cerr, idempotency.ErrLeaseLost) && s.completedBy(storeCtx, lease) {
@@ -491,11 +501,13 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 			s.completionNotRecorded(ctx, name, lease, cerr)
 		}
 	} else {
-		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the call.
+		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the
+		// call. So too for a request for client input: the continuation
+		// is a new call with the same identity.
 		s.release(storeCtx, name, lease, keeper)
 	}
 	return Result{Kind: ResultExecuted, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body,
-		ExecutionID: lease.ExecutionID, Label: labelForStatus(resp.Status)}
+		ExecutionID: lease.ExecutionID, Label: labelForResponse(resp), InputRequired: resp.InputRequired}
 }
 
 // runUnprotected runs a call that has no record: a read-only tool, or an
@@ -533,6 +545,7 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	if c.Identity.HasStep {
 		req.SessionID, req.StepIndex, req.HasStep = c.Identity.SessionID, c.Identity.StepIndex, true
 	}
+	c.MultiRoundTrip.handOn(req)
 	spanCtx, endTool := s.toolSpan(ctx, toolCtx, name)
 	resp, err := s.callTool(spanCtx, c.Entry, req)
 	endTool(err)
@@ -541,7 +554,8 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)
 		return problemResult(p)
 	}
-	return Result{Kind: kind, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body, Label: labelForStatus(resp.Status)}
+	return Result{Kind: kind, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body, Label: labelForResponse(resp),
+		InputRequired: resp.InputRequired}
 }
 
 // labelForStatus is the metrics label of a tool's answer.

@@ -166,6 +166,15 @@ func (e *mcpEndpoint) unknownTool(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
 			if _, found := e.s.tools.Lookup(call.Params.Name); !found {
+				if retired, ok := e.s.tools.Retired(call.Params.Name); ok {
+					// Its MCP server no longer offers it; it still replays
+					// (retired.go).
+					res, err := e.call(ctx, retired, call)
+					if err != nil {
+						return nil, err
+					}
+					return withResultType(call, res), nil
+				}
 				setLabel(ctx, "", labelNotFound)
 				return nil, rpcError(newProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
 			}

@@ -48,6 +48,9 @@ func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.Cal
 		Arguments: args,
 		Wait:      s.opts.MCP.mcpInProgressWait(),
 		Received:  requestStart(ctx),
+		// An upstream's input requests go back to the client, whose
+		// continuation comes back here with the same identity.
+		MultiRoundTrip: mcpMultiRoundTrip(req),
 	}
 	// The MCP convention carries the trace context in _meta; it wins over
 	// the POST's traceparent header (a client may reuse one HTTP session
@@ -62,6 +65,9 @@ func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.Cal
 		if p == nil && id.hasStep {
 			c.Identity = Identity{SessionID: id.sessionID, StepIndex: id.stepIndex, HasStep: true}
 		}
+		if p == nil {
+			c.Identity.Key = id.key // only to find a retired tool's record (retired.go)
+		}
 	default:
 		c.Identity = Identity{Key: id.key, SessionID: id.sessionID, StepIndex: id.stepIndex, HasStep: id.hasStep}
 		c.IdentityProblem = p
@@ -73,6 +79,11 @@ func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.Cal
 
 // mcpRender turns the call path's Result into the contract's MCP answer.
 func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult, error) {
+	if res.InputRequired {
+		// Not an outcome: passed on as the upstream sent it, without an
+		// execution (nothing was recorded).
+		return mcpAnswer(entry, res), nil
+	}
 	switch res.Kind {
 	case ResultExecuted, ResultReplayed:
 		out := mcpAnswer(entry, res)

@@ -27,6 +27,10 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		info.route = toolRoute // what chi would rebuild on every call
 	}
 	entry, ok := s.tools.Lookup(chi.URLParam(r, "tool"))
+	if !ok && r.Method == http.MethodPost {
+		// A tool its MCP server no longer offers still replays (retired.go).
+		entry, ok = s.tools.Retired(chi.URLParam(r, "tool"))
+	}
 	if !ok {
 		p := newProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
 		setLabel(r.Context(), "", p.label())
@@ -79,6 +83,12 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	}
 	if entry.Spec.ReadOnly {
 		c.Identity.SessionID, c.Identity.StepIndex, c.Identity.HasStep = optionalStepHeaders(r.Header)
+		if _, retired := s.tools.Retired(entry.Spec.Name); retired {
+			// Only to find the record of the tool it was (retired.go).
+			if h, p := parseCallHeaders(r.Header, s.opts.KeyMode); p == nil {
+				c.Identity.Key = h.key
+			}
+		}
 	} else {
 		h, p := parseCallHeaders(r.Header, s.opts.KeyMode)
 		c.Identity = Identity{Key: h.key, SessionID: h.sessionID, StepIndex: h.stepIndex, HasStep: h.hasStep}

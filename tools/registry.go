@@ -33,6 +33,10 @@ type snapshot struct {
 	ordered []*Entry
 	// catchAlls answer Lookup for names no entry has, longest prefix first.
 	catchAlls []catchAll
+	// retired holds the mutating entries a group no longer offers as
+	// mutating (removed, or re-listed read-only), by name: their completed
+	// records still replay (see Retired).
+	retired map[string]*Entry
 }
 
 // catchAll is a group's fallback for names it may own but cannot list yet.
@@ -85,7 +89,7 @@ func WithReadOnly(readOnly bool) AddOption {
 // NewRegistry returns an empty Registry.
 func NewRegistry() *Registry {
 	r := &Registry{}
-	r.snap.Store(&snapshot{byName: map[string]*Entry{}})
+	r.snap.Store(&snapshot{byName: map[string]*Entry{}, retired: map[string]*Entry{}})
 	return r
 }
 
@@ -142,7 +146,7 @@ func (r *Registry) Add(t Tool, opts ...AddOption) error {
 		byName[name] = e
 	}
 	byName[entry.Spec.Name] = entry
-	r.snap.Store(newSnapshot(byName, old.catchAlls))
+	r.snap.Store(newSnapshot(byName, old.catchAlls, old.retired))
 	return nil
 }
 
@@ -186,7 +190,7 @@ func (r *Registry) ReplaceAdded(next *Registry) error {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 		return fmt.Errorf("replace added: %w", &GroupError{Errs: errs})
 	}
-	r.snap.Store(newSnapshot(byName, old.catchAlls))
+	r.snap.Store(newSnapshot(byName, old.catchAlls, old.retired))
 	return nil
 }
 
@@ -257,7 +261,7 @@ func (r *Registry) SetGroup(group string, g Group) error {
 		catchAlls = append(catchAlls, catchAll{group: group, prefix: g.CatchAllPrefix, tool: g.CatchAll})
 		sort.SliceStable(catchAlls, func(i, j int) bool { return len(catchAlls[i].prefix) > len(catchAlls[j].prefix) })
 	}
-	r.snap.Store(newSnapshot(byName, catchAlls))
+	r.snap.Store(newSnapshot(byName, catchAlls, retire(old, byName, group)))
 	if len(errs) == 0 {
 		return nil
 	}
@@ -281,8 +285,41 @@ func (e *GroupError) Error() string {
 // Unwrap returns the errors, for errors.Is and errors.As.
 func (e *GroupError) Unwrap() []error { return e.Errs }
 
+// retire returns the retired entries after group's change from old to
+// byName: a mutating entry of the group that is gone or now read-only is
+// retired; a name the group offers as mutating again is not.
+func retire(old *snapshot, byName map[string]*Entry, group string) map[string]*Entry {
+	retired := make(map[string]*Entry, len(old.retired))
+	for name, e := range old.retired {
+		if now, ok := byName[name]; ok && !now.Spec.ReadOnly {
+			continue // mutating again: its own records, its own rules
+		}
+		retired[name] = e
+	}
+	for name, e := range old.byName {
+		if e.group != group || e.Spec.ReadOnly || e.Available() != nil {
+			continue // another owner's, never recorded, or a stand-in
+		}
+		if now, ok := byName[name]; !ok || now.Spec.ReadOnly {
+			retired[name] = e
+		}
+	}
+	return retired
+}
+
+// Retired returns the last entry under name that was mutating, when its
+// group no longer offers it as such: an MCP server's tool that the server
+// stopped listing, or re-listed read-only. Calls to it do not run it; a
+// retry of a call it completed still replays the recorded outcome until
+// the record expires (the gateway asks the store, without claiming). A
+// name that is offered as mutating again is not retired.
+func (r *Registry) Retired(name string) (*Entry, bool) {
+	e, ok := r.snap.Load().retired[name]
+	return e, ok
+}
+
 // newSnapshot derives the sorted list of runnable entries.
-func newSnapshot(byName map[string]*Entry, catchAlls []catchAll) *snapshot {
+func newSnapshot(byName map[string]*Entry, catchAlls []catchAll, retired map[string]*Entry) *snapshot {
 	ordered := make([]*Entry, 0, len(byName))
 	for _, e := range byName {
 		if e.Available() == nil {
@@ -290,7 +327,7 @@ func newSnapshot(byName map[string]*Entry, catchAlls []catchAll) *snapshot {
 		}
 	}
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].Spec.Name < ordered[j].Spec.Name })
-	return &snapshot{byName: byName, ordered: ordered, catchAlls: catchAlls}
+	return &snapshot{byName: byName, ordered: ordered, catchAlls: catchAlls, retired: retired}
 }
 
 // defaultSchema is the compiled DefaultInputSchema of catch-all entries.

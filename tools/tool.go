@@ -125,6 +125,23 @@ type Request struct {
 	// Tx is the call's transaction for a transactional tool (Spec.Transactional),
 	// nil otherwise.
 	Tx Tx
+	// AcceptsInputRequests says that the client can answer an upstream's
+	// requests for input (an MCP client of protocol 2026-07-28 or later:
+	// multi round-trip requests). A tool of an MCP upstream then returns the
+	// upstream's input_required result as a Response with InputRequired
+	// set; otherwise (REST) such a result is a failure.
+	AcceptsInputRequests bool
+	// Continuation is the client's answer to an upstream's input requests
+	// (the next round of a multi round-trip call); nil on a first round.
+	Continuation *Continuation
+}
+
+// Continuation carries a multi round-trip MCP call's next round: the
+// client's inputResponses (the raw JSON object) and the requestState the
+// upstream asked it to echo.
+type Continuation struct {
+	InputResponses json.RawMessage
+	RequestState   string
 }
 
 // Response is the outcome of a tool that ran to the end.
@@ -135,6 +152,13 @@ type Response struct {
 	ContentType string
 	// Body is sent unchanged, and replayed byte for byte.
 	Body []byte
+	// InputRequired marks an answer that is not an outcome: the upstream
+	// needs input from the client before it acts (an MCP input_required
+	// result, Body its JSON). The gateway records nothing, releases the
+	// call's claim and hands Body to the client, whose next round is a new
+	// call with the same identity. Only returned when
+	// Request.AcceptsInputRequests.
+	InputRequired bool
 }
 
 // JSON builds a Response with an application/json body from v.

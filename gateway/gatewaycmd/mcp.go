@@ -33,6 +33,8 @@ type MCPServerEntry struct {
 	RecordIsError  *bool             `yaml:"record_is_error"`
 	RelistInterval Duration          `yaml:"relist_interval"`
 	Sessions       int               `yaml:"sessions"`
+	// MaxResponseBytes caps one message from the server (default 4 MiB).
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 }
 
 // mcpStartWait bounds how long start-up waits for the MCP servers' first
@@ -66,6 +68,8 @@ func (c *Config) buildMCP(registry *tools.Registry, log *slog.Logger, getenv fun
 			RecordIsError:  e.RecordIsError == nil || *e.RecordIsError,
 			RelistInterval: time.Duration(e.RelistInterval),
 			Sessions:       e.Sessions,
+
+			MaxResponseBytes: e.MaxResponseBytes,
 		}
 	}
 	return mcptool.NewManager(registry, servers, mcptool.Options{Logger: log, Getenv: getenv, Version: version()})

@@ -40,12 +40,18 @@ type mcpUpstream struct {
 
 func newMCPUpstream(t *testing.T) *mcpUpstream {
 	t.Helper()
+	return newMCPUpstreamWith(t, nil)
+}
+
+// newMCPUpstreamWith is newMCPUpstream with go-sdk's handler options.
+func newMCPUpstreamWith(t *testing.T, opts *mcp.StreamableHTTPOptions) *mcpUpstream {
+	t.Helper()
 	s, err := mcptest.New(mcptest.Options{PageSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := &mcpUpstream{srv: s}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, opts)
 	u.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u.down.Load() {
 			http.Error(w, "not up yet", http.StatusServiceUnavailable)
@@ -388,7 +394,7 @@ var mcptestserverBinary = sync.OnceValues(func() (string, error) {
 })
 
 // TestMCPStdioUpstreamKilledMidCall runs the stdio test server under the
-// gateway and kills it while a call runs: the call is not recorded (502),
+// gateway and kills it while a call runs: the call is not recorded (5xx),
 // the server is restarted, the retry runs once, and its replay runs nothing.
 func TestMCPStdioUpstreamKilledMidCall(t *testing.T) {
 	bin, err := mcptestserverBinary()
@@ -417,7 +423,11 @@ mcp_servers:
 		t.Fatal(err)
 	}
 	r := <-replyc
-	if r.status != 502 || r.problemCode() != wire.CodeUpstreamUnreachable {
+	// The request had reached the server: an uncertain outcome, which a
+	// lease_expiry: rerun tool answers as a retryable 5xx, not recorded.
+	var problem struct{ Retryable bool }
+	_ = json.Unmarshal(r.body, &problem)
+	if r.status < 500 || !problem.Retryable {
 		t.Fatalf("killed mid-call: %d %s", r.status, r.body)
 	}
 	// The retry (same key) runs once the server is back.
@@ -462,6 +472,7 @@ func TestBadMCPServerConfigFailsNamingTheField(t *testing.T) {
 		{"bad name", "mcp_servers:\n  - name: T\n    url: http://127.0.0.1:1/mcp\n", "mcp_servers[0] (T).name"},
 		{"unset header variable", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    headers:\n      Authorization: Bearer ${NOPE}\n", "mcp_servers[0] (t).headers.Authorization: ${NOPE} is not set"},
 		{"bad lease expiry", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    lease_expiry: never\n", "mcp_servers[0] (t).lease_expiry"},
+		{"negative max_response_bytes", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    max_response_bytes: -1\n", "mcp_servers[0] (t).max_response_bytes"},
 		{"allow-listed name clashes with a plugin", "mcp_servers:\n  - name: t\n    url: http://127.0.0.1:1/mcp\n    prefix: cmdtest-\n    tools: [slow]\n",
 			`mcp_servers[0] (t).tools: tool "cmdtest-slow": MCP server "t" (not listed yet), tool "cmdtest-slow" clashes with tool "cmdtest-slow"`},
 		{"listed name breaks the rule", "mcp_servers:\n  - name: t\n    url: " + badNames.URL + "\n",

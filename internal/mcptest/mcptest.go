@@ -59,12 +59,14 @@ type Options struct {
 
 // Tool names the server offers.
 const (
-	ToolCreate  = "create_ticket" // mutating: counts, answers {"id", "title"}; "delay_ms" makes it slow
-	ToolGet     = "get_ticket"    // readOnlyHint
-	ToolFailRPC = "fail_rpc"      // a JSON-RPC error
-	ToolIsError = "fail_tool"     // a result with isError: true
-	ToolDie     = "die"           // the process exits mid-call (stdio program only)
-	ToolAddTool = "add_tool"      // adds the tool {"name"}: the server announces list_changed
+	ToolCreate  = "create_ticket"  // mutating: counts, answers {"id", "title"}; "delay_ms" makes it slow
+	ToolGet     = "get_ticket"     // readOnlyHint
+	ToolFailRPC = "fail_rpc"       // a JSON-RPC error
+	ToolIsError = "fail_tool"      // a result with isError: true
+	ToolDie     = "die"            // the process exits mid-call (stdio program only)
+	ToolAddTool = "add_tool"       // adds the tool {"name"}: the server announces list_changed
+	ToolBig     = "big_result"     // mutating: counts, answers a text of {"bytes"} bytes; "delay_ms" makes it slow
+	ToolConfirm = "confirm_ticket" // mutating, multi round-trip: asks the client to confirm (input_required, event "asked") before it counts
 )
 
 // New builds a Server.
@@ -125,6 +127,16 @@ func New(opts Options) (*Server, error) {
 			s.AddTool(args.Name)
 			return text("added " + args.Name), nil
 		}))
+	s.srv.AddTool(&mcp.Tool{
+		Name:        ToolBig,
+		Description: "Answers a result of the given size",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"delay_ms":{"type":"integer","minimum":0}},"required":["bytes"]}`),
+	}, s.big)
+	s.srv.AddTool(&mcp.Tool{
+		Name:        ToolConfirm,
+		Description: "Creates a ticket after the user confirms it",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`),
+	}, s.confirm)
 	for _, name := range opts.ExtraTools {
 		s.AddTool(name)
 	}
@@ -140,6 +152,15 @@ func (s *Server) AddTool(name string) {
 	s.srv.AddTool(&mcp.Tool{Name: name, Description: "Added at run time", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		s.record(func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text(string(req.Params.Arguments)), nil
+		}))
+}
+
+// AddReadOnlyTool adds an echo tool called name annotated readOnlyHint
+// (a tool the server re-lists as read-only); list_changed again.
+func (s *Server) AddReadOnlyTool(name string) {
+	s.srv.AddTool(&mcp.Tool{Name: name, Description: "Read-only now", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		s.record(func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("read-only " + string(req.Params.Arguments)), nil
 		}))
 }
 
@@ -246,6 +267,61 @@ func (s *Server) create(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	res := text(fmt.Sprintf("created ticket %d: %s", n, args.Title))
 	res.StructuredContent = map[string]any{"id": n, "title": args.Title}
 	return res, nil
+}
+
+// big is big_result: a text content block of the asked size.
+func (s *Server) big(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.note("start", req)
+	var args struct {
+		Bytes   int `json:"bytes"`
+		DelayMS int `json:"delay_ms"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	if args.DelayMS > 0 {
+		select {
+		case <-time.After(time.Duration(args.DelayMS) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	n := s.note("done", req)
+	return text(fmt.Sprintf("%d:", n) + string(bytes.Repeat([]byte("x"), args.Bytes))), nil
+}
+
+// ConfirmState is the requestState confirm_ticket asks the client to echo.
+const ConfirmState = "confirm-state-1"
+
+// confirm is confirm_ticket, a multi round-trip tool (SEP-2322): a call
+// without the user's answer gets an input_required result asking for it
+// (recorded as event "asked", nothing done); the continuation carrying an
+// accepting answer and the state creates the ticket (counted as "done").
+func (s *Server) confirm(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	answer, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+	if !ok || req.Params.RequestState != ConfirmState {
+		s.note("asked", req)
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
+				Message:         "Create this ticket?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}},
+			}},
+			RequestState: ConfirmState,
+		}, nil
+	}
+	s.note("start", req)
+	var args struct {
+		Title string `json:"title"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	if answer.Action != "accept" {
+		s.note("declined", req)
+		return text("not created: " + answer.Action), nil
+	}
+	n := s.note("done", req)
+	return text(fmt.Sprintf("created ticket %d: %s", n, args.Title)), nil
 }
 
 // record wraps a handler so its call is recorded as start and done.

@@ -10,6 +10,14 @@
 // re-lists them on notifications/tools/list_changed and periodically,
 // replacing the upstream's tools in the tools.Registry while it serves.
 //
+// The gateway reads every upstream through transports of its own
+// (stdio.go, httpbound.go): a message over max_response_bytes fails its
+// own call and never the session other calls share, and a call whose
+// request was sent when its session died is reported as an uncertain
+// outcome (tools.ErrOutcomeUncertain), not as an unreachable upstream. An
+// upstream's request for client input (an MCP multi round-trip request) is
+// handed back to the gateway's client, never fulfilled here.
+//
 // Package mcptool imports tools and the MCP Go SDK, never the gateway.
 package mcptool
 
@@ -77,6 +85,11 @@ type ServerConfig struct {
 	// upstream (default DefaultHTTPSessions). A Command upstream is one
 	// process with one session, which carries concurrent calls.
 	Sessions int
+	// MaxResponseBytes caps one message from the server (default
+	// DefaultMaxResponseBytes): a result over it fails its call alone with
+	// an error wrapping tools.ErrResponseTooLarge, and is discarded as it
+	// streams past without ending the session other calls share.
+	MaxResponseBytes int64
 }
 
 // headerRef is the ${NAME} form expanded in header values.
@@ -164,6 +177,9 @@ func (c ServerConfig) check(getenv func(string) string) (http.Header, error) {
 	}
 	if c.Sessions < 0 {
 		return nil, fmt.Errorf("sessions: %d: must be positive", c.Sessions)
+	}
+	if c.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("max_response_bytes: %d: must be positive", c.MaxResponseBytes)
 	}
 	if c.Sessions > 1 && len(c.Command) > 0 {
 		return nil, fmt.Errorf("sessions: a command server is one process with one session")

@@ -49,7 +49,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // TestStdioServerIsStartedRestartedAndStopped runs the mcptestserver
 // program as a stdio upstream: its stderr reaches the log tagged with the
-// server name, a process that dies mid-call fails the call as unreachable
+// server name, a process that dies mid-call fails the call as uncertain
 // and is restarted with its tools, and Close stops the process.
 func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
@@ -58,8 +58,8 @@ func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 	m := startManager(t, reg, mcptool.ServerConfig{
 		Name: "local", Command: []string{stdioBinary(t), "-log", logPath, "-page-size", "4"}, Prefix: "l_", RecordIsError: true,
 	}, mcptool.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if reg.Len() != 6 {
-		t.Fatalf("%d tools listed over stdio, want 6", reg.Len())
+	if reg.Len() != 8 {
+		t.Fatalf("%d tools listed over stdio, want 8", reg.Len())
 	}
 	call := func(tool, args string) (*tools.Response, error) {
 		return lookup(t, reg, tool).Tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(args), Tenant: "acme"})
@@ -74,8 +74,8 @@ func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 	firstPID := readLog(t, logPath)[0].PID
 
 	_, err = call("l_die", `{}`)
-	if !errors.Is(err, tools.ErrUpstreamUnreachable) {
-		t.Fatalf("server died mid-call: %v, want ErrUpstreamUnreachable", err)
+	if !errors.Is(err, tools.ErrOutcomeUncertain) {
+		t.Fatalf("server died mid-call: %v, want ErrOutcomeUncertain (the request had reached it)", err)
 	}
 	// Restarted with backoff; the tools work again, in a new process.
 	waitFor(t, "a restarted server answering", func() bool {
@@ -97,7 +97,9 @@ func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 }
 
 // TestStdioServerKilledMidCall kills the process while a call runs: the call
-// fails as unreachable at once (no waiting for the timeout).
+// fails at once (no waiting for the timeout) as an uncertain outcome, since
+// the server had received it; the server's log shows it started and never
+// finished.
 func TestStdioServerKilledMidCall(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
 	reg := tools.NewRegistry()
@@ -114,10 +116,13 @@ func TestStdioServerKilledMidCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := <-errc
-	if !errors.Is(err, tools.ErrUpstreamUnreachable) {
-		t.Fatalf("killed mid-call: %v, want ErrUpstreamUnreachable", err)
+	if !errors.Is(err, tools.ErrOutcomeUncertain) || errors.Is(err, tools.ErrUpstreamUnreachable) {
+		t.Fatalf("killed mid-call: %v, want ErrOutcomeUncertain", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the call waited %v for a dead server", d)
+	}
+	if execs := readLog(t, logPath); len(mcptest.Filter(execs, mcptest.ToolCreate, "start")) != 1 || len(mcptest.Filter(execs, mcptest.ToolCreate, "done")) != 0 {
+		t.Fatalf("server log: %+v, want one start and no completion", execs)
 	}
 }

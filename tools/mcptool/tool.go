@@ -41,16 +41,21 @@ func (t *Tool) Provenance() string {
 // Call forwards the call as tools/call with the client's arguments, the
 // call's identity in _meta (see Meta) and, when ctx carries a span, its W3C
 // trace context as _meta's "traceparent" (and "tracestate"), on one of the
-// server's pooled sessions.
+// server's pooled sessions. A continuation (req.Continuation) adds the
+// client's inputResponses and requestState.
 //
 // Outcomes: a result with isError false is status 200 with the
 // CallToolResult JSON as body (application/json), recorded and replayed by
 // the gateway; isError true is the same, unless the server is configured
 // record_is_error: false, then status 500 with the same body (not
-// recorded: a retry runs the tool again). A JSON-RPC error, a transport
-// failure or a dead stdio server is an error wrapping
-// tools.ErrUpstreamUnreachable; the end of ctx (the tool's timeout) an error
-// wrapping ctx's error.
+// recorded: a retry runs the tool again). An input_required result is a
+// Response with InputRequired set when the client can answer it
+// (req.AcceptsInputRequests), else an error. Errors wrap:
+// tools.ErrResponseTooLarge for a message over max_response_bytes (the
+// session goes on); tools.ErrOutcomeUncertain when the request was written
+// and the session failed before an answer came (the server may have acted);
+// tools.ErrUpstreamUnreachable for a JSON-RPC error, a refused request or
+// one never written; ctx's error at the end of ctx (the tool's timeout).
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 	if t.spec.Policy.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -70,18 +75,19 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 	// execution) goes in _meta, the MCP convention, so the server's spans
 	// join the agent's trace; without a span nothing is added.
 	traceprop.InjectMeta(ctx, meta)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
-		Name:      t.upstreamName,
-		Arguments: args,
-		Meta:      meta,
-	})
-	if err != nil {
-		return nil, t.failure(ctx, cs, err)
+	params := &mcp.CallToolParams{Name: t.upstreamName, Arguments: args, Meta: meta}
+	if c := req.Continuation; c != nil {
+		if len(c.InputResponses) > 0 {
+			if err := json.Unmarshal(c.InputResponses, &params.InputResponses); err != nil {
+				return nil, fmt.Errorf("%s: the client's inputResponses: %w", t.Provenance(), err)
+			}
+		}
+		params.RequestState = c.RequestState
 	}
-	if res.NeedsInput() {
-		// A multi-round-trip request for client input: the gateway has no
-		// one to ask, and a half-done call must not be recorded.
-		return nil, fmt.Errorf("%s: the server asked for client input (multi round-trip), which the gateway cannot provide", t.Provenance())
+	callCtx, mark := withSendMark(ctx)
+	res, err := cs.CallTool(callCtx, params)
+	if err != nil {
+		return nil, t.failure(ctx, cs, mark, err)
 	}
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // "content" is required: [] rather than null
@@ -89,6 +95,14 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 	body, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode the result: %w", t.Provenance(), err)
+	}
+	if res.NeedsInput() {
+		// A multi round-trip request for client input: not an outcome (the
+		// server has not acted yet). Only the gateway's client can answer.
+		if !req.AcceptsInputRequests {
+			return nil, fmt.Errorf("%s: the server asked for client input (multi round-trip), which this client cannot give: call over MCP (protocol 2026-07-28)", t.Provenance())
+		}
+		return &tools.Response{Status: http.StatusOK, ContentType: "application/json", Body: body, InputRequired: true}, nil
 	}
 	status := http.StatusOK
 	if res.IsError && !t.up.cfg.RecordIsError {
@@ -98,20 +112,48 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 }
 
 // failure classifies a tools/call error for the gateway.
-func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, err error) error {
+func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, mark *sendMark, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", t.Provenance(), ctxErr)
 	}
+	if limit, ok := responseTooLarge(err); ok {
+		// The gateway's transport discarded the answer; the session is fine.
+		return fmt.Errorf("%s: %w: the result exceeds max_response_bytes (%d bytes)", t.Provenance(), tools.ErrResponseTooLarge, limit)
+	}
 	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
+	if errors.As(err, &rpcErr) && !transportSentinel(rpcErr) {
 		// The server answered, with an error instead of a result: the session
 		// is fine, the call did not produce an outcome to record.
 		return fmt.Errorf("%s: %w: JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamUnreachable, rpcErr.Code, rpcErr.Message)
 	}
-	// The connection failed (the process died, the HTTP request failed):
-	// retire the session so its supervisor connects a fresh one.
-	t.up.pool.broken(cs)
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		// The session is over (its supervisor connects a new one); take it
+		// out of service now. A failure of this call's request alone (an
+		// HTTP request that failed) leaves the session to the other calls
+		// on it: go-sdk ends it itself when it is broken.
+		t.up.pool.broken(cs)
+	}
+	if mark.mayHaveRun() {
+		// The request reached the server and no answer came back (the
+		// process died, the connection dropped): it may have acted.
+		return fmt.Errorf("%s: %w: no answer after the request was sent: %v", t.Provenance(), tools.ErrOutcomeUncertain, err)
+	}
+	// The request never reached the server, or the server refused it.
 	return fmt.Errorf("%s: %w: %v", t.Provenance(), tools.ErrUpstreamUnreachable, err)
+}
+
+// transportSentinel reports whether e is one of go-sdk's own transport
+// errors, which it dresses as JSON-RPC errors (a request the transport
+// could not deliver, a closing connection), rather than an error the server
+// answered.
+func transportSentinel(e *jsonrpc.Error) bool {
+	switch {
+	case e.Code == -32005 && e.Message == "rejected by transport",
+		e.Code == -32004 && e.Message == "server is closing",
+		e.Code == -32003 && e.Message == "client is closing":
+		return true
+	}
+	return false
 }
 
 // Meta is the _meta of a forwarded tools/call: the call's identity, so the

@@ -76,29 +76,40 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 		u.readOnly[name] = true
 	}
 
+	maxBytes := cfg.MaxResponseBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolgateway", Version: version}, &mcp.ClientOptions{
 		Logger: u.log,
 		// Nothing to offer the server (no roots, sampling or elicitation).
 		Capabilities:           &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { u.requestRelist() },
+		// An input_required result goes back to the gateway's own client
+		// (the gateway has no user to ask); go-sdk must not try to
+		// fulfil it here.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	size := 1
 	var transport func() mcp.Transport
+	// go-sdk's own caps sit above the gateway's, which the transports
+	// enforce per message without ending the session.
+	sdkCap := int(maxBytes) + 64<<10
 	if cfg.URL != "" {
 		size = cfg.Sessions
 		if size <= 0 {
 			size = DefaultHTTPSessions
 		}
-		httpClient := &http.Client{Transport: &headerTransport{base: base.Transport, headers: headers}}
+		httpClient := &http.Client{Transport: &upstreamTransport{base: base.Transport, headers: headers, maxBytes: maxBytes, log: u.log}}
 		transport = func() mcp.Transport {
-			return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient}
+			return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient, MaxEventSize: sdkCap}
 		}
 	} else {
 		stderr := &stderrLog{log: u.log}
 		transport = func() mcp.Transport {
 			cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 			cmd.Stderr = stderr
-			return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}
+			return &stdioTransport{cmd: cmd, maxBytes: maxBytes, terminate: terminateGrace, log: u.log}
 		}
 	}
 	connect := func(ctx context.Context) (*mcp.ClientSession, error) {
@@ -106,26 +117,6 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 	}
 	u.pool = newPool(size, u.log, connect, u.requestRelist, u.settle)
 	return u
-}
-
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers http.Header
-}
-
-func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		r = r.Clone(r.Context())
-		for name, values := range t.headers {
-			r.Header[name] = values
-		}
-	}
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return base.RoundTrip(r)
 }
 
 // installStandIns registers what answers for the server's tools until they
