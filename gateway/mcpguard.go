@@ -56,66 +56,83 @@ const newestProtocolEra = "2026-07-28"
 
 // guard lets through to go-sdk only what is one JSON-RPC request or
 // notification of a method the server has, as application/json within
-// the size limit, and answers everything else itself with a JSON-RPC
-// error (never plain text). Nothing it refuses reaches a tool or the
-// store. Batches are refused whatever the protocol version: go-sdk would
-// run the calls of a batch sent without a protocol version header, and
-// the contract refuses them.
+// the size limit, with the strict envelope of mcpenvelope.go, and answers
+// everything else itself with a JSON-RPC error (never plain text).
+// Nothing it refuses reaches a tool or the store. Batches are refused
+// whatever the protocol version: go-sdk would run the calls of a batch
+// sent without a protocol version header, and the contract refuses them.
 func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		if !isJSONContentType(requestContentType(r.Header)) {
+		refuse := func(status int, req *jsonrpc.Request, rpcErr *jsonrpc.Error) {
 			setLabel(ctx, "", labelInvalid)
-			writeRPCError(w, http.StatusUnsupportedMediaType, nil, rpcInvalidRequest,
-				"send JSON-RPC messages as application/json", wire.CodeUnsupportedMediaType)
+			writeRPCError(w, status, req, rpcErr)
+		}
+		if !isJSONContentType(requestContentType(r.Header)) {
+			refuse(http.StatusUnsupportedMediaType, nil, envelopeProblem(rpcInvalidRequest,
+				newProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json")))
 			return
 		}
 		limit := e.s.opts.MaxBodyBytes + mcpEnvelopeBytes
 		body, err := io.ReadAll(http.MaxBytesReader(innermostWriter(w), r.Body, limit))
 		if err != nil {
-			setLabel(ctx, "", labelInvalid)
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				writeRPCError(w, http.StatusRequestEntityTooLarge, nil, rpcInvalidRequest,
-					"the request may be at most "+strconv.FormatInt(limit, 10)+" bytes", wire.CodePayloadTooLarge)
+				refuse(http.StatusRequestEntityTooLarge, nil, envelopeProblem(rpcInvalidRequest,
+					newProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes")))
 				return
 			}
-			writeRPCError(w, http.StatusBadRequest, nil, rpcParseError, "the request body could not be read", wire.CodeInvalidJSON)
+			refuse(http.StatusBadRequest, nil, envelopeProblem(rpcParseError,
+				newProblem(wire.CodeInvalidJSON, "the request body could not be read")))
+			return
+		}
+		// One JSON value and nothing after it: trailing data is a parse
+		// error, never run with the rest dropped.
+		if !json.Valid(body) {
+			refuse(http.StatusBadRequest, nil, envelopeProblem(rpcParseError,
+				newProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)")))
 			return
 		}
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-			setLabel(ctx, "", labelInvalid)
-			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
-				"JSON-RPC batches are not supported: send one message per POST", "")
+			refuse(http.StatusBadRequest, nil, &jsonrpc.Error{Code: rpcInvalidRequest,
+				Message: "JSON-RPC batches are not supported: send one message per POST"})
+			return
+		}
+		env, err := readEnvelope(body)
+		if err != nil {
+			refuse(http.StatusBadRequest, nil, &jsonrpc.Error{Code: rpcInvalidRequest,
+				Message: "the request is not a JSON-RPC 2.0 request: " + err.Error()})
 			return
 		}
 		msg, err := jsonrpc.DecodeMessage(body)
 		if err != nil {
-			setLabel(ctx, "", labelInvalid)
-			if !json.Valid(body) {
-				writeRPCError(w, http.StatusBadRequest, nil, rpcParseError, "the request is not JSON", wire.CodeInvalidJSON)
-				return
-			}
-			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
-				"the request is not a JSON-RPC 2.0 request: "+err.Error(), "")
+			refuse(http.StatusBadRequest, nil, &jsonrpc.Error{Code: rpcInvalidRequest,
+				Message: truncateEcho("the request is not a JSON-RPC 2.0 request: " + err.Error())})
 			return
 		}
 		req, isRequest := msg.(*jsonrpc.Request)
 		if !isRequest {
-			setLabel(ctx, "", labelInvalid)
-			writeRPCError(w, http.StatusBadRequest, nil, rpcInvalidRequest,
-				"this server sends no requests, so it takes no responses", "")
+			refuse(http.StatusBadRequest, nil, &jsonrpc.Error{Code: rpcInvalidRequest,
+				Message: "this server sends no requests, so it takes no responses"})
 			return
 		}
 		if !mcpServerMethods[req.Method] {
-			setLabel(ctx, "", labelInvalid)
 			status := http.StatusOK // the older protocols answer errors in a 200
 			if r.Header.Get(protocolVersionHeader) >= newestProtocolEra {
 				status = http.StatusNotFound
 			}
-			writeRPCError(w, status, req, rpcMethodNotFound, "method not found: this server serves tools (tools/list, tools/call)", "")
+			refuse(status, req, &jsonrpc.Error{Code: rpcMethodNotFound,
+				Message: "method not found: this server serves tools (tools/list, tools/call)"})
 			return
 		}
+		// The arguments of a call have REST's limit, so a call accepted
+		// over MCP is accepted over REST.
+		if req.Method == "tools/call" && int64(env.argumentBytes) > e.s.opts.MaxBodyBytes {
+			refuse(http.StatusRequestEntityTooLarge, req, envelopeProblem(wire.RPCInvalidParams,
+				newProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(e.s.opts.MaxBodyBytes, 10)+" bytes, as over REST")))
+			return
+		}
+		r = r.WithContext(withEnvelope(ctx, env))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		rw := &plainTextCatcher{ResponseWriter: w}
@@ -132,13 +149,16 @@ type rpcErrorResponse struct {
 	Error   *jsonrpc.Error `json:"error"`
 }
 
-// writeRPCError writes a JSON-RPC error with the given HTTP status. code is
-// a problem code for data (none when "").
-func writeRPCError(w http.ResponseWriter, status int, req *jsonrpc.Request, rpcCode int64, message, code string) {
-	rpcErr := &jsonrpc.Error{Code: rpcCode, Message: message}
-	if code != "" {
-		rpcErr.Data = problemData(newProblem(code, message))
-	}
+// envelopeProblem is the JSON-RPC error, at the level rpcCode names (the
+// message, -32700/-32600, or the params, -32602), of a refusal that has a
+// problem code: data carries it as on every other error.
+func envelopeProblem(rpcCode int64, p *Problem) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: rpcCode, Message: truncateEcho(p.Detail), Data: problemData(p)}
+}
+
+// writeRPCError writes rpcErr as the answer to req (id null when req is
+// nil) with the HTTP status the refusal has in the protocol version.
+func writeRPCError(w http.ResponseWriter, status int, req *jsonrpc.Request, rpcErr *jsonrpc.Error) {
 	var id any
 	if req != nil {
 		id = req.ID.Raw()
@@ -189,5 +209,6 @@ func (c *plainTextCatcher) finish(req *jsonrpc.Request) {
 	if !c.caught {
 		return
 	}
-	writeRPCError(c.ResponseWriter, c.status, req, rpcInvalidRequest, strings.TrimSpace(c.text.String()), "")
+	writeRPCError(c.ResponseWriter, c.status, req, &jsonrpc.Error{Code: rpcInvalidRequest,
+		Message: truncateEcho(strings.TrimSpace(c.text.String()))})
 }
