@@ -146,7 +146,9 @@ var (
 		header: wire.HeaderSessionID, meta: wire.MetaSessionID,
 		missingCode: wire.CodeAgentSessionMissing, badCode: wire.CodeAgentSessionMalformed,
 		what: "the agent session",
-		rule: func(KeyMode) string { return "the session id must be a string of 1-256 visible ASCII characters without ':'" },
+		rule: func(KeyMode) string {
+			return "the session id must be a string of 1-256 visible ASCII characters without ':'"
+		},
 	}
 	identityStep = identityMember{
 		header: wire.HeaderStepIndex, meta: wire.MetaStepIndex,
