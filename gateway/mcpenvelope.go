@@ -77,11 +77,16 @@ func readParams(env *mcpEnvelope, params json.RawMessage) error {
 	})
 }
 
-// checkRequestID accepts a JSON string, or an integer literal (no
-// fraction, no exponent) within ±(2^53−1).
+// checkRequestID accepts a JSON string (of at most maxEcho bytes as sent),
+// or an integer literal (no fraction, no exponent) within ±(2^53−1).
 func checkRequestID(raw json.RawMessage) error {
 	text := bytes.TrimSpace(raw)
 	if len(text) > 0 && text[0] == '"' {
+		if len(text) > maxEcho {
+			// Every answer repeats the id; an error repeats at most
+			// maxEcho bytes of the request.
+			return &envelopeError{"a string request id may be at most " + strconv.Itoa(maxEcho) + " bytes"}
+		}
 		return nil
 	}
 	digits := text

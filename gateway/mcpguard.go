@@ -177,26 +177,58 @@ func writeRPCError(w http.ResponseWriter, status int, req *jsonrpc.Request, rpcE
 // plainTextCatcher turns go-sdk's plain-text refusals (http.Error: a
 // missing id, missing params, a protocol version it does not serve, a
 // Host it does not trust) into JSON-RPC errors with the same status, so
-// every answer of /mcp is JSON-RPC. Everything else passes through.
+// every answer of /mcp is JSON-RPC, and caps what go-sdk's own JSON-RPC
+// errors repeat of the request (its "invalid params: unmarshaling ..."
+// quotes the whole params, its "Resource not found" the uri) to maxEcho
+// bytes. Everything else passes through.
 type plainTextCatcher struct {
 	http.ResponseWriter
 	caught bool
 	status int
 	text   bytes.Buffer
+	// pending is the status of a JSON answer, held back until its body
+	// (one Write in go-sdk's JSON response mode) is seen.
+	pending int
+	// started: a status or body went out (or was held back) already.
+	started bool
 }
 
 func (c *plainTextCatcher) WriteHeader(status int) {
-	if status >= 400 && strings.HasPrefix(c.Header().Get("Content-Type"), "text/plain") {
+	if c.started {
+		return // as net/http: a second status is ignored
+	}
+	c.started = true
+	contentType := c.Header().Get("Content-Type")
+	switch {
+	case status >= 400 && strings.HasPrefix(contentType, "text/plain"):
 		c.caught, c.status = true, status
 		c.Header().Del("X-Content-Type-Options")
-		return
+	case strings.HasPrefix(contentType, wire.MediaTypeJSON):
+		c.pending = status
+	default:
+		c.ResponseWriter.WriteHeader(status)
 	}
-	c.ResponseWriter.WriteHeader(status)
 }
 
 func (c *plainTextCatcher) Write(b []byte) (int, error) {
+	if !c.started {
+		c.WriteHeader(http.StatusOK) // a body without a status is a 200
+	}
 	if c.caught {
 		return c.text.Write(b)
+	}
+	if c.pending != 0 {
+		status := c.pending
+		c.pending = 0
+		if capped, changed := capRPCErrorEcho(b); changed {
+			c.Header().Set("Content-Length", strconv.Itoa(len(capped)))
+			c.ResponseWriter.WriteHeader(status)
+			if _, err := c.ResponseWriter.Write(capped); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+		c.ResponseWriter.WriteHeader(status)
 	}
 	return c.ResponseWriter.Write(b)
 }
@@ -204,11 +236,61 @@ func (c *plainTextCatcher) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (c *plainTextCatcher) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// finish writes the JSON-RPC error for a caught refusal.
+// finish writes the JSON-RPC error for a caught refusal, or the held-back
+// status of an answer without a body.
 func (c *plainTextCatcher) finish(req *jsonrpc.Request) {
+	if c.pending != 0 {
+		c.ResponseWriter.WriteHeader(c.pending)
+		c.pending = 0
+	}
 	if !c.caught {
 		return
 	}
 	writeRPCError(c.ResponseWriter, c.status, req, &jsonrpc.Error{Code: rpcInvalidRequest,
 		Message: truncateEcho(strings.TrimSpace(c.text.String()))})
+}
+
+// maxForeignData is the largest error.data of go-sdk's own passed as it
+// is; the gateway's own data is capped member by member (problemData).
+const maxForeignData = 1 << 10
+
+// capRPCErrorEcho returns the JSON-RPC error response in body with its
+// message cut to maxEcho bytes and a larger data than maxForeignData
+// reduced to its code and retryable. A result, or a small error, is left
+// alone without being parsed (the check reads the first bytes only).
+func capRPCErrorEcho(body []byte) ([]byte, bool) {
+	if len(body) <= 2*maxEcho+maxForeignData {
+		return body, false
+	}
+	head := body[:min(len(body), 2*maxEcho)] // the id is at most maxEcho bytes
+	errorAt := bytes.Index(head, []byte(`"error":`))
+	if errorAt < 0 || bytes.Contains(head[:errorAt], []byte(`"result":`)) {
+		return body, false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	resp, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok || resp.Error == nil {
+		return body, false
+	}
+	var rpcErr *jsonrpc.Error
+	if !errors.As(resp.Error, &rpcErr) {
+		return body, false
+	}
+	capped := &jsonrpc.Error{Code: rpcErr.Code, Message: truncateEcho(rpcErr.Message), Data: rpcErr.Data}
+	if len(capped.Data) > maxForeignData {
+		var kept struct {
+			Code      string `json:"code,omitempty"`
+			Retryable *bool  `json:"retryable,omitempty"`
+		}
+		_ = json.Unmarshal(capped.Data, &kept)
+		capped.Data = nil
+		if kept.Code != "" {
+			capped.Data, _ = json.Marshal(kept)
+		}
+	}
+	out, err := json.Marshal(rpcErrorResponse{JSONRPC: "2.0", ID: resp.ID.Raw(), Error: capped})
+	if err != nil {
+		return body, false
+	}
+	return out, true
 }
