@@ -68,9 +68,14 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 			setLabel(ctx, "", labelInvalid)
 			writeRPCError(w, status, req, rpcErr)
 		}
+		// A refusal with a problem code has the code's HTTP status (the
+		// code table's); rpcCode is the level refused: the message
+		// (-32700, -32600) or the params (-32602).
+		refuseProblem := func(req *jsonrpc.Request, rpcCode int64, p *Problem) {
+			refuse(p.Status, req, &jsonrpc.Error{Code: rpcCode, Message: truncateEcho(p.Detail), Data: problemData(p)})
+		}
 		if !isJSONContentType(requestContentType(r.Header)) {
-			refuse(http.StatusUnsupportedMediaType, nil, envelopeProblem(rpcInvalidRequest,
-				newProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json")))
+			refuseProblem(nil, rpcInvalidRequest, newProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
 			return
 		}
 		limit := e.s.opts.MaxBodyBytes + mcpEnvelopeBytes
@@ -78,19 +83,16 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				refuse(http.StatusRequestEntityTooLarge, nil, envelopeProblem(rpcInvalidRequest,
-					newProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes")))
+				refuseProblem(nil, rpcInvalidRequest, newProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
 				return
 			}
-			refuse(http.StatusBadRequest, nil, envelopeProblem(rpcParseError,
-				newProblem(wire.CodeInvalidJSON, "the request body could not be read")))
+			refuseProblem(nil, rpcParseError, newProblem(wire.CodeInvalidJSON, "the request body could not be read"))
 			return
 		}
 		// One JSON value and nothing after it: trailing data is a parse
 		// error, never run with the rest dropped.
 		if !json.Valid(body) {
-			refuse(http.StatusBadRequest, nil, envelopeProblem(rpcParseError,
-				newProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)")))
+			refuseProblem(nil, rpcParseError, newProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
 			return
 		}
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
@@ -128,8 +130,8 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		// The arguments of a call have REST's limit, so a call accepted
 		// over MCP is accepted over REST.
 		if req.Method == "tools/call" && int64(env.argumentBytes) > e.s.opts.MaxBodyBytes {
-			refuse(http.StatusRequestEntityTooLarge, req, envelopeProblem(wire.RPCInvalidParams,
-				newProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(e.s.opts.MaxBodyBytes, 10)+" bytes, as over REST")))
+			refuseProblem(req, wire.RPCInvalidParams, newProblem(wire.CodePayloadTooLarge,
+				"the arguments may be at most "+strconv.FormatInt(e.s.opts.MaxBodyBytes, 10)+" bytes, as over REST"))
 			return
 		}
 		r = r.WithContext(withEnvelope(ctx, env))
@@ -147,13 +149,6 @@ type rpcErrorResponse struct {
 	JSONRPC string         `json:"jsonrpc"`
 	ID      any            `json:"id"`
 	Error   *jsonrpc.Error `json:"error"`
-}
-
-// envelopeProblem is the JSON-RPC error, at the level rpcCode names (the
-// message, -32700/-32600, or the params, -32602), of a refusal that has a
-// problem code: data carries it as on every other error.
-func envelopeProblem(rpcCode int64, p *Problem) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: rpcCode, Message: truncateEcho(p.Detail), Data: problemData(p)}
 }
 
 // writeRPCError writes rpcErr as the answer to req (id null when req is
