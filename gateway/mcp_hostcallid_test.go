@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -138,5 +141,56 @@ func TestMCPHostCallIDsConfig(t *testing.T) {
 	}
 	if n := tool.total.Load(); n != 2 {
 		t.Fatalf("the tool ran %d times, want 2", n)
+	}
+}
+
+// TestMCPHostCallIDsConcurrent fires a host's call and its duplicates at
+// once while the tool runs: one execution; a duplicate with the same
+// arguments waits and replays it, one with other arguments is
+// idempotency_key_reused while the first still runs.
+func TestMCPHostCallIDsConcurrent(t *testing.T) {
+	tool := newTestTool("ship")
+	tool.started = make(chan *tools.Request, 4)
+	release := make(chan struct{})
+	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+		<-release
+		return tools.JSON(200, map[string]any{"shipped": true})
+	}
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	const host, id = "agent-tool-call-request-id", "call_concurrent"
+	first := make(chan error, 1)
+	var firstRes *mcp.CallToolResult
+	go func() {
+		res, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"to":"oslo"}`, hostMeta(host, id))
+		firstRes = res
+		first <- err
+	}()
+	<-tool.started // the first call runs
+
+	_, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"to":"rome"}`, hostMeta(host, id))
+	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeIdempotencyKeyReused)
+
+	var wg sync.WaitGroup
+	dupes := make([]*mcp.CallToolResult, 3)
+	dupeErrs := make([]error, 3)
+	for i := range dupes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dupes[i], dupeErrs[i] = mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"to":"oslo"}`, hostMeta(host, id))
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the duplicates are waiting on the running call
+	close(release)
+	wg.Wait()
+	firstErr := <-first
+	executionID := wantExecuted(t, firstRes, firstErr, false)
+	for i := range dupes {
+		if wantExecuted(t, dupes[i], dupeErrs[i], true) != executionID {
+			t.Fatalf("duplicate %d replayed another execution", i)
+		}
+	}
+	if n := tool.total.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
 	}
 }
