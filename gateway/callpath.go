@@ -58,6 +58,10 @@ type Identity struct {
 	StepIndex uint64
 	// HasStep: session id and step index were both sent and well-formed.
 	HasStep bool
+	// HostMeta and HostCallID: the call carried none of the above but a
+	// host's own id of the call in _meta member HostMeta (MCP's
+	// mcp.host_call_ids); the key is derived from it (identity.go).
+	HostMeta, HostCallID string
 }
 
 // Call is one tool call as an adapter hands it to Server.Call.
@@ -226,7 +230,9 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		return problemResult(c.IdentityProblem)
 	}
 	id := c.Identity
-	if s.opts.KeyMode == KeyModeDerived {
+	if id.HostMeta != "" {
+		id.Key = hostCallKey(id.HostMeta, id.HostCallID, name, canonical)
+	} else if s.opts.KeyMode == KeyModeDerived {
 		want, err := keyderive.KeyFromCanonical(id.SessionID, id.StepIndex, name, canonical)
 		if id.Key == "" && err == nil {
 			id.Key = want // the transport let the client leave it to us
@@ -300,6 +306,11 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		res.Waited = waited
 		return res
 	case idempotency.OutcomeStepConflict:
+		if id.HostMeta != "" { // the host id's entry holds other arguments
+			res := problemResult(newProblem(wire.CodeIdempotencyKeyReused, "this host call id ("+id.HostMeta+") was first used with other arguments"))
+			res.Waited = waited
+			return res
+		}
 		p := newProblem(wire.CodeStepConflict, "this session step already made another call; give each tool call its own step index")
 		if d.Conflict != nil {
 			p.Tool, p.ExecutionID = d.Conflict.Tool, d.Conflict.ExecutionID
@@ -376,6 +387,14 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 	}
 	if cl.id.HasStep {
 		req.Step = &idempotency.Step{SessionID: cl.id.SessionID, Index: cl.id.StepIndex}
+	}
+	if cl.id.HostMeta != "" {
+		// The host id's own entry (identity.go), always guarded: it is how
+		// the same host id with other arguments is found. The key is
+		// derived from the host id, so it is bound to that entry.
+		session, index := hostCallStep(cl.id.HostMeta, cl.id.HostCallID, cl.call.Entry.Spec.Name)
+		req.Step = &idempotency.Step{SessionID: session, Index: index}
+		req.StepGuard, req.StepBoundKey = true, true
 	}
 	return req
 }

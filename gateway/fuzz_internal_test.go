@@ -51,7 +51,8 @@ func FuzzCallHeaders(f *testing.F) {
 			mode = KeyModeOpaque
 		}
 
-		got, p := parseCallHeaders(h, mode)
+		parsed := parseIdentity(identitySource{api: APIREST, header: h}, mode)
+		got, p := parsed.id, parsed.problem
 		if p != nil {
 			if p.Status != http.StatusBadRequest || !headerCodes[p.Code] {
 				t.Fatalf("refusal %d %s", p.Status, p.Code)
@@ -60,28 +61,28 @@ func FuzzCallHeaders(f *testing.F) {
 			if duplicateKey {
 				t.Fatal("two Idempotency-Key headers accepted")
 			}
-			if !validKey(got.key, mode) || !visibleASCII(got.key) {
-				t.Fatalf("accepted key %q", got.key)
+			if !validKey(got.Key, mode) || !visibleASCII(got.Key) {
+				t.Fatalf("accepted key %q", got.Key)
 			}
-			if unquoted, ok := unquoteKey(key); !ok || unquoted != got.key {
-				t.Fatalf("key %q became %q", key, got.key)
+			if unquoted, ok := unquoteKey(key); !ok || unquoted != got.Key {
+				t.Fatalf("key %q became %q", key, got.Key)
 			}
-			if mode == KeyModeDerived && !got.hasStep {
+			if mode == KeyModeDerived && !got.HasStep {
 				t.Fatal("derived mode accepted a call without session and step")
 			}
-			if got.hasStep {
-				if got.sessionID != session || keyderive.ValidateSessionID(session) != nil || !visibleASCII(session) || strings.Contains(session, ":") {
-					t.Fatalf("accepted session %q as %q", session, got.sessionID)
+			if got.HasStep {
+				if got.SessionID != session || keyderive.ValidateSessionID(session) != nil || !visibleASCII(session) || strings.Contains(session, ":") {
+					t.Fatalf("accepted session %q as %q", session, got.SessionID)
 				}
-				if strconv.FormatUint(got.stepIndex, 10) != step || got.stepIndex > keyderive.MaxStepIndex {
-					t.Fatalf("accepted step %q as %d", step, got.stepIndex)
+				if strconv.FormatUint(got.StepIndex, 10) != step || got.StepIndex > keyderive.MaxStepIndex {
+					t.Fatalf("accepted step %q as %d", step, got.StepIndex)
 				}
 			}
 		}
 
 		sdk, err := keyderive.ParseStepIndex(step)
 		// Read-only calls pass only well-formed Agent-* headers to the tool.
-		if s, i, has := optionalStepHeaders(h); has {
+		if s, i, has := parsed.sessionID, parsed.stepIndex, parsed.hasStep; has {
 			if s != session || keyderive.ValidateSessionID(s) != nil || i != sdk || err != nil {
 				t.Fatalf("read-only step headers (%q, %d) from (%q, %q)", s, i, session, step)
 			}

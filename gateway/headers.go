@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -32,61 +31,6 @@ func (m KeyMode) Validate() error {
 	return nil
 }
 
-// callHeaders are the parsed key headers of one call.
-type callHeaders struct {
-	key       string // unquoted
-	sessionID string
-	stepIndex uint64
-	hasStep   bool // session and step were both sent
-}
-
-// parseCallHeaders checks the key headers in the contract's order
-// (Idempotency-Key, Agent-Session-Id, Agent-Step-Index): the first bad one
-// decides the problem.
-func parseCallHeaders(h http.Header, mode KeyMode) (callHeaders, *Problem) {
-	var out callHeaders
-
-	key, present, ok := singleHeader(h, wire.HeaderIdempotencyKey)
-	switch {
-	case !present:
-		return out, newProblem(wire.CodeIdempotencyKeyMissing, "send the call's Idempotency-Key header")
-	case !ok:
-		return out, newProblem(wire.CodeIdempotencyKeyMalformed, "send exactly one Idempotency-Key header")
-	}
-	key, ok = unquoteKey(key)
-	if !ok || !validKey(key, mode) {
-		detail := "the key must be 1-255 visible ASCII characters"
-		if mode == KeyModeDerived {
-			detail = "the key must be 64 lowercase hex characters (SHA-256, see docs/keys.md)"
-		}
-		return out, newProblem(wire.CodeIdempotencyKeyMalformed, detail)
-	}
-	out.key = key
-
-	session, sessionPresent, ok := singleHeader(h, wire.HeaderSessionID)
-	if sessionPresent && (!ok || keyderive.ValidateSessionID(session) != nil) {
-		return out, newProblem(wire.CodeAgentSessionMalformed, "the session id must be 1-256 visible ASCII characters without ':'")
-	}
-	step, stepPresent, ok := singleHeader(h, wire.HeaderStepIndex)
-	// Session and step go together: either feeds the step guard only with
-	// the other, so one without the other is reported as missing.
-	if !sessionPresent && (mode == KeyModeDerived || stepPresent) {
-		return out, newProblem(wire.CodeAgentSessionMissing, "send the Agent-Session-Id header")
-	}
-	if !stepPresent {
-		if mode == KeyModeDerived || sessionPresent {
-			return out, newProblem(wire.CodeAgentStepMissing, "send the Agent-Step-Index header")
-		}
-		return out, nil
-	}
-	index, err := keyderive.ParseStepIndex(step)
-	if !ok || err != nil {
-		return out, newProblem(wire.CodeAgentStepMalformed, "the step index must be a decimal integer 0..2^53-1 without sign or leading zeros")
-	}
-	out.sessionID, out.stepIndex, out.hasStep = session, index, true
-	return out, nil
-}
-
 // requestContentType returns the request's one Content-Type value, or ""
 // when it is absent or sent more than once: two media types are ambiguous,
 // and the gateway never guesses which one a client meant.
@@ -96,23 +40,6 @@ func requestContentType(h http.Header) string {
 		return ""
 	}
 	return v
-}
-
-// optionalStepHeaders returns the Agent-* headers of a call that needs no
-// key (a read-only tool): they are handed to the tool only when both are
-// present, sent once and well-formed, so a tool never sees a malformed
-// session id or step index.
-func optionalStepHeaders(h http.Header) (sessionID string, stepIndex uint64, hasStep bool) {
-	session, sessionPresent, sessionOK := singleHeader(h, wire.HeaderSessionID)
-	step, stepPresent, stepOK := singleHeader(h, wire.HeaderStepIndex)
-	if !sessionPresent || !sessionOK || !stepPresent || !stepOK || keyderive.ValidateSessionID(session) != nil {
-		return "", 0, false
-	}
-	index, err := keyderive.ParseStepIndex(step)
-	if err != nil {
-		return "", 0, false
-	}
-	return session, index, true
 }
 
 // singleHeader returns the header's value; present is false when it is absent

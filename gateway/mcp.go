@@ -30,6 +30,20 @@ type MCPOptions struct {
 	// AllowUnkeyed runs a mutating tool called without session and step
 	// anyway, on every call and unprotected, instead of refusing the call.
 	AllowUnkeyed bool
+	// HostCallIDs are the _meta members whose value, a host's own id of
+	// the call, keys a tools/call that carries none of the gateway's
+	// identity, in order of preference (identity.go). nil means
+	// DefaultMCPHostCallIDs(); an empty, non-nil list turns host call ids
+	// off. Check a configured list with ValidateMCPHostCallIDs.
+	HostCallIDs []string
+}
+
+// hostCallIDs returns the effective host call id members.
+func (o MCPOptions) hostCallIDs() []string {
+	if o.HostCallIDs == nil {
+		return defaultHostCallIDs
+	}
+	return o.HostCallIDs
 }
 
 // Limits of the MCP endpoint.
@@ -126,10 +140,12 @@ func (e *mcpEndpoint) serverFor(*http.Request) *mcp.Server {
 		// to send them on.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
+	listed := make(map[string]bool, len(entries))
 	for _, entry := range entries {
 		srv.AddTool(mcpTool(entry), e.toolHandler(entry))
+		listed[entry.Spec.Name] = true
 	}
-	srv.AddReceivingMiddleware(e.unknownTool)
+	srv.AddReceivingMiddleware(e.dispatchCall(listed))
 	e.entries, e.server = entries, srv
 	return srv
 }
@@ -160,26 +176,37 @@ func mcpInputSchema(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(`{"type":"object","allOf":[` + string(raw) + `]}`)
 }
 
-// unknownTool answers a tools/call of a tool the registry does not have
-// with the contract's error (go-sdk's own has no data.code).
-func (e *mcpEndpoint) unknownTool(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
-			if _, found := e.s.tools.Lookup(call.Params.Name); !found {
-				if retired, ok := e.s.tools.Retired(call.Params.Name); ok {
-					// Its MCP server no longer offers it; it still replays
-					// (retired.go).
-					res, err := e.call(ctx, retired, call)
-					if err != nil {
-						return nil, err
-					}
-					return withResultType(call, res), nil
-				}
+// dispatchCall answers the tools/call go-sdk's server cannot: a tool the
+// registry does not have is tool_not_found with the contract's data
+// (go-sdk's "unknown tool" has none), and a tool the registry resolves
+// but the server does not list (a stand-in for a tool of an MCP server
+// not listed yet) goes to the call path, which answers
+// upstream_unavailable, retryable, as REST does. listed are the names the
+// server lists; their calls go through go-sdk to toolHandler.
+func (e *mcpEndpoint) dispatchCall(listed map[string]bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok || method != "tools/call" || listed[call.Params.Name] {
+				return next(ctx, method, req)
+			}
+			entry, found := e.s.tools.Lookup(call.Params.Name)
+			if !found {
+				entry, found = e.s.tools.Retired(call.Params.Name)
+			}
+			if !found {
 				setLabel(ctx, "", labelNotFound)
 				return nil, rpcError(newProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
 			}
+			// A stand-in, or a retired tool that still replays
+			// (retired.go): answered outside go-sdk's tool handlers, so
+			// the resultType they would set is set here.
+			res, err := e.call(ctx, entry, call)
+			if err != nil {
+				return nil, err
+			}
+			return withResultType(call, res), nil
 		}
-		return next(ctx, method, req)
 	}
 }
 

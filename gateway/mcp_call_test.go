@@ -572,3 +572,36 @@ func TestMCPTenants(t *testing.T) {
 		t.Fatalf("umbrella's record: %+v %v", rec, err)
 	}
 }
+
+// TestMCPReadOnlyIdentityAsREST: a read-only tool is handed a well-formed
+// session and step beside a malformed key over MCP, as REST does with the
+// headers; a malformed step hands it nothing; neither is refused.
+func TestMCPReadOnlyIdentityAsREST(t *testing.T) {
+	lookup := newTestTool("lookup")
+	lookup.readOnly = true
+	lookup.started = make(chan *tools.Request, 8)
+	h := newHarness(t, storeEmbedded, []tools.Tool{lookup})
+	cs := h.mcpSession(mcpClientOptions{})
+	badKey := mcp.Meta{wire.MetaSessionID: "ro", wire.MetaStepIndex: 4, wire.MetaIdempotencyKey: "NOT-A-KEY"}
+	res, err := mcpCall(t, cs, "lookup", `{}`, badKey)
+	if err != nil || res.IsError {
+		t.Fatalf("read-only call with a malformed key: %v %+v", err, res)
+	}
+	overREST := h.do(callSpec{tool: "lookup", args: `{}`, key: "NOT-A-KEY", headers: map[string]string{"Agent-Session-Id": "ro", "Agent-Step-Index": "4"}})
+	if overREST.status != 200 {
+		t.Fatalf("the same over REST: %d %s", overREST.status, overREST.body)
+	}
+	for door := range 2 {
+		req := <-lookup.started
+		if !req.HasStep || req.SessionID != "ro" || req.StepIndex != 4 {
+			t.Fatalf("door %d: the tool got session %q step %d (has %v), want ro/4", door, req.SessionID, req.StepIndex, req.HasStep)
+		}
+	}
+	res, err = mcpCall(t, cs, "lookup", `{}`, mcp.Meta{wire.MetaSessionID: "ro", wire.MetaStepIndex: "04"})
+	if err != nil || res.IsError {
+		t.Fatalf("read-only call with a malformed step: %v %+v", err, res)
+	}
+	if req := <-lookup.started; req.HasStep || req.SessionID != "" {
+		t.Fatalf("a malformed step handed the tool session %q", req.SessionID)
+	}
+}

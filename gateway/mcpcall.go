@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,7 +18,9 @@ import (
 // between (checks, store decision, lease, execution, recording, metrics)
 // is the call path's, shared with REST.
 
-// toolHandler is the go-sdk handler of one registry tool.
+// toolHandler is the go-sdk handler of one registry tool. (tools/call
+// reaches e.call through e.dispatchCall before go-sdk's own dispatch; the
+// handler is what go-sdk needs to list the tool.)
 func (e *mcpEndpoint) toolHandler(entry *tools.Entry) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return e.call(ctx, entry, req)
@@ -27,19 +30,29 @@ func (e *mcpEndpoint) toolHandler(entry *tools.Entry) mcp.ToolHandler {
 // emptyArguments are the arguments of a tools/call that sends none.
 var emptyArguments = []byte("{}")
 
-// call runs one tools/call through the call path.
+// call runs one tools/call of go-sdk's through the call path.
 func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	s := e.s
-	// go-sdk hands over the raw bytes of params.arguments, so the call
-	// path checks them as I-JSON (duplicate names included) and derives
-	// the key from exactly what the client sent.
-	args := []byte(req.Params.Arguments)
-	if len(args) == 0 {
-		args = emptyArguments
-	}
 	var header http.Header
 	if req.Extra != nil {
 		header = req.Extra.Header
+	}
+	c := e.s.mcpCall(ctx, entry, req.Params.Arguments, rawMeta(ctx, req.Params.Meta), header)
+	// An upstream's input requests go back to the client, whose
+	// continuation comes back here with the same identity.
+	c.MultiRoundTrip = mcpMultiRoundTrip(req)
+	return mcpRender(c, e.s.Call(ctx, c))
+}
+
+// mcpCall builds the Call of one tools/call from its raw parts: the
+// arguments as sent, params._meta with each member's raw JSON, and the
+// POST's headers. It needs nothing of go-sdk, so any MCP front can use it.
+func (s *Server) mcpCall(ctx context.Context, entry *tools.Entry, arguments json.RawMessage, meta map[string]json.RawMessage, header http.Header) *Call {
+	// The raw bytes of params.arguments: the call path checks them as
+	// I-JSON (duplicate names included) and derives the key from exactly
+	// what the client sent.
+	args := []byte(arguments)
+	if len(args) == 0 {
+		args = emptyArguments
 	}
 	c := &Call{
 		API:       APIMCP,
@@ -48,37 +61,41 @@ func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.Cal
 		Arguments: args,
 		Wait:      s.opts.MCP.mcpInProgressWait(),
 		Received:  requestStart(ctx),
-		// An upstream's input requests go back to the client, whose
-		// continuation comes back here with the same identity.
-		MultiRoundTrip: mcpMultiRoundTrip(req),
 	}
 	// The MCP convention carries the trace context in _meta; it wins over
 	// the POST's traceparent header (a client may reuse one HTTP session
 	// for the calls of many traces).
-	c.Traceparent, _ = req.Params.Meta["traceparent"].(string)
-	c.Tracestate, _ = req.Params.Meta["tracestate"].(string)
-	id, noIdentity, p := mcpIdentity(req.Params.Meta, header, s.opts.KeyMode)
-	switch {
-	case entry.Spec.ReadOnly:
-		// No identity needed; one that is sent and well-formed is handed
-		// to the tool, as REST does with the Agent-* headers.
-		if p == nil && id.hasStep {
-			c.Identity = Identity{SessionID: id.sessionID, StepIndex: id.stepIndex, HasStep: true}
-		}
-		if p == nil {
-			c.Identity.Key = id.key // only to find a retired tool's record (retired.go)
-		}
-	default:
-		c.Identity = Identity{Key: id.key, SessionID: id.sessionID, StepIndex: id.stepIndex, HasStep: id.hasStep}
-		c.IdentityProblem = p
-		c.NoIdentity = noIdentity
-		c.AllowUnkeyed = s.opts.MCP.AllowUnkeyed
-	}
-	return mcpRender(entry, args, s.Call(ctx, c))
+	c.Traceparent, _ = metaStringValue(meta["traceparent"])
+	c.Tracestate, _ = metaStringValue(meta["tracestate"])
+	src := identitySource{api: APIMCP, header: header, meta: meta, hostCallIDs: s.opts.MCP.hostCallIDs()}
+	parseIdentity(src, s.opts.KeyMode).applyTo(c)
+	c.AllowUnkeyed = s.opts.MCP.AllowUnkeyed && !entry.Spec.ReadOnly
+	return c
 }
 
-// mcpRender turns the call path's Result into the contract's MCP answer.
-func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult, error) {
+// rawMeta returns params._meta with each member's raw JSON: as the guard
+// read it from the request, or (outside the guard) re-encoded from
+// go-sdk's decoded map.
+func rawMeta(ctx context.Context, decoded map[string]any) map[string]json.RawMessage {
+	if env := envelopeFrom(ctx); env != nil {
+		return env.meta
+	}
+	if len(decoded) == 0 {
+		return nil
+	}
+	meta := make(map[string]json.RawMessage, len(decoded))
+	for name, v := range decoded {
+		if raw, err := json.Marshal(v); err == nil {
+			meta[name] = raw
+		}
+	}
+	return meta
+}
+
+// mcpRender turns the call path's Result for c into the contract's MCP
+// answer.
+func mcpRender(c *Call, res Result) (*mcp.CallToolResult, error) {
+	entry := c.Entry
 	if res.InputRequired {
 		// Not an outcome: passed on as the upstream sent it, without an
 		// execution (nothing was recorded).
@@ -87,7 +104,7 @@ func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult
 	switch res.Kind {
 	case ResultExecuted, ResultReplayed:
 		out := mcpAnswer(entry, res)
-		return withExecution(out, res.ExecutionID, res.Replayed), nil
+		return withExecution(out, c, res.ExecutionID, res.Replayed), nil
 	case ResultReadOnly:
 		return mcpAnswer(entry, res), nil
 	case ResultUnkeyed:
@@ -106,10 +123,10 @@ func mcpRender(entry *tools.Entry, args []byte, res Result) (*mcp.CallToolResult
 	case isMCPToolFailure(p.Code):
 		out := mcpProblemFailure(p)
 		if res.ExecutionID != "" {
-			out = withExecution(out, res.ExecutionID, false)
+			out = withExecution(out, c, res.ExecutionID, false)
 		}
 		return out, nil
-	case p.Code == wire.CodeInvalidArguments && isObjectText(args):
+	case p.Code == wire.CodeInvalidArguments && isObjectText(c.Arguments):
 		// Arguments that are an object but break the schema: the model
 		// can correct them. Arguments that are not an object at all are
 		// a malformed request (-32602).

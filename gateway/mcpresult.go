@@ -18,27 +18,21 @@ import (
 // exactly as the first answer did, but for _meta "replayed".
 
 // rpcError turns a problem about the request into the contract's JSON-RPC
-// error: the code by situation, data = the problem's code, retryable and
-// extra members (tool and execution_id of step_conflict, errors of
-// invalid_arguments, ...), plus retry_after_ms where REST would send
-// Retry-After.
+// error: the code from the code table, data = the problem's code,
+// retryable and extra members (tool and execution_id of step_conflict,
+// errors of invalid_arguments, ...), plus retry_after_ms where REST would
+// send Retry-After. The message repeats at most maxEcho bytes of the
+// request.
 func rpcError(p *Problem) *jsonrpc.Error {
-	code := wire.RPCInvalidParams
-	switch p.Code {
-	case wire.CodeRequestInProgress:
-		code = wire.RPCRequestInProgress
-	case wire.CodeOutcomeUnknown:
-		code = wire.RPCOutcomeUnknown
-	case wire.CodeStoreUnavailable:
-		code = wire.RPCStoreUnavailable
-	case wire.CodeRateLimited:
-		code = wire.RPCRateLimited
+	code := codeOf(p.Code).mcp
+	if code == mcpToolResult {
+		code = wire.RPCInvalidParams // only invalid_arguments gets here: not an object
 	}
 	message := p.Detail
 	if message == "" {
 		message = p.Title
 	}
-	return &jsonrpc.Error{Code: int64(code), Message: message, Data: problemData(p)}
+	return &jsonrpc.Error{Code: code, Message: truncateEcho(message), Data: problemData(p)}
 }
 
 // problemData is the problem document without what only HTTP needs (type,
@@ -56,6 +50,7 @@ func problemData(p *Problem) json.RawMessage {
 	for _, httpOnly := range []string{"type", "title", "status", "detail"} {
 		delete(members, httpOnly)
 	}
+	capEchoes(members, p)
 	if p.RetryAfter > 0 {
 		members["retry_after_ms"] = json.RawMessage(strconv.Itoa(p.RetryAfter * 1000))
 	}
@@ -67,15 +62,30 @@ func problemData(p *Problem) json.RawMessage {
 	return data
 }
 
-// isMCPToolFailure reports whether a problem is about the tool's run rather
-// than the request: the contract renders those as tool results with
-// isError, which the model sees and may act on, not as protocol errors.
-func isMCPToolFailure(code string) bool {
-	switch code {
-	case wire.CodeToolFailed, wire.CodeToolTimeout, wire.CodeUpstreamUnreachable, wire.CodeUpstreamUnavailable:
-		return true
+// capEchoes cuts what data repeats of the request to maxEcho bytes a
+// member (contract section 9: an error never echoes more than 256 bytes
+// of the request): the canonical arguments of idempotency_key_mismatch and
+// the locations and messages of schema violations, which may quote names
+// and values of the arguments. REST's problem body keeps them whole.
+func capEchoes(members map[string]json.RawMessage, p *Problem) {
+	if len(p.CanonicalArguments) > maxEcho {
+		members["canonical_arguments"], _ = json.Marshal(truncateEcho(p.CanonicalArguments))
 	}
-	return false
+	if len(p.Errors) > 0 {
+		capped := make([]wire.Violation, len(p.Errors))
+		for i, v := range p.Errors {
+			capped[i] = wire.Violation{Location: truncateEcho(v.Location), Message: truncateEcho(v.Message)}
+		}
+		members["errors"], _ = json.Marshal(capped)
+	}
+}
+
+// isMCPToolFailure reports whether a problem is about the tool's run rather
+// than the request (the code table's mcpToolResult): the contract renders
+// those as tool results with isError, which the model sees and may act on,
+// not as protocol errors.
+func isMCPToolFailure(code string) bool {
+	return code != wire.CodeInvalidArguments && codeOf(code).mcp == mcpToolResult
 }
 
 // mcpErrorMeta is _meta["io.github.toolgateway/error"] of a failed call.
@@ -112,7 +122,7 @@ func mcpSchemaFailure(p *Problem) *mcp.CallToolResult {
 		if location == "" {
 			location = "(root)"
 		}
-		b.WriteString("\n- at " + location + ": " + v.Message)
+		b.WriteString("\n- at " + truncateEcho(location) + ": " + truncateEcho(v.Message))
 	}
 	return mcpFailure(wire.CodeInvalidArguments, false, b.String())
 }
@@ -136,13 +146,16 @@ func mcpOutcome(entry *tools.Entry, status int, body []byte) *mcp.CallToolResult
 	return res
 }
 
-// withExecution marks the result of an executed or replayed call.
-func withExecution(res *mcp.CallToolResult, executionID string, replayed bool) *mcp.CallToolResult {
+// withExecution marks the result of call c that reached a claim
+// (executed, replayed, or failed after the claim): its execution id,
+// whether it is a replay, and the identity it was keyed on.
+func withExecution(res *mcp.CallToolResult, c *Call, executionID string, replayed bool) *mcp.CallToolResult {
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
 	res.Meta[wire.MetaExecutionID] = executionID
 	res.Meta[wire.MetaReplayed] = replayed
+	res.Meta[wire.MetaIdentity] = identityLabel(c.Identity)
 	return res
 }
 

@@ -10,8 +10,9 @@ import (
 
 // Problem is an RFC 9457 problem detail as the gateway sends it. Code is the
 // stable machine-readable reason; Retryable tells a client whether the same
-// request, unchanged, may succeed later. Build one with newProblem: the
-// code alone decides type, title, status and retryable (problemCodes).
+// request, unchanged, may succeed later. Build one with NewProblem: the
+// code alone decides type, title, status and retryable (problemCodes);
+// WithRetryable overrides retryable for one answer.
 type Problem struct {
 	Type      string `json:"type"`
 	Title     string `json:"title"`
@@ -28,6 +29,9 @@ type Problem struct {
 	// and the JCS text it derived it from (idempotency_key_mismatch only).
 	ExpectedKey        string `json:"expected_key,omitempty"`
 	CanonicalArguments string `json:"canonical_arguments,omitempty"`
+	// MCPServers names the MCP upstream servers whose tools are not listed
+	// yet (upstream_unavailable of GET /readyz only).
+	MCPServers []string `json:"mcp_servers,omitempty"`
 
 	// RetryAfter, when > 0, is the Retry-After in whole seconds (REST sends
 	// the header, MCP data.retry_after_ms).
@@ -36,58 +40,85 @@ type Problem struct {
 	allow string
 }
 
-// problemCode is everything fixed about one problem code.
+// problemCode is everything fixed about one problem code, for both doors.
 type problemCode struct {
 	status    int
 	title     string // fixed, so a title never carries user input
-	retryable bool
+	retryable bool   // the code's default; WithRetryable overrides one answer
 	label     string // the metrics outcome label of a request refused with it
+	// mcp is how POST /mcp answers a tools/call with the code: a JSON-RPC
+	// error code, or mcpToolResult for a tool result with isError (a
+	// failure of the tool's run, which the model sees and may act on).
+	mcp int64
 }
 
+// mcpToolResult in problemCode.mcp renders the code as a tool result with
+// isError and _meta "io.github.toolgateway/error" (never a JSON-RPC code:
+// those are negative).
+const mcpToolResult int64 = 1
+
 // problemCodes is the one table of the contract's problem codes: a new
-// error is one line here.
+// error is one line here. (invalid_arguments is a tool result when the
+// arguments are an object that breaks the schema, so the model can correct
+// them; arguments that are not an object at all are -32602, mcpRender.)
 var problemCodes = map[string]problemCode{
-	wire.CodeInvalidJSON:                 {http.StatusBadRequest, "Request body is not valid I-JSON", false, labelInvalid},
-	wire.CodeInvalidArguments:            {http.StatusBadRequest, "Arguments do not match the tool's schema", false, labelInvalid},
-	wire.CodeIdempotencyKeyMissing:       {http.StatusBadRequest, "Idempotency-Key header is missing", false, labelInvalid},
-	wire.CodeIdempotencyKeyMalformed:     {http.StatusBadRequest, "Idempotency-Key header is malformed", false, labelInvalid},
-	wire.CodeAgentSessionMissing:         {http.StatusBadRequest, "Agent-Session-Id header is missing", false, labelInvalid},
-	wire.CodeAgentSessionMalformed:       {http.StatusBadRequest, "Agent-Session-Id header is malformed", false, labelInvalid},
-	wire.CodeAgentStepMissing:            {http.StatusBadRequest, "Agent-Step-Index header is missing", false, labelInvalid},
-	wire.CodeAgentStepMalformed:          {http.StatusBadRequest, "Agent-Step-Index header is malformed", false, labelInvalid},
-	wire.CodeIdempotencyMetadataConflict: {http.StatusBadRequest, "The call's identity differs between _meta and headers", false, labelInvalid},
-	wire.CodeUnauthorized:                {http.StatusUnauthorized, "Missing or invalid bearer token", false, labelUnauthorized},
-	wire.CodeToolNotFound:                {http.StatusNotFound, "Tool not found", false, labelNotFound},
-	wire.CodeRecordNotFound:              {http.StatusNotFound, "Record not found", false, labelNotFound},
-	wire.CodeNotFound:                    {http.StatusNotFound, "Not found", false, labelNotFound},
-	wire.CodeMethodNotAllowed:            {http.StatusMethodNotAllowed, "Method not allowed", false, labelInvalid},
-	wire.CodeRequestInProgress:           {http.StatusConflict, "A request with this key is in progress", true, labelInProgress},
-	wire.CodeOutcomeUnknown:              {http.StatusConflict, "The outcome of this call is unknown", false, labelOutcomeUnknown},
-	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid},
-	wire.CodeInvalidAdminRequest:         {http.StatusBadRequest, "The admin request is invalid", false, labelInvalid},
-	wire.CodeAdminUnsupported:            {http.StatusNotImplemented, "The idempotency store does not support this admin operation", false, labelOther},
-	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid},
-	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid},
-	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch},
-	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused},
-	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict},
-	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited},
-	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError},
-	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError},
-	wire.CodeUpstreamResponseTooLarge:    {http.StatusBadGateway, "The tool's upstream answered with too large a result", false, labelToolError},
-	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError},
-	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError},
-	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError},
+	wire.CodeInvalidJSON:                 {http.StatusBadRequest, "Request body is not valid I-JSON", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeInvalidArguments:            {http.StatusBadRequest, "Arguments do not match the tool's schema", false, labelInvalid, mcpToolResult},
+	wire.CodeIdempotencyKeyMissing:       {http.StatusBadRequest, "Idempotency-Key header is missing", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeIdempotencyKeyMalformed:     {http.StatusBadRequest, "Idempotency-Key header is malformed", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeAgentSessionMissing:         {http.StatusBadRequest, "Agent-Session-Id header is missing", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeAgentSessionMalformed:       {http.StatusBadRequest, "Agent-Session-Id header is malformed", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeAgentStepMissing:            {http.StatusBadRequest, "Agent-Step-Index header is missing", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeAgentStepMalformed:          {http.StatusBadRequest, "Agent-Step-Index header is malformed", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeIdempotencyMetadataConflict: {http.StatusBadRequest, "The call's identity differs between _meta and headers", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeUnauthorized:                {http.StatusUnauthorized, "Missing or invalid bearer token", false, labelUnauthorized, wire.RPCInvalidParams},
+	wire.CodeToolNotFound:                {http.StatusNotFound, "Tool not found", false, labelNotFound, wire.RPCInvalidParams},
+	wire.CodeRecordNotFound:              {http.StatusNotFound, "Record not found", false, labelNotFound, wire.RPCInvalidParams},
+	wire.CodeNotFound:                    {http.StatusNotFound, "Not found", false, labelNotFound, wire.RPCInvalidParams},
+	wire.CodeMethodNotAllowed:            {http.StatusMethodNotAllowed, "Method not allowed", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeRequestInProgress:           {http.StatusConflict, "A request with this key is in progress", true, labelInProgress, wire.RPCRequestInProgress},
+	wire.CodeOutcomeUnknown:              {http.StatusConflict, "The outcome of this call is unknown", false, labelOutcomeUnknown, wire.RPCOutcomeUnknown},
+	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeInvalidAdminRequest:         {http.StatusBadRequest, "The admin request is invalid", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeAdminUnsupported:            {http.StatusNotImplemented, "The idempotency store does not support this admin operation", false, labelOther, wire.RPCInvalidParams},
+	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch, wire.RPCInvalidParams},
+	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused, wire.RPCInvalidParams},
+	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict, wire.RPCInvalidParams},
+	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited, wire.RPCRateLimited},
+	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError, mcpToolResult},
+	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError, mcpToolResult},
+	wire.CodeUpstreamResponseTooLarge:    {http.StatusBadGateway, "The tool's upstream answered with too large a result", false, labelToolError, mcpToolResult},
+	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError, wire.RPCStoreUnavailable},
+	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError, wire.RPCUpstreamUnavailable},
+	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError, mcpToolResult},
+}
+
+// unlistedCode is what an unlisted code gets: a programming error, which
+// becomes a retryable 500 rather than a malformed answer.
+var unlistedCode = problemCode{http.StatusInternalServerError, "Internal error", true, labelOther, wire.RPCInvalidParams}
+
+// codeOf returns the table row of code.
+func codeOf(code string) problemCode {
+	if pc, ok := problemCodes[code]; ok {
+		return pc
+	}
+	return unlistedCode
+}
+
+// NewProblem builds the problem for one of the contract's codes (wire.Code*)
+// with a detail for the reader; type, title, status and retryable come
+// from the gateway's one code table, so a problem built outside this
+// package (gatewaycmd's /readyz) reads exactly like the gateway's own.
+func NewProblem(code, detail string) *Problem {
+	return newProblem(code, detail)
 }
 
 // newProblem builds the problem for code; everything but the detail comes
-// from problemCodes. An unlisted code is a programming error and becomes a
-// retryable 500 rather than a malformed answer.
+// from problemCodes.
 func newProblem(code, detail string) *Problem {
-	pc, ok := problemCodes[code]
-	if !ok {
-		pc = problemCode{http.StatusInternalServerError, "Internal error", true, labelOther}
-	}
+	pc := codeOf(code)
 	return &Problem{
 		Type:      wire.ProblemTypePrefix + code,
 		Title:     pc.title,
@@ -98,12 +129,30 @@ func newProblem(code, detail string) *Problem {
 	}
 }
 
+// WithRetryable overrides the code's retryable for this one answer (an
+// uncertain outcome of a lease_expiry: unknown tool answers tool_timeout
+// with retryable false: a retry gets outcome_unknown). REST and MCP both
+// send the overridden value.
+func (p *Problem) WithRetryable(retryable bool) *Problem {
+	p.Retryable = retryable
+	return p
+}
+
+// WithRetryAfter sets the Retry-After seconds (at least 1): REST sends the
+// header, MCP data.retry_after_ms.
+func (p *Problem) WithRetryAfter(seconds int) *Problem {
+	return p.withRetryAfter(seconds)
+}
+
+// WriteProblem sends p as application/problem+json with its status (and
+// Retry-After when set).
+func WriteProblem(w http.ResponseWriter, p *Problem) {
+	writeProblem(w, p)
+}
+
 // label is the metrics outcome label of a request refused with p.
 func (p *Problem) label() string {
-	if pc, ok := problemCodes[p.Code]; ok {
-		return pc.label
-	}
-	return labelOther
+	return codeOf(p.Code).label
 }
 
 // withRetryAfter sets the Retry-After seconds (at least 1).

@@ -81,19 +81,7 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 		Arguments: body,
 		Received:  requestStart(ctx),
 	}
-	if entry.Spec.ReadOnly {
-		c.Identity.SessionID, c.Identity.StepIndex, c.Identity.HasStep = optionalStepHeaders(r.Header)
-		if _, retired := s.tools.Retired(entry.Spec.Name); retired {
-			// Only to find the record of the tool it was (retired.go).
-			if h, p := parseCallHeaders(r.Header, s.opts.KeyMode); p == nil {
-				c.Identity.Key = h.key
-			}
-		}
-	} else {
-		h, p := parseCallHeaders(r.Header, s.opts.KeyMode)
-		c.Identity = Identity{Key: h.key, SessionID: h.sessionID, StepIndex: h.stepIndex, HasStep: h.hasStep}
-		c.IdentityProblem = p
-	}
+	parseIdentity(identitySource{api: APIREST, header: r.Header}, s.opts.KeyMode).applyTo(c)
 	wait := preferWait(r.Header, MaxPreferWait)
 	c.Wait = time.Duration(wait) * time.Second
 	res := s.Call(ctx, c)

@@ -94,6 +94,7 @@ const (
 	MetaReplayed    = MetaPrefix + "replayed"
 	MetaError       = MetaPrefix + "error"
 	MetaIdempotency = MetaPrefix + "idempotency"
+	MetaIdentity    = MetaPrefix + "identity"
 
 	MetaTenant       = MetaPrefix + "tenant"
 	MetaFencingToken = MetaPrefix + "fencingToken"
@@ -102,6 +103,15 @@ const (
 // MetaIdempotencyNone is the value of MetaIdempotency on the result of an
 // unkeyed call that ran unprotected (mcp.allow_unkeyed).
 const MetaIdempotencyNone = "none"
+
+// Values of MetaIdentity, which names the identity a keyed call's result
+// was keyed on: the gateway's own (session and step, or a key), or a
+// host's per-call id (MetaIdentityHostPrefix + the _meta member's name,
+// e.g. "host:claudecode/toolUseId").
+const (
+	MetaIdentityGateway    = "gateway"
+	MetaIdentityHostPrefix = "host:"
+)
 
 // JSON-RPC error codes of the MCP endpoint.
 const (
@@ -116,6 +126,11 @@ const (
 	// codes -32001 to -32005 mean something else to go-sdk's client
 	// (-32004 "server is closing" would read as a closed connection).
 	RPCRateLimited = -32029
+	// RPCUpstreamUnavailable is upstream_unavailable (the tool's MCP
+	// server is not listed yet): nothing ran, retry the same call after
+	// data.retry_after_ms. 53 as in HTTP 503, outside go-sdk's -32001 to
+	// -32005 for the same reason as RPCRateLimited.
+	RPCUpstreamUnavailable = -32053
 )
 
 // Violation is one schema violation of invalid_arguments: a JSON Pointer

@@ -114,6 +114,11 @@ type MCPConfig struct {
 	// AllowUnkeyed runs a mutating tool called without session and step,
 	// unprotected, instead of refusing the call (default false).
 	AllowUnkeyed bool `yaml:"allow_unkeyed"`
+	// HostCallIDs are the _meta members whose value, a host's own id of
+	// the call, keys a tools/call that carries none of the gateway's
+	// identity (default claudecode/toolUseId, agent-tool-call-request-id;
+	// [] turns host call ids off).
+	HostCallIDs *[]string `yaml:"host_call_ids"`
 }
 
 // mcpOptions converts the mcp section.
@@ -121,6 +126,12 @@ func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
 	o := gateway.MCPOptions{
 		Disabled:     c.MCP.Enabled != nil && !*c.MCP.Enabled,
 		AllowUnkeyed: c.MCP.AllowUnkeyed,
+	}
+	if ids := c.MCP.HostCallIDs; ids != nil {
+		if err := gateway.ValidateMCPHostCallIDs(*ids); err != nil {
+			return o, err
+		}
+		o.HostCallIDs = append([]string{}, *ids...) // non-nil: [] means none
 	}
 	if w := c.MCP.InProgressWait; w != nil {
 		wait := time.Duration(*w)

@@ -2,11 +2,9 @@ package gatewaycmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -127,20 +125,8 @@ func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler 
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, _ := json.Marshal(map[string]any{
-			"type":        "urn:toolgateway:problem:" + wire.CodeUpstreamUnavailable,
-			"title":       "An MCP server's tools are not listed yet",
-			"status":      http.StatusServiceUnavailable,
-			"detail":      "MCP servers not listed yet: " + strings.Join(waiting, ", "),
-			"code":        wire.CodeUpstreamUnavailable,
-			"retryable":   true,
-			"mcp_servers": waiting,
-		})
-		h := w.Header()
-		h.Set("Content-Type", "application/problem+json")
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		h.Set("Retry-After", "1")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write(body)
+		p := gateway.NewProblem(wire.CodeUpstreamUnavailable, "MCP servers not listed yet: "+strings.Join(waiting, ", ")).WithRetryAfter(1)
+		p.MCPServers = waiting
+		gateway.WriteProblem(w, p)
 	})
 }

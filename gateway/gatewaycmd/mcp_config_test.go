@@ -1,6 +1,7 @@
 package gatewaycmd
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,11 @@ func TestMCPConfig(t *testing.T) {
 		{"no wait", "mcp:\n  in_progress_wait: 0s\n", gateway.MCPOptions{InProgressWait: -1}},
 		{"largest wait", "mcp:\n  in_progress_wait: 60s\n", gateway.MCPOptions{InProgressWait: 60 * time.Second}},
 		{"allow unkeyed", "mcp:\n  allow_unkeyed: true\n", gateway.MCPOptions{AllowUnkeyed: true}},
+		{"host call ids: one added", "mcp:\n  host_call_ids: [claudecode/toolUseId, agent-tool-call-request-id, myhost/callId]\n",
+			gateway.MCPOptions{HostCallIDs: []string{"claudecode/toolUseId", "agent-tool-call-request-id", "myhost/callId"}}},
+		{"host call ids: one removed", "mcp:\n  host_call_ids: [agent-tool-call-request-id]\n",
+			gateway.MCPOptions{HostCallIDs: []string{"agent-tool-call-request-id"}}},
+		{"host call ids: off", "mcp:\n  host_call_ids: []\n", gateway.MCPOptions{HostCallIDs: []string{}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -35,15 +41,19 @@ func TestMCPConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if opts.MCP != c.want {
+			if !reflect.DeepEqual(opts.MCP, c.want) {
 				t.Fatalf("MCP options %+v, want %+v", opts.MCP, c.want)
 			}
 		})
 	}
 	for yaml, field := range map[string]string{
-		"mcp:\n  in_progress_wait: 61s\n":  "mcp.in_progress_wait",
-		"mcp:\n  in_progress_wait: soon\n": "bad duration",
-		"mcp:\n  enabeld: true\n":          "enabeld",
+		"mcp:\n  in_progress_wait: 61s\n":             "mcp.in_progress_wait",
+		"mcp:\n  in_progress_wait: soon\n":            "bad duration",
+		"mcp:\n  enabeld: true\n":                     "enabeld",
+		"mcp:\n  host_call_ids: [openai/session]\n":   "openai/session",
+		"mcp:\n  host_call_ids: [vscode.requestId]\n": "vscode.requestId",
+		"mcp:\n  host_call_ids: [progressToken]\n":    "progressToken",
+		"mcp:\n  host_call_ids: [\"a:b\"]\n":          "mcp.host_call_ids",
 	} {
 		cfg, err := ParseConfig([]byte(yaml))
 		if err == nil {

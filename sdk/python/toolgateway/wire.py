@@ -82,6 +82,7 @@ META_EXECUTION_ID: Final = META_PREFIX + "executionId"
 META_REPLAYED: Final = META_PREFIX + "replayed"
 META_ERROR: Final = META_PREFIX + "error"
 META_IDEMPOTENCY: Final = META_PREFIX + "idempotency"
+META_IDENTITY: Final = META_PREFIX + "identity"
 
 META_TENANT: Final = META_PREFIX + "tenant"
 META_FENCING_TOKEN: Final = META_PREFIX + "fencingToken"
@@ -90,6 +91,12 @@ META_FENCING_TOKEN: Final = META_PREFIX + "fencingToken"
 #: unprotected (mcp.allow_unkeyed).
 META_IDEMPOTENCY_NONE: Final = "none"
 
+#: Values of META_IDENTITY: the gateway's own identity keyed the call, or a
+#: host's per-call id did (META_IDENTITY_HOST_PREFIX + the _meta member's
+#: name, e.g. "host:claudecode/toolUseId").
+META_IDENTITY_GATEWAY: Final = "gateway"
+META_IDENTITY_HOST_PREFIX: Final = "host:"
+
 # JSON-RPC error codes of the MCP endpoint.
 RPC_INVALID_PARAMS: Final = -32602
 RPC_REQUEST_IN_PROGRESS: Final = -32001
@@ -97,3 +104,6 @@ RPC_OUTCOME_UNKNOWN: Final = -32002
 RPC_STORE_UNAVAILABLE: Final = -32003
 #: rate_limited: retry the same call unchanged after data.retry_after_ms.
 RPC_RATE_LIMITED: Final = -32029
+#: upstream_unavailable (the tool's MCP server is not listed yet): nothing
+#: ran; retry the same call unchanged after data.retry_after_ms.
+RPC_UPSTREAM_UNAVAILABLE: Final = -32053

@@ -137,6 +137,8 @@ export const MetaReplayed = MetaPrefix + "replayed";
 export const MetaError = MetaPrefix + "error";
 /** `"none"` on the result of an unkeyed call that ran unprotected (result `_meta`). */
 export const MetaIdempotency = MetaPrefix + "idempotency";
+/** The identity a keyed call was keyed on: `"gateway"` or `"host:<meta name>"` (result `_meta`). */
+export const MetaIdentity = MetaPrefix + "identity";
 /** The tenant of a call forwarded to an MCP upstream. */
 export const MetaTenant = MetaPrefix + "tenant";
 /** The fencing token of a call forwarded to an MCP upstream. */
@@ -144,6 +146,10 @@ export const MetaFencingToken = MetaPrefix + "fencingToken";
 
 /** The value of {@link MetaIdempotency} on an unkeyed call's result. */
 export const MetaIdempotencyNone = "none";
+/** The value of {@link MetaIdentity} when the gateway's own identity keyed the call. */
+export const MetaIdentityGateway = "gateway";
+/** The prefix of {@link MetaIdentity} when a host's call id keyed the call (`"host:claudecode/toolUseId"`). */
+export const MetaIdentityHostPrefix = "host:";
 
 // JSON-RPC error codes of the MCP endpoint.
 
@@ -157,3 +163,5 @@ export const RPCOutcomeUnknown = -32002;
 export const RPCStoreUnavailable = -32003;
 /** The tenant's rate limit; retry the same call after data.retry_after_ms. */
 export const RPCRateLimited = -32029;
+/** The tool's MCP server is not listed yet; nothing ran; retry the same call after data.retry_after_ms. */
+export const RPCUpstreamUnavailable = -32053;

@@ -125,3 +125,49 @@ test("a call executed over REST replays over MCP, and the other way round", asyn
     await mcp.close();
   }
 });
+
+test("host call ids: Claude Code's and Goose's own _meta id keys a call that carries none of ours", async () => {
+  const client = await connect();
+  try {
+    for (const host of ["claudecode/toolUseId", "agent-tool-call-request-id"]) {
+      const name = `host-${host}`;
+      const id = `toolu_01ts${host.length}`;
+      const hostCall = async (args: Record<string, unknown>, callId: string): Promise<ToolResult> =>
+        (await client.callTool({ name: "provision", arguments: args, _meta: { [host]: callId } })) as ToolResult;
+
+      const first = await hostCall({ name }, id);
+      assert.ok(!first.isError, JSON.stringify(first));
+      assert.equal(first._meta?.[wire.MetaReplayed], false);
+      assert.equal(first._meta?.[wire.MetaIdentity], wire.MetaIdentityHostPrefix + host);
+
+      // The host (or its transport) sends the same call again: a replay.
+      const again = await hostCall({ name }, id);
+      assert.equal(again._meta?.[wire.MetaReplayed], true);
+      assert.equal(again._meta?.[wire.MetaExecutionID], first._meta?.[wire.MetaExecutionID]);
+      assert.deepEqual(again.content, first.content);
+      assert.deepEqual(again.structuredContent, first.structuredContent);
+
+      // The same host id with other arguments: refused, nothing runs.
+      await assert.rejects(hostCall({ name, tier: "large" }, id), (err: unknown) => {
+        assert.ok(err instanceof McpError, String(err));
+        assert.equal(err.code, wire.RPCInvalidParams);
+        assert.equal((err.data as { code?: string }).code, wire.CodeIdempotencyKeyReused);
+        return true;
+      });
+
+      // Another id: another execution.
+      const other = await hostCall({ name }, `${id}-2`);
+      assert.equal(other._meta?.[wire.MetaReplayed], false);
+      assert.notEqual(other._meta?.[wire.MetaExecutionID], first._meta?.[wire.MetaExecutionID]);
+      assert.equal(stack.executions.get(name), 2);
+
+      // REST never reaches the host-keyed record by accident, not even
+      // with the host member's name as its session.
+      const overRest = await new Client(stack.gateway.url, { token }).session(host).call(0, "provision", { name });
+      assert.equal(overRest.replayed, false);
+      assert.equal(stack.executions.get(name), 3);
+    }
+  } finally {
+    await client.close();
+  }
+});
