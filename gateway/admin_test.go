@@ -97,8 +97,8 @@ func TestContractAdminRecords(t *testing.T) {
 		}
 		pay := newTestTool("pay")
 		h := newHarness(t, kind, []tools.Tool{done, slow, pay}, withAdmin("adm"),
-			withPolicy("done", gateway.ToolPolicy{ReplayTTL: replayTTL}),
-			withPolicy("pay", gateway.ToolPolicy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+			withPolicy("done", tools.Policy{ReplayTTL: replayTTL}),
+			withPolicy("pay", tools.Policy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 		unblock := sync.OnceFunc(func() { close(release) })
 		t.Cleanup(unblock)
 		members := "created_at,execution_id,expires_at,fencing_token,fingerprint,key,response_status,state,tenant,tool"
@@ -356,7 +356,7 @@ func TestAdminResolveEndToEnd(t *testing.T) {
 	const replayTTL = 5 * time.Hour
 	pay := newTestTool("pay")
 	h := newHarness(t, storeEmbedded, []tools.Tool{pay}, withAdmin("adm"),
-		withPolicy("pay", gateway.ToolPolicy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+		withPolicy("pay", tools.Policy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 	call := callSpec{tool: "pay", session: "agent", step: 4, args: `{"amount":5}`}
 	key := derivedKey(t, "agent", 4, "pay", call.args)
 	deadExec := ulid.Make().String()

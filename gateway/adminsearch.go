@@ -319,7 +319,7 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := admin.Resolve(r.Context(), scope, resp, s.policy(scope.Tool).ReplayTTL)
+	rec, err := admin.Resolve(r.Context(), scope, resp, s.policyNamed(scope.Tool).ReplayTTL)
 	if s.adminStoreError(w, r, err) {
 		return
 	}

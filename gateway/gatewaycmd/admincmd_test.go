@@ -75,7 +75,7 @@ func newAdminFixture(t *testing.T) *adminFixture {
 	sum := sha256.Sum256([]byte(testAdminToken))
 	gw, err := gateway.NewServer(gateway.Options{
 		Store: store, Tools: reg, AdminTokenSHA256: &sum,
-		Policies: map[string]gateway.ToolPolicy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
+		Policies: map[string]tools.Policy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,9 +24,9 @@ import (
 // buildRegistry adds every registered plugin and every configured tool.
 // A configured tool with the name of a plugin configures that plugin; one
 // with http is an upstream; anything else is an error.
-func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[string]gateway.ToolPolicy, error) {
+func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[string]tools.Policy, error) {
 	registry := tools.NewRegistry()
-	policies := make(map[string]gateway.ToolPolicy)
+	policies := make(map[string]tools.Policy)
 	byName := make(map[string]tools.Tool, len(plugins))
 	for _, p := range plugins {
 		byName[p.Spec().Name] = p
@@ -44,7 +44,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			return nil, nil, fmt.Errorf("%s: configured twice", field)
 		}
 		configured[t.Name] = true
-		if err := idempotency.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
+		if err := tools.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
 		schema, err := c.toolSchema(i, t)
@@ -94,10 +94,10 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := registry.Add(tool, opts...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", field, err)
 		}
-		policies[t.Name] = gateway.ToolPolicy{
+		policies[t.Name] = tools.Policy{
 			Timeout:     time.Duration(t.Timeout),
 			ReplayTTL:   time.Duration(t.ReplayTTL),
-			LeaseExpiry: idempotency.LeaseExpiry(t.LeaseExpiry),
+			LeaseExpiry: tools.LeaseExpiry(t.LeaseExpiry),
 		}
 	}
 	for _, p := range plugins {

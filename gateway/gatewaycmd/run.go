@@ -134,7 +134,6 @@ Docs: docs/configuration.md
 	if err := startMCP(ctx, mcpServers, log); err != nil {
 		return err
 	}
-	addListedPolicies(&opts)
 	store, storeDesc, err := cfg.openStore(ctx, log)
 	if err != nil {
 		return err

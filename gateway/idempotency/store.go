@@ -25,27 +25,18 @@ const (
 )
 
 // LeaseExpiry is a tool's policy for an IN_PROGRESS record whose lease
-// expired because its gateway died.
-type LeaseExpiry string
+// expired because its gateway died; the type, its values and their check
+// are tools' (one policy type), named here for the stores.
+type LeaseExpiry = tools.LeaseExpiry
 
-// Lease expiry policies.
+// Lease expiry policies ("" is treated as rerun, the default).
 const (
 	// LeaseExpiryRerun takes the record over and runs the tool again.
-	LeaseExpiryRerun LeaseExpiry = "rerun"
+	LeaseExpiryRerun = tools.LeaseExpiryRerun
 	// LeaseExpiryUnknown turns the record UNKNOWN: the tool must never run
 	// twice, so a human decides.
-	LeaseExpiryUnknown LeaseExpiry = "unknown"
+	LeaseExpiryUnknown = tools.LeaseExpiryUnknown
 )
-
-// Validate accepts the two policies and "" (which stores treat as rerun,
-// the default).
-func (e LeaseExpiry) Validate() error {
-	switch e {
-	case "", LeaseExpiryRerun, LeaseExpiryUnknown:
-		return nil
-	}
-	return fmt.Errorf("lease expiry policy %q: want rerun or unknown", string(e))
-}
 
 // Errors a Store returns. Any other error means the store could not be
 // reached or failed; the gateway answers 503 and runs nothing.
