@@ -298,7 +298,20 @@ type Store interface {
 	// Complete stores the response as COMPLETED for ttl if the caller still
 	// owns the record, else ErrLeaseLost (and changes nothing). The step
 	// entry lives as long as the record.
+	//
+	// "Owns" here and in MarkUnknown means the record is IN_PROGRESS under
+	// the lease's owner and fencing token, whether or not its lease has run
+	// out: a lease that expired while the store did not answer, and that no
+	// other claim took over, is still the caller's, so an outcome kept
+	// through a store outage can still be recorded.
 	Complete(ctx context.Context, lease Lease, resp StoredResponse, ttl time.Duration) error
+	// MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl (the
+	// tool's replay TTL) if the caller still owns it (as for Complete),
+	// else ErrLeaseLost (and changes nothing): the outcome of a tool that
+	// must never run twice is uncertain, so every retry answers
+	// OutcomeUnknown until an operator resolves or deletes the record. The
+	// record keeps its execution id, fingerprint and step.
+	MarkUnknown(ctx context.Context, lease Lease, ttl time.Duration) error
 	// Release deletes the record (and frees its step) if the caller still
 	// owns it, so a retry runs the tool again; else ErrLeaseLost.
 	Release(ctx context.Context, lease Lease) error

@@ -3,11 +3,13 @@ package pgstore
 // statements are the SQL texts of the store's operations, with the schema
 // written in. Each is one statement, sent in one round trip. Owner-checked
 // statements match the record by scope, state, owner and fencing token, and
-// only while it has not expired, so a lease that was taken over, completed,
-// released, deleted or has run out changes nothing. Times come from
+// only while the record has not expired, so a lease that was taken over,
+// completed, released or deleted changes nothing. A lease that merely ran
+// out still matches (the record lives its replay TTL past the lease): the
+// owner may complete it until another claim takes it over. Times come from
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
-	claim, renew, complete, release, get, delete, sweep string
+	claim, renew, complete, markUnknown, release, get, delete, sweep string
 	// Admin statements (admin.go).
 	findExecution, resolve string
 }
@@ -31,6 +33,12 @@ func newStatements(schema string) statements {
 			SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
 				expires_at = c.now + $6 * interval '1 microsecond',
 				status = $7, content_type = $8, body = $9
+			FROM ` + clock + ` WHERE ` + owned),
+		// $6 ttl µs: the same row the claim function writes for an
+		// expired lease under lease_expiry 'unknown'.
+		markUnknown: q(`UPDATE @.records r
+			SET state = 'UNKNOWN', owner = NULL, lease_expires_at = NULL,
+				expires_at = c.now + $6 * interval '1 microsecond'
 			FROM ` + clock + ` WHERE ` + owned),
 		release: q(`DELETE FROM @.records r USING ` + clock + ` WHERE ` + owned),
 		get: q(`SELECT ` + recordColumns + `

@@ -47,6 +47,31 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	return ownedResult("complete", lease, ok, err)
 }
 
+// MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
+// caller still owns it (an expired lease nobody took over included). For a
+// record under a session tag the same pipeline keeps the scope's pointer
+// alive as long as the record, as Complete does.
+func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("redisstore: mark unknown: ttl %v must be positive", ttl)
+	}
+	record := s.keys.record(lease.Scope, lease.Step)
+	ttlMS := millis(ttl)
+	calls := []scriptCall{{markUnknownScript, []string{record}, ownerArgs(lease, ttlMS)}}
+	if s.keys.usesPointer(lease.Step) {
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, []any{record, ttlMS}})
+	}
+	cmds, acked, err := s.evalReplicated(ctx, calls...)
+	if err != nil {
+		return ownedResult("mark unknown", lease, 0, err)
+	}
+	ok, err := cmds[0].Int()
+	if err == nil && ok == 1 {
+		err = s.wait.check(acked)
+	}
+	return ownedResult("mark unknown", lease, ok, err)
+}
+
 // Release deletes the record and frees its step if the caller still owns it.
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease)})

@@ -23,6 +23,10 @@ var (
 	completeLua    string
 	completeScript = redis.NewScript(completeLua)
 
+	//go:embed lua/mark_unknown.lua
+	markUnknownLua    string
+	markUnknownScript = redis.NewScript(markUnknownLua)
+
 	//go:embed lua/release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)
