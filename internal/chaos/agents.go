@@ -215,10 +215,13 @@ func (a *agent) attemptMCP(ctx context.Context, s *step) (ans answer, final bool
 		switch rpcErr.Code {
 		case wire.RPCOutcomeUnknown:
 			return answer{Kind: answerUnknown, Status: http.StatusConflict}, true
-		case wire.RPCRequestInProgress, wire.RPCStoreUnavailable, wire.RPCRateLimited:
-			return answer{Detail: rpcErr.Message}, false
+		case wire.RPCInvalidParams:
+			return answer{Kind: answerUnexpected, Detail: fmt.Sprintf("mcp error %d: %s %s", rpcErr.Code, rpcErr.Message, rpcErr.Data)}, true
 		}
-		return answer{Kind: answerUnexpected, Detail: fmt.Sprintf("mcp error %d: %s %s", rpcErr.Code, rpcErr.Message, rpcErr.Data)}, true
+		// In progress, store unavailable, rate limited, or the client's
+		// transport giving up on a replica that went away (go-sdk reports
+		// it as a JSON-RPC error too): send the step again.
+		return answer{Detail: fmt.Sprintf("mcp error %d: %s", rpcErr.Code, rpcErr.Message)}, false
 	default:
 		return answer{Detail: "mcp call: " + err.Error()}, false // transport: the replica died
 	}

@@ -72,6 +72,45 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// TestChaosUncertain is the short CI run of the uncertain outcomes: one
+// Redis, 3 gateways, agents over REST and MCP, upstream calls that outlive
+// the tools' 1 s timeout or are dropped after the request was read, and
+// replicas SIGKILLed or drained by SIGTERM (200 ms) under load. The
+// lease_expiry: unknown tool never runs twice (counted at the upstream);
+// the rerun tool runs again only after a death or an uncertain outcome.
+func TestChaosUncertain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run skipped in -short mode")
+	}
+	bin := buildGateway(t)
+	var log strings.Builder
+	report, err := Run(t.Context(), Config{
+		GatewayBinary:     bin,
+		WorkDir:           t.TempDir(),
+		Replicas:          3,
+		Agents:            6,
+		Duration:          6 * time.Second,
+		KillEvery:         800 * time.Millisecond,
+		RedisRestartEvery: 3 * time.Second,
+		LockTTL:           1500 * time.Millisecond, // as TestChaos
+		MCP:               true,
+		Uncertain:         true,
+		Log:               &log,
+	})
+	if err != nil {
+		t.Fatalf("chaos run: %v\n%s", err, log.String())
+	}
+	var out strings.Builder
+	report.Print(&out)
+	t.Log("\n" + out.String())
+	if !report.OK() || report.UnknownSecondRuns != 0 {
+		t.Errorf("invariants broken:\n%s\n%s", out.String(), log.String())
+	}
+	if report.UncertainInjected == 0 || report.Kills+report.Drains == 0 || report.Steps == 0 {
+		t.Errorf("the run injected no uncertain outcome, no replica fault, or ran no steps: %+v", report)
+	}
+}
+
 // TestChaosPostgres is the PostgreSQL variant: the same gateways, agents
 // and replica kills on a private PostgreSQL that is itself SIGKILLed (the
 // postmaster and every backend at once) and restarted under load. No

@@ -22,8 +22,9 @@ type Report struct {
 	Steps, StepsUnknownPolicy int
 	// FinalAnswers counts every final answer (first answers and replays).
 	FinalAnswers int
-	// Executions is how often the upstream ran a tool.
-	Executions int
+	// Executions is how often the upstream ran a tool; UncertainInjected
+	// of them it made uncertain on purpose (Config.Uncertain).
+	Executions, UncertainInjected int
 	// Kills, Drains (SIGTERM) and RedisRestarts count the injected faults;
 	// StoreDown is how long the store was down in all.
 	Kills, Drains, RedisRestarts int
@@ -70,7 +71,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  HTTP requests (attempts)            %d\n", r.Requests)
 	fmt.Fprintf(w, "  steps                               %d (%d with lease_expiry: unknown)\n", r.Steps, r.StepsUnknownPolicy)
 	fmt.Fprintf(w, "  final answers (with replays)        %d\n", r.FinalAnswers)
-	fmt.Fprintf(w, "  tool executions                     %d\n", r.Executions)
+	fmt.Fprintf(w, "  tool executions                     %d (%d made uncertain: outlived the timeout or dropped)\n", r.Executions, r.UncertainInjected)
 	fmt.Fprintf(w, "  gateway replicas killed (SIGKILL)   %d\n", r.Kills)
 	fmt.Fprintf(w, "  gateway replicas drained (SIGTERM)  %d\n", r.Drains)
 	fmt.Fprintf(w, "  store kills + restarts              %d (down %v in all)\n", r.RedisRestarts, r.StoreDown.Round(time.Millisecond))

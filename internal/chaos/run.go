@@ -130,6 +130,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	report.Requests = lb.attempts.Load()
 	report.Executions = total
+	for _, runs := range execs {
+		for _, e := range runs {
+			if e.Uncertain {
+				report.UncertainInjected++
+			}
+		}
+	}
 	check(report, steps, execs, kills, outages, cfg.LockTTL)
 	report.Elapsed = time.Since(began)
 	return report, nil
