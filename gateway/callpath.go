@@ -357,7 +357,9 @@ func (s *Server) decide(ctx context.Context, cl *claim) (d idempotency.Decision,
 func (s *Server) claimOnce(ctx context.Context, cl *claim) (idempotency.Decision, error) {
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
 	defer cancel()
-	return s.store.Claim(claimCtx, s.claimRequest(cl))
+	req := s.claimRequest(cl)
+	s.settlePending(ctx, req.Scope)
+	return s.store.Claim(claimCtx, req)
 }
 
 // claimRequest builds the store request with a fresh execution id (used

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -13,23 +15,74 @@ import (
 // The completion is first written on the call's own path, with renewals
 // holding the lease, for at most max(storeCallTimeout, lock_ttl). If the
 // store has not taken it by then (it is down), the client gets the tool's
-// answer anyway, and the completion is handed to a background retry: it
-// keeps writing it (owner- and fencing-checked, so it can never overwrite
-// another owner's record) until it lands, until the store says another
-// owner took the record over, or until the store has answered again for a
-// whole lock_ttl without taking it. A drain waits for these retries like for
-// a tool in flight, up to its bound; when the bound cuts one short, the
+// answer anyway, and the completion is kept as pending and retried in the
+// background: written again (owner- and fencing-checked, so it can never
+// overwrite another owner's record) every completionRetryEvery until it
+// lands, until the store says another owner took the record over, or until
+// the store has answered again for a whole lock_ttl without taking it. A
+// claim this gateway makes for the same record first tries the pending
+// completion, so a retry that reaches this replica replays instead of
+// taking the expired lease over. A drain waits for pending completions like
+// for a tool in flight, up to its bound; when the bound cuts one short, the
 // outcome is logged and counted as not recorded.
 //
-// What remains: between the store answering again and the next retry
-// (completionRetryMax at most) a retry of the call can take the expired
-// lease over and run the tool again; docs/reliability.md has the measured
-// window.
+// What remains: a retry that reaches another replica after the store
+// answers again and before the next background attempt lands can take the
+// expired lease over and run the tool again; docs/reliability.md has the
+// measured window.
 
-// completionRetryMax is the longest pause between two background attempts:
+// completionRetryEvery is the pause between two background attempts:
 // short, because the first claim after the store comes back may take the
-// expired lease over.
-const completionRetryMax = 250 * time.Millisecond
+// expired lease over. Pending completions are few (calls that finished
+// while the store was down), so the attempts cost little.
+const completionRetryEvery = 50 * time.Millisecond
+
+// pendingCompletion is a completion the store has not taken yet.
+type pendingCompletion struct {
+	lease  idempotency.Lease
+	stored idempotency.StoredResponse
+	ttl    time.Duration
+
+	// mu serialises attempts (the background loop and a claim of the same
+	// record); done is set once the outcome is settled either way.
+	mu   sync.Mutex
+	done bool
+}
+
+// pendingCompletions are this gateway's pending completions by scope.
+type pendingCompletions struct {
+	count atomic.Int64 // lets a claim skip the lock when there are none
+	mu    sync.Mutex
+	by    map[idempotency.Scope]*pendingCompletion
+}
+
+func (ps *pendingCompletions) add(p *pendingCompletion) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.by == nil {
+		ps.by = map[idempotency.Scope]*pendingCompletion{}
+	}
+	ps.by[p.lease.Scope] = p
+	ps.count.Store(int64(len(ps.by)))
+}
+
+func (ps *pendingCompletions) remove(p *pendingCompletion) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.by[p.lease.Scope] == p {
+		delete(ps.by, p.lease.Scope)
+	}
+	ps.count.Store(int64(len(ps.by)))
+}
+
+func (ps *pendingCompletions) get(scope idempotency.Scope) *pendingCompletion {
+	if ps.count.Load() == 0 {
+		return nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.by[scope]
+}
 
 // recordCompletion writes stored as the call's outcome; see the top of
 // this file for what happens when the store does not answer.
@@ -42,57 +95,98 @@ func (s *Server) recordCompletion(ctx, storeCtx context.Context, cl *claim, leas
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, idempotency.ErrLeaseLost), errors.Is(err, idempotency.ErrNotFound):
+	case isStoreVerdict(err):
 		s.completionNotRecorded(ctx, name, lease, err)
 	default:
 		s.log.WarnContext(ctx, "outcome not recorded yet: the store does not answer; answering the client and retrying in the background",
 			"tool", name, "execution_id", lease.ExecutionID, "error", err)
+		p := &pendingCompletion{lease: lease, stored: stored, ttl: ttl}
+		s.pending.add(p)
 		// The call's own execution still counts in inflight, so this Add
 		// cannot race a Drain's Wait that already returned.
 		s.inflight.Add(1)
 		go func() {
 			defer s.inflight.Done()
-			s.completeLate(context.WithoutCancel(ctx), name, lease, stored, ttl)
+			defer s.pending.remove(p)
+			s.completeLate(context.WithoutCancel(ctx), p)
 		}()
 	}
 }
 
-// completeLate retries a completion the store did not take in time; it
-// returns when the completion landed or can no longer land.
-func (s *Server) completeLate(ctx context.Context, tool string, lease idempotency.Lease, stored idempotency.StoredResponse, ttl time.Duration) {
+// settlePending is called before a claim: if this gateway holds a pending
+// completion of the record, it tries it once, so that the claim replays it
+// rather than taking the expired lease over.
+func (s *Server) settlePending(ctx context.Context, scope idempotency.Scope) {
+	if p := s.pending.get(scope); p != nil {
+		attemptCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+		defer cancel()
+		s.attemptPending(attemptCtx, ctx, p)
+	}
+}
+
+// attemptPending writes p once; it reports whether p is settled (landed,
+// or lost for good), logging the settlement, and the store's error
+// otherwise.
+func (s *Server) attemptPending(ctx, logCtx context.Context, p *pendingCompletion) (settled bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return true, nil
+	}
+	err = s.store.Complete(ctx, p.lease, p.stored, p.ttl)
+	if errors.Is(err, idempotency.ErrLeaseLost) && s.completedBy(ctx, p.lease) {
+		err = nil
+	}
+	switch {
+	case err == nil:
+		s.log.InfoContext(logCtx, "outcome recorded after the store came back", "tool", p.lease.Scope.Tool, "execution_id", p.lease.ExecutionID)
+	case isStoreVerdict(err):
+		s.completionNotRecorded(logCtx, p.lease.Scope.Tool, p.lease, err)
+	default:
+		return false, err
+	}
+	p.done = true
+	return true, nil
+}
+
+// completeLate retries a pending completion until it is settled, or until
+// the store has answered again for a whole lock_ttl without taking it, or
+// until a drain runs out of time.
+func (s *Server) completeLate(ctx context.Context, p *pendingCompletion) {
 	var answeredAt time.Time // when the store first answered a ping again
-	delay := 50 * time.Millisecond
-	timer := time.NewTimer(delay)
+	timer := time.NewTimer(completionRetryEvery)
 	defer timer.Stop()
 	for {
 		select {
 		case <-s.baseCtx.Done(): // a drain ran out of time
-			s.completionNotRecorded(ctx, tool, lease, errors.New("gateway shutting down before the store answered"))
+			p.mu.Lock()
+			if !p.done {
+				p.done = true
+				s.completionNotRecorded(ctx, p.lease.Scope.Tool, p.lease, errors.New("gateway shutting down before the store answered"))
+			}
+			p.mu.Unlock()
 			return
 		case <-timer.C:
 		}
 		attemptCtx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		err := s.store.Complete(attemptCtx, lease, stored, ttl)
-		if errors.Is(err, idempotency.ErrLeaseLost) && s.completedBy(attemptCtx, lease) {
-			err = nil
-		}
-		if err != nil && answeredAt.IsZero() && !isStoreVerdict(err) && s.store.Ping(attemptCtx) == nil {
+		settled, err := s.attemptPending(attemptCtx, ctx, p)
+		if !settled && answeredAt.IsZero() && s.store.Ping(attemptCtx) == nil {
 			answeredAt = time.Now()
 		}
 		cancel()
-		switch {
-		case err == nil:
-			s.log.InfoContext(ctx, "outcome recorded after the store came back", "tool", tool, "execution_id", lease.ExecutionID)
-			return
-		case isStoreVerdict(err):
-			s.completionNotRecorded(ctx, tool, lease, err)
-			return
-		case !answeredAt.IsZero() && time.Since(answeredAt) > s.opts.LockTTL:
-			s.completionNotRecorded(ctx, tool, lease, err)
+		if settled {
 			return
 		}
-		delay = min(2*delay, completionRetryMax)
-		timer.Reset(delay)
+		if !answeredAt.IsZero() && time.Since(answeredAt) > s.opts.LockTTL {
+			p.mu.Lock()
+			if !p.done {
+				p.done = true
+				s.completionNotRecorded(ctx, p.lease.Scope.Tool, p.lease, err)
+			}
+			p.mu.Unlock()
+			return
+		}
+		timer.Reset(completionRetryEvery)
 	}
 }
 

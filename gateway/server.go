@@ -116,6 +116,9 @@ type Server struct {
 	inflight sync.WaitGroup
 	drainMu  sync.RWMutex
 	draining bool
+	// pending holds the completions the store has not taken yet
+	// (completion.go).
+	pending pendingCompletions
 	// notReady is the last /readyz verdict, so only changes are logged.
 	notReady atomic.Bool
 	// waitCtx ends the Prefer: wait polls when shutdown begins.
