@@ -89,8 +89,9 @@ type agent struct {
 	steps   []*step
 	// addrs are the replicas (an MCP attempt picks one: an MCP session
 	// stays on its replica); mcpHTTP carries the MCP attempts.
-	addrs   []string
-	mcpHTTP *http.Client
+	addrs       []string
+	mcpHTTP     *http.Client
+	mcpAttempts *atomic.Int64
 }
 
 func (a *agent) run(ctx context.Context, stop time.Time) {
@@ -192,6 +193,7 @@ func uncertainAnswer(tool, code string, retryable bool) bool {
 // final is false when the step must be sent again (a transport failure,
 // or an answer the contract marks retryable).
 func (a *agent) attemptMCP(ctx context.Context, s *step) (ans answer, final bool) {
+	a.mcpAttempts.Add(1)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   "http://" + a.addrs[a.rng.IntN(len(a.addrs))] + "/mcp",
 		HTTPClient: a.mcpHTTP,
