@@ -15,8 +15,9 @@ type Report struct {
 	Seed     uint64
 	Elapsed  time.Duration
 
-	// Requests is the number of HTTP attempts the agents' SDKs made.
-	Requests int64
+	// Requests is the number of REST attempts the agents' SDKs made;
+	// MCPAttempts the number of tools/call attempts over MCP.
+	Requests, MCPAttempts int64
 	// Steps is the number of agent steps; StepsUnknownPolicy of them were
 	// calls of the lease_expiry: unknown tool.
 	Steps, StepsUnknownPolicy int
@@ -68,7 +69,8 @@ func (r *Report) violate(format string, args ...any) {
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "chaos run: store=%s replicas=%d agents=%d duration=%v seed=%d elapsed=%v\n",
 		r.Store, r.Replicas, r.Agents, r.Duration, r.Seed, r.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(w, "  HTTP requests (attempts)            %d\n", r.Requests)
+	fmt.Fprintf(w, "  REST requests (attempts)            %d\n", r.Requests)
+	fmt.Fprintf(w, "  MCP tools/call attempts             %d\n", r.MCPAttempts)
 	fmt.Fprintf(w, "  steps                               %d (%d with lease_expiry: unknown)\n", r.Steps, r.StepsUnknownPolicy)
 	fmt.Fprintf(w, "  final answers (with replays)        %d\n", r.FinalAnswers)
 	fmt.Fprintf(w, "  tool executions                     %d (%d made uncertain: outlived the timeout or dropped)\n", r.Executions, r.UncertainInjected)

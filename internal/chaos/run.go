@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgateway/toolgateway/agentclient"
@@ -87,12 +88,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		outages = restartRedis(faultsCtx, cfg, redis, logf, fail)
 	}()
 
+	var mcpAttempts atomic.Int64
 	agents := make([]*agent, cfg.Agents)
 	var wg sync.WaitGroup
 	for i := range agents {
 		agents[i] = &agent{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+2)),
 			session: client.Session(fmt.Sprintf("chaos-%d-agent-%d", cfg.Seed, i)),
-			addrs:   lb.addrs, mcpHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 15 * time.Second}}
+			addrs:   lb.addrs, mcpAttempts: &mcpAttempts, mcpHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 15 * time.Second}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -128,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, r := range replicas {
 		kills[r.name] = r.killTimes()
 	}
-	report.Requests = lb.attempts.Load()
+	report.Requests, report.MCPAttempts = lb.attempts.Load(), mcpAttempts.Load()
 	report.Executions = total
 	for _, runs := range execs {
 		for _, e := range runs {
