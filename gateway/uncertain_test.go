@@ -126,6 +126,17 @@ func TestTimeoutOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 		wantProblem(t, h.do(callSpec{tool: "pay", session: "t", step: 1, args: `{"amount":5}`}), http.StatusConflict, wire.CodeOutcomeUnknown)
 		wantUnknownRecord(t, h, "t", 1, "pay", `{"amount":5}`)
 
+		// Over MCP alike: a tool failure whose _meta says not retryable,
+		// then -32002 outcome_unknown.
+		cs := h.mcpSession(mcpClientOptions{})
+		res, err := mcpCall(t, cs, "pay", `{"amount":6}`, identityMeta("t", 3))
+		if err != nil || !res.IsError {
+			t.Fatalf("MCP timeout of the unknown tool: %v %+v", err, res)
+		}
+		wantErrorMeta(t, res, wire.CodeToolTimeout, false)
+		_, err = mcpCall(t, cs, "pay", `{"amount":6}`, identityMeta("t", 3))
+		wantRPCError(t, err, wire.RPCOutcomeUnknown, wire.CodeOutcomeUnknown)
+
 		p = wantProblem(t, h.do(callSpec{tool: "provision", session: "t", step: 2, args: `{}`}), http.StatusGatewayTimeout, wire.CodeToolTimeout)
 		if p["retryable"] != true {
 			t.Fatalf("the timeout of a rerun tool says retryable %v", p["retryable"])
@@ -135,6 +146,9 @@ func TestTimeoutOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 		up.done.Wait()
 		if n := up.ran(t, "t", 1, "pay", `{"amount":5}`); n != 1 {
 			t.Fatalf("the unknown tool's upstream ran %d times, want 1", n)
+		}
+		if n := up.ran(t, "t", 3, "pay", `{"amount":6}`); n != 1 {
+			t.Fatalf("the unknown tool's upstream ran %d times over MCP, want 1", n)
 		}
 		if n := up.ran(t, "t", 2, "provision", `{}`); n != 2 {
 			t.Fatalf("the rerun tool's upstream ran %d times, want 2 (released, run again)", n)
