@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,5 +111,71 @@ func TestCompletionOutlivesAStoreOutage(t *testing.T) {
 				t.Fatalf("the tool ran %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// ownerBlockedStore fails the completions and pings made on behalf of the
+// request that first failed to complete (its own path and its background
+// retry, which carry its request id) while blocked, and lets every other
+// request's through: only a claim of the same record can land the pending
+// completion.
+type ownerBlockedStore struct {
+	idempotency.Store
+	blocked atomic.Bool
+	mu      sync.Mutex
+	owner   string // request id of the blocked completion
+}
+
+func (s *ownerBlockedStore) isOwner(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := gateway.RequestIDFrom(ctx)
+	if s.owner == "" {
+		s.owner = id
+	}
+	return id == s.owner
+}
+
+func (s *ownerBlockedStore) Complete(ctx context.Context, l idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
+	if s.blocked.Load() && s.isOwner(ctx) {
+		return errStoreDown
+	}
+	return s.Store.Complete(ctx, l, resp, ttl)
+}
+
+func (s *ownerBlockedStore) Ping(ctx context.Context) error {
+	if s.blocked.Load() && s.isOwner(ctx) {
+		return errStoreDown
+	}
+	return s.Store.Ping(ctx)
+}
+
+// TestRetryOnTheOwnerLandsItsPendingCompletion: a completion still pending
+// when its lease has expired is landed by the next claim of the same record
+// on the same gateway, so that retry replays the answer instead of taking
+// the lease over and running the tool again.
+func TestRetryOnTheOwnerLandsItsPendingCompletion(t *testing.T) {
+	tool := newTestTool("provision")
+	hs := &ownerBlockedStore{Store: newStore(t, storeEmbedded)}
+	hs.blocked.Store(true)
+	const lockTTL = 300 * time.Millisecond
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withStore(hs), withLockTTL(lockTTL))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = h.gw.Drain(ctx) // ends the background retry
+	})
+	call := callSpec{tool: "provision", session: "pending", step: 1, args: `{}`}
+	first := h.do(call) // answered after the completion's first window
+	if first.status != http.StatusOK {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	time.Sleep(2 * lockTTL) // the lease has expired; the completion is pending
+	again := h.do(call)
+	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+		t.Fatalf("retry on the owner: %d replayed=%q %s, want the replay of %s", again.status, again.header.Get("Idempotent-Replayed"), again.body, first.body)
+	}
+	if n := tool.total.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
 	}
 }
