@@ -254,8 +254,7 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 // redisOptions converts the store section for the Redis store.
 func (c *Config) redisOptions() redisstore.Options {
 	return redisstore.Options{
-		Prefix:         c.Store.KeyPrefix,
-		WaitReplicas:   c.Store.WaitReplicas,
-		NoLegacyLayout: c.Store.PreviousRedisLayout != nil && !*c.Store.PreviousRedisLayout,
+		Prefix:       c.Store.KeyPrefix,
+		WaitReplicas: c.Store.WaitReplicas,
 	}
 }

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -228,6 +227,16 @@ CREATE INDEX IF NOT EXISTS records_execution ON @.records (execution_id);
 	SET plan_cache_mode = force_custom_plan;`,
 }
 
+// schemaVersionTable creates the schema and its version table, before any
+// migration.
+const schemaVersionTable = `
+CREATE SCHEMA IF NOT EXISTS @@;
+CREATE TABLE IF NOT EXISTS @.schema_version (
+	version    integer     PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+`
+
 // currentVersion is the schema version this code writes and expects.
 var currentVersion = len(migrations)
 
@@ -240,54 +249,42 @@ const migrationLockKey = 0x7467 // "tg"
 // transaction, under a transaction-scoped advisory lock: replicas starting
 // together queue on the lock, and the first one does the work while the
 // others find the schema current. A schema newer than this code is refused
-// rather than used with statements that may no longer fit it.
-func migrate(ctx context.Context, db beginner, schema string) error {
+// is left alone: the store's layout guard refuses to decide on it.
+// It returns the version found before.
+func migrate(ctx context.Context, db beginner, schema string) (int, error) {
 	return migrateTo(ctx, db, schema, currentVersion)
 }
 
 // migrateTo is migrate up to version target (tests build old schemas).
-func migrateTo(ctx context.Context, db beginner, schema string, target int) error {
+func migrateTo(ctx context.Context, db beginner, schema string, target int) (have int, err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
+		return 0, fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	q := qualifier(schema)
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrationLockKey, schema); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: advisory lock: %w", schema, err)
+		return 0, fmt.Errorf("pgstore: migrate schema %s: advisory lock: %w", schema, err)
 	}
-	setup := q(`
-CREATE SCHEMA IF NOT EXISTS @@;
-CREATE TABLE IF NOT EXISTS @.schema_version (
-	version    integer     PRIMARY KEY,
-	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
-);`)
-	if _, err := tx.Exec(ctx, setup); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
+	if _, err := tx.Exec(ctx, q(schemaVersionTable)); err != nil {
+		return 0, fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
 	}
-	var have int
 	if err := tx.QueryRow(ctx, q("SELECT coalesce(max(version), 0) FROM @.schema_version")).Scan(&have); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: read version: %w", schema, err)
-	}
-	if have > currentVersion {
-		return fmt.Errorf("pgstore: schema %s is at version %d, %w (%d): upgrade the gateway", schema, have, errNewerSchema, currentVersion)
+		return 0, fmt.Errorf("pgstore: migrate schema %s: read version: %w", schema, err)
 	}
 	for v := have; v < target; v++ {
 		if _, err := tx.Exec(ctx, q(migrations[v])); err != nil {
-			return fmt.Errorf("pgstore: migrate schema %s to version %d: %w", schema, v+1, err)
+			return have, fmt.Errorf("pgstore: migrate schema %s to version %d: %w", schema, v+1, err)
 		}
 		if _, err := tx.Exec(ctx, q("INSERT INTO @.schema_version (version) VALUES ($1)"), v+1); err != nil {
-			return fmt.Errorf("pgstore: migrate schema %s: record version %d: %w", schema, v+1, err)
+			return have, fmt.Errorf("pgstore: migrate schema %s: record version %d: %w", schema, v+1, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: commit: %w", schema, err)
+		return have, fmt.Errorf("pgstore: migrate schema %s: commit: %w", schema, err)
 	}
-	return nil
+	return have, nil
 }
-
-// errNewerSchema: the schema was migrated by a newer gateway.
-var errNewerSchema = errors.New("newer than this gateway's schema version")
 
 // beginner starts transactions (a pool or a connection).
 type beginner interface {

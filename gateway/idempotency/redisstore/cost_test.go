@@ -61,17 +61,14 @@ func readCost(ctx context.Context, tb testing.TB, c *redis.Client) redisCost {
 // and reports the server's CPU (INFO cpu) and script time (commandstats)
 // per fresh call and per replay. Run with -benchtime=1x: one iteration is
 // the whole measurement. The sub-benchmarks send the calls from 1 and from
-// 16 goroutines, with the previous layout still looked at (the default
-// during the upgrade window) and without (Options.NoLegacyLayout).
+// 16 goroutines.
 func BenchmarkMemoryPerCall(b *testing.B) {
-	for _, legacy := range []bool{true, false} {
-		for _, workers := range []int{1, 16} {
-			b.Run(fmt.Sprintf("legacy=%v/workers=%d", legacy, workers), func(b *testing.B) {
-				for b.Loop() {
-					measureCost(b, workers, Options{NoLegacyLayout: !legacy})
-				}
-			})
-		}
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for b.Loop() {
+				measureCost(b, workers, Options{})
+			}
+		})
 	}
 }
 

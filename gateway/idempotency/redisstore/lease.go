@@ -15,6 +15,9 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: renew: ttl %v must be positive", ttl)
 	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("renew", lease, 0, err)
+	}
 	ok, err := s.evalInt(ctx, scriptCall{renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease, millis(ttl))})
 	return ownedResult("renew", lease, ok, err)
 }
@@ -25,6 +28,9 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: complete: ttl %v must be positive", ttl)
+	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("complete", lease, 0, err)
 	}
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
@@ -55,6 +61,9 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: mark unknown: ttl %v must be positive", ttl)
 	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("mark unknown", lease, 0, err)
+	}
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
 	calls := []scriptCall{{markUnknownScript, []string{record}, ownerArgs(lease, ttlMS)}}
@@ -74,6 +83,9 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 
 // Release deletes the record and frees its step if the caller still owns it.
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("release", lease, 0, err)
+	}
 	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease)})
 	return ownedResult("release", lease, ok, err)
 }

@@ -150,50 +150,6 @@ func expiresAt(unix time.Duration) time.Time {
 	return time.UnixMilli(unix.Milliseconds())
 }
 
-// legacyRecordOf turns a hash of the previous layout into a Record. Its
-// step field names the step key, not the session, so Step stays nil.
-func legacyRecordOf(scope idempotency.Scope, f map[string]string) (idempotency.Record, error) {
-	micros := func(field string) (time.Time, error) {
-		if f[field] == "" {
-			return time.Time{}, nil
-		}
-		us, err := strconv.ParseInt(f[field], 10, 64)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: %s", errBadReply, field)
-		}
-		return time.UnixMicro(us), nil
-	}
-	rec := idempotency.Record{
-		Scope:       scope,
-		State:       idempotency.State(f["state"]),
-		Fingerprint: f["fp"],
-		ExecutionID: f["exec"],
-	}
-	var err error
-	if rec.FencingToken, err = strconv.ParseInt(f["fence"], 10, 64); err != nil {
-		return idempotency.Record{}, fmt.Errorf("%w: fence", errBadReply)
-	}
-	if rec.CreatedAt, err = micros("created"); err != nil {
-		return idempotency.Record{}, err
-	}
-	if rec.ExpiresAt, err = micros("expires"); err != nil {
-		return idempotency.Record{}, err
-	}
-	if rec.State == idempotency.StateInProgress {
-		if rec.LeaseExpiresAt, err = micros("lease"); err != nil {
-			return idempotency.Record{}, err
-		}
-	}
-	if rec.State == idempotency.StateCompleted {
-		status, err := strconv.Atoi(f["status"])
-		if err != nil {
-			return idempotency.Record{}, fmt.Errorf("%w: status", errBadReply)
-		}
-		rec.Response = &idempotency.StoredResponse{Status: status, ContentType: f["ctype"], Body: []byte(f["body"])}
-	}
-	return rec, nil
-}
-
 // jsonCtype is the content type of nearly every tool response.
 const jsonCtype = "application/json"
 
