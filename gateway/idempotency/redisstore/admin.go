@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	}
 	deleted := 0
 	for _, f := range found {
-		ok, err := s.evalInt(ctx, scriptCall{deleteScript, []string{f.key}, nil})
+		ok, err := s.evalInt(ctx, scriptCall{deleteScript, []string{f.key}, deleteArgs{}.argv()})
 		if err != nil {
 			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}
@@ -162,7 +161,7 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 	}
 	target := newest(found)
 	cmds, err := s.eval(ctx, scriptCall{resolveScript, []string{target.key},
-		[]any{millis(ttl), strconv.Itoa(resp.Status), packCtype(resp.ContentType), resp.Body}})
+		resolveArgs{millis(ttl), resp.Status, packCtype(resp.ContentType), resp.Body}.argv()})
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: resolve %v: %w", scope, err)
 	}

@@ -41,7 +41,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	}
 	calls := []scriptCall{{claimScript, keys, args.argv()}}
 	if s.keys.usesPointer(req.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, args.LockMS + args.ReplayMS}})
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: args.LockMS + args.ReplayMS}.argv()})
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -77,34 +77,6 @@ func validateClaim(req idempotency.ClaimRequest) error {
 
 var errBadReply = errors.New("unexpected script reply")
 
-// claimArgs are claim.lua's ARGV, one field per name of the script's
-// header, in its order (TestScriptHeaders holds the two equal).
-type claimArgs struct {
-	Fingerprint string // fp: packed
-	Exec        string // exec: packed execution id of a new claim
-	Owner       string // owner: packed owner token of a new claim
-	LockMS      int64  // lock_ms
-	ReplayMS    int64  // replay_ms
-	LeaseExpiry string // lease_expiry
-	StepGuard   string // step_guard: "1" or "0"
-	Session     string // session: packed, "" without a step
-	Tool        string // tool
-}
-
-// argv lists the fields in the script's order.
-func (a claimArgs) argv() []any {
-	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool}
-}
-
-// flag is a boolean as the scripts read it.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
-// decodeDecision turns the claim script's reply into a Decision.
 // claimed is the decision of a claim the caller now owns.
 func claimed(req idempotency.ClaimRequest, exec string, fence int64, takenOver bool) idempotency.Decision {
 	lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: exec}

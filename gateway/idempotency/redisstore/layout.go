@@ -85,7 +85,7 @@ func (s *Store) setUp(ctx context.Context) error {
 // one; after raising an older version it waits for the older gateways to
 // see it. It returns the version found before.
 func (s *Store) raiseLayout(ctx context.Context) (int, error) {
-	found, err := s.evalInt(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, []any{layoutVersion}})
+	found, err := s.evalInt(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}.argv()})
 	if err != nil {
 		return 0, fmt.Errorf("record the layout version: %w", err)
 	}

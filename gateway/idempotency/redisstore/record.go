@@ -10,6 +10,25 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
+// The record layout in struct.pack notation, as every script declares it
+// at its top (claim.lua documents the fields; TestScriptLayouts holds the
+// scripts equal to these).
+const (
+	// layoutHead is the header every record starts with: state,
+	// fingerprint, execution id, fencing token, created, step key, held,
+	// session.
+	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0"
+	// layoutProgress follows the header of an IN_PROGRESS record: owner,
+	// lease end (µs), replay ms.
+	layoutProgress = ">Bc0I8I8"
+	// layoutDone follows the header of a COMPLETED record: status, content
+	// type; the body is the rest.
+	layoutDone = ">HHc0"
+	// layoutStep is a step entry's value: the holder's execution id; its
+	// tool is the rest.
+	layoutStep = ">Bc0"
+)
+
 // packed is a record value as claim.lua lays it out (one string).
 type packed struct {
 	state    byte // 'P', 'C' or 'U'

@@ -38,12 +38,15 @@ local stepkey = KEYS[2]      -- the step entry (absent without a step)
 local fp = ARGV[1]           -- fingerprint (packed)
 local exec = ARGV[2]         -- execution id of a new claim (packed)
 local owner = ARGV[3]        -- owner token of a new claim (packed)
-local lock_ms = tonumber(ARGV[4])   -- the lease
-local replay_ms = tonumber(ARGV[5]) -- how long UNKNOWN (and an expired lease) stay
+local lock_ms = tonumber(ARGV[4])    -- the lease
+local replay_ms = tonumber(ARGV[5])  -- how long UNKNOWN (and an expired lease) stay
 local lease_expiry = ARGV[6] -- "rerun" | "unknown" | "" (rerun)
 local step_guard = ARGV[7] == '1'
 local session = ARGV[8]      -- session id (packed; "" without a step)
 local tool = ARGV[9]         -- the tool's name, for the step entry
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+local PROGRESS = '>Bc0I8I8'
+local STEP = '>Bc0'
 
 local v
 if stepkey then v = redis.call('MGET', rec, stepkey) else v = {redis.call('GET', rec)} end
@@ -52,7 +55,6 @@ v = v[1]
 -- The replay: a COMPLETED record with this fingerprint goes back as it is.
 if v and string.byte(v, 1) == 67 and string.byte(v, 2) == #fp and string.sub(v, 3, 2 + #fp) == fp then return v end
 
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local function int(n) return string.format('%d', n) end
 local function clock()
   local t = redis.call('TIME')
@@ -60,7 +62,7 @@ local function clock()
 end
 local function in_progress(e, fence, created, step, held, sess, lease_end)
   return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #step, step, held, #sess, sess)
-    .. struct.pack('>Bc0I8I8', #owner, owner, lease_end, replay_ms)
+    .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms)
 end
 local ttl_ms = lock_ms + replay_ms
 
@@ -68,7 +70,7 @@ if v then
   local state, rfp, rexec, rfence, rcreated, rstep, rheld, rsession, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
-  local rowner, rlease = struct.unpack('>Bc0I8', v, p)
+  local rowner, rlease = struct.unpack(PROGRESS, v, p)
   -- The same claim again (a client resent it after losing the reply): it
   -- already owns the record, so it gets its claim, not "in progress".
   if rowner == owner then return {'claimed', rexec, int(rfence), '0'} end
@@ -82,7 +84,7 @@ if v then
   local fence = math.max(rfence + 1, now)
   redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
   -- The step now names the new execution.
-  if rheld == 1 then redis.call('SET', rstep, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
+  if rheld == 1 then redis.call('SET', rstep, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
   return -fence
 end
 
@@ -94,5 +96,5 @@ end
 -- No earlier token survives a deletion, so the clock is the floor.
 local now = clock()
 redis.call('SET', rec, in_progress(exec, now, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
-if bind then redis.call('SET', bind, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
+if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
 return now
