@@ -249,6 +249,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		call:        c,
 		id:          id,
 		fingerprint: keyderive.Fingerprint(canonical),
+		canonical:   canonical,
 		policy:      s.policy(name),
 		owner:       RequestIDFrom(ctx),
 	}
@@ -319,6 +320,7 @@ type claim struct {
 	call        *Call
 	id          Identity // with the derived key filled in
 	fingerprint string
+	canonical   []byte // JCS of the arguments, kept with open records for operators
 	policy      ToolPolicy
 	// owner owns the claim: the request id is unique per request, and a
 	// wait of the same request that takes over reuses it.
@@ -361,6 +363,8 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 		LockTTL:      s.opts.LockTTL,
 		ReplayTTL:    cl.policy.ReplayTTL,
 		LeaseExpiry:  cl.policy.LeaseExpiry,
+
+		CanonicalArguments: cl.canonical,
 	}
 	if cl.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,12 @@ func TestNewerStoreLayoutRunsNothing(t *testing.T) {
 	if r := h.do(first); r.status != 200 {
 		t.Fatalf("before: %d %s", r.status, r.body)
 	}
-	if err := client.Set(t.Context(), prefix+"layout", 2, 0).Err(); err != nil {
+	version, err := store.LayoutVersion(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := version.Known + 1
+	if err := client.Set(t.Context(), prefix+"layout", newer, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(idempotency.LayoutRefresh + 100*time.Millisecond)
@@ -52,7 +58,7 @@ func TestNewerStoreLayoutRunsNothing(t *testing.T) {
 	r := h.get("/readyz", "")
 	p := wantProblem(t, r, 503, wire.CodeStoreUnavailable)
 	detail, _ := p["detail"].(string)
-	if !strings.Contains(detail, "layout version 2") || !strings.Contains(detail, "knows up to 1") {
+	if !strings.Contains(detail, fmt.Sprintf("layout version %d, this gateway knows up to %d", newer, version.Known)) {
 		t.Fatalf("/readyz detail %q does not name both versions", detail)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // gateway is never decided on.
 const (
 	// layoutVersion is the layout this code writes.
-	layoutVersion = 1
+	// Version 2 keeps an open record's canonical arguments (field "a").
+	layoutVersion = 2
 	// newestKnownLayout is the newest layout this code reads.
 	newestKnownLayout = layoutVersion
 )

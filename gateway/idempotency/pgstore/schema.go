@@ -64,7 +64,46 @@ CREATE SEQUENCE IF NOT EXISTS @.fencing_tokens;
 -- again under FOR UPDATE and decide on the locked row. A new record is
 -- inserted with ON CONFLICT DO NOTHING: of two requests racing for a key
 -- or a step, the loser decides again and sees the winner's row.
-CREATE OR REPLACE FUNCTION @.claim(
+` + claimFunctionV1,
+	// Version 2: the admin API's lookups. Listings page on (created_at,
+	// tenant, tool, idempotency_key) newest first; each filter has an index
+	// that starts with it, so a page is an index range scan. UNKNOWN and
+	// IN_PROGRESS records are few, so their index is partial and small (a
+	// COMPLETED listing walks records_created, where nearly every row
+	// matches). Sessions use records_step, tenant first.
+	`
+CREATE INDEX IF NOT EXISTS records_created ON @.records (created_at, tenant, tool, idempotency_key);
+CREATE INDEX IF NOT EXISTS records_tenant_created ON @.records (tenant, created_at, tool, idempotency_key);
+CREATE INDEX IF NOT EXISTS records_tool_created ON @.records (tool, created_at);
+CREATE INDEX IF NOT EXISTS records_open_state ON @.records (state, created_at) WHERE state <> 'COMPLETED';
+CREATE INDEX IF NOT EXISTS records_execution ON @.records (execution_id);
+`,
+	// Version 3: the tenants' rate limits and in-flight slots (Limiter,
+	// limits.go). A step of its own, touching no earlier object.
+	limitsMigration,
+	// Version 4: claim plans its statements for each call's arguments.
+	// PL/pgSQL otherwise switches to a cached generic plan after a few
+	// calls, and one cached while the table was still small kept a plan
+	// that grew with the table: BenchmarkBytesPerCall's claims fell to 18
+	// per second at 76 000 rows, and ran at 1 073 per second once this was
+	// set on the same table. Planning a claim's few index lookups costs far
+	// less than that risk.
+	`ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint)
+	SET plan_cache_mode = force_custom_plan;`,
+	// Version 5: operator context. IN_PROGRESS and UNKNOWN records keep the
+	// call's canonical arguments (JCS text), so an operator can check the
+	// effect before resolving; completion and resolve drop them. claim
+	// takes them as a 13th argument (the 12-argument function is dropped).
+	`
+ALTER TABLE @.records ADD COLUMN IF NOT EXISTS canonical_arguments text;
+DROP FUNCTION IF EXISTS @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint);
+` + claimFunctionV5 + `
+ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint, text)
+	SET plan_cache_mode = force_custom_plan;`,
+}
+
+// claimFunctionV1 is the claim function as version 1 installed it.
+const claimFunctionV1 = `CREATE OR REPLACE FUNCTION @.claim(
 	p_tenant text, p_tool text, p_key text, p_fingerprint text,
 	p_execution_id text, p_owner text, p_lock_us bigint, p_replay_us bigint,
 	p_lease_expiry text, p_step_guard boolean, p_session_id text, p_step_index bigint,
@@ -199,33 +238,16 @@ BEGIN
 	RAISE EXCEPTION 'toolgateway claim did not settle: the record or its step keeps changing';
 END
 $fn$;
-`,
-	// Version 2: the admin API's lookups. Listings page on (created_at,
-	// tenant, tool, idempotency_key) newest first; each filter has an index
-	// that starts with it, so a page is an index range scan. UNKNOWN and
-	// IN_PROGRESS records are few, so their index is partial and small (a
-	// COMPLETED listing walks records_created, where nearly every row
-	// matches). Sessions use records_step, tenant first.
-	`
-CREATE INDEX IF NOT EXISTS records_created ON @.records (created_at, tenant, tool, idempotency_key);
-CREATE INDEX IF NOT EXISTS records_tenant_created ON @.records (tenant, created_at, tool, idempotency_key);
-CREATE INDEX IF NOT EXISTS records_tool_created ON @.records (tool, created_at);
-CREATE INDEX IF NOT EXISTS records_open_state ON @.records (state, created_at) WHERE state <> 'COMPLETED';
-CREATE INDEX IF NOT EXISTS records_execution ON @.records (execution_id);
-`,
-	// Version 3: the tenants' rate limits and in-flight slots (Limiter,
-	// limits.go). A step of its own, touching no earlier object.
-	limitsMigration,
-	// Version 4: claim plans its statements for each call's arguments.
-	// PL/pgSQL otherwise switches to a cached generic plan after a few
-	// calls, and one cached while the table was still small kept a plan
-	// that grew with the table: BenchmarkBytesPerCall's claims fell to 18
-	// per second at 76 000 rows, and ran at 1 073 per second once this was
-	// set on the same table. Planning a claim's few index lookups costs far
-	// less than that risk.
-	`ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint)
-	SET plan_cache_mode = force_custom_plan;`,
-}
+`
+
+// claimFunctionV5 is version 1's claim function that also stores the
+// call's canonical arguments (p_arguments) with a new or taken-over claim.
+var claimFunctionV5 = strings.NewReplacer(
+	"p_session_id text, p_step_index bigint,\n", "p_session_id text, p_step_index bigint, p_arguments text,\n",
+	"\t\t\t\t\treplay_us = p_replay_us\n", "\t\t\t\t\treplay_us = p_replay_us, canonical_arguments = p_arguments\n",
+	"replay_us, session_id, step_index)\n", "replay_us, session_id, step_index, canonical_arguments)\n",
+	"CASE WHEN bind THEN p_session_id END, CASE WHEN bind THEN p_step_index END)\n", "CASE WHEN bind THEN p_session_id END, CASE WHEN bind THEN p_step_index END, p_arguments)\n",
+).Replace(claimFunctionV1)
 
 // schemaVersionTable creates the schema and its version table, before any
 // migration.

@@ -133,6 +133,7 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 		}
 		if !withResponse {
 			rec.Response = nil
+			rec.CanonicalArguments = nil
 		}
 		found = append(found, foundRecord{key: name, record: rec})
 	}

@@ -23,10 +23,11 @@ type claimArgs struct {
 	StepGuard   string `lua:"step_guard"`   // "1" or "0"
 	Session     string `lua:"session"`      // packed; "" without a step
 	Tool        string `lua:"tool"`         // for the step entry
+	Arguments   []byte `lua:"args"`         // canonical arguments, kept while open
 }
 
 func (a claimArgs) argv() []any {
-	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool}
+	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.

@@ -31,6 +31,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		LeaseExpiry: string(req.LeaseExpiry),
 		StepGuard:   flag(req.StepGuard),
 		Tool:        req.Scope.Tool,
+		Arguments:   req.CanonicalArguments,
 	}
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))

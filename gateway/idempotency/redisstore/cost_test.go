@@ -95,13 +95,19 @@ func measureCost(b *testing.B, workers int, opts Options) {
 		}
 	}
 	before := readCost(ctx, b, client)
+	// Every call claimed first (the open records, arguments included),
+	// then every one completed (the arguments dropped).
+	leases := make([]idempotency.Lease, len(reqs))
 	run(func(i int) error {
 		d, err := store.Claim(ctx, reqs[i])
 		if err != nil || d.Outcome != idempotency.OutcomeClaimed {
 			return fmt.Errorf("claim %d: %v %v", i, d.Outcome, err)
 		}
-		return store.Complete(ctx, d.Lease, resp, time.Hour)
+		leases[i] = d.Lease
+		return nil
 	})
+	open := readCost(ctx, b, client)
+	run(func(i int) error { return store.Complete(ctx, leases[i], resp, time.Hour) })
 	fresh := readCost(ctx, b, client)
 	run(func(i int) error {
 		d, err := store.Claim(ctx, reqs[i])
@@ -123,6 +129,7 @@ func measureCost(b *testing.B, workers int, opts Options) {
 		b.Fatal(err)
 	}
 	n := float64(storetest.ReferenceCalls)
+	b.ReportMetric(float64(open.usedMemory-before.usedMemory)/n, "redis-bytes/open-call")
 	b.ReportMetric(float64(fresh.usedMemory-before.usedMemory)/n, "redis-bytes/call")
 	b.ReportMetric(float64(keys)/n, "keys/call")
 	b.ReportMetric((fresh.cpuMicros-before.cpuMicros)/n, "redis-cpu-µs/fresh")

@@ -21,7 +21,8 @@ import (
 // every older gateway has read it and refuses.
 const (
 	// layoutVersion is the layout this code writes.
-	layoutVersion = 1
+	// Version 2 keeps an open record's canonical arguments (claim.lua).
+	layoutVersion = 2
 	// newestKnownLayout is the newest layout this code reads.
 	newestKnownLayout = layoutVersion
 )

@@ -19,7 +19,8 @@ const (
 	// session.
 	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0"
 	// layoutProgress follows the header of an IN_PROGRESS record: owner,
-	// lease end (µs), replay ms.
+	// lease end (µs), replay ms; the canonical arguments are the rest (an
+	// UNKNOWN record keeps them right after its header).
 	layoutProgress = ">Bc0I8I8"
 	// layoutDone follows the header of a COMPLETED record: status, content
 	// type; the body is the rest.
@@ -42,6 +43,7 @@ type packed struct {
 	status   int   // 'C' only
 	ctype    string
 	body     []byte
+	args     []byte // 'P' and 'U': the canonical arguments (the rest)
 }
 
 // reader walks a packed value; the first error sticks.
@@ -106,11 +108,13 @@ func decodePacked(v string) (packed, error) {
 		r.str(r.u8()) // owner
 		p.lease = r.u64()
 		r.u64() // replay ms
+		p.args = r.b
 	case 'C':
 		p.status = r.u16()
 		p.ctype = r.str(r.u16())
 		p.body = r.b
 	case 'U':
+		p.args = r.b
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("%w: record state %q", errBadReply, p.state)
@@ -157,6 +161,9 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 		rec.LeaseExpiresAt = time.UnixMicro(p.lease)
 	case 'C':
 		rec.Response = &idempotency.StoredResponse{Status: p.status, ContentType: ctype, Body: p.body}
+	}
+	if len(p.args) > 0 {
+		rec.CanonicalArguments = p.args
 	}
 	return rec, nil
 }

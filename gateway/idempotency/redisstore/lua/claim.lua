@@ -25,7 +25,9 @@
 --   step      B c0 the step key of the claim ("" without a step)
 --   held      B    1 if the record holds that step key
 --   session   H c0 session id (packed; "" without a step; for the admin API)
---   then for 'P': owner B c0, lease end I8 (µs), replay ms I8
+--   then for 'P': owner B c0, lease end I8 (µs), replay ms I8, then the
+--                 canonical arguments (the rest)
+--        for 'U': the canonical arguments (the rest)
 --        for 'C': status H, content type H c0 (packed), body (the rest)
 -- Tenant, tool and key are in the record's key name, not the value.
 --
@@ -44,6 +46,7 @@ local lease_expiry = ARGV[6] -- "rerun" | "unknown" | "" (rerun)
 local step_guard = ARGV[7] == '1'
 local session = ARGV[8]      -- session id (packed; "" without a step)
 local tool = ARGV[9]         -- the tool's name, for the step entry
+local args = ARGV[10]        -- canonical arguments, kept while IN_PROGRESS or UNKNOWN
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
@@ -62,7 +65,7 @@ local function clock()
 end
 local function in_progress(e, fence, created, step, held, sess, lease_end)
   return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #step, step, held, #sess, sess)
-    .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms)
+    .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms) .. args
 end
 local ttl_ms = lock_ms + replay_ms
 
@@ -70,14 +73,14 @@ if v then
   local state, rfp, rexec, rfence, rcreated, rstep, rheld, rsession, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
-  local rowner, rlease = struct.unpack(PROGRESS, v, p)
+  local rowner, rlease, _, q = struct.unpack(PROGRESS, v, p)
   -- The same claim again (a client resent it after losing the reply): it
   -- already owns the record, so it gets its claim, not "in progress".
   if rowner == owner then return {'claimed', rexec, int(rfence), '0'} end
   local now = clock()
   if rlease > now then return {'in_progress', rexec, int(rlease - now)} end
   if lease_expiry == 'unknown' then
-    redis.call('SET', rec, 'U' .. string.sub(v, 2, p - 1), 'PX', replay_ms)
+    redis.call('SET', rec, 'U' .. string.sub(v, 2, p - 1) .. string.sub(v, q), 'PX', replay_ms)
     if rheld == 1 then redis.call('PEXPIRE', rstep, replay_ms) end
     return {'unknown', rexec}
   end

@@ -12,11 +12,11 @@ local PROGRESS = '>Bc0I8I8'
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
 local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
-local rowner, _, replay_ms = struct.unpack(PROGRESS, v, p)
+local rowner, _, replay_ms, q = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl_ms = lock_ms + replay_ms
-redis.call('SET', rec, string.sub(v, 1, p - 1) .. struct.pack(PROGRESS, #owner, owner, now + lock_ms * 1000, replay_ms), 'PX', ttl_ms)
+redis.call('SET', rec, string.sub(v, 1, p - 1) .. struct.pack(PROGRESS, #owner, owner, now + lock_ms * 1000, replay_ms) .. string.sub(v, q), 'PX', ttl_ms)
 if rheld == 1 then redis.call('PEXPIRE', rstep, ttl_ms) end
 return 1
