@@ -88,6 +88,10 @@ type StoreConfig struct {
 	// PostgresSchema is the PostgreSQL schema of the store (default
 	// "toolgateway").
 	PostgresSchema string `yaml:"postgres_schema"`
+	// Migrate (default true) lets start-up create or upgrade the store's
+	// schema or layout; false: start-up changes nothing and exits naming
+	// `gateway migrate` when the store is behind (migratecmd.go).
+	Migrate *bool `yaml:"migrate"`
 }
 
 // IdemConfig holds the idempotency settings.

@@ -49,25 +49,27 @@ func readLayout(tx *bolt.Tx) (int, error) {
 	return v, nil
 }
 
-// checkLayout refuses a file whose layout this code does not know.
+// checkLayout refuses a file whose layout this code does not know, and
+// one that is behind (opened with Options.NoMigrate).
 func checkLayout(tx *bolt.Tx) error {
 	found, err := readLayout(tx)
 	if err != nil {
 		return err
+	}
+	if found < layoutVersion {
+		return fmt.Errorf("boltstore: layout version %d, this gateway writes %d: %w; run `gateway migrate`", found, layoutVersion, idempotency.ErrLayoutBehind)
 	}
 	return idempotency.LayoutVersion{Found: found, Known: newestKnownLayout}.Check(storeKind)
 }
 
 // setUp creates the buckets and records layoutVersion, unless the file
 // already holds it or a newer one. It reports the version found before.
-// With migrate off a file that is behind is refused instead.
+// With migrate off it changes nothing: every transaction on a file that is
+// behind then fails (checkLayout) until `gateway migrate` upgrades it.
 func setUp(tx *bolt.Tx, migrate bool) (int, error) {
 	found, err := readLayout(tx)
-	if err != nil || found >= layoutVersion {
+	if err != nil || found >= layoutVersion || !migrate {
 		return found, err
-	}
-	if !migrate {
-		return found, fmt.Errorf("layout version %d, this gateway writes %d: %w; run `gateway migrate`", found, layoutVersion, idempotency.ErrLayoutBehind)
 	}
 	for _, name := range [][]byte{recordsBucket, stepsBucket, fencingBucket, metaBucket} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {

@@ -53,8 +53,9 @@ type Options struct {
 	// and fsync (bbolt's MaxBatchDelay). Zero means defaultBatchDelay.
 	BatchDelay time.Duration
 	// NoMigrate stops Open from creating or upgrading the file's layout
-	// (store.migrate: false): a file that is behind is refused with
-	// idempotency.ErrLayoutBehind, and `gateway migrate` upgrades it.
+	// (store.migrate: false): on a file that is behind every operation
+	// fails with idempotency.ErrLayoutBehind until `gateway migrate` (the
+	// store's Migrate) upgrades it.
 	NoMigrate bool
 }
 

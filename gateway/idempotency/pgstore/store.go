@@ -98,6 +98,8 @@ var (
 // first use (its operations fail until then); a database that answers and
 // refuses (missing rights; with NoMigrate, a schema that is behind) is an
 // error. On a schema newer than this code it starts and decides nothing.
+// With NoMigrate it changes nothing; a schema that is behind is refused by
+// every operation until Migrate upgrades it.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.Schema == "" {
 		opts.Schema = DefaultSchema
@@ -123,7 +125,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	// is: that needs a human.
 	// A newer schema is not fatal either: the store starts and refuses
 	// every decision (the layout guard), so /readyz names both versions.
-	if err := s.setUp(ctx); err != nil && !isConnectionError(err) {
+	// With NoMigrate a schema that is behind is not fatal here: operations
+	// refuse it (ErrLayoutBehind), and the caller decides (start-up exits
+	// naming `gateway migrate`, which runs Migrate on this store).
+	if err := s.setUp(ctx); err != nil && !isConnectionError(err) && !errors.Is(err, idempotency.ErrLayoutBehind) {
 		return nil, err
 	}
 	interval := opts.SweepInterval
