@@ -89,16 +89,20 @@ type Migrator interface {
 const LayoutRefresh = time.Second
 
 // LayoutGuard keeps a shared store's operations off a layout this gateway
-// does not know. Check costs an atomic read while the last reading is
-// fresh and one read of the version (one round trip) per LayoutRefresh.
+// does not know. Check costs a mutex while the last reading is fresh, and
+// one read of the version (one round trip) per LayoutRefresh: the caller
+// that finds the reading stale reads it, while the others go on with the
+// previous verdict until that read lands (so a slow read delays one
+// operation, not all of them).
 type LayoutGuard struct {
 	store string
 	known int
 	read  func(ctx context.Context) (int, error)
 
-	mu      sync.Mutex
-	checked time.Time
-	verdict error
+	mu         sync.Mutex
+	checked    time.Time
+	verdict    error
+	refreshing bool
 }
 
 // NewLayoutGuard returns a guard for a store named store (for messages)
@@ -107,16 +111,26 @@ func NewLayoutGuard(store string, known int, read func(ctx context.Context) (int
 	return &LayoutGuard{store: store, known: known, read: read}
 }
 
-// Check returns nil when the store's layout was, at most LayoutRefresh ago,
-// one this gateway knows; else the *LayoutError, or the error of reading
-// the version (the store does not answer: no decision either).
+// Check returns nil when the store's layout was, at most LayoutRefresh ago
+// (plus one read in flight), one this gateway knows; else the
+// *LayoutError, or the error of reading the version (the store does not
+// answer: no decision either).
 func (g *LayoutGuard) Check(ctx context.Context) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.checked.IsZero() && time.Since(g.checked) < LayoutRefresh {
-		return g.verdict
+	fresh := !g.checked.IsZero() && time.Since(g.checked) < LayoutRefresh
+	if fresh || (g.refreshing && !g.checked.IsZero()) {
+		verdict := g.verdict
+		g.mu.Unlock()
+		return verdict
 	}
+	g.refreshing = true
+	g.mu.Unlock()
+
 	found, err := g.read(ctx)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refreshing = false
 	if err != nil {
 		return fmt.Errorf("read the %s store's layout version: %w", g.store, err)
 	}
