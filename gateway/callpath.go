@@ -269,6 +269,7 @@ func (s *Server) check(ctx context.Context, c *Call) (*claim, Result) {
 		call:        c,
 		id:          id,
 		fingerprint: keyderive.Fingerprint(canonical),
+		canonical:   canonical,
 		policy:      s.policy(c.Entry),
 		owner:       RequestIDFrom(ctx),
 	}
@@ -332,6 +333,7 @@ type claim struct {
 	call        *Call
 	id          Identity // with the derived key filled in
 	fingerprint string
+	canonical   []byte // JCS of the arguments, kept with open records for operators
 	policy      tools.Policy
 	// owner owns the claim: the request id is unique per request, and a
 	// wait of the same request that takes over reuses it.
@@ -376,6 +378,8 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 		LockTTL:      s.opts.LockTTL,
 		ReplayTTL:    cl.policy.ReplayTTL,
 		LeaseExpiry:  cl.policy.LeaseExpiry,
+
+		CanonicalArguments: cl.canonical,
 	}
 	if cl.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

@@ -187,6 +187,15 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 // openStore opens Redis (single node or cluster), PostgreSQL or the
 // embedded store.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
+	store, desc, err := c.openStoreAnyLayout(ctx, log)
+	if err == nil {
+		err = c.refuseBehindLayout(ctx, store, desc, log) // migratecmd.go
+	}
+	return store, desc, err
+}
+
+// openStoreAnyLayout opens the store without judging its layout version.
+func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
 	if err := c.Store.checkChoice(); err != nil {
 		return nil, "", err
 	}
@@ -195,7 +204,7 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 	}
 	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
 		path := c.path(c.Store.Path)
-		s, err := boltstore.Open(path, boltstore.Options{})
+		s, err := boltstore.Open(path, boltstore.Options{NoMigrate: !c.Store.migrates()})
 		if err != nil {
 			return nil, "", fmt.Errorf("store.path: %w", err)
 		}
@@ -254,8 +263,8 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 // redisOptions converts the store section for the Redis store.
 func (c *Config) redisOptions() redisstore.Options {
 	return redisstore.Options{
-		Prefix:         c.Store.KeyPrefix,
-		WaitReplicas:   c.Store.WaitReplicas,
-		NoLegacyLayout: c.Store.PreviousRedisLayout != nil && !*c.Store.PreviousRedisLayout,
+		Prefix:       c.Store.KeyPrefix,
+		WaitReplicas: c.Store.WaitReplicas,
+		NoMigrate:    !c.Store.migrates(),
 	}
 }

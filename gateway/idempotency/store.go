@@ -112,6 +112,11 @@ type ClaimRequest struct {
 	ReplayTTL time.Duration
 	// LeaseExpiry says what happens to an IN_PROGRESS record whose lease expired.
 	LeaseExpiry LeaseExpiry
+	// CanonicalArguments are the call's arguments in canonical form (JCS),
+	// kept with the IN_PROGRESS record and an UNKNOWN one so an operator
+	// can check the effect before resolving; Complete and Resolve drop
+	// them. Nil stores none.
+	CanonicalArguments []byte
 }
 
 // Validate checks what every store needs of a claim, so the stores refuse
@@ -224,6 +229,10 @@ type Record struct {
 	// Step is the agent step the record was claimed with, when the store
 	// keeps it (nil: no step, or a store that cannot tell).
 	Step *Step
+	// CanonicalArguments are the claim's canonical arguments, for an
+	// IN_PROGRESS or UNKNOWN record (nil once COMPLETED, and in Admin.List
+	// pages, which stay small).
+	CanonicalArguments []byte
 }
 
 // MaxListLimit is the largest page Admin.List returns.
@@ -258,7 +267,7 @@ type Page struct {
 type Admin interface {
 	// List returns the records matching filter, newest first where the
 	// store can, one bounded page at a time (never one unbounded scan per
-	// call). Records carry no Response. A Limit out of range is an error;
+	// call). Records carry no Response and no CanonicalArguments. A Limit out of range is an error;
 	// a cursor the store did not hand out (or a filter it cannot serve,
 	// such as a session without a tenant where it requires one) is
 	// ErrInvalidCursor.
