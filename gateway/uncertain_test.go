@@ -106,7 +106,7 @@ func wantOutcomeUnknown(t *testing.T, err error) {
 	}
 }
 
-// The issue's repro: timeout 1s, an upstream that takes 2.5s. The unknown
+// A payment-like tool: timeout 1s, an upstream that takes 2.5s. The unknown
 // tool answers 504 tool_timeout not retryable, its retries 409
 // outcome_unknown, and it ran once; the rerun tool's 504 stays retryable
 // and a retry runs it again.
@@ -203,7 +203,7 @@ func TestDrainCancellingAnUnknownToolLeavesItUnknown(t *testing.T) {
 	})
 }
 
-// The dropped keep-alive connection of the issue, through the gateway: the
+// The dropped keep-alive connection, through the gateway: the
 // upstream answers the first request on each connection and drops the
 // second unanswered. Each request reaches the socket once; the unknown
 // tool's call is UNKNOWN (502 not retryable, retries 409), the rerun tool's
