@@ -28,8 +28,18 @@ type AdminRecord struct {
 	ExpiresAt      string `json:"expires_at"`
 	LeaseExpiresAt string `json:"lease_expires_at,omitempty"`
 	ResponseStatus int    `json:"response_status,omitempty"`
+	// SessionID and StepIndex are the agent step of the call, when it had
+	// one (and the store kept it).
+	SessionID string  `json:"session_id,omitempty"`
+	StepIndex *uint64 `json:"step_index,omitempty"`
+	// UpstreamKey is the Idempotency-Key the upstream saw for this call:
+	// SHA-256(tenant ":" tool ":" key), what an upstream's own logs hold.
+	UpstreamKey string `json:"upstream_key"`
 	// Response is the stored response, with ?include=response only.
 	Response *AdminResponse `json:"response,omitempty"`
+	// CanonicalArguments are the call's arguments in canonical form (JCS
+	// text), with ?include=arguments only, while IN_PROGRESS or UNKNOWN.
+	CanonicalArguments *string `json:"canonical_arguments,omitempty"`
 }
 
 // adminScope reads tenant, tool and key from the path. The key is the rest
@@ -71,7 +81,7 @@ func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	include, ok := includeResponse(w, r)
+	include, ok := parseInclude(w, r)
 	if !ok {
 		return
 	}

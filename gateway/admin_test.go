@@ -97,11 +97,11 @@ func TestContractAdminRecords(t *testing.T) {
 		}
 		pay := newTestTool("pay")
 		h := newHarness(t, kind, []tools.Tool{done, slow, pay}, withAdmin("adm"),
-			withPolicy("done", gateway.ToolPolicy{ReplayTTL: replayTTL}),
-			withPolicy("pay", gateway.ToolPolicy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+			withPolicy("done", tools.Policy{ReplayTTL: replayTTL}),
+			withPolicy("pay", tools.Policy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 		unblock := sync.OnceFunc(func() { close(release) })
 		t.Cleanup(unblock)
-		members := "created_at,execution_id,expires_at,fencing_token,fingerprint,key,response_status,state,tenant,tool"
+		members := "created_at,execution_id,expires_at,fencing_token,fingerprint,key,response_status,session_id,state,step_index,tenant,tool,upstream_key"
 
 		// COMPLETED.
 		r := h.do(callSpec{tool: "done", session: "adm", step: 1, args: `{"a":1}`})
@@ -120,6 +120,16 @@ func TestContractAdminRecords(t *testing.T) {
 		if string(rec["response_status"]) != "200" {
 			t.Fatalf("response_status %s", rec["response_status"])
 		}
+		// Operator context: the step, the key the upstream saw; a COMPLETED
+		// record keeps no arguments, even when asked for them.
+		wantString(t, rec, "session_id", "adm")
+		if string(rec["step_index"]) != "1" {
+			t.Fatalf("step_index %s, want 1", rec["step_index"])
+		}
+		wantString(t, rec, "upstream_key", tools.ScopedKey(gateway.AnonymousTenant, "done", key))
+		if _, rec := adminRecord(t, h, path+"?include=arguments", "adm"); rec["canonical_arguments"] != nil {
+			t.Fatalf("COMPLETED record has canonical_arguments %s", rec["canonical_arguments"])
+		}
 		if fence, err := strconv.ParseInt(string(rec["fencing_token"]), 10, 64); err != nil || fence <= 0 {
 			t.Fatalf("fencing_token %s must be a positive number", rec["fencing_token"])
 		}
@@ -129,9 +139,18 @@ func TestContractAdminRecords(t *testing.T) {
 		}
 
 		// IN_PROGRESS: no response_status.
-		go func() { _, _ = h.try(callSpec{tool: "slow", session: "adm", step: 2, args: `{}`}) }()
+		// Its canonical arguments come with ?include=arguments (JCS: members
+		// sorted, 1.0 written 1), and only then.
+		slowArgs := `{"z":[1.0,"é"],"a":{"y":2,"x":1}}`
+		go func() { _, _ = h.try(callSpec{tool: "slow", session: "adm", step: 2, args: slowArgs}) }()
 		eventually(t, 2*time.Second, "the slow tool to start", func() bool { return slow.total.Load() == 1 })
-		_, rec = adminRecord(t, h, "/admin/v1/records/anonymous/slow/"+derivedKey(t, "adm", 2, "slow", `{}`), "adm")
+		slowPath := "/admin/v1/records/anonymous/slow/" + derivedKey(t, "adm", 2, "slow", slowArgs)
+		_, rec = adminRecord(t, h, slowPath, "adm")
+		if rec["canonical_arguments"] != nil {
+			t.Fatal("canonical_arguments without ?include=arguments")
+		}
+		_, rec = adminRecord(t, h, slowPath+"?include=arguments,response", "adm")
+		wantString(t, rec, "canonical_arguments", `{"a":{"x":1,"y":2},"z":[1,"é"]}`)
 		wantString(t, rec, "state", "IN_PROGRESS")
 		if _, present := rec["response_status"]; present {
 			t.Fatal("IN_PROGRESS record has response_status")
@@ -145,6 +164,7 @@ func TestContractAdminRecords(t *testing.T) {
 			Fingerprint: fingerprintOf(t, `{}`), Step: &idempotency.Step{SessionID: "adm", Index: 3}, StepGuard: true,
 			ExecutionID: ulid.Make().String(), Owner: "dead", LockTTL: 300 * time.Millisecond,
 			ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown,
+			CanonicalArguments: []byte(`{}`),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -160,6 +180,9 @@ func TestContractAdminRecords(t *testing.T) {
 		if left := time.Until(rfc3339(t, rec["expires_at"])); left < replayTTL-5*time.Second || left > replayTTL+5*time.Second {
 			t.Fatalf("UNKNOWN expires in %v, want the tool's replay_ttl %v", left, replayTTL)
 		}
+		_, rec = adminRecord(t, h, payPath+"?include=arguments", "adm")
+		wantString(t, rec, "canonical_arguments", `{}`)
+		wantString(t, rec, "upstream_key", tools.ScopedKey(gateway.AnonymousTenant, "pay", payKey))
 
 		// Auth, delete, missing.
 		wantContractProblem(t, h.get(payPath, ""), 401, wire.CodeUnauthorized, false)
@@ -356,7 +379,7 @@ func TestAdminResolveEndToEnd(t *testing.T) {
 	const replayTTL = 5 * time.Hour
 	pay := newTestTool("pay")
 	h := newHarness(t, storeEmbedded, []tools.Tool{pay}, withAdmin("adm"),
-		withPolicy("pay", gateway.ToolPolicy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+		withPolicy("pay", tools.Policy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 	call := callSpec{tool: "pay", session: "agent", step: 4, args: `{"amount":5}`}
 	key := derivedKey(t, "agent", 4, "pay", call.args)
 	deadExec := ulid.Make().String()

@@ -67,9 +67,16 @@ func toAdminResponse(resp *idempotency.StoredResponse) *AdminResponse {
 	return out
 }
 
-// toAdminRecord renders a record; include adds its stored response.
-func toAdminRecord(rec idempotency.Record, include bool) AdminRecord {
+// adminInclude is what ?include= asks to add to a record.
+type adminInclude struct {
+	response, arguments bool
+}
+
+// toAdminRecord renders a record; include adds its stored response and
+// canonical arguments.
+func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 	out := AdminRecord{
+		UpstreamKey:  tools.ScopedKey(rec.Scope.Tenant, rec.Scope.Tool, rec.Scope.Key),
 		Tenant:       rec.Scope.Tenant,
 		Tool:         rec.Scope.Tool,
 		Key:          rec.Scope.Key,
@@ -85,9 +92,17 @@ func toAdminRecord(rec idempotency.Record, include bool) AdminRecord {
 	}
 	if rec.State == idempotency.StateCompleted && rec.Response != nil {
 		out.ResponseStatus = rec.Response.Status
-		if include {
+		if include.response {
 			out.Response = toAdminResponse(rec.Response)
 		}
+	}
+	if rec.Step != nil {
+		index := rec.Step.Index
+		out.SessionID, out.StepIndex = rec.Step.SessionID, &index
+	}
+	if include.arguments && rec.CanonicalArguments != nil {
+		text := string(rec.CanonicalArguments)
+		out.CanonicalArguments = &text
 	}
 	return out
 }
@@ -97,24 +112,31 @@ func badAdminRequest(w http.ResponseWriter, detail string) {
 	writeProblem(w, newProblem(wire.CodeInvalidAdminRequest, detail))
 }
 
-// includeResponse reads ?include=response (the only value include takes).
-func includeResponse(w http.ResponseWriter, r *http.Request) (include, ok bool) {
+// parseInclude reads ?include=: response, arguments, or both (comma
+// separated or repeated).
+func parseInclude(w http.ResponseWriter, r *http.Request) (include adminInclude, ok bool) {
 	q := r.URL.Query()
 	for name := range q {
 		if name != "include" {
 			badAdminRequest(w, fmt.Sprintf("unknown query parameter %q", name))
-			return false, false
+			return include, false
 		}
 	}
-	switch v := q.Get("include"); v {
-	case "":
-		return false, true
-	case "response":
-		return true, true
-	default:
-		badAdminRequest(w, fmt.Sprintf("include=%q: the only value is response", v))
-		return false, false
+	for _, v := range q["include"] {
+		for _, part := range strings.Split(v, ",") {
+			switch part {
+			case "":
+			case "response":
+				include.response = true
+			case "arguments":
+				include.arguments = true
+			default:
+				badAdminRequest(w, fmt.Sprintf("include=%q: the values are response and arguments", part))
+				return include, false
+			}
+		}
 	}
+	return include, true
 }
 
 // searchable returns the store's Admin side, or answers 501 when the store
@@ -189,14 +211,14 @@ func (s *Server) handleAdminList(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminList{Records: make([]AdminRecord, 0, len(page.Records)), NextCursor: page.Cursor}
 	for _, rec := range page.Records {
-		out.Records = append(out.Records, toAdminRecord(rec, false))
+		out.Records = append(out.Records, toAdminRecord(rec, adminInclude{}))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 // handleAdminExecution finds the record of one execution id, in any tenant.
 func (s *Server) handleAdminExecution(w http.ResponseWriter, r *http.Request) {
-	include, ok := includeResponse(w, r)
+	include, ok := parseInclude(w, r)
 	if !ok {
 		return
 	}
@@ -319,11 +341,11 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := admin.Resolve(r.Context(), scope, resp, s.policy(scope.Tool).ReplayTTL)
+	rec, err := admin.Resolve(r.Context(), scope, resp, s.policyNamed(scope.Tool).ReplayTTL)
 	if s.adminStoreError(w, r, err) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 		"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
-	writeJSON(w, http.StatusOK, toAdminRecord(rec, true))
+	writeJSON(w, http.StatusOK, toAdminRecord(rec, adminInclude{response: true}))
 }

@@ -27,7 +27,8 @@ import (
 //	claim:  one atomic store decision (run, replay, in progress, reused,
 //	        step conflict, unknown), with an optional wait for a duplicate
 //	run:    the tool, detached from the client, under a renewed, fenced lease
-//	record: complete (2xx–4xx but 408/425/429) or release (everything else)
+//	record: complete (2xx–4xx but 408/425/429); UNKNOWN for an uncertain
+//	        outcome of a lease_expiry: unknown tool; release (everything else)
 //
 // and returns a Result the adapter renders (an HTTP response, or an MCP
 // CallToolResult / JSON-RPC error). Nothing here knows about
@@ -183,11 +184,32 @@ func problemResult(p *Problem) Result {
 	return Result{Kind: ResultProblem, Problem: p, Label: p.label()}
 }
 
-// call is Call without the bookkeeping.
+// call is Call without the bookkeeping: the checks, then the store's
+// decision and what follows from it.
 func (s *Server) call(ctx context.Context, c *Call) Result {
+	cl, res := s.check(ctx, c)
+	if cl == nil {
+		return res
+	}
+	decideCtx, endDecide := s.childSpan(ctx, "store decision")
+	d, waited, err := s.decide(decideCtx, cl)
+	endDecide(err)
+	if err != nil {
+		s.log.ErrorContext(ctx, "store claim failed", "tool", c.Entry.Spec.Name, "error", err)
+		return s.storeUnavailable("the idempotency store is unreachable; the tool was not run", waited)
+	}
+	res = s.answer(ctx, cl, d)
+	res.Waited = waited
+	return res
+}
+
+// check runs the checks before the store decision: I-JSON, identity,
+// derived key, schema, availability, rate. It returns the claim to put to
+// the store, or (nil and) the call's final Result: a refusal, or the run
+// of a call that needs no record (read-only, or unkeyed where allowed).
+func (s *Server) check(ctx context.Context, c *Call) (*claim, Result) {
 	name := c.Entry.Spec.Name
 
-	// check: I-JSON, identity, derived key, schema.
 	// The value tree is the canonical one: the schema judges the very
 	// values the key is derived from. A tool whose schema accepts any
 	// object needs no tree: the canonical form's first byte says whether
@@ -206,28 +228,28 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		value = treeArguments(tree)
 	}
 	if res, ok := s.retiredCall(ctx, c, canonical, err); ok {
-		return res // retired.go
+		return nil, res // retired.go
 	}
 	if err != nil {
-		return problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
+		return nil, problemResult(newProblem(wire.CodeInvalidJSON, invalidJSONDetail(err)))
 	}
 	if c.Entry.Spec.ReadOnly {
 		if p := validateArguments(c.Entry, value); p != nil {
-			return problemResult(p)
+			return nil, problemResult(p)
 		}
 		if p := unavailable(c.Entry); p != nil {
-			return problemResult(p)
+			return nil, problemResult(p)
 		}
-		return s.runUnprotected(ctx, c, ResultReadOnly)
+		return nil, s.runUnprotected(ctx, c, ResultReadOnly)
 	}
 	if c.IdentityProblem != nil {
 		if c.AllowUnkeyed && c.NoIdentity {
 			if p := validateArguments(c.Entry, value); p != nil {
-				return problemResult(p)
+				return nil, problemResult(p)
 			}
-			return s.runUnprotected(ctx, c, ResultUnkeyed)
+			return nil, s.runUnprotected(ctx, c, ResultUnkeyed)
 		}
-		return problemResult(c.IdentityProblem)
+		return nil, problemResult(c.IdentityProblem)
 	}
 	id := c.Identity
 	if id.HostMeta != "" {
@@ -245,38 +267,38 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 			// gateway derived and the JCS text it hashed (it can compute
 			// both from what it sent, so they disclose nothing new).
 			p.ExpectedKey, p.CanonicalArguments = want, string(canonical)
-			return problemResult(p)
+			return nil, problemResult(p)
 		}
 	}
 	setKey(ctx, id.Key)
 	if p := validateArguments(c.Entry, value); p != nil {
-		return problemResult(p)
+		return nil, problemResult(p)
 	}
 	if p := unavailable(c.Entry); p != nil {
-		return problemResult(p)
+		return nil, problemResult(p)
 	}
 	if p := s.admitRate(ctx, c); p != nil {
-		return problemResult(p)
+		return nil, problemResult(p)
 	}
-
-	// claim.
 	cl := &claim{
 		call:        c,
 		id:          id,
 		fingerprint: keyderive.Fingerprint(canonical),
-		policy:      s.policy(name),
+		canonical:   canonical,
+		policy:      s.policy(c.Entry),
 		owner:       RequestIDFrom(ctx),
 	}
 	if cl.owner == "" {
 		cl.owner = newULID()
 	}
-	decideCtx, endDecide := s.childSpan(ctx, "store decision")
-	d, waited, err := s.decide(decideCtx, cl)
-	endDecide(err)
-	if err != nil {
-		s.log.ErrorContext(ctx, "store claim failed", "tool", name, "error", err)
-		return s.storeUnavailable("the idempotency store is unreachable; the tool was not run", waited)
-	}
+	return cl, Result{}
+}
+
+// answer acts on the store's decision: run the claimed call, or answer
+// the replay, the duplicate in flight, the reused key, the step conflict,
+// the UNKNOWN record.
+func (s *Server) answer(ctx context.Context, cl *claim, d idempotency.Decision) Result {
+	c, name := cl.call, cl.call.Entry.Spec.Name
 	switch d.Outcome {
 	case idempotency.OutcomeClaimed:
 		if d.TakenOver {
@@ -286,44 +308,34 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 		leaveSlot, p := s.takeSlot(ctx, c, d.Lease.ExecutionID)
 		if p != nil {
 			s.giveBackClaim(ctx, d.Lease)
-			res := problemResult(p)
-			res.Waited = waited
-			return res
+			return problemResult(p)
 		}
 		defer leaveSlot()
-		res := s.runClaimed(ctx, cl, d.Lease)
-		res.Waited = waited
-		return res
+		return s.runClaimed(ctx, cl, d.Lease)
 	case idempotency.OutcomeReplay:
 		return Result{Kind: ResultReplayed, Status: d.Response.Status, ContentType: d.Response.ContentType, Body: d.Response.Body,
-			ExecutionID: d.ExecutionID, Replayed: true, Waited: waited, Label: labelReplayed}
+			ExecutionID: d.ExecutionID, Replayed: true, Label: labelReplayed}
 	case idempotency.OutcomeInProgress:
 		p := newProblem(wire.CodeRequestInProgress, "a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
 			withRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
-		return Result{Kind: ResultInProgress, Problem: p, Waited: waited, Label: labelInProgress}
+		return Result{Kind: ResultInProgress, Problem: p, Label: labelInProgress}
 	case idempotency.OutcomeKeyReused:
-		res := problemResult(newProblem(wire.CodeIdempotencyKeyReused, "this Idempotency-Key was first used with other arguments"))
-		res.Waited = waited
-		return res
+		return problemResult(newProblem(wire.CodeIdempotencyKeyReused, "this Idempotency-Key was first used with other arguments"))
 	case idempotency.OutcomeStepConflict:
-		if id.HostMeta != "" { // the host id's entry holds other arguments
-			res := problemResult(newProblem(wire.CodeIdempotencyKeyReused, "this host call id ("+id.HostMeta+") was first used with other arguments"))
-			res.Waited = waited
-			return res
+		if cl.id.HostMeta != "" { // the host id's entry holds other arguments
+			return problemResult(newProblem(wire.CodeIdempotencyKeyReused, "this host call id ("+cl.id.HostMeta+") was first used with other arguments"))
 		}
 		p := newProblem(wire.CodeStepConflict, "this session step already made another call; give each tool call its own step index")
 		if d.Conflict != nil {
 			p.Tool, p.ExecutionID = d.Conflict.Tool, d.Conflict.ExecutionID
 		}
-		res := problemResult(p)
-		res.Waited = waited
-		return res
+		return problemResult(p)
 	case idempotency.OutcomeUnknown:
-		p := newProblem(wire.CodeOutcomeUnknown, "the gateway running this call died before recording its outcome; an operator must check the side effect and resolve the record")
-		return Result{Kind: ResultUnknown, Problem: p, Waited: waited, Label: labelOutcomeUnknown}
+		p := newProblem(wire.CodeOutcomeUnknown, "the outcome of this call is unknown (its gateway died or its tool gave no certain answer); an operator must check the side effect and resolve the record")
+		return Result{Kind: ResultUnknown, Problem: p, Label: labelOutcomeUnknown}
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
-		return s.storeUnavailable("the idempotency store gave an invalid answer", waited)
+		return s.storeUnavailable("the idempotency store gave an invalid answer", false)
 	}
 }
 
@@ -339,7 +351,8 @@ type claim struct {
 	call        *Call
 	id          Identity // with the derived key filled in
 	fingerprint string
-	policy      ToolPolicy
+	canonical   []byte // JCS of the arguments, kept with open records for operators
+	policy      tools.Policy
 	// owner owns the claim: the request id is unique per request, and a
 	// wait of the same request that takes over reuses it.
 	owner string
@@ -364,7 +377,9 @@ func (s *Server) decide(ctx context.Context, cl *claim) (d idempotency.Decision,
 func (s *Server) claimOnce(ctx context.Context, cl *claim) (idempotency.Decision, error) {
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
 	defer cancel()
-	return s.store.Claim(claimCtx, s.claimRequest(cl))
+	req := s.claimRequest(cl)
+	s.settlePending(ctx, req.Scope)
+	return s.store.Claim(claimCtx, req)
 }
 
 // claimRequest builds the store request with a fresh execution id (used
@@ -381,6 +396,8 @@ func (s *Server) claimRequest(cl *claim) idempotency.ClaimRequest {
 		LockTTL:      s.opts.LockTTL,
 		ReplayTTL:    cl.policy.ReplayTTL,
 		LeaseExpiry:  cl.policy.LeaseExpiry,
+
+		CanonicalArguments: cl.canonical,
 	}
 	if cl.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go
@@ -505,20 +522,11 @@ func (s *Server) runClaimed(ctx context.Context, cl *claim, lease idempotency.Le
 		return s.recordTx(ctx, storeCtx, leaseCtx, cl, lease, keeper, txc, resp, err)
 	}
 	if err != nil {
-		s.release(storeCtx, name, lease, keeper)
-		p := s.toolErrorProblem(leaseCtx, err)
-		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", err)
-		return failed(p)
+		return failed(s.recordFailure(ctx, storeCtx, leaseCtx, cl, lease, keeper, err))
 	}
 	if recordable(resp.Status) && !resp.InputRequired {
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
-		cerr := keeper.finish(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, cl.policy.ReplayTTL) })
-		if errors.Is(cerr, idempotency.ErrLeaseLost) && s.completedBy(storeCtx, lease) {
-			cerr = nil // an earlier attempt landed and only its reply was lost
-		}
-		if cerr != nil {
-			s.completionNotRecorded(ctx, name, lease, cerr)
-		}
+		s.recordCompletion(ctx, storeCtx, cl, lease, keeper, stored)
 	} else {
 		// 408, 425, 429 and 5xx: nothing (reliable) was done; forget the
 		// call. So too for a request for client input: the continuation
@@ -555,7 +563,7 @@ func (s *Server) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	}
 	// A read-only call has no record to protect, so the client's own
 	// cancellation may stop it; a drain's cancel stops both.
-	toolCtx, cancel := context.WithTimeoutCause(parent, s.policy(name).Timeout, context.DeadlineExceeded)
+	toolCtx, cancel := context.WithTimeoutCause(parent, s.policy(c.Entry).Timeout, context.DeadlineExceeded)
 	defer cancel()
 	stop := context.AfterFunc(s.baseCtx, cancel)
 	defer stop()
@@ -685,6 +693,8 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 		return newProblem(wire.CodeToolTimeout, "the tool did not finish within its timeout")
 	case errors.Is(err, tools.ErrUpstreamUnreachable):
 		return newProblem(wire.CodeUpstreamUnreachable, "the tool's upstream could not be reached")
+	case errors.Is(err, tools.ErrOutcomeUncertain):
+		return newProblem(wire.CodeUpstreamUnreachable, "the connection to the tool's upstream was lost after the request was sent, before its answer")
 	case errors.Is(err, tools.ErrUpstreamUnavailable):
 		return newProblem(wire.CodeUpstreamUnavailable, "the tool's MCP server has not been listed yet; retry").withRetryAfter(1)
 	case errors.Is(err, tools.ErrResponseTooLarge):
@@ -693,6 +703,64 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 		return newProblem(wire.CodeToolFailed, "the gateway was shutting down and cancelled the tool; retry")
 	default:
 		return newProblem(wire.CodeToolFailed, "the tool failed; retrying runs it again")
+	}
+}
+
+// recordFailure is the record step of a tool that gave no answer, and the
+// problem the client gets. An uncertain outcome (outcomeUncertain) of a
+// lease_expiry: unknown tool leaves the record UNKNOWN: the effect may have
+// happened, so no retry may run the tool again; the answer keeps its code
+// but is not retryable. Every other failure releases the record, so a
+// retry runs the tool again.
+func (s *Server) recordFailure(ctx, storeCtx, leaseCtx context.Context, cl *claim, lease idempotency.Lease, keeper *leaseKeeper, toolErr error) *Problem {
+	name := cl.call.Entry.Spec.Name
+	p := s.toolErrorProblem(leaseCtx, toolErr)
+	if cl.policy.LeaseExpiry != tools.LeaseExpiryUnknown || !outcomeUncertain(leaseCtx, toolErr) {
+		s.release(storeCtx, name, lease, keeper)
+		s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", toolErr)
+		return p
+	}
+	s.markUnknown(storeCtx, name, lease, keeper, cl.policy.ReplayTTL)
+	s.log.ErrorContext(ctx, "tool outcome uncertain; the record is left UNKNOWN for an operator (lease_expiry: unknown)",
+		"tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", toolErr)
+	p.Detail = "the tool gave no certain outcome (" + p.Code + ") and may have acted; its policy is lease_expiry: unknown, " +
+		"so the record is UNKNOWN: do not retry (every retry answers outcome_unknown) until an operator checks the side effect and resolves the record"
+	return p.withoutRetry()
+}
+
+// outcomeUncertain reports whether a tool error leaves open whether the
+// tool acted: its timeout, its cancellation by a drain, an upstream that
+// took the request and gave no answer (tools.ErrOutcomeUncertain), or one
+// that answered with a result over its cap (tools.ErrResponseTooLarge: it
+// acted, but the gateway cannot store what it said). A lost lease is not:
+// another owner holds the record, and the store decides.
+func outcomeUncertain(toolCtx context.Context, err error) bool {
+	cause := context.Cause(toolCtx)
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		return false
+	case errors.Is(err, tools.ErrOutcomeUncertain), errors.Is(err, tools.ErrResponseTooLarge),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(cause, context.DeadlineExceeded),
+		errors.Is(cause, context.Canceled):
+		return true
+	}
+	return false
+}
+
+// markUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl. When
+// the store does not take it, the record stays IN_PROGRESS until its lease
+// expires, and then lease_expiry: unknown makes it UNKNOWN all the same.
+func (s *Server) markUnknown(ctx context.Context, tool string, lease idempotency.Lease, keeper *leaseKeeper, ttl time.Duration) {
+	err := keeper.finish(ctx, func() error { return s.store.MarkUnknown(ctx, lease, ttl) })
+	switch {
+	case err == nil:
+	case errors.Is(err, idempotency.ErrLeaseLost):
+		// Not the owner any more: the lease expired, and its policy made the
+		// record UNKNOWN (or an earlier attempt landed and only its reply
+		// was lost).
+		s.log.WarnContext(ctx, "mark unknown skipped: lease already lost", "tool", tool, "execution_id", lease.ExecutionID)
+	default:
+		s.log.ErrorContext(ctx, "mark unknown failed; the record becomes UNKNOWN when its lease expires", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
 	}
 }
 
@@ -708,25 +776,6 @@ func (s *Server) release(ctx context.Context, tool string, lease idempotency.Lea
 		// tool's lease_expiry policy decides (rerun or UNKNOWN).
 		s.log.ErrorContext(ctx, "release failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
 	}
-}
-
-// completedBy reports whether the record holds lease's own completion: a
-// retried completion meets it as "not the owner any more".
-func (s *Server) completedBy(ctx context.Context, lease idempotency.Lease) bool {
-	rec, err := s.store.Get(ctx, lease.Scope)
-	return err == nil && rec.State == idempotency.StateCompleted &&
-		rec.ExecutionID == lease.ExecutionID && rec.FencingToken == lease.FencingToken
-}
-
-// completionNotRecorded logs and counts a completion that did not land. The
-// client still gets the tool's real answer; a retry will not replay it.
-func (s *Server) completionNotRecorded(ctx context.Context, tool string, lease idempotency.Lease, err error) {
-	s.metrics.unrecorded.WithLabelValues(tool).Inc()
-	if errors.Is(err, idempotency.ErrLeaseLost) {
-		s.log.ErrorContext(ctx, "outcome not recorded: lease lost to another owner", "tool", tool, "execution_id", lease.ExecutionID, "fencing_token", lease.FencingToken)
-		return
-	}
-	s.log.ErrorContext(ctx, "outcome not recorded: store failed", "tool", tool, "execution_id", lease.ExecutionID, "error", err)
 }
 
 // maxInProgressRetryAfter caps the Retry-After of request_in_progress. The

@@ -95,7 +95,7 @@ func TestContractEveryProblemHasTheFullShape(t *testing.T) {
 	tool := scriptedTool("ct")
 	tool.schema = `{"type":"object","properties":{"mode":{"type":"string"},"n":{"type":"integer"}}}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withMaxBody(128),
-		withPolicy("ct", gateway.ToolPolicy{Timeout: 150 * time.Millisecond}))
+		withPolicy("ct", tools.Policy{Timeout: 150 * time.Millisecond}))
 	good := `{"n":1}`
 	key := derivedKey(t, "shape", 1, "ct", good)
 	hdr := func(kv ...string) map[string]string {

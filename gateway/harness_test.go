@@ -149,10 +149,10 @@ func withLockTTL(d time.Duration) harnessOption {
 	return func(o *gateway.Options) { o.LockTTL = d }
 }
 
-func withPolicy(tool string, p gateway.ToolPolicy) harnessOption {
+func withPolicy(tool string, p tools.Policy) harnessOption {
 	return func(o *gateway.Options) {
 		if o.Policies == nil {
-			o.Policies = map[string]gateway.ToolPolicy{}
+			o.Policies = map[string]tools.Policy{}
 		}
 		o.Policies[tool] = p
 	}

@@ -102,7 +102,7 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		rerun := newTestTool("rerun-tool")
 		once := newTestTool("pay-once")
 		h := newHarness(t, kind, []tools.Tool{rerun, once}, withAdmin("admin-secret"),
-			withPolicy("pay-once", gateway.ToolPolicy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+			withPolicy("pay-once", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 		ctx := context.Background()
 		// A "dead" gateway: it claimed with a short lease and never came back.
 		abandon := func(tool, args string) (string, int64) {
@@ -214,7 +214,7 @@ func TestLeaseHeldWhileCompletionRetriesPastToolTimeout(t *testing.T) {
 			hs := &hookStore{Store: newStore(t, kind)}
 			hs.failCompletes.Store(5) // completion attempts at ~0, 50, 150, 350, 750ms fail; ~1250ms lands
 			h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs), withLockTTL(300*time.Millisecond),
-				withPolicy("review-slow", gateway.ToolPolicy{Timeout: 400 * time.Millisecond}))
+				withPolicy("review-slow", tools.Policy{Timeout: 400 * time.Millisecond}))
 			spec := callSpec{tool: "review-slow", session: "s-review", step: 1, args: `{}`}
 			firstDone := make(chan response, 1)
 			go func() { firstDone <- h.do(spec) }()

@@ -382,7 +382,7 @@ func TestMCPToolOutcomes(t *testing.T) {
 		}
 		return tools.JSON(200, map[string]any{"ok": true})
 	}
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withPolicy("provision", gateway.ToolPolicy{Timeout: 200 * time.Millisecond}))
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withPolicy("provision", tools.Policy{Timeout: 200 * time.Millisecond}))
 	cs := h.mcpSession(mcpClientOptions{})
 
 	res, err := mcpCall(t, cs, "provision", `{"mode":"missing"}`, identityMeta("outcomes", 0))
@@ -468,7 +468,7 @@ func TestMCPInProgress(t *testing.T) {
 // TestMCPOutcomeUnknown: a record a dead gateway left UNKNOWN is -32002.
 func TestMCPOutcomeUnknown(t *testing.T) {
 	tool := newTestTool("pay")
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withPolicy("pay", gateway.ToolPolicy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withPolicy("pay", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 	args := `{"amount":5}`
 	canonical, err := keyderive.Canonicalize([]byte(args))
 	if err != nil {

@@ -141,6 +141,13 @@ func (s *instrumentedStore) Complete(ctx context.Context, l idempotency.Lease, r
 	return err
 }
 
+func (s *instrumentedStore) MarkUnknown(ctx context.Context, l idempotency.Lease, ttl time.Duration) error {
+	start := time.Now()
+	err := s.Store.MarkUnknown(ctx, l, ttl)
+	s.observe("mark_unknown", start, err)
+	return err
+}
+
 func (s *instrumentedStore) Release(ctx context.Context, l idempotency.Lease) error {
 	start := time.Now()
 	err := s.Store.Release(ctx, l)

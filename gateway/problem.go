@@ -161,6 +161,15 @@ func (p *Problem) withRetryAfter(seconds int) *Problem {
 	return p
 }
 
+// withoutRetry marks this answer not retryable although its code usually
+// is: an uncertain outcome of a lease_expiry: unknown tool keeps its code
+// (tool_timeout, tool_failed, upstream_unreachable) but a retry would only
+// meet the UNKNOWN record.
+func (p *Problem) withoutRetry() *Problem {
+	p.Retryable = false
+	return p
+}
+
 // writeProblem sends p as application/problem+json.
 func writeProblem(w http.ResponseWriter, p *Problem) {
 	body, err := json.Marshal(p)

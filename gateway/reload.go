@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // Settings are the parts of a running Server's Options that Reload can
@@ -26,7 +28,7 @@ type Settings struct {
 	// Policies replaces Options.Policies. A policy may name a tool the
 	// registry does not hold (yet): it applies when the tool appears, which
 	// lets the caller install a new tool's policy before the tool itself.
-	Policies map[string]ToolPolicy
+	Policies map[string]tools.Policy
 	// ReplayTTL replaces Options.ReplayTTL (0: the default).
 	ReplayTTL time.Duration
 }
@@ -42,7 +44,7 @@ type settings struct {
 	admin   *[sha256.Size]byte
 	// limits holds the tenants that have limits, by name.
 	limits    map[string]TenantLimits
-	policies  map[string]ToolPolicy
+	policies  map[string]tools.Policy
 	replayTTL time.Duration
 }
 
@@ -56,7 +58,7 @@ func newSettings(set Settings) (*settings, error) {
 		return nil, err
 	}
 	for name, p := range set.Policies {
-		if err := p.LeaseExpiry.Validate(); err != nil {
+		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}

@@ -37,7 +37,7 @@ func TestServerReloadSwapsSettingsOrChangesNothing(t *testing.T) {
 			tenant("beta", "beta-token", gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}}),
 		},
 		AdminTokenSHA256: &admin2,
-		Policies:         map[string]gateway.ToolPolicy{"reload-hang": {Timeout: 50 * time.Millisecond}},
+		Policies:         map[string]tools.Policy{"reload-hang": {Timeout: 50 * time.Millisecond}},
 	}
 	if err := h.gw.Reload(set); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestServerReloadSwapsSettingsOrChangesNothing(t *testing.T) {
 		{"shared token", gateway.Settings{AdminTokenSHA256: &admin2, Tenants: []gateway.Tenant{
 			tenant("a", "same", gateway.TenantLimits{}), tenant("b", "same", gateway.TenantLimits{})}}, "same token"},
 		{"bad lease expiry", gateway.Settings{AdminTokenSHA256: &admin2, Tenants: set.Tenants,
-			Policies: map[string]gateway.ToolPolicy{"reload-echo": {LeaseExpiry: "never"}}}, "reload-echo"},
+			Policies: map[string]tools.Policy{"reload-echo": {LeaseExpiry: "never"}}}, "reload-echo"},
 	}
 	for _, c := range refused {
 		err := h.gw.Reload(c.set)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -114,7 +113,7 @@ func TestOutcomesThatAreNotRecordedRunAgain(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				tool := newTestTool("flaky")
 				tool.behave = tc.behave
-				h := newHarness(t, kind, []tools.Tool{tool}, withPolicy("flaky", gateway.ToolPolicy{Timeout: 200 * time.Millisecond}))
+				h := newHarness(t, kind, []tools.Tool{tool}, withPolicy("flaky", tools.Policy{Timeout: 200 * time.Millisecond}))
 				c := callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":1}`}
 				var execIDs []string
 				for i := 0; i < 2; i++ {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -95,7 +97,8 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 const readyzTimeout = 500 * time.Millisecond
 
 // handleReadyz answers 200 when the store answers within readyzTimeout,
-// else 503. It logs when readiness changes, not on every probe (a probe
+// in a layout this gateway knows, else 503 (naming both layout versions
+// when the store's is newer). It logs when readiness changes, not on every probe (a probe
 // every few seconds against a dead store would flood the log).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
@@ -109,7 +112,14 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.log.InfoContext(r.Context(), "ready again: the store answers")
 	}
 	if err != nil {
-		writeProblem(w, newProblem(wire.CodeStoreUnavailable, "the idempotency store does not answer").withRetryAfter(1))
+		detail := "the idempotency store does not answer"
+		// A store written by a newer gateway answers, but this one must not
+		// decide on it: say which versions, so the operator knows to upgrade.
+		var layoutErr *idempotency.LayoutError
+		if errors.As(err, &layoutErr) {
+			detail = layoutErr.Error()
+		}
+		writeProblem(w, newProblem(wire.CodeStoreUnavailable, detail).withRetryAfter(1))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -49,19 +49,14 @@ type Tenant struct {
 // AnonymousTenant is the tenant of every caller when auth is not configured.
 const AnonymousTenant = "anonymous"
 
-// ToolPolicy is the per-tool execution policy.
-type ToolPolicy struct {
-	Timeout     time.Duration
-	ReplayTTL   time.Duration
-	LeaseExpiry idempotency.LeaseExpiry
-}
-
 // Options configure a Server. Store and Tools are required.
 type Options struct {
 	Store idempotency.Store
 	Tools *tools.Registry
-	// Policies holds per-tool overrides; fields left zero take the defaults.
-	Policies map[string]ToolPolicy
+	// Policies holds the configured per-tool policies. A field left zero
+	// takes the policy the tool brings in its Spec (tools.Spec.Policy), then
+	// the gateway's default.
+	Policies map[string]tools.Policy
 
 	KeyMode      KeyMode       // default derived
 	LockTTL      time.Duration // default 30s
@@ -121,6 +116,9 @@ type Server struct {
 	inflight sync.WaitGroup
 	drainMu  sync.RWMutex
 	draining bool
+	// pending holds the completions the store has not taken yet
+	// (completion.go).
+	pending pendingCompletions
 	// notReady is the last /readyz verdict, so only changes are logged.
 	notReady atomic.Bool
 	// waitCtx ends the Prefer: wait polls when shutdown begins.
@@ -201,10 +199,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Drain waits for the tool executions in flight to finish and record their
-// outcomes; from its start no new execution begins and Prefer: wait polls
-// answer 409. When ctx ends first, the remaining tools are cancelled (their
-// records are released, so a retry runs them again) and Drain waits a
-// bounded grace for them to unwind before returning ctx's error.
+// outcomes (completions still retried through a store outage included, see
+// completion.go); from its start no new execution begins and Prefer: wait
+// polls answer 409. When ctx ends first, the remaining tools are cancelled
+// (their records are released, so a retry runs them again; a
+// lease_expiry: unknown tool's record is left UNKNOWN, since the tool may
+// have acted) and Drain waits a bounded grace for them to unwind before
+// returning ctx's error.
 func (s *Server) Drain(ctx context.Context) error {
 	s.drainMu.Lock()
 	s.draining = true
@@ -254,15 +255,31 @@ func (s *Server) enter(tool string) (leave func(), ok bool) {
 }
 
 // policy returns the effective policy of a tool under the current
-// settings (a claim keeps the one it got, so a reload does not change a
-// call in flight).
-func (s *Server) policy(tool string) ToolPolicy {
+// settings: configured, then the tool's own, then the defaults, field by
+// field (a claim keeps the one it got, so a reload does not change a call
+// in flight).
+func (s *Server) policy(entry *tools.Entry) tools.Policy {
+	return s.policyWith(entry.Spec.Name, entry.Spec.Policy)
+}
+
+// policyNamed is policy for a tool known by name only (the admin API's
+// resolve): the tool may have left the registry since its record was made.
+func (s *Server) policyNamed(tool string) tools.Policy {
+	var own tools.Policy
+	if e, ok := s.tools.Lookup(tool); ok {
+		own = e.Spec.Policy
+	}
+	return s.policyWith(tool, own)
+}
+
+// policyWith resolves the policy of tool, own being the one it brings.
+func (s *Server) policyWith(tool string, own tools.Policy) tools.Policy {
 	live := s.settings.Load()
-	p := live.policies[tool]
+	p := live.policies[tool].Or(own)
 	p.Timeout = orDefault(p.Timeout, s.opts.ToolTimeout)
 	p.ReplayTTL = orDefault(p.ReplayTTL, live.replayTTL)
 	if p.LeaseExpiry == "" {
-		p.LeaseExpiry = idempotency.LeaseExpiryRerun
+		p.LeaseExpiry = tools.LeaseExpiryRerun
 	}
 	return p
 }

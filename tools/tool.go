@@ -9,6 +9,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -75,23 +76,73 @@ type Tx interface {
 	Driver() string
 }
 
-// Policy is a tool's execution policy; the zero value means "the gateway's
-// defaults" for every field.
+// Policy is a tool's execution policy, the one type for it: configured
+// under tools: (or mcp_servers:), or brought by the tool in its Spec. The
+// zero value means "the gateway's defaults" for every field.
 type Policy struct {
 	// Timeout bounds one execution (default 30s).
 	Timeout time.Duration
-	// ReplayTTL is how long a completed outcome is replayed (default 24h).
+	// ReplayTTL is how long a completed outcome is replayed, and an UNKNOWN
+	// record kept (default 24h).
 	ReplayTTL time.Duration
-	// LeaseExpiry is what happens to a call whose gateway died while it
-	// ran: LeaseExpiryRerun (the default when empty) or LeaseExpiryUnknown.
-	LeaseExpiry string
+	// LeaseExpiry is what happens to a call whose outcome is uncertain;
+	// empty means LeaseExpiryRerun.
+	LeaseExpiry LeaseExpiry
 }
 
-// The values of Policy.LeaseExpiry (the lease_expiry of the config).
+// Validate checks p: no negative duration, a known lease expiry.
+func (p Policy) Validate() error {
+	if p.Timeout < 0 || p.ReplayTTL < 0 {
+		return fmt.Errorf("timeout %v and replay_ttl %v must not be negative", p.Timeout, p.ReplayTTL)
+	}
+	if err := p.LeaseExpiry.Validate(); err != nil {
+		return fmt.Errorf("lease_expiry: %w", err)
+	}
+	return nil
+}
+
+// Or returns p with every zero field taken from fallback: a configured
+// policy wins field by field over the one a tool brings.
+func (p Policy) Or(fallback Policy) Policy {
+	if p.Timeout == 0 {
+		p.Timeout = fallback.Timeout
+	}
+	if p.ReplayTTL == 0 {
+		p.ReplayTTL = fallback.ReplayTTL
+	}
+	if p.LeaseExpiry == "" {
+		p.LeaseExpiry = fallback.LeaseExpiry
+	}
+	return p
+}
+
+// LeaseExpiry (lease_expiry in the config) says what happens to a call
+// whose outcome is uncertain: its gateway died while it ran (its lease
+// expired), or, for LeaseExpiryUnknown, its timeout, its cancellation by a
+// drain or an upstream that gave no answer (ErrOutcomeUncertain) left open
+// whether it acted.
+type LeaseExpiry string
+
+// The lease expiry policies.
 const (
-	LeaseExpiryRerun   = "rerun"
-	LeaseExpiryUnknown = "unknown"
+	// LeaseExpiryRerun (the default) runs the tool again: after a lease
+	// expiry the next claim takes the record over; after an uncertain
+	// outcome the record is deleted.
+	LeaseExpiryRerun LeaseExpiry = "rerun"
+	// LeaseExpiryUnknown is for tools that must never run twice (payments):
+	// the record becomes UNKNOWN, every retry answers 409 outcome_unknown,
+	// and an operator decides.
+	LeaseExpiryUnknown LeaseExpiry = "unknown"
 )
+
+// Validate accepts the two policies and "" (the default, rerun).
+func (e LeaseExpiry) Validate() error {
+	switch e {
+	case "", LeaseExpiryRerun, LeaseExpiryUnknown:
+		return nil
+	}
+	return fmt.Errorf("%q: want %s or %s", string(e), LeaseExpiryRerun, LeaseExpiryUnknown)
+}
 
 // Request is what a tool receives for one execution.
 type Request struct {

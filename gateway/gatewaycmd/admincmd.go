@@ -282,15 +282,21 @@ func (c *adminClient) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := recordPath(pos[0], pos[1], pos[2])
-	if *response {
-		path += "?include=response"
-	}
+	path := recordPath(pos[0], pos[1], pos[2]) + includeQuery(*response)
 	raw, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return fmt.Errorf("admin show: %w", err)
 	}
 	return c.printRecord(raw, *asJSON)
+}
+
+// includeQuery asks for the record's canonical arguments (what an operator
+// checks the effect against) and, with response, its stored response.
+func includeQuery(response bool) string {
+	if response {
+		return "?include=response,arguments"
+	}
+	return "?include=arguments"
 }
 
 func (c *adminClient) exec(ctx context.Context, args []string) error {
@@ -302,10 +308,7 @@ func (c *adminClient) exec(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := "/admin/v1/executions/" + url.PathEscape(pos[0])
-	if *response {
-		path += "?include=response"
-	}
+	path := "/admin/v1/executions/" + url.PathEscape(pos[0]) + includeQuery(*response)
 	raw, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return fmt.Errorf("admin exec: %w", err)
@@ -406,6 +409,14 @@ func (c *adminClient) printRecord(raw []byte, asJSON bool) error {
 	line("created_at", r.CreatedAt)
 	line("expires_at", r.ExpiresAt)
 	line("lease_expires_at", r.LeaseExpiresAt)
+	line("session_id", r.SessionID)
+	if r.StepIndex != nil {
+		line("step_index", strconv.FormatUint(*r.StepIndex, 10))
+	}
+	line("upstream_key", r.UpstreamKey)
+	if r.CanonicalArguments != nil {
+		line("arguments", *r.CanonicalArguments)
+	}
 	if r.ResponseStatus != 0 {
 		line("response_status", strconv.Itoa(r.ResponseStatus))
 	}

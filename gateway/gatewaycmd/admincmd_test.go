@@ -75,7 +75,7 @@ func newAdminFixture(t *testing.T) *adminFixture {
 	sum := sha256.Sum256([]byte(testAdminToken))
 	gw, err := gateway.NewServer(gateway.Options{
 		Store: store, Tools: reg, AdminTokenSHA256: &sum,
-		Policies: map[string]gateway.ToolPolicy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
+		Policies: map[string]tools.Policy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +150,7 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 		Fingerprint: keyderive.Fingerprint(canonical), Step: &idempotency.Step{SessionID: "sess", Index: 2},
 		StepGuard: true, StepBoundKey: true, ExecutionID: dead, Owner: "dead",
 		LockTTL: 300 * time.Millisecond, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
+		CanonicalArguments: canonical,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +186,20 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 	shown := f.mustAdmin("exec", dead)
 	if !strings.Contains(shown, "UNKNOWN") || !strings.Contains(shown, key) {
 		t.Fatalf("exec:\n%s", shown)
+	}
+	// What the operator checks the effect against: the step, the key the
+	// upstream saw and the arguments.
+	fields := map[string]string{}
+	for _, line := range strings.Split(shown, "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			fields[f[0]] = f[1]
+		}
+	}
+	for name, want := range map[string]string{"session_id": "sess", "step_index": "2",
+		"upstream_key": tools.ScopedKey(gateway.AnonymousTenant, echoName, key), "arguments": string(canonical)} {
+		if fields[name] != want {
+			t.Fatalf("exec shows %s %q, want %q:\n%s", name, fields[name], want, shown)
+		}
 	}
 	bodyFile := filepath.Join(t.TempDir(), "body.json")
 	if err := os.WriteFile(bodyFile, []byte(`{"n":2,"echoed":"by the operator"}`), 0o600); err != nil {

@@ -24,9 +24,9 @@ import (
 // buildRegistry adds every registered plugin and every configured tool.
 // A configured tool with the name of a plugin configures that plugin; one
 // with http is an upstream; anything else is an error.
-func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[string]gateway.ToolPolicy, error) {
+func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[string]tools.Policy, error) {
 	registry := tools.NewRegistry()
-	policies := make(map[string]gateway.ToolPolicy)
+	policies := make(map[string]tools.Policy)
 	byName := make(map[string]tools.Tool, len(plugins))
 	for _, p := range plugins {
 		byName[p.Spec().Name] = p
@@ -44,7 +44,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			return nil, nil, fmt.Errorf("%s: configured twice", field)
 		}
 		configured[t.Name] = true
-		if err := idempotency.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
+		if err := tools.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
 		schema, err := c.toolSchema(i, t)
@@ -94,10 +94,10 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := registry.Add(tool, opts...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", field, err)
 		}
-		policies[t.Name] = gateway.ToolPolicy{
+		policies[t.Name] = tools.Policy{
 			Timeout:     time.Duration(t.Timeout),
 			ReplayTTL:   time.Duration(t.ReplayTTL),
-			LeaseExpiry: idempotency.LeaseExpiry(t.LeaseExpiry),
+			LeaseExpiry: tools.LeaseExpiry(t.LeaseExpiry),
 		}
 	}
 	for _, p := range plugins {
@@ -187,6 +187,15 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 // openStore opens Redis (single node or cluster), PostgreSQL or the
 // embedded store.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
+	store, desc, err := c.openStoreAnyLayout(ctx, log)
+	if err == nil {
+		err = c.refuseBehindLayout(ctx, store, desc, log) // migratecmd.go
+	}
+	return store, desc, err
+}
+
+// openStoreAnyLayout opens the store without judging its layout version.
+func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
 	if err := c.Store.checkChoice(); err != nil {
 		return nil, "", err
 	}
@@ -195,7 +204,7 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 	}
 	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
 		path := c.path(c.Store.Path)
-		s, err := boltstore.Open(path, boltstore.Options{})
+		s, err := boltstore.Open(path, boltstore.Options{NoMigrate: !c.Store.migrates()})
 		if err != nil {
 			return nil, "", fmt.Errorf("store.path: %w", err)
 		}
@@ -254,8 +263,8 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 // redisOptions converts the store section for the Redis store.
 func (c *Config) redisOptions() redisstore.Options {
 	return redisstore.Options{
-		Prefix:         c.Store.KeyPrefix,
-		WaitReplicas:   c.Store.WaitReplicas,
-		NoLegacyLayout: c.Store.PreviousRedisLayout != nil && !*c.Store.PreviousRedisLayout,
+		Prefix:       c.Store.KeyPrefix,
+		WaitReplicas: c.Store.WaitReplicas,
+		NoMigrate:    !c.Store.migrates(),
 	}
 }

@@ -80,10 +80,6 @@ type StoreConfig struct {
 	// WaitReplicas > 0: each claim and completion waits (Redis WAIT) for
 	// that many replicas to acknowledge it (docs/reliability.md).
 	WaitReplicas int `yaml:"wait_replicas"`
-	// PreviousRedisLayout, when false, stops the Redis store from reading
-	// records of the previous key layout (redisstore.Options.NoLegacyLayout);
-	// default true. Turn it off only once no such record can exist.
-	PreviousRedisLayout *bool `yaml:"previous_redis_layout"`
 	// Path is the embedded store's file.
 	Path string `yaml:"path"`
 	// PostgresURL selects the PostgreSQL store (postgres:// URL); it
@@ -92,6 +88,10 @@ type StoreConfig struct {
 	// PostgresSchema is the PostgreSQL schema of the store (default
 	// "toolgateway").
 	PostgresSchema string `yaml:"postgres_schema"`
+	// Migrate (default true) lets start-up create or upgrade the store's
+	// schema or layout; false: start-up changes nothing and exits naming
+	// `gateway migrate` when the store is behind (migratecmd.go).
+	Migrate *bool `yaml:"migrate"`
 }
 
 // IdemConfig holds the idempotency settings.

@@ -134,22 +134,3 @@ func TestJSONConfigIsAccepted(t *testing.T) {
 		t.Fatalf("parsed %+v", cfg.Idempotency)
 	}
 }
-
-// TestPreviousRedisLayoutSetting: the Redis store reads records of the
-// previous layout unless store.previous_redis_layout is false.
-func TestPreviousRedisLayoutSetting(t *testing.T) {
-	for text, wantOff := range map[string]bool{
-		"store:\n  redis_url: redis://127.0.0.1:6379/0\n":                                 false,
-		"store:\n  redis_url: redis://127.0.0.1:6379/0\n  previous_redis_layout: true\n":  false,
-		"store:\n  redis_url: redis://127.0.0.1:6379/0\n  previous_redis_layout: false\n": true,
-	} {
-		cfg, err := LoadConfig(writeConfig(t, text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.withDefaults()
-		if got := cfg.redisOptions().NoLegacyLayout; got != wantOff {
-			t.Errorf("%q: NoLegacyLayout = %v, want %v", text, got, wantOff)
-		}
-	}
-}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 	"github.com/toolgateway/toolgateway/wire"
@@ -26,7 +25,7 @@ type MCPServerEntry struct {
 	Tools          []string          `yaml:"tools"`
 	ReadOnly       []string          `yaml:"read_only"`
 	Timeout        Duration          `yaml:"timeout"`
-	LeaseExpiry    string            `yaml:"lease_expiry"`
+	LeaseExpiry    tools.LeaseExpiry `yaml:"lease_expiry"`
 	ReplayTTL      Duration          `yaml:"replay_ttl"`
 	RecordIsError  *bool             `yaml:"record_is_error"`
 	RelistInterval Duration          `yaml:"relist_interval"`
@@ -89,23 +88,6 @@ func startMCP(ctx context.Context, m *mcptool.Manager, log *slog.Logger) error {
 		log.Warn("MCP servers not listed yet; their tools answer 503 upstream_unavailable until they are", "mcp_servers", waiting)
 	}
 	return nil
-}
-
-// addListedPolicies gives the gateway the policy (timeout, replay_ttl,
-// lease_expiry) of the MCP tools listed at start, which have no tools:
-// entry. It bridges until the gateway reads tools.Spec.Policy itself, which
-// also covers tools that appear later (list_changed).
-func addListedPolicies(opts *gateway.Options) {
-	for _, e := range opts.Tools.Entries() {
-		p := e.Spec.Policy
-		if _, configured := opts.Policies[e.Name()]; configured || p == (tools.Policy{}) {
-			continue
-		}
-		if opts.Policies == nil {
-			opts.Policies = make(map[string]gateway.ToolPolicy)
-		}
-		opts.Policies[e.Name()] = gateway.ToolPolicy{Timeout: p.Timeout, ReplayTTL: p.ReplayTTL, LeaseExpiry: idempotency.LeaseExpiry(p.LeaseExpiry)}
-	}
 }
 
 // readyzNamingMCPServers answers GET /readyz with 503 upstream_unavailable,

@@ -43,7 +43,7 @@ func (s StoreConfig) checkChoice() error {
 // says so until it answers. A database that answers and refuses (a schema
 // newer than this gateway, missing rights) stops the start.
 func (c *Config) openPostgres(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
-	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema})
+	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema, NoMigrate: !c.Store.migrates()})
 	if err != nil {
 		// Name where the URL came from: the environment overrides the file.
 		return nil, "", fmt.Errorf("%s: %w", orString(c.postgresURLFrom, "store.postgres_url"), err)

@@ -110,13 +110,12 @@ func (r *reloader) reload() {
 	// tools; then the new settings (tenants, tokens, limits, exact
 	// policies). A refusal of the tools restores the running settings.
 	final := settingsOf(opts)
-	final.Policies = withListedPolicies(opts.Policies, opts.Tools, r.registry)
 	staged := r.applied
 	staged.Policies = maps.Clone(r.applied.Policies)
 	for name, p := range final.Policies {
 		if _, ok := staged.Policies[name]; !ok {
 			if staged.Policies == nil {
-				staged.Policies = make(map[string]gateway.ToolPolicy)
+				staged.Policies = make(map[string]tools.Policy)
 			}
 			staged.Policies[name] = p
 		}
@@ -132,8 +131,6 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", "tools: "+err.Error())
 		return
 	}
-	// Again, now that the registry holds exactly the new tools.
-	final.Policies = withListedPolicies(opts.Policies, opts.Tools, r.registry)
 	if err := r.gw.Reload(final); err != nil {
 		// Not reached in practice: serverOptions ran the same checks on
 		// the tenants, and fixedChanges kept auth and admin as they were.
@@ -152,18 +149,6 @@ func (r *reloader) reload() {
 	r.level.Set(min(r.level.Level(), level))
 	r.log.Info("config reloaded", "changed", changed)
 	r.level.Set(level)
-}
-
-// withListedPolicies is configured plus the policies that tools bring
-// with them (plugins', MCP servers'), as addListedPolicies gives at start.
-func withListedPolicies(configured map[string]gateway.ToolPolicy, registries ...*tools.Registry) map[string]gateway.ToolPolicy {
-	out := maps.Clone(configured)
-	for _, reg := range registries {
-		o := gateway.Options{Tools: reg, Policies: out}
-		addListedPolicies(&o)
-		out = o.Policies
-	}
-	return out
 }
 
 // fixedChanges names every field that differs between cur and next and

@@ -134,7 +134,6 @@ Docs: docs/configuration.md
 	if err := startMCP(ctx, mcpServers, log); err != nil {
 		return err
 	}
-	addListedPolicies(&opts)
 	store, storeDesc, err := cfg.openStore(ctx, log)
 	if err != nil {
 		return err
@@ -214,7 +213,12 @@ serving:
 	shutdownErr := srv.Shutdown(drainCtx)
 	drainErr := gw.Drain(drainCtx)
 	if err := errors.Join(shutdownErr, drainErr); err != nil {
-		log.Warn("drain incomplete; unfinished tools were cancelled and their records released", "error", err)
+		// The cancelled calls' answers are being written: a short grace
+		// lets them reach their clients before the process exits.
+		graceCtx, cancelGrace := context.WithTimeout(context.Background(), time.Second)
+		_ = srv.Shutdown(graceCtx)
+		cancelGrace()
+		log.Warn("drain incomplete; unfinished tools were cancelled: their records released, or left UNKNOWN for lease_expiry: unknown tools", "error", err)
 	}
 	log.Info("gateway stopped")
 	return nil

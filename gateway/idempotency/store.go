@@ -25,27 +25,18 @@ const (
 )
 
 // LeaseExpiry is a tool's policy for an IN_PROGRESS record whose lease
-// expired because its gateway died.
-type LeaseExpiry string
+// expired because its gateway died; the type, its values and their check
+// are tools' (one policy type), named here for the stores.
+type LeaseExpiry = tools.LeaseExpiry
 
-// Lease expiry policies.
+// Lease expiry policies ("" is treated as rerun, the default).
 const (
 	// LeaseExpiryRerun takes the record over and runs the tool again.
-	LeaseExpiryRerun LeaseExpiry = "rerun"
+	LeaseExpiryRerun = tools.LeaseExpiryRerun
 	// LeaseExpiryUnknown turns the record UNKNOWN: the tool must never run
 	// twice, so a human decides.
-	LeaseExpiryUnknown LeaseExpiry = "unknown"
+	LeaseExpiryUnknown = tools.LeaseExpiryUnknown
 )
-
-// Validate accepts the two policies and "" (which stores treat as rerun,
-// the default).
-func (e LeaseExpiry) Validate() error {
-	switch e {
-	case "", LeaseExpiryRerun, LeaseExpiryUnknown:
-		return nil
-	}
-	return fmt.Errorf("lease expiry policy %q: want rerun or unknown", string(e))
-}
 
 // Errors a Store returns. Any other error means the store could not be
 // reached or failed; the gateway answers 503 and runs nothing.
@@ -121,6 +112,11 @@ type ClaimRequest struct {
 	ReplayTTL time.Duration
 	// LeaseExpiry says what happens to an IN_PROGRESS record whose lease expired.
 	LeaseExpiry LeaseExpiry
+	// CanonicalArguments are the call's arguments in canonical form (JCS),
+	// kept with the IN_PROGRESS record and an UNKNOWN one so an operator
+	// can check the effect before resolving; Complete and Resolve drop
+	// them. Nil stores none.
+	CanonicalArguments []byte
 }
 
 // Validate checks what every store needs of a claim, so the stores refuse
@@ -233,6 +229,10 @@ type Record struct {
 	// Step is the agent step the record was claimed with, when the store
 	// keeps it (nil: no step, or a store that cannot tell).
 	Step *Step
+	// CanonicalArguments are the claim's canonical arguments, for an
+	// IN_PROGRESS or UNKNOWN record (nil once COMPLETED, and in Admin.List
+	// pages, which stay small).
+	CanonicalArguments []byte
 }
 
 // MaxListLimit is the largest page Admin.List returns.
@@ -267,7 +267,7 @@ type Page struct {
 type Admin interface {
 	// List returns the records matching filter, newest first where the
 	// store can, one bounded page at a time (never one unbounded scan per
-	// call). Records carry no Response. A Limit out of range is an error;
+	// call). Records carry no Response and no CanonicalArguments. A Limit out of range is an error;
 	// a cursor the store did not hand out (or a filter it cannot serve,
 	// such as a session without a tenant where it requires one) is
 	// ErrInvalidCursor.
@@ -307,7 +307,20 @@ type Store interface {
 	// Complete stores the response as COMPLETED for ttl if the caller still
 	// owns the record, else ErrLeaseLost (and changes nothing). The step
 	// entry lives as long as the record.
+	//
+	// "Owns" here and in MarkUnknown means the record is IN_PROGRESS under
+	// the lease's owner and fencing token, whether or not its lease has run
+	// out: a lease that expired while the store did not answer, and that no
+	// other claim took over, is still the caller's, so an outcome kept
+	// through a store outage can still be recorded.
 	Complete(ctx context.Context, lease Lease, resp StoredResponse, ttl time.Duration) error
+	// MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl (the
+	// tool's replay TTL) if the caller still owns it (as for Complete),
+	// else ErrLeaseLost (and changes nothing): the outcome of a tool that
+	// must never run twice is uncertain, so every retry answers
+	// OutcomeUnknown until an operator resolves or deletes the record. The
+	// record keeps its execution id, fingerprint and step.
+	MarkUnknown(ctx context.Context, lease Lease, ttl time.Duration) error
 	// Release deletes the record (and frees its step) if the caller still
 	// owns it, so a retry runs the tool again; else ErrLeaseLost.
 	Release(ctx context.Context, lease Lease) error

@@ -3,13 +3,18 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -44,7 +49,7 @@ type answerKind string
 
 const (
 	answerResult     answerKind = "result"          // the tool's outcome, executed or replayed
-	answerUnknown    answerKind = "outcome_unknown" // 409: the running gateway died (lease_expiry: unknown)
+	answerUnknown    answerKind = "outcome_unknown" // 409, or the uncertain outcome that made it (lease_expiry: unknown)
 	answerUnexpected answerKind = "unexpected"      // any other final error: a violation
 	answerLost       answerKind = "lost"            // no final answer within the step deadline
 )
@@ -82,6 +87,11 @@ type agent struct {
 	cfg     Config
 	rng     *rand.Rand
 	steps   []*step
+	// addrs are the replicas (an MCP attempt picks one: an MCP session
+	// stays on its replica); mcpHTTP carries the MCP attempts.
+	addrs       []string
+	mcpHTTP     *http.Client
+	mcpAttempts *atomic.Int64
 }
 
 func (a *agent) run(ctx context.Context, stop time.Time) {
@@ -109,33 +119,139 @@ func (a *agent) run(ctx context.Context, stop time.Time) {
 	}
 }
 
-// final calls the step until it gets a final answer or its deadline passes.
-// The SDK retries network errors, 409 request_in_progress and 502/503/504
-// itself; a retryable 500 (the gateway lost its lease mid-tool) is retried
-// here, as the contract's retryable flag allows.
+// final calls the step until it gets a final answer or its deadline passes,
+// each attempt over REST or (with cfg.MCP, half the time) over MCP.
 func (a *agent) final(ctx context.Context, s *step) answer {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.StepDeadline)
 	defer cancel()
 	for {
+		if a.cfg.MCP && a.rng.IntN(2) == 0 {
+			if ans, final := a.attemptMCP(ctx, s); final {
+				return ans
+			} else if ctx.Err() != nil {
+				return answer{Kind: answerLost, Detail: ans.Detail}
+			}
+			if sleepCtx(ctx, 50*time.Millisecond) != nil {
+				return answer{Kind: answerLost, Detail: "deadline while retrying over MCP"}
+			}
+			continue
+		}
+		if ans, final := a.attemptREST(ctx, s); final {
+			return ans
+		}
+	}
+}
+
+// attemptREST calls the step through agentclient, whose own retries cover
+// network errors, 409 request_in_progress and 502/503/504; a retryable 500
+// (the gateway lost its lease mid-tool) is retried here, as the contract's
+// retryable flag allows. final is false when the step must be sent again.
+func (a *agent) attemptREST(ctx context.Context, s *step) (ans answer, final bool) {
+	for {
 		res, err := a.session.Call(ctx, s.Index, s.Tool, s.Args)
 		if err == nil {
 			return answer{Kind: answerResult, Status: res.Status, Body: string(bytes.TrimSpace(res.Body)),
-				ExecutionID: res.ExecutionID, Replayed: res.Replayed}
+				ExecutionID: res.ExecutionID, Replayed: res.Replayed}, true
 		}
 		var problem *agentclient.Error
 		switch {
-		case errors.As(err, &problem) && problem.Code == wire.CodeOutcomeUnknown:
-			return answer{Kind: answerUnknown, Status: problem.Status}
+		case errors.As(err, &problem) && (problem.Code == wire.CodeOutcomeUnknown || uncertainAnswer(s.Tool, problem.Code, problem.Retryable)):
+			return answer{Kind: answerUnknown, Status: http.StatusConflict}, true
 		case ctx.Err() != nil:
-			return answer{Kind: answerLost, Detail: err.Error()}
+			return answer{Kind: answerLost, Detail: err.Error()}, true
 		case errors.As(err, &problem) && problem.Retryable:
 			if sleepCtx(ctx, 50*time.Millisecond) != nil {
-				return answer{Kind: answerLost, Detail: err.Error()}
+				return answer{Kind: answerLost, Detail: err.Error()}, true
+			}
+			if a.cfg.MCP {
+				return answer{Detail: err.Error()}, false // the next attempt may take the other door
 			}
 		default:
-			return answer{Kind: answerUnexpected, Detail: err.Error()}
+			return answer{Kind: answerUnexpected, Detail: err.Error()}, true
 		}
 	}
+}
+
+// uncertainAnswer reports whether a failure is the uncertain outcome of a
+// lease_expiry: unknown tool: its timeout, drain cancellation or lost
+// upstream connection, answered not retryable because the record is now
+// UNKNOWN. Every retry would answer outcome_unknown: it is the same final
+// answer.
+func uncertainAnswer(tool, code string, retryable bool) bool {
+	if tool != toolUnknown || retryable {
+		return false
+	}
+	switch code {
+	case wire.CodeToolTimeout, wire.CodeToolFailed, wire.CodeUpstreamUnreachable:
+		return true
+	}
+	return false
+}
+
+// attemptMCP calls the step once over MCP on a random replica, with go-sdk's
+// client (a session per attempt: a replica may die between attempts).
+// final is false when the step must be sent again (a transport failure,
+// or an answer the contract marks retryable).
+func (a *agent) attemptMCP(ctx context.Context, s *step) (ans answer, final bool) {
+	a.mcpAttempts.Add(1)
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   "http://" + a.addrs[a.rng.IntN(len(a.addrs))] + "/mcp",
+		HTTPClient: a.mcpHTTP,
+		MaxRetries: -1,
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "chaos-agent", Version: "1"}, nil)
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return answer{Detail: "mcp connect: " + err.Error()}, false
+	}
+	defer session.Close()
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{
+		Name:      s.Tool,
+		Arguments: json.RawMessage(s.Args),
+		Meta:      mcp.Meta{wire.MetaSessionID: s.Session, wire.MetaStepIndex: s.Index},
+	})
+	var rpcErr *jsonrpc.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &rpcErr):
+		switch rpcErr.Code {
+		case wire.RPCOutcomeUnknown:
+			return answer{Kind: answerUnknown, Status: http.StatusConflict}, true
+		case wire.RPCInvalidParams:
+			return answer{Kind: answerUnexpected, Detail: fmt.Sprintf("mcp error %d: %s %s", rpcErr.Code, rpcErr.Message, rpcErr.Data)}, true
+		}
+		// In progress, store unavailable, rate limited, or the client's
+		// transport giving up on a replica that went away (go-sdk reports
+		// it as a JSON-RPC error too): send the step again.
+		return answer{Detail: fmt.Sprintf("mcp error %d: %s", rpcErr.Code, rpcErr.Message)}, false
+	default:
+		return answer{Detail: "mcp call: " + err.Error()}, false // transport: the replica died
+	}
+	if res.IsError {
+		var failure struct {
+			Code      string `json:"code"`
+			Retryable bool   `json:"retryable"`
+		}
+		raw, _ := json.Marshal(res.Meta[wire.MetaError])
+		_ = json.Unmarshal(raw, &failure)
+		switch {
+		case uncertainAnswer(s.Tool, failure.Code, failure.Retryable):
+			return answer{Kind: answerUnknown, Status: http.StatusConflict}, true
+		case failure.Retryable:
+			return answer{Detail: "mcp tool failure " + failure.Code}, false
+		}
+		return answer{Kind: answerUnexpected, Detail: "mcp tool failure " + failure.Code}, true
+	}
+	var body string
+	if len(res.Content) > 0 {
+		if text, ok := res.Content[0].(*mcp.TextContent); ok {
+			body = text.Text
+		}
+	}
+	execID, _ := res.Meta[wire.MetaExecutionID].(string)
+	replayed, _ := res.Meta[wire.MetaReplayed].(bool)
+	// The upstream answers 200 (MCP results carry no status).
+	return answer{Kind: answerResult, Status: http.StatusOK, Body: strings.TrimSpace(body), ExecutionID: execID, Replayed: replayed}, true
 }
 
 // verify sends every step once more after the faults stopped.

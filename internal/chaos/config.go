@@ -1,9 +1,12 @@
 // Package chaos is the gateway's fault-injection run: N gateway processes
-// on one Redis (or a Redis Cluster), an HTTP upstream that counts
-// executions per Idempotency-Key, and M agents that replay every step with
-// agentclient until they get a final answer, while replicas are killed with
-// SIGKILL and restarted and Redis is killed and restarted (AOF, fsync
-// always). Run checks the exactly-once invariants and reports them;
+// on one Redis (or a Redis Cluster, or PostgreSQL), an HTTP upstream that
+// counts executions per Idempotency-Key, and M agents that replay every
+// step (with agentclient over REST, or go-sdk's client over MCP) until they
+// get a final answer, while replicas are killed with SIGKILL (or drained by
+// SIGTERM) and restarted and the store is killed and restarted (AOF, fsync
+// always), at once or after an outage. With Uncertain, the upstream also
+// outlives the tool's timeout and drops connections after reading the
+// request. Run checks the exactly-once invariants and reports them;
 // cmd/chaos is the command, chaos_test.go the short CI run.
 package chaos
 
@@ -31,7 +34,7 @@ type Config struct {
 	// Postgres runs the store on a private PostgreSQL instead of Redis
 	// (RedisRestartEvery then paces its kills and restarts).
 	Postgres bool
-	// Replicas is the number of gateway processes (at least 3).
+	// Replicas is the number of gateway processes (at least 2).
 	Replicas int
 	// Agents is the number of concurrent agents.
 	Agents int
@@ -42,6 +45,17 @@ type Config struct {
 	// RedisRestartEvery is the mean time between two kill+restarts of the
 	// store (a Redis node, or PostgreSQL).
 	RedisRestartEvery time.Duration
+	// StoreDownFor keeps the store down this long at each kill before it is
+	// restarted (0: restarted at once).
+	StoreDownFor time.Duration
+	// MCP sends about half of the agents' attempts over POST /mcp (go-sdk's
+	// client, one session per attempt) and the rest over REST.
+	MCP bool
+	// Uncertain injects uncertain outcomes: tools time out after 1 s while
+	// about 3 % of upstream calls take 1.5 s, about 3 % of upstream calls
+	// are read and then dropped without an answer, and half of the replica
+	// restarts are SIGTERM drains of 200 ms instead of SIGKILLs.
+	Uncertain bool
 	// LockTTL is the gateways' idempotency.lock_ttl: short, so takeovers
 	// after a kill happen within the run.
 	LockTTL time.Duration
@@ -71,8 +85,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Replicas == 0 {
 		c.Replicas = 3
 	}
-	if c.Replicas < 3 {
-		return c, errors.New("chaos: at least 3 replicas")
+	if c.Replicas < 2 {
+		return c, errors.New("chaos: at least 2 replicas")
 	}
 	if c.Agents <= 0 {
 		c.Agents = 8

@@ -74,34 +74,45 @@ func (b *backend) describe() string {
 }
 
 // restartOne kills one Redis node (a random master of the cluster) with
-// SIGKILL and starts it again on its port and data directory; it returns
-// the node's address.
-func (b *backend) restartOne(ctx context.Context, rng *rand.Rand) (string, error) {
+// SIGKILL, leaves it down for downFor, and starts it again on its port and
+// data directory; it returns the node's address and when it was down.
+func (b *backend) restartOne(ctx context.Context, rng *rand.Rand, downFor time.Duration) (string, outage, error) {
+	var out outage
 	if b.postgres != nil {
 		b.postgres.Kill()
+		out.From = time.Now()
+		time.Sleep(downFor)
 		addr := "127.0.0.1:" + strconv.Itoa(b.postgres.Port)
 		if err := b.postgres.Restart(); err != nil {
-			return addr, fmt.Errorf("chaos: restart postgres %s: %w", addr, err)
+			return addr, out, fmt.Errorf("chaos: restart postgres %s: %w", addr, err)
 		}
-		return addr, nil
+		out.To = time.Now()
+		return addr, out, nil
 	}
 	node := b.single
 	if b.cluster != nil {
 		node = b.cluster.Nodes[rng.IntN(len(b.cluster.Nodes))]
 	}
 	node.Kill()
+	out.From = time.Now()
+	time.Sleep(downFor)
 	if err := node.Restart(); err != nil {
-		return node.Addr, fmt.Errorf("chaos: restart redis %s: %w", node.Addr, err)
+		return node.Addr, out, fmt.Errorf("chaos: restart redis %s: %w", node.Addr, err)
 	}
+	out.To = time.Now()
 	if b.cluster != nil {
 		waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		if err := b.cluster.WaitHealthy(waitCtx); err != nil {
-			return node.Addr, fmt.Errorf("chaos: %w", err)
+			return node.Addr, out, fmt.Errorf("chaos: %w", err)
 		}
+		out.To = time.Now()
 	}
-	return node.Addr, nil
+	return node.Addr, out, nil
 }
+
+// outage is one interval in which the store was down.
+type outage struct{ From, To time.Time }
 
 func (b *backend) kill() {
 	if b.postgres != nil {

@@ -33,14 +33,28 @@ type storeSection struct {
 	PostgresURL  string   `json:"postgres_url,omitempty"`
 }
 
+// The tools' timeout and the gateways' drain_timeout: with uncertain
+// outcomes injected, short enough that slow calls (slowCall) time out and
+// drains cut calls in flight short.
+const (
+	toolTimeout          = 10 * time.Second
+	toolTimeoutUncertain = time.Second
+	drainTimeout         = 5 * time.Second
+	drainTimeoutShort    = 200 * time.Millisecond
+)
+
 // writeConfig writes replica name's config file (JSON, which is YAML).
 func writeConfig(path, name string, store storeSection, up *upstream, lockTTL time.Duration) error {
+	timeout, drain := toolTimeout, drainTimeout
+	if up.uncertain {
+		timeout, drain = toolTimeoutUncertain, drainTimeoutShort
+	}
 	tool := func(toolName, leaseExpiry string) map[string]any {
 		return map[string]any{
 			"name":         toolName,
 			"description":  "chaos upstream that counts executions",
 			"lease_expiry": leaseExpiry,
-			"timeout":      "10s",
+			"timeout":      timeout.String(),
 			"input_schema": map[string]any{"type": "object"},
 			"http": map[string]any{
 				"url":     up.url(toolName),
@@ -50,7 +64,7 @@ func writeConfig(path, name string, store storeSection, up *upstream, lockTTL ti
 	}
 	cfg := map[string]any{
 		"listen":        "127.0.0.1:0", // GATEWAY_ADDR sets the replica's fixed port
-		"drain_timeout": "5s",
+		"drain_timeout": drain.String(),
 		"log_level":     "warn",
 		"store":         store,
 		"idempotency":   map[string]any{"lock_ttl": lockTTL.String()},
@@ -104,6 +118,22 @@ func (r *replica) kill() {
 	_ = r.cmd.Wait() // killed: the exit status is an error by design
 	r.cmd = nil
 	r.kills = append(r.kills, time.Now())
+}
+
+// term sends SIGTERM and waits for the process to exit: a drain, which
+// cancels the tools that outlive drain_timeout. It counts as a death for
+// the calls it cut short.
+func (r *replica) term() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return
+	}
+	r.kills = append(r.kills, time.Now())
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.cmd.Wait()
+	r.cmd = nil
+	r.kills = append(r.kills, time.Now()) // the calls it cancelled ended by now
 }
 
 // stop ends the process with SIGTERM (a graceful drain), SIGKILL after 10 s.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgateway/toolgateway/agentclient"
@@ -28,7 +29,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		fmt.Fprintf(cfg.Log, "%s chaos: "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 	}
 
-	up := newUpstream()
+	up := newUpstream(cfg.Uncertain)
 	defer up.close()
 	redis, err := startBackend(cfg.WorkDir, cfg.Cluster, cfg.Postgres)
 	if err != nil {
@@ -76,21 +77,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer faultMu.Unlock()
 		faultErr = errors.Join(faultErr, err)
 	}
+	var outages []outage
 	faults.Add(2)
 	go func() {
 		defer faults.Done()
-		report.Kills = killReplicas(faultsCtx, cfg, replicas, logf, fail)
+		report.Kills, report.Drains = killReplicas(faultsCtx, cfg, replicas, logf, fail)
 	}()
 	go func() {
 		defer faults.Done()
-		report.RedisRestarts = restartRedis(faultsCtx, cfg, redis, logf, fail)
+		outages = restartRedis(faultsCtx, cfg, redis, logf, fail)
 	}()
 
+	var mcpAttempts atomic.Int64
 	agents := make([]*agent, cfg.Agents)
 	var wg sync.WaitGroup
 	for i := range agents {
 		agents[i] = &agent{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+2)),
-			session: client.Session(fmt.Sprintf("chaos-%d-agent-%d", cfg.Seed, i))}
+			session: client.Session(fmt.Sprintf("chaos-%d-agent-%d", cfg.Seed, i)),
+			addrs:   lb.addrs, mcpAttempts: &mcpAttempts, mcpHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 15 * time.Second}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -103,7 +107,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if faultErr != nil {
 		return nil, faultErr
 	}
-	logf("faults stopped (%d kills, %d redis restarts); replaying every step once more", report.Kills, report.RedisRestarts)
+	report.RedisRestarts = len(outages)
+	for _, o := range outages {
+		report.StoreDown += o.To.Sub(o.From)
+	}
+	logf("faults stopped (%d kills, %d drains, %d store restarts); replaying every step once more", report.Kills, report.Drains, report.RedisRestarts)
 	for _, a := range agents {
 		wg.Add(1)
 		go func() {
@@ -122,48 +130,64 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, r := range replicas {
 		kills[r.name] = r.killTimes()
 	}
-	report.Requests = lb.attempts.Load()
+	report.Requests, report.MCPAttempts = lb.attempts.Load(), mcpAttempts.Load()
 	report.Executions = total
-	check(report, steps, execs, kills)
+	for _, runs := range execs {
+		for _, e := range runs {
+			if e.Uncertain {
+				report.UncertainInjected++
+			}
+		}
+	}
+	check(report, steps, execs, kills, outages, cfg.LockTTL)
 	report.Elapsed = time.Since(began)
 	return report, nil
 }
 
-// killReplicas SIGKILLs a random replica every ~cfg.KillEvery and starts
+// killReplicas SIGKILLs a random replica every ~cfg.KillEvery (with
+// cfg.Uncertain, half the time drains it with SIGTERM instead) and starts
 // it again after 50–400 ms, until ctx ends; one replica is down at a time.
-func killReplicas(ctx context.Context, cfg Config, replicas []*replica, logf func(string, ...any), fail func(error)) int {
+func killReplicas(ctx context.Context, cfg Config, replicas []*replica, logf func(string, ...any), fail func(error)) (kills, drains int) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
-	kills := 0
 	for sleepCtx(ctx, jitter(rng, cfg.KillEvery)) == nil {
 		victim := replicas[rng.IntN(len(replicas))]
-		victim.kill()
-		kills++
-		logf("killed %s", victim.name)
+		if cfg.Uncertain && rng.IntN(2) == 0 {
+			victim.term()
+			drains++
+			logf("drained %s (SIGTERM)", victim.name)
+		} else {
+			victim.kill()
+			kills++
+			logf("killed %s", victim.name)
+		}
 		time.Sleep(time.Duration(50+rng.IntN(351)) * time.Millisecond)
 		// Restart even when ctx has ended: the verification pass needs it.
 		if err := victim.start(context.WithoutCancel(ctx)); err != nil {
 			fail(err)
-			return kills
+			return kills, drains
 		}
 	}
-	return kills
+	return kills, drains
 }
 
-// restartRedis SIGKILLs a Redis node every ~cfg.RedisRestartEvery and
-// starts it again at once (AOF, fsync always: nothing acknowledged is lost).
-func restartRedis(ctx context.Context, cfg Config, b *backend, logf func(string, ...any), fail func(error)) int {
+// restartRedis SIGKILLs the store (a Redis node, or PostgreSQL) every
+// ~cfg.RedisRestartEvery and starts it again after cfg.StoreDownFor (AOF,
+// fsync always: nothing acknowledged is lost); it returns the outages.
+func restartRedis(ctx context.Context, cfg Config, b *backend, logf func(string, ...any), fail func(error)) []outage {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 3))
-	restarts := 0
+	var outages []outage
 	for sleepCtx(ctx, jitter(rng, cfg.RedisRestartEvery)) == nil {
-		addr, err := b.restartOne(context.WithoutCancel(ctx), rng)
-		restarts++
+		addr, out, err := b.restartOne(context.WithoutCancel(ctx), rng, cfg.StoreDownFor)
+		if !out.From.IsZero() {
+			outages = append(outages, out)
+		}
 		if err != nil {
 			fail(err)
-			return restarts
+			return outages
 		}
-		logf("killed and restarted the store at %s", addr)
+		logf("killed the store at %s and restarted it %v later", addr, out.To.Sub(out.From).Round(time.Millisecond))
 	}
-	return restarts
+	return outages
 }
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).

@@ -22,25 +22,40 @@ type execution struct {
 	Tool, Key, Replica, ExecutionID string
 	Fence                           int64
 	Start, End                      time.Time
-	// Aborted: the gateway hung up before the answer (it died, or it
-	// cancelled the tool after losing its lease).
+	// Aborted: the gateway hung up before the answer (it died, it
+	// cancelled the tool after losing its lease or at its timeout, or this
+	// upstream dropped the connection).
 	Aborted bool
+	// Uncertain: this upstream made the outcome uncertain on purpose: it
+	// took longer than the tool's timeout, or dropped the connection after
+	// reading the request.
+	Uncertain bool
 }
+
+// Uncertain outcomes the upstream injects when asked to (Config.Uncertain).
+const (
+	// uncertainShare of the calls outlive the tool's timeout (toolTimeout),
+	// as many again are dropped unanswered.
+	uncertainShare = 0.03
+	// slowCall is how long an outliving call takes.
+	slowCall = 1500 * time.Millisecond
+)
 
 // upstream is the HTTP tool behind the gateways: it counts executions per
 // Idempotency-Key and takes 20–100 ms, to widen the window in which a
 // gateway dies mid-tool. Its answer names the execution, so two
 // executions of one key never give the same body.
 type upstream struct {
-	server *httptest.Server
+	server    *httptest.Server
+	uncertain bool // inject uncertain outcomes
 
 	mu    sync.Mutex
 	byKey map[string][]*execution
 	total int
 }
 
-func newUpstream() *upstream {
-	u := &upstream{byKey: map[string][]*execution{}}
+func newUpstream(uncertain bool) *upstream {
+	u := &upstream{byKey: map[string][]*execution{}, uncertain: uncertain}
 	u.server = httptest.NewServer(http.HandlerFunc(u.serve))
 	return u
 }
@@ -60,7 +75,26 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.total++
 	u.mu.Unlock()
 
-	work := time.NewTimer(time.Duration(20+rand.IntN(81)) * time.Millisecond)
+	duration := time.Duration(20+rand.IntN(81)) * time.Millisecond
+	if u.uncertain {
+		switch roll := rand.Float64(); {
+		case roll < uncertainShare: // read, acted on, never answered
+			u.mu.Lock()
+			e.Uncertain = true
+			u.mu.Unlock()
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			u.finish(e, true)
+			return
+		case roll < 2*uncertainShare:
+			u.mu.Lock()
+			e.Uncertain = true
+			u.mu.Unlock()
+			duration = slowCall
+		}
+	}
+	work := time.NewTimer(duration)
 	defer work.Stop()
 	select {
 	case <-work.C:

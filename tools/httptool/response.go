@@ -32,8 +32,10 @@ func readCapped(resp *http.Response, maxBytes int64) ([]byte, error) {
 // deadline or cancellation first (the context error is what ended it,
 // whatever the transport reports), then a response-header timeout (the
 // upstream took the request but did not answer in time, like a tool
-// timeout), then everything else as an upstream that gave no usable answer.
-func (t *Tool) failure(ctx context.Context, what string, err error) error {
+// timeout), then a connection lost once the request was written (the
+// upstream may have acted: tools.ErrOutcomeUncertain), then everything else
+// as an upstream that never got the request.
+func (t *Tool) failure(ctx context.Context, what string, written bool, err error) error {
 	if errors.Is(err, tools.ErrResponseTooLarge) {
 		return fmt.Errorf("tool %q: %w", t.spec.Name, err)
 	}
@@ -49,6 +51,9 @@ func (t *Tool) failure(ctx context.Context, what string, err error) error {
 	var netErr net.Error
 	if !isDial && errors.As(err, &netErr) && netErr.Timeout() {
 		return fmt.Errorf("tool %q: POST %s: %w (%v)", t.spec.Name, target, context.DeadlineExceeded, err)
+	}
+	if written {
+		return fmt.Errorf("tool %q: POST %s: %w: connection lost after the request was written: %s: %v", t.spec.Name, target, tools.ErrOutcomeUncertain, what, err)
 	}
 	return fmt.Errorf("tool %q: POST %s: %w: %s: %v", t.spec.Name, target, tools.ErrUpstreamUnreachable, what, err)
 }

@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/traceprop"
@@ -104,16 +106,27 @@ func (t *Tool) Spec() tools.Spec {
 	return t.spec
 }
 
-// Call POSTs the arguments to the upstream. Every status, 5xx included,
-// comes back as a Response. Errors wrap context.DeadlineExceeded or
-// context.Canceled when ctx ended first, tools.ErrUpstreamUnreachable when
-// no usable response arrived, tools.ErrResponseTooLarge when the body
-// exceeds the cap.
+// Call POSTs the arguments to the upstream, once: the request is never
+// written a second time (see sendOnce). Every status, 5xx included, comes
+// back as a Response. Errors wrap context.DeadlineExceeded or
+// context.Canceled when ctx ended first, tools.ErrOutcomeUncertain when the
+// request was written but no whole answer came back (the upstream may have
+// acted), tools.ErrUpstreamUnreachable when the request never reached it,
+// tools.ErrResponseTooLarge when the body exceeds the cap.
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	var written atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	})
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url.String(), bytes.NewReader(req.Arguments))
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: build upstream request: %w", t.spec.Name, err)
 	}
+	sendOnce(httpReq)
 	for name, values := range t.headers {
 		httpReq.Header[name] = values
 	}
@@ -125,18 +138,31 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 
 	resp, err := t.client.Do(httpReq)
 	if err != nil {
-		return nil, t.failure(ctx, "no response from upstream", err)
+		return nil, t.failure(ctx, "no response from upstream", written.Load(), err)
 	}
 	defer resp.Body.Close()
 	body, err := readCapped(resp, t.maxBytes)
 	if err != nil {
-		return nil, t.failure(ctx, "read upstream response", err)
+		return nil, t.failure(ctx, "read upstream response", true, err)
 	}
 	return &tools.Response{
 		Status:      resp.StatusCode,
 		ContentType: resp.Header.Get("Content-Type"),
 		Body:        body,
 	}, nil
+}
+
+// sendOnce makes sure the transport writes req at most once. net/http
+// resends a request whose connection was reused and dropped before an
+// answer when it deems the request replayable — which a POST carrying an
+// Idempotency-Key header is, provided it can rewind the body (GetBody set,
+// as NewRequest does for a bytes.Reader); HTTP/2 likewise only resends a
+// written request whose body it can rewind. Without GetBody neither
+// transport can write the request again; a connection lost after the
+// request was written is reported to the gateway as an uncertain outcome
+// instead.
+func sendOnce(req *http.Request) {
+	req.GetBody = nil
 }
 
 // setCallHeaders adds what identifies this call; the upstream can use the key

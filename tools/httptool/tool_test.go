@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgateway/toolgateway/internal/dropupstream"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -219,8 +220,9 @@ func TestRefusedConnectionIsUnreachable(t *testing.T) {
 	addr := listener.Addr().String()
 	listener.Close() // nothing listens there any more
 	_, err = newTool(t, Config{URL: "http://user:hunter2@" + addr + "/x"}).Call(context.Background(), &tools.Request{Arguments: []byte(`{}`)})
-	if !errors.Is(err, tools.ErrUpstreamUnreachable) {
-		t.Fatalf("err = %v, want tools.ErrUpstreamUnreachable", err)
+	// Never written, so certainly not acted on: a retry may run it again.
+	if !errors.Is(err, tools.ErrUpstreamUnreachable) || errors.Is(err, tools.ErrOutcomeUncertain) {
+		t.Fatalf("err = %v, want tools.ErrUpstreamUnreachable alone", err)
 	}
 	if !strings.Contains(err.Error(), `"upstream-tool"`) {
 		t.Errorf("err %q does not name the tool", err)
@@ -230,7 +232,9 @@ func TestRefusedConnectionIsUnreachable(t *testing.T) {
 	}
 }
 
-func TestDroppedConnectionIsUnreachable(t *testing.T) {
+// An upstream that read the request and hung up without answering may
+// have acted: the outcome is uncertain, not "unreachable".
+func TestConnectionLostAfterTheRequestIsUncertain(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
@@ -239,8 +243,41 @@ func TestDroppedConnectionIsUnreachable(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, err := newTool(t, Config{URL: srv.URL}).Call(context.Background(), &tools.Request{Arguments: []byte(`{}`)})
-	if !errors.Is(err, tools.ErrUpstreamUnreachable) {
-		t.Fatalf("err = %v, want tools.ErrUpstreamUnreachable", err)
+	if !errors.Is(err, tools.ErrOutcomeUncertain) || errors.Is(err, tools.ErrUpstreamUnreachable) {
+		t.Fatalf("err = %v, want tools.ErrOutcomeUncertain alone", err)
+	}
+}
+
+// The repro of Go's resend: an upstream that answers the first request on
+// each keep-alive connection and drops the connection on the second. net/http
+// would write that second request again on a new connection (a POST with an
+// Idempotency-Key header counts as replayable); the tool must write it once
+// and report the lost connection as uncertain. Counted at the socket.
+func TestRequestOnADroppedKeepAliveConnectionIsWrittenOnce(t *testing.T) {
+	up, err := dropupstream.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	tool := newTool(t, Config{URL: up.URL() + "/charge"})
+	call := func(key string) (*tools.Response, error) {
+		return tool.Call(context.Background(), &tools.Request{Arguments: []byte(`{"amount":1}`), ScopedKey: key, FencingToken: 1})
+	}
+	for i := range 5 {
+		first, second := fmt.Sprintf("first-%d", i), fmt.Sprintf("second-%d", i)
+		resp, err := call(first) // a new connection: answered
+		if err != nil || resp.Status != 200 {
+			t.Fatalf("call %s: %v %+v", first, err, resp)
+		}
+		resp, err = call(second) // the same connection, reused: dropped
+		if !errors.Is(err, tools.ErrOutcomeUncertain) {
+			t.Fatalf("call %s on the reused connection: %+v, %v; want an error wrapping tools.ErrOutcomeUncertain", second, resp, err)
+		}
+		for _, key := range []string{first, second} {
+			if n := up.Received(key); n != 1 {
+				t.Fatalf("the upstream read the request with key %s %d times, want once", key, n)
+			}
+		}
 	}
 }
 

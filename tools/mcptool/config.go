@@ -73,7 +73,7 @@ type ServerConfig struct {
 	// the server (zero: the gateway's defaults).
 	Timeout     time.Duration
 	ReplayTTL   time.Duration
-	LeaseExpiry string
+	LeaseExpiry tools.LeaseExpiry
 	// RecordIsError says whether a result with isError: true is recorded
 	// and replayed like any other (true, the default in config) or treated
 	// like a 5xx: answered with status 500, not recorded, run again on retry.
@@ -170,10 +170,8 @@ func (c ServerConfig) check(getenv func(string) string) (http.Header, error) {
 			return nil, fmt.Errorf("read_only[%d]: empty name", i)
 		}
 	}
-	switch c.LeaseExpiry {
-	case "", tools.LeaseExpiryRerun, tools.LeaseExpiryUnknown:
-	default:
-		return nil, fmt.Errorf("lease_expiry: %q: want %s or %s", c.LeaseExpiry, tools.LeaseExpiryRerun, tools.LeaseExpiryUnknown)
+	if err := c.LeaseExpiry.Validate(); err != nil {
+		return nil, fmt.Errorf("lease_expiry: %w", err)
 	}
 	if c.Sessions < 0 {
 		return nil, fmt.Errorf("sessions: %d: must be positive", c.Sessions)

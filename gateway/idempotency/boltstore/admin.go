@@ -126,6 +126,7 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 		}
 		rec := r.toRecord()
 		rec.Response = nil
+		rec.CanonicalArguments = nil
 		page.Records = append(page.Records, rec)
 	}
 	return page, nil
@@ -220,6 +221,7 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		}
 		r.State = string(idempotency.StateCompleted)
 		r.Owner = ""
+		r.Arguments = ""
 		r.LeaseUntil = 0
 		r.ReplayTTL = 0
 		r.ExpiresAt = t.now.Add(ttl).UnixNano()

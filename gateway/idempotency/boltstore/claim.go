@@ -177,6 +177,7 @@ func (t *txn) takeLease(key []byte, r *storedRecord, req idempotency.ClaimReques
 	r.ExecutionID = req.ExecutionID
 	r.Fencing = token
 	r.Response = nil
+	r.Arguments = string(req.CanonicalArguments)
 	r.ReplayTTL = int64(req.ReplayTTL)
 	r.LeaseUntil = t.now.Add(req.LockTTL).UnixNano()
 	// An expired lease must stay visible for takeover or UNKNOWN, so the

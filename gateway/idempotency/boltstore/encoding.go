@@ -77,6 +77,9 @@ type storedRecord struct {
 	ReplayTTL   int64           `json:"r,omitempty"` // IN_PROGRESS: added to the lease to get ExpiresAt
 	Step        *storedStep     `json:"sp,omitempty"`
 	Response    *storedResponse `json:"rs,omitempty"`
+	// Arguments are the claim's canonical arguments (JSON text), kept
+	// while IN_PROGRESS or UNKNOWN.
+	Arguments string `json:"a,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {
@@ -117,6 +120,9 @@ func (r *storedRecord) toRecord() idempotency.Record {
 	if r.Step != nil {
 		step := stepOf(r.Step)
 		rec.Step = &step
+	}
+	if r.Arguments != "" {
+		rec.CanonicalArguments = []byte(r.Arguments)
 	}
 	return rec
 }

@@ -31,10 +31,29 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	return s.withOwnedRecord(ctx, "complete", lease, func(t *txn, key []byte, r *storedRecord) error {
 		r.State = string(idempotency.StateCompleted)
 		r.Owner = ""
+		r.Arguments = ""
 		r.LeaseUntil = 0
 		r.ReplayTTL = 0
 		r.ExpiresAt = t.now.Add(ttl).UnixNano()
 		r.Response = &storedResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+		return t.putRecord(key, r)
+	})
+}
+
+// MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
+// caller still owns it (an expired lease nobody took over included), else
+// idempotency.ErrLeaseLost and nothing changes. The step entry follows the
+// record (it is found through the record, which keeps its step).
+func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return errors.New("boltstore: mark unknown: ttl must be positive")
+	}
+	return s.withOwnedRecord(ctx, "mark unknown", lease, func(t *txn, key []byte, r *storedRecord) error {
+		r.State = string(idempotency.StateUnknown)
+		r.Owner = ""
+		r.LeaseUntil = 0
+		r.ReplayTTL = 0
+		r.ExpiresAt = t.now.Add(ttl).UnixNano()
 		return t.putRecord(key, r)
 	})
 }

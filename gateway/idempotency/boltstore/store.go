@@ -52,6 +52,11 @@ type Options struct {
 	// BatchDelay is how long a write waits for others to share its commit
 	// and fsync (bbolt's MaxBatchDelay). Zero means defaultBatchDelay.
 	BatchDelay time.Duration
+	// NoMigrate stops Open from creating or upgrading the file's layout
+	// (store.migrate: false): on a file that is behind every operation
+	// fails with idempotency.ErrLayoutBehind until `gateway migrate` (the
+	// store's Migrate) upgrades it.
+	NoMigrate bool
 }
 
 // Store is an idempotency.Store backed by a bbolt file.
@@ -69,7 +74,10 @@ type Store struct {
 	durableTxID atomic.Int64
 }
 
-var _ idempotency.Store = (*Store)(nil)
+var (
+	_ idempotency.Store    = (*Store)(nil)
+	_ idempotency.Migrator = (*Store)(nil)
+)
 
 // Open opens (creating it and its parent directories if needed) the store
 // file at path and starts the sweeper. bbolt fsyncs every commit, so a
@@ -86,12 +94,8 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{recordsBucket, stepsBucket, fencingBucket} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		return nil
+		_, err := setUp(tx, !opts.NoMigrate)
+		return err
 	})
 	if err != nil {
 		_ = db.Close()
@@ -138,16 +142,15 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Ping reports whether the file is open and readable.
+// Ping reports whether the file is open and readable, in a layout this
+// code knows.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := s.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(recordsBucket) == nil {
-			return errors.New("records bucket missing")
-		}
-		return nil
+		_, err := newTxn(tx, s.now())
+		return err
 	}); err != nil {
 		return fmt.Errorf("boltstore: ping: %w", err)
 	}

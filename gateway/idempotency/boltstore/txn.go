@@ -17,7 +17,12 @@ type txn struct {
 	now     time.Time
 }
 
+// newTxn reads the file's layout version first: a transaction on a
+// layout this code does not know fails with an *idempotency.LayoutError.
 func newTxn(tx *bolt.Tx, now time.Time) (*txn, error) {
+	if err := checkLayout(tx); err != nil {
+		return nil, err
+	}
 	t := &txn{
 		records: tx.Bucket(recordsBucket),
 		steps:   tx.Bucket(stepsBucket),

@@ -32,12 +32,13 @@ type scannedRecord struct {
 	status                                             *int32
 	contentType                                        *string
 	body                                               []byte
+	arguments                                          *string
 }
 
 func (r *scannedRecord) dest() []any {
 	return []any{&r.tenant, &r.tool, &r.key, &r.state, &r.fingerprint, &r.executionID,
 		&r.fencing, &r.createdAt, &r.leaseExpiresAt, &r.expiresAt, &r.sessionID, &r.stepIndex,
-		&r.status, &r.contentType, &r.body}
+		&r.status, &r.contentType, &r.body, &r.arguments}
 }
 
 func deref[T any](p *T) T {
@@ -48,7 +49,8 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// record converts the row; withResponse keeps a COMPLETED record's response.
+// record converts the row; withResponse keeps a COMPLETED record's
+// response and an open record's canonical arguments (lists leave both out).
 func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 	rec := idempotency.Record{
 		Scope:        idempotency.Scope{Tenant: deref(r.tenant), Tool: deref(r.tool), Key: deref(r.key)},
@@ -64,6 +66,9 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 	}
 	if r.sessionID != nil && r.stepIndex != nil && *r.stepIndex >= 0 {
 		rec.Step = &idempotency.Step{SessionID: *r.sessionID, Index: uint64(*r.stepIndex)}
+	}
+	if withResponse && r.arguments != nil && rec.State != idempotency.StateCompleted {
+		rec.CanonicalArguments = []byte(*r.arguments)
 	}
 	if withResponse && rec.State == idempotency.StateCompleted && r.status != nil {
 		rec.Response = &idempotency.StoredResponse{Status: int(*r.status), ContentType: deref(r.contentType), Body: r.body}

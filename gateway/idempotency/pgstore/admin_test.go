@@ -18,7 +18,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	url := pgtest.URL(t)
 	pool := testPool(t, url)
 	schema := pgtest.Schema(t, url)
-	if err := migrateTo(t.Context(), pool, schema, 1); err != nil {
+	if _, err := migrateTo(t.Context(), pool, schema, 1); err != nil {
 		t.Fatalf("build a version 1 schema: %v", err)
 	}
 	q := qualifier(schema)

@@ -40,7 +40,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	err := s.pool.QueryRow(ctx, s.sql.claim,
 		req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
-		string(req.LeaseExpiry), req.StepGuard, session, index,
+		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments),
 	).Scan(&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
@@ -88,3 +88,13 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 }
 
 var errBadReply = errors.New("unexpected answer of the claim function")
+
+// arguments is the canonical arguments for the text column: NULL when the
+// call brought none.
+func arguments(canonical []byte) *string {
+	if canonical == nil {
+		return nil
+	}
+	text := string(canonical)
+	return &text
+}

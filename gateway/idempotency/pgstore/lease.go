@@ -36,6 +36,20 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	return ownedResult("complete", lease, tag, err)
 }
 
+// MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
+// caller still owns it (an expired lease nobody took over included): one
+// owner-checked UPDATE. The record keeps its step.
+func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("pgstore: mark unknown %s: ttl %v must be positive", lease.Scope, ttl)
+	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("mark unknown", lease, pgconn.CommandTag{}, err)
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.markUnknown, ownerArgs(lease, micros(ttl))...)
+	return ownedResult("mark unknown", lease, tag, err)
+}
+
 // Release deletes the record, and with it its step, if the caller still
 // owns it: one owner-checked DELETE.
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {

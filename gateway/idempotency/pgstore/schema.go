@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -65,7 +64,46 @@ CREATE SEQUENCE IF NOT EXISTS @.fencing_tokens;
 -- again under FOR UPDATE and decide on the locked row. A new record is
 -- inserted with ON CONFLICT DO NOTHING: of two requests racing for a key
 -- or a step, the loser decides again and sees the winner's row.
-CREATE OR REPLACE FUNCTION @.claim(
+` + claimFunctionV1,
+	// Version 2: the admin API's lookups. Listings page on (created_at,
+	// tenant, tool, idempotency_key) newest first; each filter has an index
+	// that starts with it, so a page is an index range scan. UNKNOWN and
+	// IN_PROGRESS records are few, so their index is partial and small (a
+	// COMPLETED listing walks records_created, where nearly every row
+	// matches). Sessions use records_step, tenant first.
+	`
+CREATE INDEX IF NOT EXISTS records_created ON @.records (created_at, tenant, tool, idempotency_key);
+CREATE INDEX IF NOT EXISTS records_tenant_created ON @.records (tenant, created_at, tool, idempotency_key);
+CREATE INDEX IF NOT EXISTS records_tool_created ON @.records (tool, created_at);
+CREATE INDEX IF NOT EXISTS records_open_state ON @.records (state, created_at) WHERE state <> 'COMPLETED';
+CREATE INDEX IF NOT EXISTS records_execution ON @.records (execution_id);
+`,
+	// Version 3: the tenants' rate limits and in-flight slots (Limiter,
+	// limits.go). A step of its own, touching no earlier object.
+	limitsMigration,
+	// Version 4: claim plans its statements for each call's arguments.
+	// PL/pgSQL otherwise switches to a cached generic plan after a few
+	// calls, and one cached while the table was still small kept a plan
+	// that grew with the table: BenchmarkBytesPerCall's claims fell to 18
+	// per second at 76 000 rows, and ran at 1 073 per second once this was
+	// set on the same table. Planning a claim's few index lookups costs far
+	// less than that risk.
+	`ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint)
+	SET plan_cache_mode = force_custom_plan;`,
+	// Version 5: operator context. IN_PROGRESS and UNKNOWN records keep the
+	// call's canonical arguments (JCS text), so an operator can check the
+	// effect before resolving; completion and resolve drop them. claim
+	// takes them as a 13th argument (the 12-argument function is dropped).
+	`
+ALTER TABLE @.records ADD COLUMN IF NOT EXISTS canonical_arguments text;
+DROP FUNCTION IF EXISTS @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint);
+` + claimFunctionV5 + `
+ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint, text)
+	SET plan_cache_mode = force_custom_plan;`,
+}
+
+// claimFunctionV1 is the claim function as version 1 installed it.
+const claimFunctionV1 = `CREATE OR REPLACE FUNCTION @.claim(
 	p_tenant text, p_tool text, p_key text, p_fingerprint text,
 	p_execution_id text, p_owner text, p_lock_us bigint, p_replay_us bigint,
 	p_lease_expiry text, p_step_guard boolean, p_session_id text, p_step_index bigint,
@@ -200,33 +238,26 @@ BEGIN
 	RAISE EXCEPTION 'toolgateway claim did not settle: the record or its step keeps changing';
 END
 $fn$;
-`,
-	// Version 2: the admin API's lookups. Listings page on (created_at,
-	// tenant, tool, idempotency_key) newest first; each filter has an index
-	// that starts with it, so a page is an index range scan. UNKNOWN and
-	// IN_PROGRESS records are few, so their index is partial and small (a
-	// COMPLETED listing walks records_created, where nearly every row
-	// matches). Sessions use records_step, tenant first.
-	`
-CREATE INDEX IF NOT EXISTS records_created ON @.records (created_at, tenant, tool, idempotency_key);
-CREATE INDEX IF NOT EXISTS records_tenant_created ON @.records (tenant, created_at, tool, idempotency_key);
-CREATE INDEX IF NOT EXISTS records_tool_created ON @.records (tool, created_at);
-CREATE INDEX IF NOT EXISTS records_open_state ON @.records (state, created_at) WHERE state <> 'COMPLETED';
-CREATE INDEX IF NOT EXISTS records_execution ON @.records (execution_id);
-`,
-	// Version 3: the tenants' rate limits and in-flight slots (Limiter,
-	// limits.go). A step of its own, touching no earlier object.
-	limitsMigration,
-	// Version 4: claim plans its statements for each call's arguments.
-	// PL/pgSQL otherwise switches to a cached generic plan after a few
-	// calls, and one cached while the table was still small kept a plan
-	// that grew with the table: BenchmarkBytesPerCall's claims fell to 18
-	// per second at 76 000 rows, and ran at 1 073 per second once this was
-	// set on the same table. Planning a claim's few index lookups costs far
-	// less than that risk.
-	`ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint)
-	SET plan_cache_mode = force_custom_plan;`,
-}
+`
+
+// claimFunctionV5 is version 1's claim function that also stores the
+// call's canonical arguments (p_arguments) with a new or taken-over claim.
+var claimFunctionV5 = strings.NewReplacer(
+	"p_session_id text, p_step_index bigint,\n", "p_session_id text, p_step_index bigint, p_arguments text,\n",
+	"\t\t\t\t\treplay_us = p_replay_us\n", "\t\t\t\t\treplay_us = p_replay_us, canonical_arguments = p_arguments\n",
+	"replay_us, session_id, step_index)\n", "replay_us, session_id, step_index, canonical_arguments)\n",
+	"CASE WHEN bind THEN p_session_id END, CASE WHEN bind THEN p_step_index END)\n", "CASE WHEN bind THEN p_session_id END, CASE WHEN bind THEN p_step_index END, p_arguments)\n",
+).Replace(claimFunctionV1)
+
+// schemaVersionTable creates the schema and its version table, before any
+// migration.
+const schemaVersionTable = `
+CREATE SCHEMA IF NOT EXISTS @@;
+CREATE TABLE IF NOT EXISTS @.schema_version (
+	version    integer     PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+`
 
 // currentVersion is the schema version this code writes and expects.
 var currentVersion = len(migrations)
@@ -240,54 +271,42 @@ const migrationLockKey = 0x7467 // "tg"
 // transaction, under a transaction-scoped advisory lock: replicas starting
 // together queue on the lock, and the first one does the work while the
 // others find the schema current. A schema newer than this code is refused
-// rather than used with statements that may no longer fit it.
-func migrate(ctx context.Context, db beginner, schema string) error {
+// is left alone: the store's layout guard refuses to decide on it.
+// It returns the version found before.
+func migrate(ctx context.Context, db beginner, schema string) (int, error) {
 	return migrateTo(ctx, db, schema, currentVersion)
 }
 
 // migrateTo is migrate up to version target (tests build old schemas).
-func migrateTo(ctx context.Context, db beginner, schema string, target int) error {
+func migrateTo(ctx context.Context, db beginner, schema string, target int) (have int, err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
+		return 0, fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	q := qualifier(schema)
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrationLockKey, schema); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: advisory lock: %w", schema, err)
+		return 0, fmt.Errorf("pgstore: migrate schema %s: advisory lock: %w", schema, err)
 	}
-	setup := q(`
-CREATE SCHEMA IF NOT EXISTS @@;
-CREATE TABLE IF NOT EXISTS @.schema_version (
-	version    integer     PRIMARY KEY,
-	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
-);`)
-	if _, err := tx.Exec(ctx, setup); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
+	if _, err := tx.Exec(ctx, q(schemaVersionTable)); err != nil {
+		return 0, fmt.Errorf("pgstore: migrate schema %s: %w", schema, err)
 	}
-	var have int
 	if err := tx.QueryRow(ctx, q("SELECT coalesce(max(version), 0) FROM @.schema_version")).Scan(&have); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: read version: %w", schema, err)
-	}
-	if have > currentVersion {
-		return fmt.Errorf("pgstore: schema %s is at version %d, %w (%d): upgrade the gateway", schema, have, errNewerSchema, currentVersion)
+		return 0, fmt.Errorf("pgstore: migrate schema %s: read version: %w", schema, err)
 	}
 	for v := have; v < target; v++ {
 		if _, err := tx.Exec(ctx, q(migrations[v])); err != nil {
-			return fmt.Errorf("pgstore: migrate schema %s to version %d: %w", schema, v+1, err)
+			return have, fmt.Errorf("pgstore: migrate schema %s to version %d: %w", schema, v+1, err)
 		}
 		if _, err := tx.Exec(ctx, q("INSERT INTO @.schema_version (version) VALUES ($1)"), v+1); err != nil {
-			return fmt.Errorf("pgstore: migrate schema %s: record version %d: %w", schema, v+1, err)
+			return have, fmt.Errorf("pgstore: migrate schema %s: record version %d: %w", schema, v+1, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: migrate schema %s: commit: %w", schema, err)
+		return have, fmt.Errorf("pgstore: migrate schema %s: commit: %w", schema, err)
 	}
-	return nil
+	return have, nil
 }
-
-// errNewerSchema: the schema was migrated by a newer gateway.
-var errNewerSchema = errors.New("newer than this gateway's schema version")
 
 // beginner starts transactions (a pool or a connection).
 type beginner interface {

@@ -3,11 +3,13 @@ package pgstore
 // statements are the SQL texts of the store's operations, with the schema
 // written in. Each is one statement, sent in one round trip. Owner-checked
 // statements match the record by scope, state, owner and fencing token, and
-// only while it has not expired, so a lease that was taken over, completed,
-// released, deleted or has run out changes nothing. Times come from
+// only while the record has not expired, so a lease that was taken over,
+// completed, released or deleted changes nothing. A lease that merely ran
+// out still matches (the record lives its replay TTL past the lease): the
+// owner may complete it until another claim takes it over. Times come from
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
-	claim, renew, complete, release, get, delete, sweep string
+	claim, renew, complete, markUnknown, release, get, delete, sweep string
 	// Admin statements (admin.go).
 	findExecution, resolve string
 }
@@ -19,7 +21,7 @@ func newStatements(schema string) statements {
 	const clock = `(SELECT clock_timestamp() AS now) c`
 	return statements{
 		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool
-			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
+			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`),
 		// $6: the new lease in µs; the record then lives the claim's replay
 		// TTL past it, so an expired lease stays visible for takeover.
 		renew: q(`UPDATE @.records r
@@ -30,7 +32,13 @@ func newStatements(schema string) statements {
 		complete: q(`UPDATE @.records r
 			SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
 				expires_at = c.now + $6 * interval '1 microsecond',
-				status = $7, content_type = $8, body = $9
+				status = $7, content_type = $8, body = $9, canonical_arguments = NULL
+			FROM ` + clock + ` WHERE ` + owned),
+		// $6 ttl µs: the same row the claim function writes for an
+		// expired lease under lease_expiry 'unknown'.
+		markUnknown: q(`UPDATE @.records r
+			SET state = 'UNKNOWN', owner = NULL, lease_expires_at = NULL,
+				expires_at = c.now + $6 * interval '1 microsecond'
 			FROM ` + clock + ` WHERE ` + owned),
 		release: q(`DELETE FROM @.records r USING ` + clock + ` WHERE ` + owned),
 		get: q(`SELECT ` + recordColumns + `
@@ -51,7 +59,7 @@ func newStatements(schema string) statements {
 			upd AS (UPDATE @.records r
 				SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
 					expires_at = c.now + $4 * interval '1 microsecond',
-					status = $5, content_type = $6, body = $7
+					status = $5, content_type = $6, body = $7, canonical_arguments = NULL
 				FROM c
 				WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now
 					AND (r.state = 'UNKNOWN' OR (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= c.now))
@@ -72,4 +80,4 @@ func newStatements(schema string) statements {
 // recordColumns are the columns scanRecord reads, in its order.
 const recordColumns = `r.tenant, r.tool, r.idempotency_key, r.state, r.fingerprint, r.execution_id,
 	r.fencing_token, r.created_at, r.lease_expires_at, r.expires_at, r.session_id, r.step_index,
-	r.status, r.content_type, r.body`
+	r.status, r.content_type, r.body, r.canonical_arguments`

@@ -58,6 +58,10 @@ type Options struct {
 	// SweepBatch bounds the rows one sweep statement deletes (default 1000),
 	// so a sweep never holds many row locks or a long transaction.
 	SweepBatch int
+	// NoMigrate stops the store from creating or upgrading its schema
+	// (store.migrate: false): a schema that is behind is refused with
+	// idempotency.ErrLayoutBehind, and `gateway migrate` upgrades it.
+	NoMigrate bool
 }
 
 // Store is an idempotency.Store on PostgreSQL. It is safe for concurrent use.
@@ -72,6 +76,10 @@ type Store struct {
 	// every operation runs the migration first (under migrateMu).
 	migrated  atomic.Bool
 	migrateMu sync.Mutex
+	noMigrate bool
+	// guard refuses every operation on a schema newer than this code
+	// knows (layout.go).
+	guard *idempotency.LayoutGuard
 
 	stopSweeper context.CancelFunc
 	sweeperDone chan struct{}
@@ -79,15 +87,19 @@ type Store struct {
 }
 
 var (
-	_ idempotency.Store   = (*Store)(nil)
-	_ idempotency.TxStore = (*Store)(nil)
+	_ idempotency.Store    = (*Store)(nil)
+	_ idempotency.TxStore  = (*Store)(nil)
+	_ idempotency.Migrator = (*Store)(nil)
 )
 
 // New creates or upgrades the schema on pool and returns a Store that uses
 // it. The caller keeps ownership of pool (Close does not close it). If the
 // database does not answer, New still returns the Store, which migrates on
 // first use (its operations fail until then); a database that answers and
-// refuses (a newer schema, missing rights) is an error.
+// refuses (missing rights; with NoMigrate, a schema that is behind) is an
+// error. On a schema newer than this code it starts and decides nothing.
+// With NoMigrate it changes nothing; a schema that is behind is refused by
+// every operation until Migrate upgrades it.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.Schema == "" {
 		opts.Schema = DefaultSchema
@@ -101,7 +113,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		sql:         newStatements(opts.Schema),
 		sweepBatch:  opts.SweepBatch,
 		sweeperDone: make(chan struct{}),
+		noMigrate:   opts.NoMigrate,
 	}
+	s.guard = idempotency.NewLayoutGuard(storeKind, currentVersion, s.readVersion)
 	if s.sweepBatch <= 0 {
 		s.sweepBatch = DefaultSweepBatch
 	}
@@ -109,7 +123,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	// first tries the migration again (and fails with a store error, a 503,
 	// until it succeeds). A database that answers and refuses the schema
 	// is: that needs a human.
-	if err := s.ready(ctx); err != nil && !IsConnectionError(err) {
+	// A newer schema is not fatal either: the store starts and refuses
+	// every decision (the layout guard), so /readyz names both versions.
+	// With NoMigrate a schema that is behind is not fatal here: operations
+	// refuse it (ErrLayoutBehind), and the caller decides (start-up exits
+	// naming `gateway migrate`, which runs Migrate on this store).
+	if err := s.setUp(ctx); err != nil && !IsConnectionError(err) && !errors.Is(err, idempotency.ErrLayoutBehind) {
 		return nil, err
 	}
 	interval := opts.SweepInterval
@@ -167,18 +186,36 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// ready makes sure the schema is current: after the first success it
-// costs nothing.
+// ready makes sure the schema is current (after the first success that
+// costs nothing) and that no newer gateway moved it since (the layout
+// guard: one read of the version per idempotency.LayoutRefresh).
 func (s *Store) ready(ctx context.Context) error {
-	if s.migrated.Load() {
-		return nil
+	if !s.migrated.Load() {
+		if err := s.setUp(ctx); err != nil {
+			return err
+		}
 	}
+	if err := s.guard.Check(ctx); err != nil {
+		return fmt.Errorf("pgstore: schema %s: %w", s.schema, err)
+	}
+	return nil
+}
+
+func (s *Store) setUp(ctx context.Context) error {
 	s.migrateMu.Lock()
 	defer s.migrateMu.Unlock()
 	if s.migrated.Load() {
 		return nil
 	}
-	if err := migrate(ctx, s.pool, s.schema); err != nil {
+	if s.noMigrate {
+		found, err := s.readVersion(ctx)
+		if err != nil {
+			return fmt.Errorf("pgstore: schema %s: read version: %w", s.schema, err)
+		}
+		if found < currentVersion {
+			return fmt.Errorf("pgstore: schema %s is at version %d, this gateway writes %d: %w; run `gateway migrate`", s.schema, found, currentVersion, idempotency.ErrLayoutBehind)
+		}
+	} else if _, err := s.migrateAndWait(ctx); err != nil {
 		return err
 	}
 	s.migrated.Store(true)
@@ -190,7 +227,7 @@ func (s *Store) ready(ctx context.Context) error {
 // The first is no reason to stop a program at start (it is retried); the
 // second is.
 func IsConnectionError(err error) bool {
-	if errors.Is(err, errNewerSchema) {
+	if errors.Is(err, idempotency.ErrNewerLayout) || errors.Is(err, idempotency.ErrLayoutBehind) {
 		return false
 	}
 	var connectErr *pgconn.ConnectError

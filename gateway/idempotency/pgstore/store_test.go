@@ -80,16 +80,41 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 }
 
-// TestNewerSchemaRefused: a gateway older than its schema refuses to start
-// rather than run statements the schema may no longer fit.
-func TestNewerSchemaRefused(t *testing.T) {
-	s, pool := newTestStore(t, Options{})
-	if _, err := pool.Exec(t.Context(), qualifier(s.schema)("INSERT INTO @.schema_version (version) VALUES ($1)"), currentVersion+1); err != nil {
+// TestNewerSchemaDecidesNothing: a gateway older than its schema starts,
+// but decides nothing on it (every operation a *LayoutError, the call
+// path's 503) and its Ping names both versions (/readyz). A store that was
+// already running notices within idempotency.LayoutRefresh.
+func TestNewerSchemaDecidesNothing(t *testing.T) {
+	running, pool := newTestStore(t, Options{})
+	if _, err := running.Claim(t.Context(), request("before", nil)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(t.Context(), pool, Options{Schema: s.schema, SweepInterval: -1})
-	if err == nil || !strings.Contains(err.Error(), "newer than this gateway") {
-		t.Fatalf("New on a newer schema = %v, want a refusal", err)
+	if _, err := pool.Exec(t.Context(), qualifier(running.schema)("INSERT INTO @.schema_version (version) VALUES ($1)"), currentVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	started, err := New(t.Context(), pool, Options{Schema: running.schema, SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("New on a newer schema = %v, want a store that refuses to decide", err)
+	}
+	t.Cleanup(func() { _ = started.Close() })
+	time.Sleep(idempotency.LayoutRefresh + 100*time.Millisecond)
+	rows := count(t, running, pool)
+	for name, s := range map[string]*Store{"started on it": started, "running before": running} {
+		_, err := s.Claim(t.Context(), request("after-"+strings.ReplaceAll(name, " ", "-"), nil))
+		var layoutErr *idempotency.LayoutError
+		if !errors.As(err, &layoutErr) || layoutErr.Found != currentVersion+1 || layoutErr.Known != currentVersion {
+			t.Errorf("%s: Claim = %v, want a LayoutError %d > %d", name, err, currentVersion+1, currentVersion)
+		}
+		if _, err := s.Get(t.Context(), request("before", nil).Scope); !errors.Is(err, idempotency.ErrNewerLayout) {
+			t.Errorf("%s: Get = %v, want ErrNewerLayout", name, err)
+		}
+		err = s.Ping(t.Context())
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("version %d, this gateway knows up to %d", currentVersion+1, currentVersion)) {
+			t.Errorf("%s: Ping = %v, want both versions named", name, err)
+		}
+	}
+	if n := count(t, running, pool); n != rows {
+		t.Errorf("records: %d after the refused claims, want %d", n, rows)
 	}
 }
 
@@ -192,11 +217,17 @@ func TestExpiredRowCountsAsAbsent(t *testing.T) {
 	}
 }
 
-// statementCounter counts the statements a pool sends.
-type statementCounter struct{ n atomic.Int64 }
+// statementCounter counts the statements a pool sends, except the layout
+// guard's read of the schema version (at most one per
+// idempotency.LayoutRefresh per gateway, not per decision).
+type statementCounter struct{ n, versionReads atomic.Int64 }
 
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(data.SQL, "schema_version") {
+		c.versionReads.Add(1)
+	} else {
+		c.n.Add(1)
+	}
 	return ctx
 }
 
@@ -297,7 +328,7 @@ func TestIsConnectionError(t *testing.T) {
 		{fmt.Errorf("migrate: %w", &pgconn.PgError{Code: "57P03"}), true}, // starting up
 		{&pgconn.PgError{Code: "53300"}, true},                            // too many connections
 		{&pgconn.PgError{Code: "42501"}, false},                           // insufficient privilege
-		{fmt.Errorf("x: %w", errNewerSchema), false},
+		{fmt.Errorf("x: %w", &idempotency.LayoutError{Store: storeKind, Found: 9, Known: 5}), false},
 		{context.DeadlineExceeded, true},
 	} {
 		if got := IsConnectionError(tc.err); got != tc.want {
@@ -348,17 +379,17 @@ func TestClaimPlansPerCall(t *testing.T) {
 		return settings
 	}
 	fresh := pgtest.Schema(t, url)
-	if err := migrate(t.Context(), pool, fresh); err != nil {
+	if _, err := migrate(t.Context(), pool, fresh); err != nil {
 		t.Fatal(err)
 	}
 	upgraded := pgtest.Schema(t, url)
-	if err := migrateTo(t.Context(), pool, upgraded, 3); err != nil {
+	if _, err := migrateTo(t.Context(), pool, upgraded, 3); err != nil {
 		t.Fatal(err)
 	}
 	if got := config(upgraded); len(got) != 0 {
 		t.Fatalf("version 3's claim already has settings %v", got)
 	}
-	if err := migrate(t.Context(), pool, upgraded); err != nil {
+	if _, err := migrate(t.Context(), pool, upgraded); err != nil {
 		t.Fatal(err)
 	}
 	for _, schema := range []string{fresh, upgraded} {

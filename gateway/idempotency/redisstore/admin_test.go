@@ -175,7 +175,7 @@ func TestListWorkIsBounded(t *testing.T) {
 	server := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr})
 	t.Cleanup(func() { _ = client.Close() })
-	s := New(client, Options{NoLegacyLayout: true})
+	s := New(client, Options{})
 	ctx := t.Context()
 	const n = 5000
 	for i := range n {
@@ -204,5 +204,28 @@ func TestListWorkIsBounded(t *testing.T) {
 	}
 	if got := len(listAll(t, s, idempotency.ListFilter{State: idempotency.StateCompleted, Limit: 1000})); got != n/2 {
 		t.Fatalf("listed %d COMPLETED records, want %d", got, n/2)
+	}
+}
+
+// listAll pages through a listing.
+func listAll(t *testing.T, s *Store, f idempotency.ListFilter) []idempotency.Record {
+	t.Helper()
+	var all []idempotency.Record
+	for pages := 0; ; pages++ {
+		page, err := s.List(t.Context(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Records) > f.Limit {
+			t.Fatalf("page of %d records, limit %d", len(page.Records), f.Limit)
+		}
+		all = append(all, page.Records...)
+		if page.Cursor == "" {
+			return all
+		}
+		if pages > 10000 {
+			t.Fatal("listing does not end")
+		}
+		f.Cursor = page.Cursor
 	}
 }

@@ -16,35 +16,33 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
+	if err := s.ready(ctx); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+	}
 	req.Step = s.keys.slotStep(req)
 	record := s.keys.record(req.Scope, req.Step)
 	keys := []string{record}
-	hasStep, legacy, session := "0", "0", ""
+	args := claimArgs{
+		Fingerprint: packID(req.Fingerprint),
+		Exec:        packID(req.ExecutionID),
+		Owner:       packID(req.Owner),
+		LockMS:      millis(req.LockTTL),
+		ReplayMS:    millis(req.ReplayTTL),
+		LeaseExpiry: string(req.LeaseExpiry),
+		StepGuard:   flag(req.StepGuard),
+		Tool:        req.Scope.Tool,
+		Arguments:   req.CanonicalArguments,
+	}
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
-		hasStep, session = "1", packID(req.Step.SessionID)
+		args.Session = packID(req.Step.SessionID)
 	}
-	if s.legacy {
-		legacy = "1"
-		keys = append(keys, s.keys.legacyRecord(req.Scope, req.Step))
-		if req.Step != nil {
-			keys = append(keys, s.keys.legacyStep(req.Scope.Tenant, *req.Step))
-		}
-	}
-	lockMS, replayMS := millis(req.LockTTL), millis(req.ReplayTTL)
-	guard := "0"
-	if req.StepGuard {
-		guard = "1"
-	}
-	fp, exec, owner := packID(req.Fingerprint), packID(req.ExecutionID), packID(req.Owner)
-	if len(fp) > 255 || len(exec) > 255 || len(owner) > 255 || len(session) > 65535 {
+	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id or owner above 255 bytes, or session id above 65535", req.Scope)
 	}
-	calls := []scriptCall{{claimScript, keys, []any{
-		fp, exec, owner, lockMS, replayMS, string(req.LeaseExpiry), guard, hasStep, legacy, session, req.Fingerprint, req.Scope.Tool,
-	}}}
+	calls := []scriptCall{{claimScript, keys, args.argv()}}
 	if s.keys.usesPointer(req.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, []any{record, lockMS + replayMS}})
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: args.LockMS + args.ReplayMS}.argv()})
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -80,7 +78,6 @@ func validateClaim(req idempotency.ClaimRequest) error {
 
 var errBadReply = errors.New("unexpected script reply")
 
-// decodeDecision turns the claim script's reply into a Decision.
 // claimed is the decision of a claim the caller now owns.
 func claimed(req idempotency.ClaimRequest, exec string, fence int64, takenOver bool) idempotency.Decision {
 	lease := idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: fence, ExecutionID: exec}
@@ -104,7 +101,7 @@ func decodeReplay(scope idempotency.Scope, value string) (idempotency.Decision, 
 // decodeDecision turns the claim script's other replies into a Decision.
 // Execution ids and content types arrive packed (packID, packCtype).
 func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
-	want := map[string]int{"claimed": 4, "replay": 5, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2}
+	want := map[string]int{"claimed": 4, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2}
 	if len(reply) == 0 || want[reply[0]] != len(reply) {
 		return idempotency.Decision{}, fmt.Errorf("%w: %d fields", errBadReply, len(reply)) // no raw reply: it may hold the key
 	}
@@ -130,17 +127,6 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 			return idempotency.Decision{}, fmt.Errorf("%w: fencing token %q", errBadReply, reply[2])
 		}
 		return claimed(req, reply[1], fence, reply[3] == "1"), nil
-	case "replay":
-		status, err := strconv.Atoi(reply[2])
-		if err != nil {
-			return idempotency.Decision{}, fmt.Errorf("%w: status %q", errBadReply, reply[2])
-		}
-		ctype, ok := unpackCtype(reply[3])
-		if !ok {
-			return idempotency.Decision{}, fmt.Errorf("%w: content type", errBadReply)
-		}
-		resp := &idempotency.StoredResponse{Status: status, ContentType: ctype, Body: []byte(reply[4])}
-		return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: reply[1], Response: resp}, nil
 	case "in_progress":
 		remaining, err := strconv.ParseInt(reply[2], 10, 64)
 		if err != nil {

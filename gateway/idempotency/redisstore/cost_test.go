@@ -61,17 +61,14 @@ func readCost(ctx context.Context, tb testing.TB, c *redis.Client) redisCost {
 // and reports the server's CPU (INFO cpu) and script time (commandstats)
 // per fresh call and per replay. Run with -benchtime=1x: one iteration is
 // the whole measurement. The sub-benchmarks send the calls from 1 and from
-// 16 goroutines, with the previous layout still looked at (the default
-// during the upgrade window) and without (Options.NoLegacyLayout).
+// 16 goroutines.
 func BenchmarkMemoryPerCall(b *testing.B) {
-	for _, legacy := range []bool{true, false} {
-		for _, workers := range []int{1, 16} {
-			b.Run(fmt.Sprintf("legacy=%v/workers=%d", legacy, workers), func(b *testing.B) {
-				for b.Loop() {
-					measureCost(b, workers, Options{NoLegacyLayout: !legacy})
-				}
-			})
-		}
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for b.Loop() {
+				measureCost(b, workers, Options{})
+			}
+		})
 	}
 }
 
@@ -98,13 +95,19 @@ func measureCost(b *testing.B, workers int, opts Options) {
 		}
 	}
 	before := readCost(ctx, b, client)
+	// Every call claimed first (the open records, arguments included),
+	// then every one completed (the arguments dropped).
+	leases := make([]idempotency.Lease, len(reqs))
 	run(func(i int) error {
 		d, err := store.Claim(ctx, reqs[i])
 		if err != nil || d.Outcome != idempotency.OutcomeClaimed {
 			return fmt.Errorf("claim %d: %v %v", i, d.Outcome, err)
 		}
-		return store.Complete(ctx, d.Lease, resp, time.Hour)
+		leases[i] = d.Lease
+		return nil
 	})
+	open := readCost(ctx, b, client)
+	run(func(i int) error { return store.Complete(ctx, leases[i], resp, time.Hour) })
 	fresh := readCost(ctx, b, client)
 	run(func(i int) error {
 		d, err := store.Claim(ctx, reqs[i])
@@ -126,6 +129,7 @@ func measureCost(b *testing.B, workers int, opts Options) {
 		b.Fatal(err)
 	}
 	n := float64(storetest.ReferenceCalls)
+	b.ReportMetric(float64(open.usedMemory-before.usedMemory)/n, "redis-bytes/open-call")
 	b.ReportMetric(float64(fresh.usedMemory-before.usedMemory)/n, "redis-bytes/call")
 	b.ReportMetric(float64(keys)/n, "keys/call")
 	b.ReportMetric((fresh.cpuMicros-before.cpuMicros)/n, "redis-cpu-µs/fresh")

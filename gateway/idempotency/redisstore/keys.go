@@ -34,10 +34,8 @@ import (
 // pointer is needed: a retry that names another session still meets its
 // record.
 //
-// The tags are the previous layout's (16 hex characters of SHA-256 of the
-// newline-joined parts), so a record's new and old (legacy*) key names
-// share a Cluster slot and one script can look at both during the
-// upgrade window (see Options.NoLegacyLayout). The tag keeps user input
+// A tag is 16 hex characters of SHA-256 of the newline-joined parts. It
+// keeps user input
 // ('{', '}' in sessions and keys) out of the slot computation: the first
 // '{' of the name opens the tag, and the bytes after its '}' may be any.
 type keyLayout struct {
@@ -129,25 +127,6 @@ func (k keyLayout) step(tenant string, step idempotency.Step) string {
 func (k keyLayout) pointer(scope idempotency.Scope) string {
 	return k.prefix + "P{" + k.scopeTag(scope) + "}"
 }
-
-// The previous layout's names (records written before the upgrade):
-//
-//	<prefix>r:{tag}:<tool>:<key>          record (hash with every field)
-//	<prefix>s:{H(tenant,session)}:<index> step guard entry → record key name
-//	<prefix>p:{H(tenant,tool,key)}:<tool>:<key>  Cluster: set of record key names
-func (k keyLayout) legacyRecord(scope idempotency.Scope, step *idempotency.Step) string {
-	return k.prefix + "r:{" + k.recordTag(scope, step) + "}:" + scope.Tool + ":" + scope.Key
-}
-
-func (k keyLayout) legacyStep(tenant string, step idempotency.Step) string {
-	return k.prefix + "s:{" + tag(tenant, step.SessionID) + "}:" + strconv.FormatUint(step.Index, 10)
-}
-
-func (k keyLayout) legacyPointer(scope idempotency.Scope) string {
-	return k.prefix + "p:{" + k.scopeTag(scope) + "}:" + scope.Tool + ":" + scope.Key
-}
-
-func (k keyLayout) legacyPattern() string { return globEscape(k.prefix) + "r:{*" }
 
 // slotStep returns the step a claim is keyed and guarded by. On a cluster a
 // key not bound to its step (opaque mode) must live by its scope alone, so

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -15,7 +14,10 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: renew: ttl %v must be positive", ttl)
 	}
-	ok, err := s.evalInt(ctx, scriptCall{renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease, millis(ttl))})
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("renew", lease, 0, err)
+	}
+	ok, err := s.evalInt(ctx, scriptCall{renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl)}.argv()})
 	return ownedResult("renew", lease, ok, err)
 }
 
@@ -26,15 +28,18 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: complete: ttl %v must be positive", ttl)
 	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("complete", lease, 0, err)
+	}
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
 	calls := []scriptCall{{completeScript, []string{record},
-		ownerArgs(lease, ttlMS, strconv.Itoa(resp.Status), packCtype(resp.ContentType), resp.Body)}}
+		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body}.argv()}}
 	if err := checkResponse(resp); err != nil {
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
 	if s.keys.usesPointer(lease.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, []any{record, ttlMS}})
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}.argv()})
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -47,15 +52,41 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	return ownedResult("complete", lease, ok, err)
 }
 
-// Release deletes the record and frees its step if the caller still owns it.
-func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
-	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, ownerArgs(lease)})
-	return ownedResult("release", lease, ok, err)
+// MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
+// caller still owns it (an expired lease nobody took over included). For a
+// record under a session tag the same pipeline keeps the scope's pointer
+// alive as long as the record, as Complete does.
+func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("redisstore: mark unknown: ttl %v must be positive", ttl)
+	}
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("mark unknown", lease, 0, err)
+	}
+	record := s.keys.record(lease.Scope, lease.Step)
+	ttlMS := millis(ttl)
+	calls := []scriptCall{{markUnknownScript, []string{record}, markUnknownArgs{ownerOf(lease), ttlMS}.argv()}}
+	if s.keys.usesPointer(lease.Step) {
+		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}.argv()})
+	}
+	cmds, acked, err := s.evalReplicated(ctx, calls...)
+	if err != nil {
+		return ownedResult("mark unknown", lease, 0, err)
+	}
+	ok, err := cmds[0].Int()
+	if err == nil && ok == 1 {
+		err = s.wait.check(acked)
+	}
+	return ownedResult("mark unknown", lease, ok, err)
 }
 
-// ownerArgs are the owner check's arguments followed by more.
-func ownerArgs(lease idempotency.Lease, more ...any) []any {
-	return append([]any{packID(lease.Owner), strconv.FormatInt(lease.FencingToken, 10)}, more...)
+// Release deletes the record and frees its step if the caller still owns it.
+func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
+	if err := s.ready(ctx); err != nil {
+		return ownedResult("release", lease, 0, err)
+	}
+	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease)}.argv()})
+	return ownedResult("release", lease, ok, err)
 }
 
 // checkResponse refuses what the packed record cannot hold: a status

@@ -105,14 +105,14 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 	if err != nil {
 		return idempotency.Page{}, err
 	}
+	if err := s.ready(ctx); err != nil {
+		return idempotency.Page{}, fmt.Errorf("redisstore: list: %w", err)
+	}
 	nodes, err := s.scanNodes(ctx)
 	if err != nil {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: %w", err)
 	}
-	phases := 1
-	if s.legacy {
-		phases = 2
-	}
+	const phases = 1 // the cursor's phase field is kept for cursors already handed out
 	count := int64(max(filter.Limit, listMinCount))
 	var page []idempotency.Record
 	for range listRounds {
@@ -120,7 +120,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 			return idempotency.Page{Records: page}, nil
 		}
 		node := nodes[cur.node]
-		names, next, err := node.Scan(ctx, cur.scan, s.listPattern(cur.phase, filter), count).Result()
+		names, next, err := node.Scan(ctx, cur.scan, s.listPattern(filter), count).Result()
 		if err != nil {
 			return idempotency.Page{}, fmt.Errorf("redisstore: list: scan: %w", err)
 		}
@@ -161,12 +161,9 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 	return idempotency.Page{Records: page, Cursor: cur.String()}, nil
 }
 
-// listPattern narrows a phase's SCAN on the server: with a tenant (and a
-// tool) the record names of the new layout share a prefix after the tag.
-func (s *Store) listPattern(phase int, filter idempotency.ListFilter) string {
-	if phase == 1 {
-		return s.keys.legacyPattern()
-	}
+// listPattern narrows a listing's SCAN on the server: with a tenant (and a
+// tool) the record names share a prefix after the tag.
+func (s *Store) listPattern(filter idempotency.ListFilter) string {
 	if filter.Tenant == "" {
 		return s.keys.recordPattern()
 	}
@@ -223,42 +220,37 @@ func (s *Store) scanNodes(ctx context.Context) ([]*redis.Client, error) {
 // first headerRead bytes (GETRANGE) — O(records) work on the server, in
 // bounded steps. See docs/idempotency.md for the cost.
 func (s *Store) FindExecution(ctx context.Context, executionID string) (idempotency.Record, error) {
+	if err := s.ready(ctx); err != nil {
+		return idempotency.Record{}, fmt.Errorf("redisstore: find execution: %w", err)
+	}
 	nodes, err := s.scanNodes(ctx)
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: find execution: %w", err)
 	}
 	want := packID(executionID)
-	for phase := range 2 {
-		if phase == 1 && !s.legacy {
-			break
-		}
-		pattern := s.keys.recordPattern()
-		if phase == 1 {
-			pattern = s.keys.legacyPattern()
-		}
-		for _, node := range nodes {
-			var cursor uint64
-			for {
-				names, next, err := node.Scan(ctx, cursor, pattern, findCount).Result()
-				if err != nil {
-					return idempotency.Record{}, fmt.Errorf("redisstore: find execution: scan: %w", err)
-				}
-				name, err := s.findIn(ctx, node, names, phase == 1, want, executionID)
+	pattern := s.keys.recordPattern()
+	for _, node := range nodes {
+		var cursor uint64
+		for {
+			names, next, err := node.Scan(ctx, cursor, pattern, findCount).Result()
+			if err != nil {
+				return idempotency.Record{}, fmt.Errorf("redisstore: find execution: scan: %w", err)
+			}
+			name, err := s.findIn(ctx, node, names, want)
+			if err != nil {
+				return idempotency.Record{}, fmt.Errorf("redisstore: find execution: %w", err)
+			}
+			if name != "" {
+				loaded, err := s.load(ctx, node, []string{name}, true)
 				if err != nil {
 					return idempotency.Record{}, fmt.Errorf("redisstore: find execution: %w", err)
 				}
-				if name != "" {
-					loaded, err := s.load(ctx, node, []string{name}, true)
-					if err != nil {
-						return idempotency.Record{}, fmt.Errorf("redisstore: find execution: %w", err)
-					}
-					if len(loaded) == 1 && loaded[0].record.ExecutionID == executionID {
-						return loaded[0].record, nil
-					}
+				if len(loaded) == 1 && loaded[0].record.ExecutionID == executionID {
+					return loaded[0].record, nil
 				}
-				if cursor = next; cursor == 0 {
-					break
-				}
+			}
+			if cursor = next; cursor == 0 {
+				break
 			}
 		}
 	}
@@ -266,33 +258,22 @@ func (s *Store) FindExecution(ctx context.Context, executionID string) (idempote
 }
 
 // findIn returns the name among names whose record has the execution id
-// (packed: want; text, for the previous layout: id), or "".
-func (s *Store) findIn(ctx context.Context, node *redis.Client, names []string, legacy bool, want, id string) (string, error) {
+// (packed: want), or "".
+func (s *Store) findIn(ctx context.Context, node *redis.Client, names []string, want string) (string, error) {
 	if len(names) == 0 {
 		return "", nil
 	}
 	cmds := make([]*redis.StringCmd, len(names))
 	if _, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, name := range names {
-			if legacy {
-				cmds[i] = pipe.HGet(ctx, name, "exec")
-			} else {
-				cmds[i] = pipe.GetRange(ctx, name, 0, headerRead-1)
-			}
+			cmds[i] = pipe.GetRange(ctx, name, 0, headerRead-1)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}
 	for i, cmd := range cmds {
-		v := cmd.Val()
-		if legacy {
-			if v == id {
-				return names[i], nil
-			}
-			continue
-		}
-		r := &reader{b: []byte(v)}
+		r := &reader{b: []byte(cmd.Val())}
 		r.u8()
 		r.str(r.u8())
 		if exec := r.str(r.u8()); r.err == nil && exec == want {

@@ -10,6 +10,26 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
+// The record layout in struct.pack notation, as every script declares it
+// at its top (claim.lua documents the fields; TestScriptLayouts holds the
+// scripts equal to these).
+const (
+	// layoutHead is the header every record starts with: state,
+	// fingerprint, execution id, fencing token, created, step key, held,
+	// session.
+	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0"
+	// layoutProgress follows the header of an IN_PROGRESS record: owner,
+	// lease end (µs), replay ms; the canonical arguments are the rest (an
+	// UNKNOWN record keeps them right after its header).
+	layoutProgress = ">Bc0I8I8"
+	// layoutDone follows the header of a COMPLETED record: status, content
+	// type; the body is the rest.
+	layoutDone = ">HHc0"
+	// layoutStep is a step entry's value: the holder's execution id; its
+	// tool is the rest.
+	layoutStep = ">Bc0"
+)
+
 // packed is a record value as claim.lua lays it out (one string).
 type packed struct {
 	state    byte // 'P', 'C' or 'U'
@@ -23,6 +43,7 @@ type packed struct {
 	status   int   // 'C' only
 	ctype    string
 	body     []byte
+	args     []byte // 'P' and 'U': the canonical arguments (the rest)
 }
 
 // reader walks a packed value; the first error sticks.
@@ -87,11 +108,13 @@ func decodePacked(v string) (packed, error) {
 		r.str(r.u8()) // owner
 		p.lease = r.u64()
 		r.u64() // replay ms
+		p.args = r.b
 	case 'C':
 		p.status = r.u16()
 		p.ctype = r.str(r.u16())
 		p.body = r.b
 	case 'U':
+		p.args = r.b
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("%w: record state %q", errBadReply, p.state)
@@ -139,6 +162,9 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 	case 'C':
 		rec.Response = &idempotency.StoredResponse{Status: p.status, ContentType: ctype, Body: p.body}
 	}
+	if len(p.args) > 0 {
+		rec.CanonicalArguments = p.args
+	}
 	return rec, nil
 }
 
@@ -148,50 +174,6 @@ func expiresAt(unix time.Duration) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(unix.Milliseconds())
-}
-
-// legacyRecordOf turns a hash of the previous layout into a Record. Its
-// step field names the step key, not the session, so Step stays nil.
-func legacyRecordOf(scope idempotency.Scope, f map[string]string) (idempotency.Record, error) {
-	micros := func(field string) (time.Time, error) {
-		if f[field] == "" {
-			return time.Time{}, nil
-		}
-		us, err := strconv.ParseInt(f[field], 10, 64)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: %s", errBadReply, field)
-		}
-		return time.UnixMicro(us), nil
-	}
-	rec := idempotency.Record{
-		Scope:       scope,
-		State:       idempotency.State(f["state"]),
-		Fingerprint: f["fp"],
-		ExecutionID: f["exec"],
-	}
-	var err error
-	if rec.FencingToken, err = strconv.ParseInt(f["fence"], 10, 64); err != nil {
-		return idempotency.Record{}, fmt.Errorf("%w: fence", errBadReply)
-	}
-	if rec.CreatedAt, err = micros("created"); err != nil {
-		return idempotency.Record{}, err
-	}
-	if rec.ExpiresAt, err = micros("expires"); err != nil {
-		return idempotency.Record{}, err
-	}
-	if rec.State == idempotency.StateInProgress {
-		if rec.LeaseExpiresAt, err = micros("lease"); err != nil {
-			return idempotency.Record{}, err
-		}
-	}
-	if rec.State == idempotency.StateCompleted {
-		status, err := strconv.Atoi(f["status"])
-		if err != nil {
-			return idempotency.Record{}, fmt.Errorf("%w: status", errBadReply)
-		}
-		rec.Response = &idempotency.StoredResponse{Status: status, ContentType: f["ctype"], Body: []byte(f["body"])}
-	}
-	return rec, nil
 }
 
 // jsonCtype is the content type of nearly every tool response.

@@ -9,7 +9,7 @@ import (
 // The Lua scripts, one self-contained file each: KEYS, ARGV and the record
 // layout are named at the top of the file (claim.lua documents the
 // layout). Every script runs through Store.eval (eval.go), the one way the
-// store runs a script. legacy_*.lua are the previous layout's scripts.
+// store runs a script.
 var (
 	//go:embed lua/claim.lua
 	claimLua    string
@@ -23,6 +23,10 @@ var (
 	completeLua    string
 	completeScript = redis.NewScript(completeLua)
 
+	//go:embed lua/mark_unknown.lua
+	markUnknownLua    string
+	markUnknownScript = redis.NewScript(markUnknownLua)
+
 	//go:embed lua/release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)
@@ -31,9 +35,9 @@ var (
 	deleteLua    string
 	deleteScript = redis.NewScript(deleteLua)
 
-	//go:embed lua/legacy_delete.lua
-	legacyDeleteLua    string
-	legacyDeleteScript = redis.NewScript(legacyDeleteLua)
+	//go:embed lua/layout.lua
+	layoutLua    string
+	layoutScript = redis.NewScript(layoutLua)
 
 	//go:embed lua/point.lua
 	pointLua    string

@@ -7,6 +7,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,14 +31,10 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT (default 500ms).
 	WaitTimeout time.Duration
-	// NoLegacyLayout stops looking for records of the previous key layout
-	// (hashes under <prefix>r:, step entries under <prefix>s:). Leave it
-	// off until the longest lock_ttl + replay_ttl of any tool has passed
-	// since the last gateway of the previous version stopped: until then
-	// such records still decide claims (a replay must not become a second
-	// execution). Then set it, which saves each claim two key lookups, and
-	// the compat path can be deleted from the code.
-	NoLegacyLayout bool
+	// NoMigrate stops the store from recording its layout version
+	// (store.migrate: false): a store that is behind is refused with
+	// idempotency.ErrLayoutBehind, and `gateway migrate` upgrades it.
+	NoMigrate bool
 }
 
 // Store is an idempotency.Store on Redis. It is safe for concurrent use.
@@ -44,14 +42,20 @@ type Store struct {
 	client redis.UniversalClient
 	keys   keyLayout
 	wait   waitPolicy
-	// legacy: claims, Get, Delete, List and Resolve also look at the
-	// previous layout's keys (Options.NoLegacyLayout off).
-	legacy bool
+
+	// guard refuses every operation on a layout newer than this code
+	// knows (layout.go); setUpDone is set once the layout version was
+	// recorded (or, with noMigrate, found current).
+	guard     *idempotency.LayoutGuard
+	noMigrate bool
+	setUpDone atomic.Bool
+	setUpMu   sync.Mutex
 }
 
 var (
-	_ idempotency.Store = (*Store)(nil)
-	_ idempotency.Admin = (*Store)(nil)
+	_ idempotency.Store    = (*Store)(nil)
+	_ idempotency.Admin    = (*Store)(nil)
+	_ idempotency.Migrator = (*Store)(nil)
 )
 
 // New returns a Store on client (a *redis.Client, *redis.ClusterClient or
@@ -63,11 +67,16 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	}
 	// Only a cluster forces a record into its session's slot (see keyLayout).
 	_, cluster := client.(*redis.ClusterClient)
-	return &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts), legacy: !opts.NoLegacyLayout}
+	s := &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts), noMigrate: opts.NoMigrate}
+	s.guard = idempotency.NewLayoutGuard(storeKind, newestKnownLayout, s.readLayout)
+	return s
 }
 
-// Ping reports whether Redis answers.
+// Ping reports whether Redis answers, with a layout this code knows.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("redisstore: ping: %w", err)
+	}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redisstore: ping: %w", err)
 	}

@@ -146,6 +146,13 @@ func (f *fixture) complete(lease idempotency.Lease, resp idempotency.StoredRespo
 	}
 }
 
+func (f *fixture) markUnknown(lease idempotency.Lease, ttl time.Duration) {
+	f.t.Helper()
+	if err := f.store.MarkUnknown(f.ctx, lease, ttl); err != nil {
+		f.t.Fatalf("MarkUnknown: %v", err)
+	}
+}
+
 func (f *fixture) release(lease idempotency.Lease) {
 	f.t.Helper()
 	if err := f.store.Release(f.ctx, lease); err != nil {
@@ -187,6 +194,9 @@ func (f *fixture) expectLeaseLost(lease idempotency.Lease, what string) {
 	resp := idempotency.StoredResponse{Status: 299, ContentType: "text/plain", Body: []byte("must not be stored")}
 	if err := f.store.Complete(f.ctx, lease, resp, replayTTL); !errors.Is(err, idempotency.ErrLeaseLost) {
 		f.t.Errorf("%s: Complete = %v, want ErrLeaseLost", what, err)
+	}
+	if err := f.store.MarkUnknown(f.ctx, lease, replayTTL); !errors.Is(err, idempotency.ErrLeaseLost) {
+		f.t.Errorf("%s: MarkUnknown = %v, want ErrLeaseLost", what, err)
 	}
 	if err := f.store.Release(f.ctx, lease); !errors.Is(err, idempotency.ErrLeaseLost) {
 		f.t.Errorf("%s: Release = %v, want ErrLeaseLost", what, err)

@@ -23,10 +23,16 @@ const ReferenceCalls = 100_000
 // are measured with.
 var ReferenceBody = []byte(`{"result":"ok","id":"` + strings.Repeat("x", 120-len(`{"result":"ok","id":""}`)) + `"}`)
 
+// ReferenceArguments are the canonical arguments of every reference call
+// (104 bytes, a payment's): stored with the open record, dropped when it
+// completes.
+var ReferenceArguments = []byte(`{"amount":4200,"currency":"EUR","customer":"cus_0000000000000123","description":"order 123, 2 items"}`)
+
 // ReferenceCall is the i-th call of the stores' cost benchmarks, the same
 // for every store so their figures compare: a derived 64-hex key and
 // fingerprint, ULID execution id and owner, and a 36-character session id
-// of its own (one session per call, the worst case for step entries).
+// of its own (one session per call, the worst case for step entries), and
+// ReferenceArguments.
 func ReferenceCall(i int) idempotency.ClaimRequest {
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	n := strconv.Itoa(i)
@@ -36,6 +42,7 @@ func ReferenceCall(i int) idempotency.ClaimRequest {
 		StepGuard: true, StepBoundKey: true,
 		ExecutionID: ulid.MustNew(ulid.Now(), rand.Reader).String(), Owner: ulid.MustNew(ulid.Now(), rand.Reader).String(),
 		LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
+		CanonicalArguments: ReferenceArguments,
 	}
 }
 

@@ -26,6 +26,8 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	cases = append(cases, stepCases()...)
 	cases = append(cases, leaseCases()...)
 	cases = append(cases, recordCases()...)
+	cases = append(cases, outcomeCases()...)
+	cases = append(cases, argumentsCases()...)
 	cases = append(cases, concurrencyCases()...)
 	cases = append(cases, adminCases()...)
 	for _, tc := range cases {

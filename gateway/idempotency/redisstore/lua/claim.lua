@@ -1,11 +1,7 @@
 -- claim: decide one request in one atomic step (see docs/idempotency.md).
 --
--- KEYS    record, then step key (if ARGV[8] is "1"), then the previous
---         layout's record and step key (if ARGV[9] is "1"; same slot)
--- ARGV    fingerprint, execution id, owner (each packed, see packID),
---         lock ms, replay ms, lease-expiry policy, step guard ("1"/"0"),
---         has step, look at the previous layout, session id (packed),
---         fingerprint as text (the previous layout stored it so), tool
+-- KEYS and ARGV are named below, one per line, in the order of the Go
+-- struct that builds them (claimArgs in claim.go; a test holds them equal).
 --
 -- Returns the record value itself when it is COMPLETED with this
 -- fingerprint (a replay: the cheapest answer, decoded by the store)
@@ -15,9 +11,7 @@
 --       | {"in_progress", exec, remaining µs}
 --       | {"key_reused"} | {"unknown", exec}
 --       | {"step_conflict", step value of the holder}
---       | {"replay", exec, status, content type, body}  (previous layout)
--- where exec is packed ("t" + text for a record of the previous layout)
--- and so is the content type ("t" + text, "j" for application/json).
+-- where exec is packed (see packID).
 --
 -- The record is ONE string (struct.pack, big-endian), rewritten whole by
 -- every transition — a hash with a 120-byte body leaves the compact
@@ -31,7 +25,9 @@
 --   step      B c0 the step key of the claim ("" without a step)
 --   held      B    1 if the record holds that step key
 --   session   H c0 session id (packed; "" without a step; for the admin API)
---   then for 'P': owner B c0, lease end I8 (µs), replay ms I8
+--   then for 'P': owner B c0, lease end I8 (µs), replay ms I8, then the
+--                 canonical arguments (the rest)
+--        for 'U': the canonical arguments (the rest)
 --        for 'C': status H, content type H c0 (packed), body (the rest)
 -- Tenant, tool and key are in the record's key name, not the value.
 --
@@ -39,29 +35,29 @@
 -- tool. Every script that changes a record's life changes its held step
 -- key's the same way (and deletes it with the record), so a step key that
 -- exists belongs to a live record: no script reads the holder itself.
-local rec = KEYS[1]
-local fp = ARGV[1]
-local has_step, legacy = ARGV[8] == '1', ARGV[9] == '1'
-local stepkey = has_step and KEYS[2] or nil
-local oldrec, oldstep
-if legacy then
-  local i = has_step and 3 or 2
-  oldrec = KEYS[i]
-  if has_step then oldstep = KEYS[i + 1] end
-end
-local got
-if oldstep then got = redis.call('MGET', rec, stepkey, oldstep)
-elseif stepkey then got = redis.call('MGET', rec, stepkey)
-else got = {redis.call('GET', rec)} end
-local v = got[1]
+local rec = KEYS[1]          -- the record
+local stepkey = KEYS[2]      -- the step entry (absent without a step)
+local fp = ARGV[1]           -- fingerprint (packed)
+local exec = ARGV[2]         -- execution id of a new claim (packed)
+local owner = ARGV[3]        -- owner token of a new claim (packed)
+local lock_ms = tonumber(ARGV[4])    -- the lease
+local replay_ms = tonumber(ARGV[5])  -- how long UNKNOWN (and an expired lease) stay
+local lease_expiry = ARGV[6] -- "rerun" | "unknown" | "" (rerun)
+local step_guard = ARGV[7] == '1'
+local session = ARGV[8]      -- session id (packed; "" without a step)
+local tool = ARGV[9]         -- the tool's name, for the step entry
+local args = ARGV[10]        -- canonical arguments, kept while IN_PROGRESS or UNKNOWN
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+local PROGRESS = '>Bc0I8I8'
+local STEP = '>Bc0'
+
+local v
+if stepkey then v = redis.call('MGET', rec, stepkey) else v = {redis.call('GET', rec)} end
+local holder = v[2]
+v = v[1]
 -- The replay: a COMPLETED record with this fingerprint goes back as it is.
 if v and string.byte(v, 1) == 67 and string.byte(v, 2) == #fp and string.sub(v, 3, 2 + #fp) == fp then return v end
 
-local exec, owner = ARGV[2], ARGV[3]
-local lock_ms, replay_ms = tonumber(ARGV[4]), tonumber(ARGV[5])
-local lease_expiry, step_guard = ARGV[6], ARGV[7] == '1'
-local session, fp_text, tool = ARGV[10], ARGV[11], ARGV[12]
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local function int(n) return string.format('%d', n) end
 local function clock()
   local t = redis.call('TIME')
@@ -69,7 +65,7 @@ local function clock()
 end
 local function in_progress(e, fence, created, step, held, sess, lease_end)
   return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #step, step, held, #sess, sess)
-    .. struct.pack('>Bc0I8I8', #owner, owner, lease_end, replay_ms)
+    .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms) .. args
 end
 local ttl_ms = lock_ms + replay_ms
 
@@ -77,73 +73,31 @@ if v then
   local state, rfp, rexec, rfence, rcreated, rstep, rheld, rsession, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
-  local rowner, rlease = struct.unpack('>Bc0I8', v, p)
+  local rowner, rlease, _, q = struct.unpack(PROGRESS, v, p)
   -- The same claim again (a client resent it after losing the reply): it
   -- already owns the record, so it gets its claim, not "in progress".
   if rowner == owner then return {'claimed', rexec, int(rfence), '0'} end
   local now = clock()
   if rlease > now then return {'in_progress', rexec, int(rlease - now)} end
   if lease_expiry == 'unknown' then
-    redis.call('SET', rec, 'U' .. string.sub(v, 2, p - 1), 'PX', replay_ms)
+    redis.call('SET', rec, 'U' .. string.sub(v, 2, p - 1) .. string.sub(v, q), 'PX', replay_ms)
     if rheld == 1 then redis.call('PEXPIRE', rstep, replay_ms) end
     return {'unknown', rexec}
   end
   local fence = math.max(rfence + 1, now)
   redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
   -- The step now names the new execution.
-  if rheld == 1 then redis.call('SET', rstep, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
+  if rheld == 1 then redis.call('SET', rstep, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
   return -fence
 end
 
--- A record of the previous layout (a hash; see legacy_claim.lua) decides
--- the same way until the upgrade window ends. An expired claim of it that
--- is taken over moves to the new layout.
-local now = nil
-local floor, sign = 0, 1
--- EXISTS first: its reply is cheaper than nine nils for the usual miss.
-if oldrec and redis.call('EXISTS', oldrec) == 1 then
-  local f = redis.call('HMGET', oldrec, 'state', 'fp', 'exec', 'lease', 'fence', 'status', 'ctype', 'body', 'step')
-  if f[1] then
-    if f[2] ~= fp_text then return {'key_reused'} end
-    if f[1] == 'COMPLETED' then return {'replay', 't' .. f[3], f[6], 't' .. f[7], f[8]} end
-    if f[1] == 'UNKNOWN' then return {'unknown', 't' .. f[3]} end
-    now = clock()
-    local lease = tonumber(f[4])
-    if lease > now then return {'in_progress', 't' .. f[3], int(lease - now)} end
-    local held = f[9] and f[9] ~= '' and redis.call('GET', f[9]) == oldrec
-    if lease_expiry == 'unknown' then
-      redis.call('HSET', oldrec, 'state', 'UNKNOWN', 'expires', int(now + replay_ms * 1000))
-      redis.call('HDEL', oldrec, 'owner', 'lease')
-      redis.call('PEXPIRE', oldrec, replay_ms)
-      if held then redis.call('PEXPIRE', f[9], replay_ms) end
-      return {'unknown', 't' .. f[3]}
-    end
-    floor, sign = tonumber(f[5]) + 1, -1
-    redis.call('DEL', oldrec)
-    if held then
-      redis.call('DEL', f[9])
-      if f[9] == oldstep then got[3] = nil end
-    end
-  end
-end
-
 local bind = stepkey
-if stepkey then
-  local holder = got[2]
-  if holder then
-    if step_guard then return {'step_conflict', holder} end
-    bind = nil -- unguarded: leave the step to its holder
-  elseif oldstep and got[3] and got[3] ~= oldrec then
-    local h = redis.call('HMGET', got[3], 'tool', 'exec', 'step')
-    if h[2] and h[3] == oldstep then
-      if step_guard then return {'step_conflict', struct.pack('>Bc0', #h[2] + 1, 't' .. h[2]) .. h[1]} end
-      bind = nil
-    end
-  end
+if holder then
+  if step_guard then return {'step_conflict', holder} end
+  bind = nil -- unguarded: leave the step to its holder
 end
 -- No earlier token survives a deletion, so the clock is the floor.
-now = now or clock()
-local fence = math.max(floor, now)
-redis.call('SET', rec, in_progress(exec, fence, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
-if bind then redis.call('SET', bind, struct.pack('>Bc0', #exec, exec) .. tool, 'PX', ttl_ms) end
-return sign * fence
+local now = clock()
+redis.call('SET', rec, in_progress(exec, now, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
+if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
+return now

@@ -1,21 +1,22 @@
 -- renew: extend the lease of a record the caller still owns.
 --
--- KEYS[1] record
--- ARGV    owner (packed), fencing token, lock ms
---
 -- Returns 1, or 0 if the lease is lost. The record (and the step key it
 -- holds) then lives lock ms plus its replay ms. Layout: see claim.lua.
-local rec = KEYS[1]
-local owner, fence, lock_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local rec = KEYS[1]                -- the record
+local owner = ARGV[1]              -- owner token (packed)
+local fence = ARGV[2]              -- fencing token (decimal)
+local lock_ms = tonumber(ARGV[3])  -- the new lease
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+local PROGRESS = '>Bc0I8I8'
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack('>c1Bc0Bc0I8I8Bc0BHc0', v)
-local rowner, _, replay_ms = struct.unpack('>Bc0I8I8', v, p)
+local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
+local rowner, _, replay_ms, q = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl_ms = lock_ms + replay_ms
-redis.call('SET', rec, string.sub(v, 1, p - 1) .. struct.pack('>Bc0I8I8', #owner, owner, now + lock_ms * 1000, replay_ms), 'PX', ttl_ms)
+redis.call('SET', rec, string.sub(v, 1, p - 1) .. struct.pack(PROGRESS, #owner, owner, now + lock_ms * 1000, replay_ms) .. string.sub(v, q), 'PX', ttl_ms)
 if rheld == 1 then redis.call('PEXPIRE', rstep, ttl_ms) end
 return 1

@@ -1,0 +1,115 @@
+package redisstore
+
+import (
+	"strconv"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// The ARGV of each script, as one typed struct per script. Each field's
+// lua tag is the name the script gives that argument in its header
+// (`local <name> = ARGV[i]`), fields in the header's order, and argv lists
+// the fields in that order. TestScriptHeaders holds every script, its
+// struct and argv equal.
+
+// claimArgs are claim.lua's ARGV.
+type claimArgs struct {
+	Fingerprint string `lua:"fp"`           // packed
+	Exec        string `lua:"exec"`         // packed execution id of a new claim
+	Owner       string `lua:"owner"`        // packed owner token of a new claim
+	LockMS      int64  `lua:"lock_ms"`      // the lease
+	ReplayMS    int64  `lua:"replay_ms"`    // how long UNKNOWN (and an expired lease) stay
+	LeaseExpiry string `lua:"lease_expiry"` // "rerun", "unknown" or ""
+	StepGuard   string `lua:"step_guard"`   // "1" or "0"
+	Session     string `lua:"session"`      // packed; "" without a step
+	Tool        string `lua:"tool"`         // for the step entry
+	Arguments   []byte `lua:"args"`         // canonical arguments, kept while open
+}
+
+func (a claimArgs) argv() []any {
+	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments}
+}
+
+// ownerCheck is the owner check every owner-checked script starts with.
+type ownerCheck struct {
+	Owner string `lua:"owner"` // packed owner token
+	Fence string `lua:"fence"` // fencing token, decimal
+}
+
+func ownerOf(lease idempotency.Lease) ownerCheck {
+	return ownerCheck{Owner: packID(lease.Owner), Fence: strconv.FormatInt(lease.FencingToken, 10)}
+}
+
+// renewArgs are renew.lua's ARGV.
+type renewArgs struct {
+	ownerCheck
+	LockMS int64 `lua:"lock_ms"`
+}
+
+func (a renewArgs) argv() []any { return []any{a.Owner, a.Fence, a.LockMS} }
+
+// completeArgs are complete.lua's ARGV.
+type completeArgs struct {
+	ownerCheck
+	ReplayMS int64  `lua:"replay_ms"`
+	Status   int    `lua:"status"`
+	Ctype    string `lua:"ctype"` // packed (packCtype)
+	Body     []byte `lua:"body"`
+}
+
+func (a completeArgs) argv() []any {
+	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body}
+}
+
+// markUnknownArgs are mark_unknown.lua's ARGV.
+type markUnknownArgs struct {
+	ownerCheck
+	ReplayMS int64 `lua:"replay_ms"`
+}
+
+func (a markUnknownArgs) argv() []any { return []any{a.Owner, a.Fence, a.ReplayMS} }
+
+// releaseArgs are release.lua's ARGV.
+type releaseArgs struct {
+	ownerCheck
+}
+
+func (a releaseArgs) argv() []any { return []any{a.Owner, a.Fence} }
+
+// resolveArgs are resolve.lua's ARGV.
+type resolveArgs struct {
+	TTLMS  int64  `lua:"ttl_ms"`
+	Status int    `lua:"status"`
+	Ctype  string `lua:"ctype"` // packed (packCtype)
+	Body   []byte `lua:"body"`
+}
+
+func (a resolveArgs) argv() []any { return []any{a.TTLMS, a.Status, a.Ctype, a.Body} }
+
+// pointArgs are point.lua's ARGV.
+type pointArgs struct {
+	Record string `lua:"record"` // the record's key name
+	TTLMS  int64  `lua:"ttl_ms"`
+}
+
+func (a pointArgs) argv() []any { return []any{a.Record, a.TTLMS} }
+
+// layoutArgs are layout.lua's ARGV.
+type layoutArgs struct {
+	Version int `lua:"version"`
+}
+
+func (a layoutArgs) argv() []any { return []any{a.Version} }
+
+// deleteArgs are delete.lua's ARGV: none (the key name is the scope check).
+type deleteArgs struct{}
+
+func (deleteArgs) argv() []any { return nil }
+
+// flag is a boolean as the scripts read it.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

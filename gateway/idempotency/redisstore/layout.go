@@ -1,0 +1,136 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// The layout version: the key names, the record value's format (claim.lua)
+// and the step entries. It lives in one key, <prefix>layout (decimal
+// text). On Redis Cluster that key sits in whatever slot its name hashes
+// to, and a script may touch only its record's slot, so the scripts do
+// not read it: every gateway reads it at most once per
+// idempotency.LayoutRefresh (idempotency.LayoutGuard), and a gateway that
+// raised it waits two refreshes before deciding anything, by which time
+// every older gateway has read it and refuses.
+const (
+	// layoutVersion is the layout this code writes.
+	// Version 2 keeps an open record's canonical arguments (claim.lua).
+	layoutVersion = 2
+	// newestKnownLayout is the newest layout this code reads.
+	newestKnownLayout = layoutVersion
+)
+
+// storeKind names this store in layout errors.
+const storeKind = "redis"
+
+// layoutKey is the key of the layout version.
+func (k keyLayout) layoutKey() string { return k.prefix + "layout" }
+
+// readLayout returns the stored layout version (0: none yet).
+func (s *Store) readLayout(ctx context.Context) (int, error) {
+	raw, err := s.client.Get(ctx, s.keys.layoutKey()).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.Atoi(raw)
+	if err != nil {
+		return 0, fmt.Errorf("layout version %q is not a number", raw)
+	}
+	return v, nil
+}
+
+// ready sets the layout up on first use (records this gateway's version,
+// or with Options.NoMigrate refuses a store that is behind) and then asks
+// the guard: every operation runs it first.
+func (s *Store) ready(ctx context.Context) error {
+	if !s.setUpDone.Load() {
+		if err := s.setUp(ctx); err != nil {
+			return err
+		}
+	}
+	return s.guard.Check(ctx)
+}
+
+func (s *Store) setUp(ctx context.Context) error {
+	s.setUpMu.Lock()
+	defer s.setUpMu.Unlock()
+	if s.setUpDone.Load() {
+		return nil
+	}
+	if s.noMigrate {
+		found, err := s.readLayout(ctx)
+		if err != nil {
+			return fmt.Errorf("read the layout version: %w", err)
+		}
+		if found < layoutVersion {
+			return fmt.Errorf("layout version %d, this gateway writes %d: %w; run `gateway migrate`", found, layoutVersion, idempotency.ErrLayoutBehind)
+		}
+	} else if _, err := s.raiseLayout(ctx); err != nil {
+		return err
+	}
+	s.setUpDone.Store(true)
+	return nil
+}
+
+// raiseLayout records layoutVersion unless the store holds it or a newer
+// one; after raising an older version it waits for the older gateways to
+// see it. It returns the version found before.
+func (s *Store) raiseLayout(ctx context.Context) (int, error) {
+	found, err := s.evalInt(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}.argv()})
+	if err != nil {
+		return 0, fmt.Errorf("record the layout version: %w", err)
+	}
+	if found >= 1 && found < layoutVersion {
+		if err := idempotency.WaitForOlderGateways(ctx); err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+// LayoutVersion reads the store's layout version.
+func (s *Store) LayoutVersion(ctx context.Context) (idempotency.LayoutVersion, error) {
+	v := idempotency.LayoutVersion{Writes: layoutVersion, Known: newestKnownLayout}
+	found, err := s.readLayout(ctx)
+	if err != nil {
+		return v, fmt.Errorf("redisstore: read the layout version: %w", err)
+	}
+	v.Found = found
+	return v, nil
+}
+
+// Migrate records this gateway's layout version (the key layout itself
+// needs no preparation) and returns the versions before and after.
+func (s *Store) Migrate(ctx context.Context) (before, after idempotency.LayoutVersion, err error) {
+	before, err = s.LayoutVersion(ctx)
+	if err != nil {
+		return before, before, err
+	}
+	if _, err := s.raiseLayout(ctx); err != nil {
+		return before, before, fmt.Errorf("redisstore: migrate: %w", err)
+	}
+	after, err = s.LayoutVersion(ctx)
+	return before, after, err
+}
+
+// MigrationPlan says what Migrate would write.
+func (s *Store) MigrationPlan(ctx context.Context) (string, error) {
+	v, err := s.LayoutVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	if v.Found >= layoutVersion {
+		return fmt.Sprintf("nothing to do: %s is %d", s.keys.layoutKey(), v.Found), nil
+	}
+	return fmt.Sprintf("SET %s %d (now %d)", s.keys.layoutKey(), layoutVersion, v.Found), nil
+}

@@ -1,0 +1,115 @@
+package storetest
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+// canonicalArgs are a call's canonical arguments (JCS), with a character
+// a careless store would mangle.
+var canonicalArgs = []byte(`{"amount":120,"note":"caf\u00e9 ✓","to":"acct-9"}`)
+
+// argumentsCases pin the operator context of records: the step and the
+// canonical arguments, kept while the record is IN_PROGRESS or UNKNOWN
+// (so an operator can check the effect) and dropped once COMPLETED.
+func argumentsCases() []testCase {
+	return []testCase{
+		{"ArgumentsKeptWhileOpen", testArgumentsKeptWhileOpen},
+		{"ArgumentsKeptThroughTakeoverAndExpiry", testArgumentsThroughExpiry},
+		{"ArgumentsDroppedOnResolve", testArgumentsDroppedOnResolve},
+	}
+}
+
+func (f *fixture) expectArguments(scope idempotency.Scope, want []byte, when string) idempotency.Record {
+	f.t.Helper()
+	rec := f.get(scope)
+	if !bytes.Equal(rec.CanonicalArguments, want) {
+		f.t.Errorf("%s: CanonicalArguments = %q, want %q", when, rec.CanonicalArguments, want)
+	}
+	return rec
+}
+
+func testArgumentsKeptWhileOpen(f *fixture) {
+	step := f.step("arguments", 41)
+	req := f.request(f.scope("pay", "key"), fingerprintA, step)
+	req.CanonicalArguments = canonicalArgs
+	lease := f.claimed(req)
+	rec := f.expectArguments(req.Scope, canonicalArgs, "IN_PROGRESS")
+	if rec.Step == nil || *rec.Step != *step {
+		f.t.Errorf("record step = %+v, want %+v", rec.Step, *step)
+	}
+	if err := f.store.Renew(f.ctx, lease, longLease); err != nil {
+		f.t.Fatalf("Renew: %v", err)
+	}
+	f.expectArguments(req.Scope, canonicalArgs, "after Renew")
+	if admin, ok := f.store.(idempotency.Admin); ok {
+		found, err := admin.FindExecution(f.ctx, req.ExecutionID)
+		if err != nil || !bytes.Equal(found.CanonicalArguments, canonicalArgs) {
+			f.t.Errorf("FindExecution = %q, %v; want the arguments", found.CanonicalArguments, err)
+		}
+		page, err := admin.List(f.ctx, idempotency.ListFilter{Tenant: req.Scope.Tenant, Tool: req.Scope.Tool, Limit: 10})
+		for _, r := range page.Records {
+			if r.CanonicalArguments != nil {
+				f.t.Errorf("List carries arguments: %q", r.CanonicalArguments)
+			}
+		}
+		if err != nil {
+			f.t.Errorf("List: %v", err)
+		}
+	}
+	f.markUnknown(lease, replayTTL)
+	f.expectArguments(req.Scope, canonicalArgs, "UNKNOWN by its owner")
+
+	// COMPLETED drops them; a call without arguments stores none.
+	done := f.request(f.scope("pay", "done"), fingerprintA, f.step("arguments", 42))
+	done.CanonicalArguments = canonicalArgs
+	lease = f.claimed(done)
+	f.complete(lease, jsonResponse(`{"ok":true}`), replayTTL)
+	f.expectArguments(done.Scope, nil, "COMPLETED")
+	bare := f.request(f.scope("pay", "bare"), fingerprintA, nil)
+	f.claimed(bare)
+	if rec := f.expectArguments(bare.Scope, nil, "a claim without arguments"); rec.Step != nil {
+		f.t.Errorf("record of a call without a step has step %+v", rec.Step)
+	}
+}
+
+func testArgumentsThroughExpiry(f *fixture) {
+	// A takeover keeps the arguments (same fingerprint, same arguments).
+	req := f.request(f.scope("tool", "rerun"), fingerprintA, f.step("arguments-expiry", 1))
+	req.CanonicalArguments = canonicalArgs
+	req.LockTTL = shortLease
+	f.claimed(req)
+	time.Sleep(expireWait)
+	again := f.fresh(req)
+	if d := f.expect(again, idempotency.OutcomeClaimed); !d.TakenOver {
+		f.t.Errorf("claim after expiry did not take over")
+	}
+	f.expectArguments(req.Scope, canonicalArgs, "after a takeover")
+
+	// An expired lease turned UNKNOWN by the next claim keeps them.
+	unknown := f.request(f.scope("pay", "expired"), fingerprintA, f.step("arguments-expiry", 2))
+	unknown.CanonicalArguments = canonicalArgs
+	f.expireIntoUnknown(unknown)
+	f.expectArguments(unknown.Scope, canonicalArgs, "UNKNOWN after lease expiry")
+}
+
+func testArgumentsDroppedOnResolve(f *fixture) {
+	admin, ok := f.store.(idempotency.Admin)
+	if !ok {
+		f.t.Skip("not an Admin")
+	}
+	req := f.request(f.scope("pay", "resolve"), fingerprintA, f.step("arguments-resolve", 1))
+	req.CanonicalArguments = canonicalArgs
+	lease := f.claimed(req)
+	f.markUnknown(lease, replayTTL)
+	rec, err := admin.Resolve(f.ctx, req.Scope, jsonResponse(`{"found":"paid"}`), replayTTL)
+	if err != nil {
+		f.t.Fatalf("Resolve: %v", err)
+	}
+	if rec.CanonicalArguments != nil {
+		f.t.Errorf("Resolve returned arguments %q", rec.CanonicalArguments)
+	}
+	f.expectArguments(req.Scope, nil, "resolved")
+}
