@@ -2,6 +2,8 @@ package benchtool
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -12,8 +14,10 @@ import (
 // see what a request costs in Redis round trips. The handshake of a new
 // pooled connection (HELLO, CLIENT SETINFO, ...), which go-redis runs
 // through the same hooks, is counted apart: it is not a cost of any one
-// request.
-type RoundTrips struct{ requests, setup atomic.Int64 }
+// request. Neither is the store's read of its layout version (a GET of
+// <prefix>layout, at most once a second per gateway: see
+// idempotency.LayoutGuard), counted apart too.
+type RoundTrips struct{ requests, setup, layout atomic.Int64 }
 
 var _ redis.Hook = (*RoundTrips)(nil)
 
@@ -22,6 +26,9 @@ func (r *RoundTrips) Count() int64 { return r.requests.Load() }
 
 // Setup reports the round trips spent on connection handshakes.
 func (r *RoundTrips) Setup() int64 { return r.setup.Load() }
+
+// LayoutReads reports the round trips spent reading the layout version.
+func (r *RoundTrips) LayoutReads() int64 { return r.layout.Load() }
 
 // DialHook passes dials through uncounted.
 func (r *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -48,6 +55,12 @@ func (r *RoundTrips) count(first redis.Cmder) {
 	switch first.Name() {
 	case "hello", "auth", "client", "select", "readonly":
 		r.setup.Add(1)
+	case "get":
+		if args := first.Args(); len(args) == 2 && strings.HasSuffix(fmt.Sprint(args[1]), "layout") {
+			r.layout.Add(1)
+			return
+		}
+		r.requests.Add(1)
 	default:
 		r.requests.Add(1)
 	}

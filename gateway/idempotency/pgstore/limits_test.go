@@ -35,9 +35,12 @@ func TestVersion1SchemaUpgradesInPlace(t *testing.T) {
 	// A completed record of the old gateway, written by its claim function.
 	req := request("old", nil)
 	var outcome string
-	if err := pool.QueryRow(t.Context(), newStatements(schema).claim, req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
+	// Version 1's claim function takes 12 arguments (version 5 adds the
+	// canonical arguments).
+	claimV1 := q(`SELECT outcome FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`)
+	if err := pool.QueryRow(t.Context(), claimV1, req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL), string(req.LeaseExpiry), false, nil, nil,
-	).Scan(&outcome, new(*string), new(*int64), new(bool), new(*int64), new(*int32), new(*string), new([]byte), new(*string)); err != nil || outcome != "claimed" {
+	).Scan(&outcome); err != nil || outcome != "claimed" {
 		t.Fatalf("claim on version 1: %q %v", outcome, err)
 	}
 	if _, err := pool.Exec(t.Context(), q(`UPDATE @.records SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL, status = 200, content_type = 'application/json', body = '{"ok":true}'`)); err != nil {

@@ -86,7 +86,16 @@ func (s *Store) setUp(ctx context.Context) error {
 // one; after raising an older version it waits for the older gateways to
 // see it. It returns the version found before.
 func (s *Store) raiseLayout(ctx context.Context) (int, error) {
-	found, err := s.evalInt(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}.argv()})
+	// With wait_replicas the version waits for its replicas like a claim,
+	// so a failover does not bring back an older version.
+	cmds, acked, err := s.evalReplicated(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}.argv()})
+	var found int
+	if err == nil {
+		found, err = cmds[0].Int()
+	}
+	if err == nil {
+		err = s.wait.check(acked)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("record the layout version: %w", err)
 	}
