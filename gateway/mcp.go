@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -119,8 +119,8 @@ func (e *mcpEndpoint) serverFor(*http.Request) *mcp.Server {
 	if e.server != nil && slices.Equal(entries, e.entries) {
 		return e.server
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgateway", Version: buildVersion()}, &mcp.ServerOptions{
-		Logger: e.s.log,
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgateway", Version: buildinfo.Version()}, &mcp.ServerOptions{
+		Logger: sdkLogger(e.s.log),
 		// Tools only; no logging capability (go-sdk's default) and no
 		// list_changed notifications: a stateless server has no stream
 		// to send them on.
@@ -172,13 +172,4 @@ func (e *mcpEndpoint) unknownTool(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// buildVersion is the module version of the binary, for the MCP
-// serverInfo.
-func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "devel"
 }

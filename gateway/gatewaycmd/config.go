@@ -138,6 +138,9 @@ func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
 // AdminConfig enables the admin API.
 type AdminConfig struct {
 	TokenSHA256 string `yaml:"token_sha256"`
+	// PreviousTokenSHA256 is the admin token being rotated out, accepted
+	// beside TokenSHA256 until it is removed (a reload).
+	PreviousTokenSHA256 string `yaml:"previous_token_sha256"`
 }
 
 // AuthConfig lists the tenants allowed in.
@@ -150,6 +153,9 @@ type AuthConfig struct {
 type TenantEntry struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
+	// PreviousTokenSHA256 is the tenant's token being rotated out,
+	// accepted beside TokenSHA256 until it is removed (a reload).
+	PreviousTokenSHA256 string `yaml:"previous_token_sha256"`
 	// Rate is "N/s", "N/m" or "N/h"; absent: no rate limit.
 	Rate string `yaml:"rate"`
 	// Burst is how many calls may come at once (default N of the rate).

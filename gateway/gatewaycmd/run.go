@@ -14,17 +14,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 )
-
-// Version is set at build time with -ldflags "-X ...gatewaycmd.Version=v1.2.3".
-var Version = ""
 
 // Main runs the gateway (or one of its subcommands, see RunIO) with the
 // process's arguments, environment and standard streams until SIGINT or
@@ -103,7 +100,7 @@ Docs: docs/configuration.md
 		return fmt.Errorf("unknown command %q (want key, check, health, or flags only)", fs.Arg(0))
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "gateway", version())
+		fmt.Fprintln(stdout, "gateway", buildinfo.Version())
 		return nil
 	}
 
@@ -177,7 +174,7 @@ Docs: docs/configuration.md
 	}
 	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", storeDesc,
 		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
-		"admin", opts.AdminTokenSHA256 != nil, "version", version())
+		"admin", opts.AdminTokenSHA256 != nil, "version", buildinfo.Version())
 
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
 	// begins instead of holding it up.
@@ -246,16 +243,17 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
 	}
 	return gateway.Options{
-		Tools:            registry,
-		Policies:         policies,
-		KeyMode:          mode,
-		LockTTL:          lockTTL,
-		ReplayTTL:        time.Duration(c.Idempotency.ReplayTTL),
-		MaxBodyBytes:     c.Idempotency.MaxBodyBytes,
-		StepGuardOff:     c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
-		Tenants:          tenants,
-		AdminTokenSHA256: admin,
-		MCP:              mcpOpts,
+		Tools:                    registry,
+		Policies:                 policies,
+		KeyMode:                  mode,
+		LockTTL:                  lockTTL,
+		ReplayTTL:                time.Duration(c.Idempotency.ReplayTTL),
+		MaxBodyBytes:             c.Idempotency.MaxBodyBytes,
+		StepGuardOff:             c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
+		Tenants:                  tenants,
+		AdminTokenSHA256:         admin.current,
+		AdminPreviousTokenSHA256: admin.previous,
+		MCP:                      mcpOpts,
 	}, nil
 }
 
@@ -273,15 +271,4 @@ func orString(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// version is the -ldflags version, else the module version of the build.
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "devel"
 }

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 )
 
 // TracingConfig turns OpenTelemetry tracing on (docs/operations.md,
@@ -76,7 +78,7 @@ func (c *Config) tracerProvider(ctx context.Context, getenv func(string) string)
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
 	name := orString(getenv(envOTELServiceName), orString(c.Tracing.ServiceName, "toolgateway"))
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(name), semconv.ServiceVersion(version()))
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(name), semconv.ServiceVersion(buildinfo.Version()))
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exporter),
 		sdktrace.WithResource(res),
