@@ -207,50 +207,44 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 // openStore opens Redis (single node or cluster), PostgreSQL or the
 // embedded store.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
-	if err := c.Store.checkChoice(); err != nil {
+	choice, err := c.storeChoice()
+	if err != nil {
 		return nil, "", err
 	}
-	if c.Store.PostgresURL != "" {
+	switch choice.kind {
+	case storeKindPostgres:
 		return c.openPostgres(ctx, log)
-	}
-	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
-		path := c.path(c.Store.Path)
-		s, err := boltstore.Open(path, boltstore.Options{})
+	case storeKindEmbedded:
+		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{})
 		if err != nil {
 			return nil, "", fmt.Errorf("store.path: %w", err)
 		}
-		return s, "embedded:" + path, nil
-	}
-	if c.Store.WaitReplicas < 0 {
-		return nil, "", fmt.Errorf("store.wait_replicas: %d: must be 0 or more", c.Store.WaitReplicas)
+		return s, choice.desc, nil
 	}
 	// go-redis logs (dial failures, pool events) as JSON lines like ours,
 	// not as plain text on stderr. Its logger is process-wide, which is
 	// fine: this is the process's main.
 	redis.SetLogger(redisLogger{log: log})
-	var client redis.UniversalClient
-	var desc string
-	if len(c.Store.ClusterAddrs) > 0 {
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
-		desc = "redis-cluster:" + strings.Join(c.Store.ClusterAddrs, ",")
-	} else {
-		opts, err := redis.ParseURL(c.Store.RedisURL)
-		if err != nil {
-			// Name where the URL came from: the environment overrides the file.
-			return nil, "", fmt.Errorf("%s: %w", orString(c.redisURLFrom, "store.redis_url"), err)
-		}
-		client = redis.NewClient(opts)
-		desc = "redis:" + opts.Addr
-	}
+	client := c.redisClient()
 	s := redisstore.New(client, c.redisOptions())
 	// A Redis that is down at start is not fatal: the gateway answers 503
 	// until it is back, and /readyz says so.
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
-		log.Warn("redis does not answer yet; calls get 503 until it does", "store", desc, "error", err)
+		log.Warn("redis does not answer yet; calls get 503 until it does", "store", choice.desc, "error", err)
 	}
-	return clientOwningStore{Store: s, client: client}, desc, nil
+	return clientOwningStore{Store: s, client: client}, choice.desc, nil
+}
+
+// redisClient is the client of a Redis store section that storeChoice
+// accepted (single node or cluster).
+func (c *Config) redisClient() redis.UniversalClient {
+	if len(c.Store.ClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
+	}
+	opts, _ := redis.ParseURL(c.Store.RedisURL) // storeChoice parsed it
+	return redis.NewClient(opts)
 }
 
 // clientOwningStore is the Redis store of the program, which also owns (and
