@@ -89,6 +89,10 @@ type Options struct {
 	Limiter ratelimit.Backend
 	// TracerProvider, when set, traces every call (tracing.go); nil: off.
 	TracerProvider trace.TracerProvider
+	// SeparateOperations leaves /healthz, /readyz, /metrics and /admin off
+	// the Server's handler: OperationsHandler serves them, on a listener of
+	// their own (admin_listen).
+	SeparateOperations bool
 	// RecordsSampleInterval is how often the gateway_records gauge is
 	// sampled from the store (recordsgauge.go); 0: 30s, negative: never.
 	RecordsSampleInterval time.Duration
@@ -111,6 +115,8 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	handler http.Handler
+	// opsHandler serves the operations endpoints (OperationsHandler).
+	opsHandler http.Handler
 	// settings is what Reload changes (reload.go): tenants, admin token,
 	// tenant limits, tool policies. limiter keeps the limits' state.
 	settings atomic.Pointer[settings]
@@ -203,6 +209,7 @@ func NewServer(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.waitCtx, s.stopWaiting = context.WithCancel(s.baseCtx)
 	s.handler = s.routes()
+	s.opsHandler = s.operationsRoutes()
 	s.stopSampling = s.startRecordsSampler(opts.RecordsSampleInterval)
 	return s, nil
 }
@@ -211,6 +218,11 @@ func NewServer(opts Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
+
+// OperationsHandler serves /healthz, /readyz, /metrics and the admin API
+// alone, for a listener of their own; with Options.SeparateOperations they
+// are served only here.
+func (s *Server) OperationsHandler() http.Handler { return s.opsHandler }
 
 // Drain waits for the tool executions in flight to finish and record their
 // outcomes; from its start no new execution begins and Prefer: wait polls

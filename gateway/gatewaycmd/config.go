@@ -21,7 +21,10 @@ import (
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
 // Every field is optional; Defaults fills what a file leaves out.
 type Config struct {
-	Listen       string        `yaml:"listen"`
+	Listen string `yaml:"listen"`
+	// AdminListen, when set, is a second listener for /healthz, /readyz,
+	// /metrics and /admin, which the listen address then does not serve.
+	AdminListen  string        `yaml:"admin_listen"`
 	DrainTimeout Duration      `yaml:"drain_timeout"`
 	LogLevel     string        `yaml:"log_level"`
 	Server       ServerConfig  `yaml:"server"`

@@ -183,6 +183,9 @@ func fixedChanges(cur, next *Config) []string {
 	if cur.Listen != next.Listen {
 		out = append(out, "listen")
 	}
+	if cur.AdminListen != next.AdminListen {
+		out = append(out, "admin_listen")
+	}
 	out = append(out, fieldChanges("server", cur.Server, next.Server)...)
 	out = append(out, fieldChanges("tls", cur.TLS, next.TLS)...)
 	out = append(out, fieldChanges("store", cur.Store, next.Store)...)

@@ -207,17 +207,27 @@ func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           readyzNamingMCPServers(gw, b.mcpServers),
-		ReadHeaderTimeout: time.Duration(cfg.Server.ReadHeaderTimeout),
-		ReadTimeout:       time.Duration(cfg.Server.ReadTimeout),
-		IdleTimeout:       time.Duration(cfg.Server.IdleTimeout),
-		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// The listener that serves /readyz answers it naming the MCP servers
+	// not listed yet.
+	handler, opsHandler := http.Handler(gw), http.Handler(nil)
+	var opsLn net.Listener
+	if cfg.AdminListen != "" {
+		if opsLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("admin_listen: %w", err)
+		}
+		opsHandler = readyzNamingMCPServers(gw.OperationsHandler(), b.mcpServers)
+	} else {
+		handler = readyzNamingMCPServers(gw, b.mcpServers)
 	}
-	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", b.storeDesc,
+	srv := cfg.httpServer(handler, log)
+	logAttrs := []any{"addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", b.storeDesc,
 		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
-		"admin", opts.AdminTokenSHA256 != nil, "version", buildinfo.Version())
+		"admin", opts.AdminTokenSHA256 != nil, "version", buildinfo.Version()}
+	if opsLn != nil {
+		logAttrs = append(logAttrs, "admin_addr", opsLn.Addr().String())
+	}
+	log.Info("gateway listening", logAttrs...)
 
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
 	// begins instead of holding it up.
@@ -229,8 +239,20 @@ func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal
 		cert = &servedCert{}
 		cert.swap(pair)
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- serveMaybeTLS(srv, ln, cert) }()
+	// The operations listener serves with the same TLS certificate and
+	// limits; it stops after the drain, so /metrics and /healthz answer
+	// while the tools in flight finish.
+	opsSrv := cfg.httpServer(opsHandler, log)
+	if opsLn != nil {
+		go func() { serveErr <- serveMaybeTLS(opsSrv, opsLn, cert) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = opsSrv.Shutdown(ctx)
+		}()
+	}
 	rl := &reloader{path: st.path, getenv: getenv, log: log, level: st.level, plugins: st.plugins,
 		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts)}
 serving:
@@ -258,6 +280,18 @@ serving:
 	}
 	log.Info("gateway stopped")
 	return nil
+}
+
+// httpServer is an http.Server of handler with the server section's limits.
+func (c *Config) httpServer(handler http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: time.Duration(c.Server.ReadHeaderTimeout),
+		ReadTimeout:       time.Duration(c.Server.ReadTimeout),
+		IdleTimeout:       time.Duration(c.Server.IdleTimeout),
+		MaxHeaderBytes:    c.Server.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // serverOptions converts the config into gateway.Options (without the store).
@@ -293,6 +327,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		ReplayTTL:                time.Duration(c.Idempotency.ReplayTTL),
 		MaxBodyBytes:             c.Idempotency.MaxBodyBytes,
 		StepGuardOff:             c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
+		SeparateOperations:       c.AdminListen != "",
 		Tenants:                  tenants,
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
