@@ -469,7 +469,7 @@ func TestKubernetesManifests(t *testing.T) {
 	secretName := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "name")
 	secretKey := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "key").(string)
 	if secretName != dig(t, byKind["Secret"], "metadata", "name") || dig(t, byKind["Secret"], "stringData", secretKey) == nil {
-		t.Errorf("env references secret %v key %s, not in secret.yaml", secretName, secretKey)
+		t.Errorf("env references secret %v key %s, not in secret.example.yaml", secretName, secretKey)
 	}
 	if dig(t, pod, "volumes", 0, "configMap", "name") != dig(t, byKind["ConfigMap"], "metadata", "name") {
 		t.Error("the config volume does not mount the ConfigMap")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -113,4 +114,30 @@ func gaugeValues(h *harness, name string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestOneVersionEverywhere: the MCP endpoint's serverInfo and the
+// gateway_build_info metric report buildinfo.Version(), the version
+// `gateway -version` prints.
+func TestOneVersionEverywhere(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")})
+	cs := h.mcpSession(mcpClientOptions{})
+	if got := cs.InitializeResult().ServerInfo.Version; got != buildinfo.Version() {
+		t.Fatalf("MCP serverInfo.version %q, want %q", got, buildinfo.Version())
+	}
+	families, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, f := range families {
+		if f.GetName() == "gateway_build_info" {
+			for _, m := range f.GetMetric() {
+				versions = append(versions, m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	if len(versions) != 1 || versions[0] != buildinfo.Version() {
+		t.Fatalf("gateway_build_info versions %v, want [%s]", versions, buildinfo.Version())
+	}
 }
