@@ -37,6 +37,7 @@ func TestCheckRefusesWhatStartUpRefuses(t *testing.T) {
 		{"both stores in the file", "listen: 127.0.0.1:0\nstore:\n  redis_url: redis://127.0.0.1:6379/0\n  postgres_url: postgres://127.0.0.1/test\n", nil, "keep exactly one"},
 		{"both stores by the environment", embedded, map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0", "DATABASE_URL": "postgres://127.0.0.1/test"}, "keep exactly one"},
 		{"unset variable in an MCP header", embedded + "mcp_servers:\n  - name: tickets\n    url: http://127.0.0.1:1/mcp\n    headers:\n      Authorization: Bearer ${TICKETS_TOKEN_UNSET}\n", nil, "TICKETS_TOKEN_UNSET} is not set"},
+		{"admin_listen on listen's address", "listen: 127.0.0.1:8089\nadmin_listen: 127.0.0.1:8089\nstore:\n  path: " + filepath.Join(dir, "gw.db") + "\n", nil, "admin_listen"},
 		{"bad tracing endpoint", embedded + "tracing:\n  endpoint: ftp://collector\n", nil, "tracing.endpoint"},
 	}
 	for _, c := range cases {

@@ -24,7 +24,10 @@ const checkUsage = "-config FILE [-dial] [-json]"
 type CheckReport struct {
 	Config string `json:"config"`
 	Listen string `json:"listen"`
-	TLS    bool   `json:"tls"`
+	// AdminListen is admin_listen, when set: where the operations
+	// endpoints are served instead of Listen.
+	AdminListen string `json:"admin_listen,omitempty"`
+	TLS         bool   `json:"tls"`
 	// Store names the store start-up would open (never with a password),
 	// after the environment overrides: "redis:host:port",
 	// "redis-cluster:...", "postgres:host/db schema s", "embedded:/path".
@@ -104,13 +107,14 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 	}
 	cfg, opts := st.cfg, st.opts
 	report := &CheckReport{
-		Config:  abs,
-		Listen:  cfg.Listen,
-		TLS:     cfg.TLS.enabled(),
-		Store:   st.store.desc,
-		KeyMode: string(opts.KeyMode),
-		Tenants: len(opts.Tenants),
-		Admin:   opts.AdminTokenSHA256 != nil,
+		Config:      abs,
+		Listen:      cfg.Listen,
+		AdminListen: cfg.AdminListen,
+		TLS:         cfg.TLS.enabled(),
+		Store:       st.store.desc,
+		KeyMode:     string(opts.KeyMode),
+		Tenants:     len(opts.Tenants),
+		Admin:       opts.AdminTokenSHA256 != nil,
 	}
 	for _, e := range cfg.MCPServers {
 		target := redactURL(e.URL)
@@ -225,6 +229,9 @@ func (r *CheckReport) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "config\t%s: OK\n", r.Config)
 	fmt.Fprintf(tw, "listen\t%s (%s)\n", r.Listen, scheme)
+	if r.AdminListen != "" {
+		fmt.Fprintf(tw, "admin_listen\t%s (%s: /healthz, /readyz, /metrics, /admin)\n", r.AdminListen, scheme)
+	}
 	fmt.Fprintf(tw, "store\t%s\n", r.Store)
 	fmt.Fprintf(tw, "key_mode\t%s\n", r.KeyMode)
 	fmt.Fprintf(tw, "auth\t%s\n", auth)

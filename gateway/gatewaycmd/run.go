@@ -311,6 +311,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if c.Idempotency.MaxBodyBytes < 0 {
 		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
 	}
+	// Port 0 picks a free port for each, so only a fixed port can clash.
+	if _, port, _ := net.SplitHostPort(c.AdminListen); c.AdminListen == c.Listen && port != "0" && port != "" {
+		return gateway.Options{}, fmt.Errorf("admin_listen: %s is listen's address too: give the operations endpoints another one, or remove admin_listen", c.AdminListen)
+	}
 	mcpOpts, err := c.mcpOptions()
 	if err != nil {
 		return gateway.Options{}, err
