@@ -30,8 +30,11 @@ type metrics struct {
 	// records and recordsTruncated are the records gauge (recordsgauge.go).
 	records          *prometheus.GaugeVec
 	recordsTruncated *prometheus.GaugeVec
+	recordsAbandoned *prometheus.GaugeVec
 	// recordsPublished are the labels of the last sample, by state.
 	recordsPublished map[idempotency.State]map[string]float64
+	// abandonedPublished are the labels of the last gateway_records_abandoned.
+	abandonedPublished map[string]float64
 }
 
 // labelUnknownTool is the tool label of a name that is not a configured tool.
@@ -95,8 +98,12 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_records_truncated",
 			Help: "1 when the last sample of gateway_records for the state stopped at its bound (the counts are a lower bound), else 0.",
 		}, []string{"state"}),
+		recordsAbandoned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_records_abandoned",
+			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
+		}, []string{"tool"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.records, m.recordsTruncated} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.records, m.recordsTruncated, m.recordsAbandoned} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}
@@ -140,6 +147,25 @@ func (m *metrics) publishRecords(state idempotency.State, counts map[string]floa
 	}
 	m.recordsPublished[state] = counts
 	m.recordsTruncated.WithLabelValues(string(state)).Set(boolGauge(truncated))
+}
+
+// publishAbandoned sets gateway_records_abandoned: counts by tool, 0 for
+// every tool of tools without any; the series of tools gone are deleted.
+func (m *metrics) publishAbandoned(counts map[string]float64, tools []string) {
+	for _, tool := range tools {
+		if _, ok := counts[tool]; !ok {
+			counts[tool] = 0
+		}
+	}
+	for tool, n := range counts {
+		m.recordsAbandoned.WithLabelValues(tool).Set(n)
+	}
+	for tool := range m.abandonedPublished {
+		if _, ok := counts[tool]; !ok {
+			m.recordsAbandoned.DeleteLabelValues(tool)
+		}
+	}
+	m.abandonedPublished = counts
 }
 
 // observeRequest counts one request: api is the door, tool a configured

@@ -24,7 +24,7 @@ func TestRecordsGauge(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			pay, other := newTestTool("pay"), newTestTool("other")
-			h := newHarness(t, kind, []tools.Tool{pay, other}, withAdmin("adm"),
+			h := newHarness(t, kind, []tools.Tool{pay, other}, withAdmin("adm"), withLockTTL(300*time.Millisecond),
 				withPolicy("pay", gateway.ToolPolicy{LeaseExpiry: idempotency.LeaseExpiryUnknown}),
 				func(o *gateway.Options) { o.RecordsSampleInterval = 50 * time.Millisecond })
 			ctx := context.Background()
@@ -40,6 +40,9 @@ func TestRecordsGauge(t *testing.T) {
 				}
 				return d
 			}
+			// A gateway died holding this claim, and nobody called since:
+			// still IN_PROGRESS in the store, abandoned for the gauge.
+			claim("k-abandoned", 100*time.Millisecond, "dead-too")
 			// A gateway died holding a lease_expiry: unknown claim; the
 			// next claim (say, a sweep of another replica's caller) made
 			// it UNKNOWN. No client asks for it again.
@@ -51,8 +54,12 @@ func TestRecordsGauge(t *testing.T) {
 			// A call running now.
 			claim("k-running", time.Minute, "live")
 
-			want := map[string]float64{"UNKNOWN/pay": 1, "IN_PROGRESS/pay": 1, "UNKNOWN/other": 0, "IN_PROGRESS/other": 0}
-			eventually(t, 5*time.Second, "gauge counts the records", func() bool { return gaugeEquals(h, want) })
+			want := map[string]float64{"UNKNOWN/pay": 1, "IN_PROGRESS/pay": 2, "UNKNOWN/other": 0, "IN_PROGRESS/other": 0}
+			// k-abandoned's lease ended over a lock_ttl ago; k-running's is alive.
+			eventually(t, 5*time.Second, "gauge counts the records", func() bool {
+				v := gaugeValues(h, "gateway_records_abandoned")
+				return gaugeEquals(h, want) && v["/pay"] == 1 && v["/other"] == 0 && len(v) == 2
+			})
 			if n := h.counter("pay", "outcome_unknown"); n != 0 {
 				t.Fatalf("outcome_unknown counter %v: no client asked, the gauge alone shows the record", n)
 			}
@@ -66,8 +73,14 @@ func TestRecordsGauge(t *testing.T) {
 				idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			want["UNKNOWN/pay"] = 0
-			eventually(t, 5*time.Second, "gauge back to 0 after resolve", func() bool { return gaugeEquals(h, want) })
+			if _, err := admin.Resolve(ctx, idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: "k-abandoned"},
+				idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			want["UNKNOWN/pay"], want["IN_PROGRESS/pay"] = 0, 1
+			eventually(t, 5*time.Second, "gauge back to 0 after resolve", func() bool {
+				return gaugeEquals(h, want) && gaugeValues(h, "gateway_records_abandoned")["/pay"] == 0
+			})
 
 			// Drain stops the sampler: nothing samples afterwards.
 			if err := h.gw.Drain(ctx); err != nil {

@@ -13,6 +13,13 @@ import (
 // sampled from the store, so it shows an UNKNOWN record that no client
 // retries (a counter of 409 outcome_unknown answers cannot).
 //
+// An IN_PROGRESS record whose lease ended more than a lease ago belongs to
+// a gateway that died holding it. For a lease_expiry: unknown tool it is
+// an UNKNOWN in waiting: the next call of its key turns it UNKNOWN, and
+// until then nothing else would show it. gateway_records_abandoned counts
+// those, so the alert fires without that next call (for a rerun tool the
+// next call simply runs it again, as its policy allows: not counted).
+//
 // Each sample lists each state through the store's admin List with a state
 // filter, page by page, and stops after RecordsSamplePages pages: the work
 // of one sample is bounded whatever the store holds. A listing cut short
@@ -68,7 +75,7 @@ func (s *Server) startRecordsSampler(interval time.Duration) (stop func()) {
 // publishes the counts; a state whose listing failed keeps its last value.
 func (s *Server) sampleRecords(ctx context.Context) {
 	for _, state := range sampledStates {
-		counts, truncated, err := s.countRecords(ctx, state)
+		counts, abandoned, truncated, err := s.countRecords(ctx, state)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.metrics.storeErrors.WithLabelValues("records_sample").Inc()
@@ -78,32 +85,44 @@ func (s *Server) sampleRecords(ctx context.Context) {
 			continue
 		}
 		s.metrics.publishRecords(state, counts, s.gaugeTools(), truncated)
+		if state == idempotency.StateInProgress {
+			s.metrics.publishAbandoned(abandoned, s.gaugeTools())
+		}
 	}
 }
 
 // countRecords lists the records of state, at most RecordsSamplePages
-// pages, and counts them by tool label; truncated reports a listing cut
-// short by the bound.
-func (s *Server) countRecords(ctx context.Context, state idempotency.State) (counts map[string]float64, truncated bool, err error) {
-	counts = make(map[string]float64)
+// pages, and counts them by tool label, and among IN_PROGRESS ones the
+// abandoned claims of lease_expiry: unknown tools; truncated reports a
+// listing cut short by the bound.
+func (s *Server) countRecords(ctx context.Context, state idempotency.State) (counts, abandoned map[string]float64, truncated bool, err error) {
+	counts, abandoned = make(map[string]float64), make(map[string]float64)
 	filter := idempotency.ListFilter{State: state, Limit: idempotency.MaxListLimit}
+	// A lease ended more than one lock_ttl ago: no renewal for two lock
+	// ttls, whatever the clocks of the store and this gateway disagree on.
+	deadBefore := time.Now().Add(-s.opts.LockTTL)
 	for range RecordsSamplePages {
 		page, err := s.admin.List(ctx, filter)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		for _, rec := range page.Records {
-			counts[s.toolLabel(rec.Scope.Tool)]++
+			label := s.toolLabel(rec.Scope.Tool)
+			counts[label]++
+			if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() && rec.LeaseExpiresAt.Before(deadBefore) &&
+				s.policy(rec.Scope.Tool).LeaseExpiry == idempotency.LeaseExpiryUnknown {
+				abandoned[label]++
+			}
 		}
 		if page.Cursor == "" {
-			return counts, false, nil
+			return counts, abandoned, false, nil
 		}
 		filter.Cursor = page.Cursor
 	}
 	if ctx.Err() != nil {
-		return nil, false, ctx.Err()
+		return nil, nil, false, ctx.Err()
 	}
-	return counts, true, nil
+	return counts, abandoned, true, nil
 }
 
 // toolLabel is the tool label of a record: its tool when the registry
