@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +122,7 @@ func configs(t *testing.T) map[string]string {
 	t.Helper()
 	compose := yamlDocs(t, "compose.yaml")[0]
 	configMap := yamlDocs(t, "kubernetes/configmap.yaml")[0]
+	postgresConfigMap := yamlDocs(t, "kubernetes-postgres/configmap.yaml")[0]
 	image, err := os.ReadFile("gateway.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +132,11 @@ func configs(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	return map[string]string{
-		"compose":    dig(t, compose, "configs", "gateway_config", "content").(string),
-		"kubernetes": dig(t, configMap, "data", "gateway.yaml").(string),
-		"image":      string(image),
-		"systemd":    string(systemd),
+		"compose":             dig(t, compose, "configs", "gateway_config", "content").(string),
+		"kubernetes":          dig(t, configMap, "data", "gateway.yaml").(string),
+		"kubernetes-postgres": dig(t, postgresConfigMap, "data", "gateway.yaml").(string),
+		"image":               string(image),
+		"systemd":             string(systemd),
 	}
 }
 
@@ -147,7 +151,7 @@ func writeConfig(t *testing.T, text string) string {
 
 // TestEmbeddedConfigsPassCheck runs `gateway check` on each config.
 func TestEmbeddedConfigsPassCheck(t *testing.T) {
-	wantTools := map[string]string{"compose": "open-ticket", "kubernetes": "provision-infra", "image": "echo", "systemd": "echo"}
+	wantTools := map[string]string{"compose": "open-ticket", "kubernetes": "provision-infra", "kubernetes-postgres": "provision-infra", "image": "echo", "systemd": "echo"}
 	for name, text := range configs(t) {
 		t.Run(name, func(t *testing.T) {
 			path := writeConfig(t, text)
@@ -386,11 +390,17 @@ func TestKubernetesManifests(t *testing.T) {
 			byKind[doc["kind"].(string)] = doc
 		}
 	}
-	for _, kind := range []string{"Namespace", "ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget"} {
+	for _, kind := range []string{"Namespace", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"} {
 		if byKind[kind] == nil {
 			t.Fatalf("no %s among the kustomization's resources", kind)
 		}
 	}
+	// The Secret is created by hand before `apply -k`, which must not
+	// overwrite it with the example's placeholders.
+	if byKind["Secret"] != nil {
+		t.Fatal("the kustomization applies a Secret: it would overwrite the real one")
+	}
+	byKind["Secret"] = yamlDocs(t, "kubernetes/secret.example.yaml")[0]
 	dep := byKind["Deployment"]
 	if r := dig(t, dep, "spec", "replicas"); r != 3 {
 		t.Errorf("replicas %v, want 3", r)
@@ -402,6 +412,50 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if p := dig(t, c, "livenessProbe", "httpGet", "path"); p != "/healthz" {
 		t.Errorf("liveness probe %v", p)
+	}
+	// The operations endpoints are on admin_listen's port, which the
+	// probes, the scrape annotation and the NetworkPolicy name.
+	var cfg struct {
+		Listen      string `yaml:"listen"`
+		AdminListen string `yaml:"admin_listen"`
+	}
+	if err := yaml.Unmarshal([]byte(configs(t)["kubernetes"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]string{}
+	for i := range c["ports"].([]any) {
+		ports[dig(t, c, "ports", i, "name").(string)] = strings.TrimPrefix(fmt.Sprint(dig(t, c, "ports", i, "containerPort")), "")
+	}
+	if _, port, _ := net.SplitHostPort(cfg.AdminListen); port == "" || ports["ops"] != port {
+		t.Errorf("admin_listen %q, container port ops %q", cfg.AdminListen, ports["ops"])
+	}
+	if _, port, _ := net.SplitHostPort(cfg.Listen); ports["http"] != port {
+		t.Errorf("listen %q, container port http %q", cfg.Listen, ports["http"])
+	}
+	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+		if p := dig(t, c, probe, "httpGet", "port"); p != "ops" {
+			t.Errorf("%s on port %v, want ops (admin_listen)", probe, p)
+		}
+	}
+	if p := dig(t, dep, "spec", "template", "metadata", "annotations", "prometheus.io/port"); p != ports["ops"] {
+		t.Errorf("scrape port %v, want %s", p, ports["ops"])
+	}
+	np := byKind["NetworkPolicy"]
+	if p := dig(t, np, "spec", "ingress", 1, "ports", 0, "port"); p != "ops" {
+		t.Errorf("NetworkPolicy's second rule opens %v, want ops", p)
+	}
+	// GOMEMLIMIT beside the memory limit, below it.
+	var memLimit string
+	for i := range c["env"].([]any) {
+		if dig(t, c, "env", i, "name") == "GOMEMLIMIT" {
+			memLimit = dig(t, c, "env", i, "value").(string)
+		}
+	}
+	limit := dig(t, c, "resources", "limits", "memory").(string)
+	goLimit, _ := strconv.Atoi(strings.TrimSuffix(memLimit, "MiB"))
+	podLimit, _ := strconv.Atoi(strings.TrimSuffix(limit, "Mi"))
+	if goLimit == 0 || podLimit == 0 || goLimit >= podLimit || goLimit < podLimit*8/10 {
+		t.Errorf("GOMEMLIMIT %q beside the memory limit %q: want 80-99%% of it", memLimit, limit)
 	}
 	drain := drainTimeout(t, configs(t)["kubernetes"])
 	preStop := time.Duration(dig(t, c, "lifecycle", "preStop", "sleep", "seconds").(int)) * time.Second
@@ -415,7 +469,7 @@ func TestKubernetesManifests(t *testing.T) {
 	secretName := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "name")
 	secretKey := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "key").(string)
 	if secretName != dig(t, byKind["Secret"], "metadata", "name") || dig(t, byKind["Secret"], "stringData", secretKey) == nil {
-		t.Errorf("env references secret %v key %s, not in secret.yaml", secretName, secretKey)
+		t.Errorf("env references secret %v key %s, not in secret.example.yaml", secretName, secretKey)
 	}
 	if dig(t, pod, "volumes", 0, "configMap", "name") != dig(t, byKind["ConfigMap"], "metadata", "name") {
 		t.Error("the config volume does not mount the ConfigMap")
@@ -449,6 +503,7 @@ func usedMetrics(t *testing.T) map[string][]string {
 	var dash struct {
 		Panels []struct {
 			Title   string
+			Type    string
 			Targets []struct{ Expr string }
 		}
 	}
@@ -462,6 +517,11 @@ func usedMetrics(t *testing.T) map[string][]string {
 	for _, p := range dash.Panels {
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
+		}
+		// A stat of counters that exist only after their first event
+		// shows 0 on a healthy gateway, not "No data".
+		if p.Type == "stat" && !strings.Contains(p.Targets[0].Expr, "or vector(0)") {
+			t.Errorf("stat panel %q: %s lacks `or vector(0)`", p.Title, p.Targets[0].Expr)
 		}
 		for _, q := range p.Targets {
 			for _, m := range metricName.FindAllString(q.Expr, -1) {
@@ -511,7 +571,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onlyAfterTheirEvent := map[string]bool{"gateway_lease_takeovers_total": true, "gateway_outcomes_unrecorded_total": true}
+	onlyAfterTheirEvent := map[string]bool{"gateway_lease_takeovers_total": true, "gateway_outcomes_unrecorded_total": true, "gateway_rate_limited_total": true}
 	used := usedMetrics(t)
 	if len(used) < 6 {
 		t.Fatalf("only %d metrics used: %v", len(used), used)
@@ -645,17 +705,25 @@ func TestSystemdUnit(t *testing.T) {
 	}
 }
 
-// TestKustomizeBuilds renders the Kubernetes manifests with `kubectl
-// kustomize` (offline; no cluster is needed or contacted) when kubectl is
-// installed, and checks every object lands in the namespace.
+// TestKustomizeBuilds renders both variants of the Kubernetes manifests
+// with kustomize (offline; no cluster is needed or contacted; .ci/run
+// installs it from the Go proxy) and checks every object lands in the
+// namespace, the Secret is not among them, and the PostgreSQL variant
+// reads DATABASE_URL instead of REDIS_URL, which its config then uses.
 func TestKustomizeBuilds(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
+	kustomize, err := exec.LookPath("kustomize")
 	if err != nil {
-		t.Skip("kubectl not installed")
+		t.Skip("kustomize not installed (go install sigs.k8s.io/kustomize/kustomize/v5)")
 	}
-	out, err := exec.Command(kubectl, "kustomize", "kubernetes").Output()
+	for _, dir := range []string{"kubernetes", "kubernetes-postgres"} {
+		t.Run(dir, func(t *testing.T) { checkRendered(t, kustomize, dir) })
+	}
+}
+
+func checkRendered(t *testing.T, kustomize, dir string) {
+	out, err := exec.Command(kustomize, "build", dir).Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(out))
 	var kinds []string
@@ -671,9 +739,28 @@ func TestKustomizeBuilds(t *testing.T) {
 		if ns := dig(t, obj, "metadata", "namespace"); kind != "Namespace" && ns != "toolgateway" {
 			t.Errorf("%s in namespace %v", kind, ns)
 		}
+		if kind == "Deployment" {
+			var env []string
+			for _, e := range dig(t, obj, "spec", "template", "spec", "containers", 0, "env").([]any) {
+				env = append(env, e.(map[string]any)["name"].(string))
+			}
+			want := map[string][]string{"kubernetes": {"REDIS_URL", "GOMEMLIMIT"}, "kubernetes-postgres": {"DATABASE_URL", "GOMEMLIMIT"}}[dir]
+			if !slices.Equal(env, want) {
+				t.Errorf("env %v, want %v", env, want)
+			}
+		}
+		if kind == "ConfigMap" && dir == "kubernetes-postgres" {
+			path := writeConfig(t, dig(t, obj, "data", "gateway.yaml").(string))
+			report, err := gatewaycmd.Check(path, func(k string) string {
+				return map[string]string{"DATABASE_URL": "postgres://gateway:pw@postgres.toolgateway.svc:5432/gateway"}[k]
+			})
+			if err != nil || !strings.HasPrefix(report.Store, "postgres:") {
+				t.Errorf("the PostgreSQL variant's config with DATABASE_URL: %v, store %v", err, report)
+			}
+		}
 	}
 	slices.Sort(kinds)
-	if want := []string{"ConfigMap", "Deployment", "Namespace", "PodDisruptionBudget", "Secret", "Service"}; !slices.Equal(kinds, want) {
+	if want := []string{"ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Service"}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}
 }

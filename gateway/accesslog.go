@@ -21,7 +21,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 
 		tool := info.tool
 		if tool == "" {
-			tool = "unknown"
+			tool = labelUnknownTool
 		}
 		label := info.label
 		if label == "" {
@@ -44,9 +44,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if route == "" {
 			route = routeOf(r)
 		}
-		// Room for the optional "api" attribute, so appending it does not
+		// Room for the optional "api" and "token" attributes, so appending it does not
 		// copy the slice.
-		attrs := make([]slog.Attr, 0, 10)
+		attrs := make([]slog.Attr, 0, 11)
 		attrs = append(attrs,
 			slog.String("request_id", RequestIDFrom(r.Context())),
 			slog.String("method", r.Method),
@@ -60,6 +60,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		)
 		if info.api != "" {
 			attrs = append(attrs, slog.String("api", string(info.api)))
+		}
+		if info.previousToken {
+			attrs = append(attrs, slog.String("token", "previous"))
 		}
 		s.log.LogAttrs(r.Context(), levelFor(ww.Status()), "request", attrs...)
 	})
@@ -87,4 +90,30 @@ func routeOf(r *http.Request) string {
 		}
 	}
 	return "unmatched"
+}
+
+// sdkLogger is the logger handed to the go-sdk MCP server: its warnings
+// and errors, marked as its own, without the session lines it logs at
+// info level for every stateless POST /mcp (three per request), which
+// the access log line already covers.
+func sdkLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(warnAndAbove{log.Handler()}).With("component", "mcp-sdk")
+}
+
+// warnAndAbove passes records at warn level or above to its handler.
+type warnAndAbove struct{ slog.Handler }
+
+// Enabled drops everything below warn.
+func (h warnAndAbove) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+// WithAttrs keeps the level floor on the derived handler.
+func (h warnAndAbove) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnAndAbove{h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup keeps the level floor on the derived handler.
+func (h warnAndAbove) WithGroup(name string) slog.Handler {
+	return warnAndAbove{h.Handler.WithGroup(name)}
 }

@@ -25,14 +25,28 @@ func tenantFrom(ctx context.Context) string {
 // ValidateAuth refuses tenant lists the gateway could not enforce: a
 // tenant name is part of every record's scope and of every log line, so it
 // must match the tool-name pattern (no ':', '{', '}', spaces or control
-// characters); two tenants must not share a name or a token (the first
+// characters); its limits must be enforceable (TenantLimits.checkLimits);
+// two tenants must not share a name or a token (the first
 // would silently win); and the admin token must differ from every tenant's,
-// so no tenant can reach the admin API. Errors start with the path of the
-// offending value ("tenants[1].name", "admin.token_sha256"), which the
-// config prefixes with its own section.
-func ValidateAuth(tenants []Tenant, admin *[sha256.Size]byte) error {
+// so no tenant can reach the admin API. A tenant's previous token (a
+// rotation) counts as one of its tokens for all of this. admin lists the
+// admin token hashes: the current one, then the previous one (nil: none).
+// Errors start with the path of the offending value ("tenants[1].name",
+// "admin.token_sha256"), which the config prefixes with its own section.
+func ValidateAuth(tenants []Tenant, admin ...*[sha256.Size]byte) error {
 	names := make(map[string]bool, len(tenants))
-	tokens := make(map[[sha256.Size]byte]string, len(tenants))
+	// owner of each token hash: a tenant's name, or "" for the admin.
+	tokens := make(map[[sha256.Size]byte]string, 2*len(tenants))
+	adminFields := []string{"admin.token_sha256", "admin.previous_token_sha256"}
+	for i, h := range admin {
+		if h == nil {
+			continue
+		}
+		if _, dup := tokens[*h]; dup {
+			return fmt.Errorf("%s: same token as admin.token_sha256; a rotation needs a new token", adminFields[min(i, 1)])
+		}
+		tokens[*h] = ""
+	}
 	for i, t := range tenants {
 		if !tools.ValidName(t.Name) {
 			return fmt.Errorf("tenants[%d].name: %q must match %s", i, t.Name, tools.NamePattern)
@@ -41,16 +55,32 @@ func ValidateAuth(tenants []Tenant, admin *[sha256.Size]byte) error {
 			return fmt.Errorf("tenants[%d].name: tenant %q listed twice", i, t.Name)
 		}
 		names[t.Name] = true
-		if other, dup := tokens[t.TokenSHA256]; dup {
-			return fmt.Errorf("tenants[%d].token_sha256: same token as tenant %q; every tenant needs its own token", i, other)
+		if err := t.Limits.checkLimits(); err != nil {
+			return fmt.Errorf("tenants[%d].%w", i, err)
 		}
-		tokens[t.TokenSHA256] = t.Name
-		if admin != nil && *admin == t.TokenSHA256 {
-			return fmt.Errorf("admin.token_sha256: the admin token must differ from tenant %q's token", t.Name)
+		for j, h := range []*[sha256.Size]byte{&t.TokenSHA256, t.PreviousTokenSHA256} {
+			field := []string{"token_sha256", "previous_token_sha256"}[j]
+			if h == nil {
+				continue
+			}
+			switch other, dup := tokens[*h]; {
+			case dup && other == "":
+				return fmt.Errorf("admin.token_sha256: the admin token must differ from tenant %q's token", t.Name)
+			case dup && other == t.Name:
+				return fmt.Errorf("tenants[%d].previous_token_sha256: same token as its token_sha256; a rotation needs a new token", i)
+			case dup:
+				return fmt.Errorf("tenants[%d].%s: same token as tenant %q; every tenant needs its own token", i, field, other)
+			}
+			tokens[*h] = t.Name
 		}
 	}
 	return nil
 }
+
+// AdminCaller is the tenant field of the access log line of an admin API
+// request: no tenant name can take this form (tenant names match
+// tools.NamePattern, which has no parentheses).
+const AdminCaller = "(admin)"
 
 // bearerTokenHash returns SHA-256 of the request's bearer token.
 func bearerTokenHash(r *http.Request) ([sha256.Size]byte, bool) {
@@ -79,13 +109,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sum, ok := bearerTokenHash(r)
-		tenant := ""
+		tenant, previous := "", false
 		if ok {
-			// Compare against every tenant, in constant time each, so the
-			// time taken says nothing about which hash was close.
+			// Compare against every token of every tenant, in constant
+			// time each, so the time taken says nothing about which hash
+			// was close.
 			for _, t := range s.settings.Load().tenants {
 				if subtle.ConstantTimeCompare(sum[:], t.TokenSHA256[:]) == 1 && tenant == "" {
 					tenant = t.Name
+				}
+				if t.PreviousTokenSHA256 != nil && subtle.ConstantTimeCompare(sum[:], t.PreviousTokenSHA256[:]) == 1 && tenant == "" {
+					tenant, previous = t.Name, true
 				}
 			}
 		}
@@ -94,6 +128,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		setTenant(r.Context(), tenant)
+		if previous {
+			setPreviousToken(r.Context())
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
 }
@@ -101,11 +138,23 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // authenticateAdmin guards the admin API with its own token.
 func (s *Server) authenticateAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The log line names the admin, not a tenant, as the caller.
+		setTenant(r.Context(), AdminCaller)
 		sum, ok := bearerTokenHash(r)
-		admin := s.settings.Load().admin
-		if !ok || admin == nil || subtle.ConstantTimeCompare(sum[:], admin[:]) != 1 {
+		match := -1
+		if ok {
+			for i, h := range s.settings.Load().admin {
+				if subtle.ConstantTimeCompare(sum[:], h[:]) == 1 && match < 0 {
+					match = i
+				}
+			}
+		}
+		if match < 0 {
 			s.unauthorized(w, r)
 			return
+		}
+		if match > 0 {
+			setPreviousToken(r.Context())
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -375,3 +375,61 @@ func TestInProcessToolGetsScopedKey(t *testing.T) {
 		t.Fatal("two tenants got one scoped key")
 	}
 }
+
+// TestPreviousTokensAreTokens: a previous token (a rotation) authenticates
+// as its tenant, and is refused when it would name two callers: equal to
+// its own current token, another tenant's current or previous token, or
+// the admin's current or previous token.
+func TestPreviousTokensAreTokens(t *testing.T) {
+	registry := tools.NewRegistry()
+	if err := registry.Add(newTestTool("provision")); err != nil {
+		t.Fatal(err)
+	}
+	store := newStore(t, storeEmbedded)
+	hash := func(token string) *[sha256.Size]byte { h := sha256.Sum256([]byte(token)); return &h }
+	tenant := func(name, token, previous string) gateway.Tenant {
+		t := gateway.Tenant{Name: name, TokenSHA256: *hash(token)}
+		if previous != "" {
+			t.PreviousTokenSHA256 = hash(previous)
+		}
+		return t
+	}
+	cases := map[string]gateway.Options{
+		"previous = own token":               {Tenants: []gateway.Tenant{tenant("acme", "t", "t")}},
+		"previous = other tenant's token":    {Tenants: []gateway.Tenant{tenant("acme", "t1", "t2"), tenant("globex", "t2", "")}},
+		"previous = other tenant's previous": {Tenants: []gateway.Tenant{tenant("acme", "t1", "old"), tenant("globex", "t2", "old")}},
+		"previous = admin's token":           {Tenants: []gateway.Tenant{tenant("acme", "t1", "adm")}, AdminTokenSHA256: hash("adm")},
+		"admin previous = a tenant's token":  {Tenants: []gateway.Tenant{tenant("acme", "t1", "")}, AdminTokenSHA256: hash("adm"), AdminPreviousTokenSHA256: hash("t1")},
+		"admin previous = admin's token":     {AdminTokenSHA256: hash("adm"), AdminPreviousTokenSHA256: hash("adm")},
+		"admin previous without a current":   {AdminPreviousTokenSHA256: hash("adm")},
+	}
+	for name, o := range cases {
+		o.Store, o.Tools = store, registry
+		reg := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = reg, reg
+		if _, err := gateway.NewServer(o); err == nil {
+			t.Errorf("%s: NewServer accepted it", name)
+		}
+	}
+
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")}, func(o *gateway.Options) {
+		o.Tenants = []gateway.Tenant{tenant("acme", "new", "old"), tenant("globex", "g", "")}
+	})
+	for step, token := range []string{"new", "old"} {
+		r := h.do(callSpec{tool: "provision", session: "rot", step: uint64(step), args: `{}`, token: token})
+		if r.status != http.StatusOK {
+			t.Fatalf("acme's %s token: %d %s", token, r.status, r.body)
+		}
+	}
+	// The old token is acme's: its call replays acme's record, not globex's.
+	r := h.do(callSpec{tool: "provision", session: "rot", step: 0, args: `{}`, token: "old"})
+	if r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("acme's old token did not reach acme's record: %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
+	}
+	if err := h.gw.Reload(gateway.Settings{Tenants: []gateway.Tenant{tenant("acme", "new", ""), tenant("globex", "g", "")}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.do(callSpec{tool: "provision", session: "rot", step: 2, args: `{}`, token: "old"}); r.status != http.StatusUnauthorized {
+		t.Fatalf("old token after the rotation ended: %d, want 401", r.status)
+	}
+}

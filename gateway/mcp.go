@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -133,8 +133,8 @@ func (e *mcpEndpoint) serverFor(*http.Request) *mcp.Server {
 	if e.server != nil && slices.Equal(entries, e.entries) {
 		return e.server
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgateway", Version: buildVersion()}, &mcp.ServerOptions{
-		Logger: e.s.log,
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgateway", Version: buildinfo.Version()}, &mcp.ServerOptions{
+		Logger: sdkLogger(e.s.log),
 		// Tools only; no logging capability (go-sdk's default) and no
 		// list_changed notifications: a stateless server has no stream
 		// to send them on.
@@ -208,13 +208,4 @@ func (e *mcpEndpoint) dispatchCall(listed map[string]bool) mcp.Middleware {
 			return withResultType(call, res), nil
 		}
 	}
-}
-
-// buildVersion is the module version of the binary, for the MCP
-// serverInfo.
-func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "devel"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -26,7 +27,18 @@ type metrics struct {
 	inFlight    *prometheus.GaugeVec
 	unrecorded  *prometheus.CounterVec
 	rateLimited *prometheus.CounterVec
+	// records and recordsTruncated are the records gauge (recordsgauge.go).
+	records          *prometheus.GaugeVec
+	recordsTruncated *prometheus.GaugeVec
+	recordsAbandoned *prometheus.GaugeVec
+	// recordsPublished are the labels of the last sample, by state.
+	recordsPublished map[idempotency.State]map[string]float64
+	// abandonedPublished are the labels of the last gateway_records_abandoned.
+	abandonedPublished map[string]float64
 }
+
+// labelUnknownTool is the tool label of a name that is not a configured tool.
+const labelUnknownTool = "unknown"
 
 func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *tools.Registry) (*metrics, error) {
 	if reg == nil {
@@ -38,7 +50,8 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 		gath = prometheus.DefaultGatherer
 	}
 	m := &metrics{
-		gatherer: gath,
+		gatherer:         gath,
+		recordsPublished: make(map[idempotency.State]map[string]float64),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_requests_total",
 			Help: "Tool calls and tool API requests by door (rest, mcp), tool and outcome.",
@@ -77,18 +90,82 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_rate_limited_total",
 			Help: "Calls refused with 429 rate_limited, by tenant and by the limit they were over (rate, in_flight).",
 		}, []string{"tenant", "limit"}),
+		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_records",
+			Help: "Records in the store by state (UNKNOWN, IN_PROGRESS) and tool, sampled from the store (bounded work; see gateway_records_truncated).",
+		}, []string{"state", "tool"}),
+		recordsTruncated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_records_truncated",
+			Help: "1 when the last sample of gateway_records for the state stopped at its bound (the counts are a lower bound), else 0.",
+		}, []string{"state"}),
+		recordsAbandoned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_records_abandoned",
+			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
+		}, []string{"tool"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.records, m.recordsTruncated, m.recordsAbandoned} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}
 	}
+	// The running version, so a rollout and the alert on a target that
+	// stopped answering (deploy/prometheus) can tell gateways apart.
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gateway_build_info",
+		Help: "Always 1; the label version is the gateway's version (gateway -version).",
+	}, []string{"version"})
+	if err := reg.Register(buildInfo); err != nil {
+		return nil, fmt.Errorf("gateway: register metrics: %w", err)
+	}
+	buildInfo.WithLabelValues(buildinfo.Version()).Set(1)
 	// Pre-create the per-tool series so dashboards see zeros, not gaps.
 	for _, e := range registry.Entries() {
 		m.inFlight.WithLabelValues(e.Spec.Name)
 		m.leasesLost.WithLabelValues(e.Spec.Name)
 	}
 	return m, nil
+}
+
+// publishRecords sets the gauge of state to counts: every tool of tools
+// (0 when it has none), every label counted, and 0 for a label of an
+// earlier sample that is no longer counted.
+func (m *metrics) publishRecords(state idempotency.State, counts map[string]float64, tools []string, truncated bool) {
+	for _, tool := range tools {
+		if _, ok := counts[tool]; !ok {
+			counts[tool] = 0
+		}
+	}
+	for tool, n := range counts {
+		m.records.WithLabelValues(string(state), tool).Set(n)
+	}
+	// Only the sampler writes the gauge, one sample at a time, so the
+	// labels of the previous sample need no lock.
+	for tool := range m.recordsPublished[state] {
+		if _, ok := counts[tool]; !ok {
+			m.records.DeleteLabelValues(string(state), tool)
+		}
+	}
+	m.recordsPublished[state] = counts
+	m.recordsTruncated.WithLabelValues(string(state)).Set(boolGauge(truncated))
+}
+
+// publishAbandoned sets gateway_records_abandoned: counts by tool, 0 for
+// every tool of tools without any; the series of tools gone are deleted.
+func (m *metrics) publishAbandoned(counts map[string]float64, tools []string) {
+	for _, tool := range tools {
+		if _, ok := counts[tool]; !ok {
+			counts[tool] = 0
+		}
+	}
+	for tool, n := range counts {
+		m.recordsAbandoned.WithLabelValues(tool).Set(n)
+	}
+	for tool := range m.abandonedPublished {
+		if _, ok := counts[tool]; !ok {
+			m.recordsAbandoned.DeleteLabelValues(tool)
+		}
+	}
+	m.abandonedPublished = counts
 }
 
 // observeRequest counts one request: api is the door, tool a configured
@@ -113,6 +190,14 @@ func (s *instrumentedStore) observe(op string, start time.Time, err error) {
 	if err != nil && !isStoreVerdict(err) {
 		s.m.storeErrors.WithLabelValues(op).Inc()
 	}
+}
+
+// boolGauge is 1 for true, 0 for false.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // isStoreVerdict tells the store's answers (lease lost, not found) from its failures.

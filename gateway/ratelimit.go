@@ -39,21 +39,33 @@ const (
 	limitInFlight = "in_flight"
 )
 
+// The op label of gateway_store_errors_total for the limiter's store
+// failures (the limits live in the records' store).
+const (
+	opRateLimit = "rate_limit"
+	opInFlight  = "in_flight"
+)
+
 // inFlightRetryAfter is the Retry-After of a call refused for max_in_flight:
 // nobody knows when a running tool ends, and a second is short enough for
 // an agent and long enough not to hammer the gateway.
 const inFlightRetryAfter = 1
 
-// checkTenantLimits refuses limits the gateway could not enforce.
-func checkTenantLimits(tenants []Tenant) error {
-	for _, t := range tenants {
-		r := t.Limits.Rate
-		if !r.IsZero() && (r.Rate <= 0 || r.Period <= 0 || r.Burst <= 0) {
-			return fmt.Errorf("gateway: tenant %q: rate %s: rate, period and burst must be positive", t.Name, r)
+// checkLimits refuses limits the gateway could not enforce; the error
+// starts with the field's path under the tenant, as ValidateAuth's do.
+// The one rule for tenant limits: the config only converts them.
+func (l TenantLimits) checkLimits() error {
+	r := l.Rate
+	if !r.IsZero() {
+		if r.Rate <= 0 || r.Period <= 0 {
+			return fmt.Errorf("rate: %s: rate and period must be positive", r)
 		}
-		if t.Limits.MaxInFlight < 0 {
-			return fmt.Errorf("gateway: tenant %q: max_in_flight %d: must be 0 (no cap) or more", t.Name, t.Limits.MaxInFlight)
+		if r.Burst <= 0 {
+			return fmt.Errorf("burst: %d: must be at least 1 (absent: the rate's count)", r.Burst)
 		}
+	}
+	if l.MaxInFlight < 0 {
+		return fmt.Errorf("max_in_flight: %d: must be 0 (no cap) or more", l.MaxInFlight)
 	}
 	return nil
 }
@@ -83,6 +95,7 @@ func (s *Server) admitRate(ctx context.Context, c *Call) *Problem {
 	}
 	v, err := s.limiter.Allow(ctx, c.Tenant, limits.Rate)
 	if err != nil {
+		s.metrics.storeErrors.WithLabelValues(opRateLimit).Inc()
 		s.log.ErrorContext(ctx, "rate limiter failed", "tool", c.Entry.Spec.Name, "tenant", c.Tenant, "error", err)
 		return newProblem(wire.CodeStoreUnavailable, "the rate limiter's store is unreachable; the tool was not run").withRetryAfter(1)
 	}
@@ -103,6 +116,7 @@ func (s *Server) takeSlot(ctx context.Context, c *Call, holder string) (leave fu
 	lease := s.opts.LockTTL
 	got, err := s.limiter.Acquire(ctx, c.Tenant, holder, limits.MaxInFlight, lease)
 	if err != nil {
+		s.metrics.storeErrors.WithLabelValues(opInFlight).Inc()
 		s.log.ErrorContext(ctx, "in-flight limiter failed", "tool", c.Entry.Spec.Name, "tenant", c.Tenant, "error", err)
 		return nil, newProblem(wire.CodeStoreUnavailable, "the rate limiter's store is unreachable; the tool was not run").withRetryAfter(1)
 	}
@@ -141,6 +155,7 @@ func (r *slotRenewal) renew() {
 	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 	defer cancel()
 	if err := r.s.limiter.Renew(ctx, r.tenant, r.holder, r.lease); err != nil {
+		r.s.metrics.storeErrors.WithLabelValues(opInFlight).Inc()
 		r.s.log.WarnContext(ctx, "in-flight slot renewal failed", "tenant", r.tenant, "error", err)
 	}
 	r.timer.Reset(r.lease / 3)
@@ -154,6 +169,7 @@ func (r *slotRenewal) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 	defer cancel()
 	if err := r.s.limiter.Release(ctx, r.tenant, r.holder); err != nil {
+		r.s.metrics.storeErrors.WithLabelValues(opInFlight).Inc()
 		// The slot frees itself when its lease ends.
 		r.s.log.WarnContext(ctx, "in-flight slot release failed", "tenant", r.tenant, "error", err)
 	}

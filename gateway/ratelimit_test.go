@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -311,4 +312,63 @@ func TestNewServerRefusesBadLimits(t *testing.T) {
 			t.Errorf("limits %+v accepted", l)
 		}
 	}
+}
+
+// TestLimiterDownIsAStoreError: when the limiter's store does not answer
+// (a Redis nobody listens on), the call gets 503 store_unavailable, the
+// tool does not run, and gateway_store_errors_total counts the failure
+// under the limit's op, as every other failure of the store.
+func TestLimiterDownIsAStoreError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := ln.Addr().String()
+	ln.Close() // nothing listens there any more: connections are refused
+	client := redis.NewClient(&redis.Options{Addr: deadAddr, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	for _, c := range []struct {
+		op     string
+		limits gateway.TenantLimits
+	}{
+		{"rate_limit", gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 10, Period: time.Second, Burst: 10}}},
+		{"in_flight", gateway.TenantLimits{MaxInFlight: 1}},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			tool := newTestTool("provision")
+			h := newHarness(t, storeEmbedded, []tools.Tool{tool},
+				withTenants(map[string]string{limitedTenant: limitedToken}), withTenantLimits(limitedTenant, c.limits),
+				withLimiter(ratelimit.NewRedis(client, "gwtest:")))
+			call := callSpec{tool: "provision", session: "limiter-down", step: 1, args: `{}`, token: limitedToken}
+			wantProblem(t, h.do(call), http.StatusServiceUnavailable, wire.CodeStoreUnavailable)
+			if n := tool.total.Load(); n != 0 {
+				t.Fatalf("tool ran %d times with its limiter down", n)
+			}
+			if n := storeErrors(t, h, c.op); n != 1 {
+				t.Fatalf("gateway_store_errors_total{op=%q} = %v, want 1", c.op, n)
+			}
+		})
+	}
+}
+
+// storeErrors reads gateway_store_errors_total{op}.
+func storeErrors(t *testing.T, h *harness, op string) float64 {
+	t.Helper()
+	families, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "gateway_store_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" && l.GetValue() == op {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

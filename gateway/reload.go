@@ -25,6 +25,9 @@ type Settings struct {
 	// must stay nil when it was nil, and non-nil when it was not: the admin
 	// routes are mounted once.
 	AdminTokenSHA256 *[sha256.Size]byte
+	// AdminPreviousTokenSHA256 replaces Options.AdminPreviousTokenSHA256:
+	// the admin token being rotated out, still accepted (nil: none).
+	AdminPreviousTokenSHA256 *[sha256.Size]byte
 	// Policies replaces Options.Policies. A policy may name a tool the
 	// registry does not hold (yet): it applies when the tool appears, which
 	// lets the caller install a new tool's policy before the tool itself.
@@ -41,7 +44,9 @@ type Settings struct {
 type settings struct {
 	// tenants are checked by authenticate, in order.
 	tenants []Tenant
-	admin   *[sha256.Size]byte
+	// admin holds the admin API's accepted token hashes: the current one
+	// first, then the previous one during a rotation.
+	admin []*[sha256.Size]byte
 	// limits holds the tenants that have limits, by name.
 	limits    map[string]TenantLimits
 	policies  map[string]tools.Policy
@@ -51,21 +56,23 @@ type settings struct {
 // newSettings checks set and builds its snapshot (copies, so the caller may
 // reuse what it passed).
 func newSettings(set Settings) (*settings, error) {
-	if err := ValidateAuth(set.Tenants, set.AdminTokenSHA256); err != nil {
+	if err := ValidateAuth(set.Tenants, set.AdminTokenSHA256, set.AdminPreviousTokenSHA256); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	if err := checkTenantLimits(set.Tenants); err != nil {
-		return nil, err
 	}
 	for name, p := range set.Policies {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}
-	var admin *[sha256.Size]byte
-	if set.AdminTokenSHA256 != nil {
-		sum := *set.AdminTokenSHA256
-		admin = &sum
+	if set.AdminTokenSHA256 == nil && set.AdminPreviousTokenSHA256 != nil {
+		return nil, errors.New("gateway: admin.previous_token_sha256: set only beside admin.token_sha256")
+	}
+	var admin []*[sha256.Size]byte
+	for _, h := range []*[sha256.Size]byte{set.AdminTokenSHA256, set.AdminPreviousTokenSHA256} {
+		if h != nil {
+			sum := *h
+			admin = append(admin, &sum)
+		}
 	}
 	return &settings{
 		tenants:   slices.Clone(set.Tenants),
@@ -87,14 +94,49 @@ func (s *Server) Reload(set Settings) error {
 	if err != nil {
 		return err
 	}
-	// authenticate and the admin routes were wired at NewServer.
 	cur := s.settings.Load()
-	switch {
-	case (len(cur.tenants) > 0) != (len(next.tenants) > 0):
-		return errors.New("gateway: reload: auth cannot be turned on or off at run time (restart the gateway)")
-	case (cur.admin != nil) != (next.admin != nil):
-		return errors.New("gateway: reload: the admin API cannot be enabled or disabled at run time (restart the gateway)")
+	for _, c := range wiredAtStart {
+		if c.on(cur) != c.on(next) {
+			return errors.New("gateway: reload: " + c.refusal)
+		}
 	}
 	s.settings.Store(next)
 	return nil
+}
+
+// wiredAtStart are the settings Reload can change in value but not turn on
+// or off: authenticate and the admin routes are wired at NewServer, and
+// turning auth on or off changes the tenant, hence the record scope, of
+// every caller, which is a restart's decision. The one list of these
+// rules: Reload refuses by it, FixedChanges names by it.
+var wiredAtStart = []struct {
+	field   string // as the config file names it, with why
+	refusal string
+	on      func(*settings) bool
+}{
+	{"auth (turning auth on or off)", "auth cannot be turned on or off at run time (restart the gateway)",
+		func(s *settings) bool { return len(s.tenants) > 0 }},
+	{"admin (enabling or disabling the admin API)", "the admin API cannot be enabled or disabled at run time (restart the gateway)",
+		func(s *settings) bool { return len(s.admin) > 0 }},
+}
+
+// FixedChanges names what of next Reload would refuse over running (auth
+// or the admin API turned on or off), so a program can report it with
+// its own fixed fields before applying anything.
+func FixedChanges(running, next Settings) []string {
+	shape := func(set Settings) *settings {
+		s := &settings{tenants: set.Tenants}
+		if set.AdminTokenSHA256 != nil {
+			s.admin = []*[sha256.Size]byte{set.AdminTokenSHA256}
+		}
+		return s
+	}
+	cur, nxt := shape(running), shape(next)
+	var out []string
+	for _, c := range wiredAtStart {
+		if c.on(cur) != c.on(nxt) {
+			out = append(out, c.field)
+		}
+	}
+	return out
 }

@@ -43,6 +43,9 @@ type requestInfo struct {
 	start     time.Time
 	// counted: the call path already observed the request metrics.
 	counted bool
+	// previousToken: the caller authenticated with a token being rotated
+	// out (auth.go), which the log line says.
+	previousToken bool
 }
 
 type requestInfoKey struct{}
@@ -59,6 +62,13 @@ func setLabel(ctx context.Context, tool, label string) {
 			info.tool = tool
 		}
 		info.label = label
+	}
+}
+
+// setPreviousToken records that the caller used its previous token.
+func setPreviousToken(ctx context.Context) {
+	if info := infoFrom(ctx); info != nil {
+		info.previousToken = true
 	}
 }
 

@@ -15,29 +15,13 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// routes wires every endpoint. Order of middleware: the request id comes
-// first so every response (errors included) carries it; the access log and
-// metrics wrap everything below; auth guards the tool API only.
+// routes wires the tool API, /mcp and (unless Options.SeparateOperations)
+// the operations endpoints; auth guards the tool API only.
 func (s *Server) routes() http.Handler {
-	r := chi.NewRouter()
-	r.Use(requestID)
-	r.Use(s.extractTrace)
-	r.Use(closeChunked)
-	r.Use(s.accessLog)
-	// HEAD is served wherever GET is (health checks often use it).
-	r.Use(middleware.GetHead)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(wire.CodeNotFound, "no such endpoint"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		p := newProblem(wire.CodeMethodNotAllowed, "method not allowed on this endpoint")
-		p.allow = allowedMethods(r, req.URL.Path)
-		writeProblem(w, p)
-	})
-
-	r.Get("/healthz", s.handleHealthz)
-	r.Get("/readyz", s.handleReadyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{}))
+	r := s.newRouter()
+	if !s.opts.SeparateOperations {
+		s.mountOperations(r)
+	}
 
 	r.Route("/api/tools/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
@@ -55,7 +39,46 @@ func (s *Server) routes() http.Handler {
 	})
 
 	s.mountMCP(r)
+	return r
+}
 
+// operationsRoutes wires the operations endpoints alone, for a listener of
+// their own (Options.SeparateOperations).
+func (s *Server) operationsRoutes() http.Handler {
+	r := s.newRouter()
+	s.mountOperations(r)
+	return r
+}
+
+// newRouter is a router with the middleware every endpoint has. Order:
+// the request id comes first so every response (errors included) carries
+// it; the access log and metrics wrap everything below.
+func (s *Server) newRouter() *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(requestID)
+	r.Use(s.extractTrace)
+	r.Use(closeChunked)
+	r.Use(s.accessLog)
+	// HEAD is served wherever GET is (health checks often use it).
+	r.Use(middleware.GetHead)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, newProblem(wire.CodeNotFound, "no such endpoint"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		p := newProblem(wire.CodeMethodNotAllowed, "method not allowed on this endpoint")
+		p.allow = allowedMethods(r, req.URL.Path)
+		writeProblem(w, p)
+	})
+
+	return r
+}
+
+// mountOperations wires what operators and orchestrators use: health,
+// readiness, metrics and (with an admin token) the admin API.
+func (s *Server) mountOperations(r chi.Router) {
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{}))
 	if s.opts.AdminTokenSHA256 != nil {
 		r.Route("/admin/v1", func(r chi.Router) {
 			r.Use(s.authenticateAdmin)
@@ -68,7 +91,6 @@ func (s *Server) routes() http.Handler {
 			r.Get("/executions/{execution_id}", s.handleAdminExecution)
 		})
 	}
-	return r
 }
 
 // allowedMethods lists the methods router serves on path, for the Allow

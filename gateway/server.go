@@ -42,6 +42,9 @@ type Tenant struct {
 	// TokenSHA256 is the SHA-256 of the tenant's bearer token; the token
 	// itself is never configured.
 	TokenSHA256 [sha256.Size]byte
+	// PreviousTokenSHA256, when set, is a second accepted token hash: the
+	// token being rotated out (docs/security.md, "Rotating tokens").
+	PreviousTokenSHA256 *[sha256.Size]byte
 	// Limits are the tenant's rate and in-flight limits (ratelimit.go).
 	Limits TenantLimits
 }
@@ -70,6 +73,9 @@ type Options struct {
 	Tenants []Tenant
 	// AdminTokenSHA256 enables the admin API when non-nil.
 	AdminTokenSHA256 *[sha256.Size]byte
+	// AdminPreviousTokenSHA256, when set, is the admin token being rotated
+	// out, accepted beside AdminTokenSHA256.
+	AdminPreviousTokenSHA256 *[sha256.Size]byte
 	// MCP configures the MCP endpoint, POST /mcp (served by default).
 	MCP MCPOptions
 	// Limiter keeps the tenants' limit state; nil means in process
@@ -78,6 +84,13 @@ type Options struct {
 	Limiter ratelimit.Backend
 	// TracerProvider, when set, traces every call (tracing.go); nil: off.
 	TracerProvider trace.TracerProvider
+	// SeparateOperations leaves /healthz, /readyz, /metrics and /admin off
+	// the Server's handler: OperationsHandler serves them, on a listener of
+	// their own (admin_listen).
+	SeparateOperations bool
+	// RecordsSampleInterval is how often the gateway_records gauge is
+	// sampled from the store (recordsgauge.go); 0: 30s, negative: never.
+	RecordsSampleInterval time.Duration
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry
@@ -97,6 +110,8 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	handler http.Handler
+	// opsHandler serves the operations endpoints (OperationsHandler).
+	opsHandler http.Handler
 	// settings is what Reload changes (reload.go): tenants, admin token,
 	// tenant limits, tool policies. limiter keeps the limits' state.
 	settings atomic.Pointer[settings]
@@ -124,6 +139,8 @@ type Server struct {
 	// waitCtx ends the Prefer: wait polls when shutdown begins.
 	waitCtx     context.Context
 	stopWaiting context.CancelFunc
+	// stopSampling ends the records gauge's sampler (Drain).
+	stopSampling func()
 }
 
 // NewServer builds a Server from opts.
@@ -152,7 +169,7 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
+	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
 		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL})
 	if err != nil {
 		return nil, err
@@ -190,6 +207,8 @@ func NewServer(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.waitCtx, s.stopWaiting = context.WithCancel(s.baseCtx)
 	s.handler = s.routes()
+	s.opsHandler = s.operationsRoutes()
+	s.stopSampling = s.startRecordsSampler(opts.RecordsSampleInterval)
 	return s, nil
 }
 
@@ -197,6 +216,11 @@ func NewServer(opts Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
+
+// OperationsHandler serves /healthz, /readyz, /metrics and the admin API
+// alone, for a listener of their own; with Options.SeparateOperations they
+// are served only here.
+func (s *Server) OperationsHandler() http.Handler { return s.opsHandler }
 
 // Drain waits for the tool executions in flight to finish and record their
 // outcomes (completions still retried through a store outage included, see
@@ -211,6 +235,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.draining = true
 	s.drainMu.Unlock()
 	s.stopWaiting() // waiting clients get their 409 now, not at the deadline
+	s.stopSampling()
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()

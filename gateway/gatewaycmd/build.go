@@ -122,7 +122,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 
 // buildAuth converts the auth and admin sections; the rules on tenants are
 // gateway.ValidateAuth's, this only decodes the hashes and adds the path.
-func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
+func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
 	var tenants []gateway.Tenant
 	if c.Auth != nil {
 		if len(c.Auth.Tenants) == 0 {
@@ -133,32 +133,58 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *[32]byte, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			previous, err := optionalHash(fmt.Sprintf("auth.tenants[%d].previous_token_sha256", i), t.PreviousTokenSHA256)
+			if err != nil {
+				return nil, nil, err
+			}
 			limits, err := t.limits(fmt.Sprintf("auth.tenants[%d]", i))
 			if err != nil {
 				return nil, nil, err
 			}
-			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum, Limits: limits})
+			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum, PreviousTokenSHA256: previous, Limits: limits})
 		}
 	}
-	var admin *[32]byte
-	if c.Admin.TokenSHA256 != "" {
-		sum, err := decodeHash("admin.token_sha256", c.Admin.TokenSHA256)
-		if err != nil {
-			return nil, nil, err
-		}
-		admin = &sum
+	admin, err := optionalHash("admin.token_sha256", c.Admin.TokenSHA256)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := gateway.ValidateAuth(tenants, admin); err != nil {
+	adminPrevious, err := optionalHash("admin.previous_token_sha256", c.Admin.PreviousTokenSHA256)
+	if err != nil {
+		return nil, nil, err
+	}
+	if admin == nil && adminPrevious != nil {
+		return nil, nil, errors.New("admin.previous_token_sha256: set only beside admin.token_sha256 (the token that replaces it)")
+	}
+	if err := gateway.ValidateAuth(tenants, admin, adminPrevious); err != nil {
 		if strings.HasPrefix(err.Error(), "tenants[") {
 			return nil, nil, fmt.Errorf("auth.%w", err)
 		}
 		return nil, nil, err
 	}
-	return tenants, admin, nil
+	return tenants, &adminHashes{current: admin, previous: adminPrevious}, nil
+}
+
+// adminHashes are the admin API's accepted token hashes (current is nil
+// without an admin API; previous is set during a rotation).
+type adminHashes struct {
+	current, previous *[32]byte
+}
+
+// optionalHash decodes a hex SHA-256 that may be absent (nil).
+func optionalHash(field, s string) (*[32]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	sum, err := decodeHash(field, s)
+	if err != nil {
+		return nil, err
+	}
+	return &sum, nil
 }
 
 // limits converts the tenant's rate, burst and max_in_flight; field is the
-// tenant's path in the file, e.g. auth.tenants[2].
+// tenant's path in the file, e.g. auth.tenants[2]. The rules on their
+// values are gateway.ValidateAuth's (buildAuth calls it).
 func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 	var limits gateway.TenantLimits
 	if t.Rate == "" && t.Burst != 0 {
@@ -169,16 +195,10 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 		if err != nil {
 			return limits, fmt.Errorf("%s.rate: %w", field, err)
 		}
-		switch {
-		case t.Burst < 0:
-			return limits, fmt.Errorf("%s.burst: %d: must be at least 1", field, t.Burst)
-		case t.Burst > 0:
-			rate.Burst = t.Burst
+		if t.Burst != 0 {
+			rate.Burst = t.Burst // gateway.ValidateAuth refuses one below 1
 		}
 		limits.Rate = rate
-	}
-	if t.MaxInFlight < 0 {
-		return limits, fmt.Errorf("%s.max_in_flight: %d: must be at least 1 (absent: no cap)", field, t.MaxInFlight)
 	}
 	limits.MaxInFlight = t.MaxInFlight
 	return limits, nil
@@ -196,50 +216,44 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 
 // openStoreAnyLayout opens the store without judging its layout version.
 func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
-	if err := c.Store.checkChoice(); err != nil {
+	choice, err := c.storeChoice()
+	if err != nil {
 		return nil, "", err
 	}
-	if c.Store.PostgresURL != "" {
+	switch choice.kind {
+	case storeKindPostgres:
 		return c.openPostgres(ctx, log)
-	}
-	if c.Store.RedisURL == "" && len(c.Store.ClusterAddrs) == 0 {
-		path := c.path(c.Store.Path)
-		s, err := boltstore.Open(path, boltstore.Options{NoMigrate: !c.Store.migrates()})
+	case storeKindEmbedded:
+		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates()})
 		if err != nil {
 			return nil, "", fmt.Errorf("store.path: %w", err)
 		}
-		return s, "embedded:" + path, nil
-	}
-	if c.Store.WaitReplicas < 0 {
-		return nil, "", fmt.Errorf("store.wait_replicas: %d: must be 0 or more", c.Store.WaitReplicas)
+		return s, choice.desc, nil
 	}
 	// go-redis logs (dial failures, pool events) as JSON lines like ours,
 	// not as plain text on stderr. Its logger is process-wide, which is
 	// fine: this is the process's main.
 	redis.SetLogger(redisLogger{log: log})
-	var client redis.UniversalClient
-	var desc string
-	if len(c.Store.ClusterAddrs) > 0 {
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
-		desc = "redis-cluster:" + strings.Join(c.Store.ClusterAddrs, ",")
-	} else {
-		opts, err := redis.ParseURL(c.Store.RedisURL)
-		if err != nil {
-			// Name where the URL came from: the environment overrides the file.
-			return nil, "", fmt.Errorf("%s: %w", orString(c.redisURLFrom, "store.redis_url"), err)
-		}
-		client = redis.NewClient(opts)
-		desc = "redis:" + opts.Addr
-	}
+	client := c.redisClient()
 	s := redisstore.New(client, c.redisOptions())
 	// A Redis that is down at start is not fatal: the gateway answers 503
 	// until it is back, and /readyz says so.
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
-		log.Warn("redis does not answer yet; calls get 503 until it does", "store", desc, "error", err)
+		log.Warn("redis does not answer yet; calls get 503 until it does", "store", choice.desc, "error", err)
 	}
-	return clientOwningStore{Store: s, client: client}, desc, nil
+	return clientOwningStore{Store: s, client: client}, choice.desc, nil
+}
+
+// redisClient is the client of a Redis store section that storeChoice
+// accepted (single node or cluster).
+func (c *Config) redisClient() redis.UniversalClient {
+	if len(c.Store.ClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
+	}
+	opts, _ := redis.ParseURL(c.Store.RedisURL) // storeChoice parsed it
+	return redis.NewClient(opts)
 }
 
 // clientOwningStore is the Redis store of the program, which also owns (and

@@ -12,84 +12,128 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
 )
 
-const checkUsage = "-config FILE [-json]"
+const checkUsage = "-config FILE [-dial] [-json]"
 
 // CheckReport is what `gateway check` found in a valid config: what the
 // gateway would serve with it, in this environment.
 type CheckReport struct {
-	Config  string        `json:"config"`
-	Listen  string        `json:"listen"`
-	TLS     bool          `json:"tls"`
-	Store   string        `json:"store"`
-	KeyMode string        `json:"key_mode"`
-	Tenants int           `json:"tenants"`
-	Admin   bool          `json:"admin"`
-	Tools   []CheckedTool `json:"tools"`
+	Config string `json:"config"`
+	Listen string `json:"listen"`
+	// AdminListen is admin_listen, when set: where the operations
+	// endpoints are served instead of Listen.
+	AdminListen string `json:"admin_listen,omitempty"`
+	TLS         bool   `json:"tls"`
+	// Store names the store start-up would open (never with a password),
+	// after the environment overrides: "redis:host:port",
+	// "redis-cluster:...", "postgres:host/db schema s", "embedded:/path".
+	Store      string             `json:"store"`
+	KeyMode    string             `json:"key_mode"`
+	Tenants    int                `json:"tenants"`
+	Admin      bool               `json:"admin"`
+	Tools      []CheckedTool      `json:"tools"`
+	MCPServers []CheckedMCPServer `json:"mcp_servers,omitempty"`
+	// Dial holds, with -dial, one result per store and upstream reached.
+	Dial []DialResult `json:"dial,omitempty"`
 }
 
 // CheckedTool is one tool the gateway would serve, with its effective
 // settings (defaults filled in).
 type CheckedTool struct {
 	Name     string `json:"name"`
-	Kind     string `json:"kind"` // plugin | http
+	Kind     string `json:"kind"` // plugin | http | mcp
 	ReadOnly bool   `json:"read_only"`
 	Timeout  string `json:"timeout"`
 	// ReplayTTL and LeaseExpiry are empty for read-only tools, which store nothing.
 	ReplayTTL   string `json:"replay_ttl,omitempty"`
 	LeaseExpiry string `json:"lease_expiry,omitempty"`
 	// URL is an HTTP tool's upstream, without user info or query (they may
-	// hold credentials).
+	// hold credentials); an MCP tool's server as "mcp:<name>".
 	URL         string `json:"url,omitempty"`
 	Description string `json:"description,omitempty"`
 }
 
-// Check validates the config file at path as the gateway would at
-// start-up (with the environment overrides getenv gives and the
-// compiled-in plugins), without opening the store or listening, and
-// reports what it would serve. The error names the field at fault.
+// CheckedMCPServer is one entry of mcp_servers. Its tools are known only
+// once it is listed: with -dial they are in Tools.
+type CheckedMCPServer struct {
+	Name string `json:"name"`
+	// Target is the url (redacted as for HTTP tools) or the command's program.
+	Target string `json:"target"`
+}
+
+// DialResult is what -dial found at one target.
+type DialResult struct {
+	// Target is "store", "mcp:<name>" or "http:<tool>".
+	Target string `json:"target"`
+	OK     bool   `json:"ok"`
+	// Detail says what answered (e.g. "PING answered", "12 tools listed")
+	// or why it failed.
+	Detail string `json:"detail"`
+}
+
+// Check validates the config file at path exactly as the gateway does at
+// start-up (prepare: with the environment overrides getenv gives and the
+// compiled-in plugins), without opening the store, starting MCP servers or
+// listening, and reports what it would serve. The error names the field at
+// fault.
 func Check(path string, getenv func(string) string) (*CheckReport, error) {
-	cfg, err := LoadConfig(path)
+	return check(context.Background(), path, getenv, false)
+}
+
+// CheckDial is Check, then it connects to the store and to every upstream
+// (lists each MCP server's tools, opens a connection to each HTTP tool's
+// upstream without calling it) and reports each in Dial. A target that
+// fails is reported, not returned as the error.
+func CheckDial(ctx context.Context, path string, getenv func(string) string) (*CheckReport, error) {
+	return check(ctx, path, getenv, true)
+}
+
+func check(ctx context.Context, path string, getenv func(string) string, dial bool) (*CheckReport, error) {
+	logs := &lineBuffer{}
+	st, err := prepare(path, getenv, logs)
 	if err != nil {
 		return nil, err
 	}
-	cfg.applyEnv(getenv)
-	cfg.withDefaults()
-	if _, err := cfg.logLevel(); err != nil {
-		return nil, err
-	}
-	if err := cfg.TLS.check(cfg.path); err != nil {
-		return nil, err
-	}
-	store, err := cfg.describeStore()
-	if err != nil {
-		return nil, err
-	}
-	plugins := tools.Registered()
-	opts, err := cfg.serverOptions(plugins)
-	if err != nil {
-		return nil, err
+	if st.mcp != nil {
+		defer st.mcp.Close()
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	cfg, opts := st.cfg, st.opts
 	report := &CheckReport{
-		Config:  abs,
-		Listen:  cfg.Listen,
-		TLS:     cfg.TLS.enabled(),
-		Store:   store,
-		KeyMode: string(opts.KeyMode),
-		Tenants: len(opts.Tenants),
-		Admin:   opts.AdminTokenSHA256 != nil,
+		Config:      abs,
+		Listen:      cfg.Listen,
+		AdminListen: cfg.AdminListen,
+		TLS:         cfg.TLS.enabled(),
+		Store:       st.store.desc,
+		KeyMode:     string(opts.KeyMode),
+		Tenants:     len(opts.Tenants),
+		Admin:       opts.AdminTokenSHA256 != nil,
 	}
+	for _, e := range cfg.MCPServers {
+		target := redactURL(e.URL)
+		if len(e.Command) > 0 {
+			target = e.Command[0]
+		}
+		report.MCPServers = append(report.MCPServers, CheckedMCPServer{Name: e.Name, Target: target})
+	}
+	if dial {
+		report.Dial = append(report.Dial, dialStore(ctx, cfg, st.store, st.log))
+		report.Dial = append(report.Dial, dialMCP(ctx, st, logs)...)
+		report.Dial = append(report.Dial, dialHTTPTools(ctx, cfg)...)
+	}
+	report.Tools = checkedTools(cfg, opts)
+	return report, nil
+}
+
+// checkedTools lists the tools of opts with their effective policies.
+func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
 	upstreams := map[string]string{}
 	for _, t := range cfg.Tools {
 		if t.HTTP != nil {
@@ -97,6 +141,7 @@ func Check(path string, getenv func(string) string) (*CheckReport, error) {
 		}
 	}
 	replayTTL := orDuration(opts.ReplayTTL, gateway.DefaultReplayTTL)
+	var out []CheckedTool
 	for _, e := range opts.Tools.Entries() {
 		p := opts.Policies[e.Spec.Name]
 		ct := CheckedTool{
@@ -107,8 +152,12 @@ func Check(path string, getenv func(string) string) (*CheckReport, error) {
 			URL:         upstreams[e.Spec.Name],
 			Description: e.Spec.Description,
 		}
-		if _, ok := e.Tool.(*httptool.Tool); ok {
+		switch t := e.Tool.(type) {
+		case *httptool.Tool:
 			ct.Kind = "http"
+		case interface{ Provenance() string }:
+			ct.Kind = "mcp"
+			ct.URL = t.Provenance()
 		}
 		if !ct.ReadOnly {
 			ct.ReplayTTL = shortDuration(orDuration(p.ReplayTTL, replayTTL))
@@ -117,52 +166,49 @@ func Check(path string, getenv func(string) string) (*CheckReport, error) {
 				ct.LeaseExpiry = string(idempotency.LeaseExpiryRerun)
 			}
 		}
-		report.Tools = append(report.Tools, ct)
+		out = append(out, ct)
 	}
-	return report, nil
+	return out
 }
 
-// describeStore validates the store section without connecting and says
-// which store the gateway would open (never with a password).
-func (c *Config) describeStore() (string, error) {
-	if c.Store.WaitReplicas < 0 {
-		return "", fmt.Errorf("store.wait_replicas: %d: must be 0 or more", c.Store.WaitReplicas)
-	}
-	switch {
-	case len(c.Store.ClusterAddrs) > 0:
-		return "redis-cluster:" + strings.Join(c.Store.ClusterAddrs, ","), nil
-	case c.Store.RedisURL != "":
-		opts, err := redis.ParseURL(c.Store.RedisURL)
-		if err != nil {
-			return "", fmt.Errorf("store.redis_url: %w", err)
-		}
-		return "redis:" + opts.Addr, nil
-	}
-	return "embedded:" + c.path(c.Store.Path), nil
-}
-
-// runCheck is `gateway check`: exit status 0 and the tool table when the
-// config is valid, 1 and the error otherwise.
-func runCheck(_ context.Context, inv invocation) error {
+// runCheck is `gateway check`: exit status 0 and the report when the
+// config is valid (and, with -dial, every target answered), 1 and the
+// error otherwise.
+func runCheck(ctx context.Context, inv invocation) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	configPath := fs.String("config", "", "path to the config file (required)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	dial := fs.Bool("dial", false, "also connect to the store and every upstream, and report each")
 	if err := parseFlags(fs, inv, "check", checkUsage); err != nil {
 		return helpIsSuccess(err)
 	}
 	if *configPath == "" || fs.NArg() > 0 {
 		return fmt.Errorf("check: want -config FILE and nothing else (usage: gateway check %s)", checkUsage)
 	}
-	report, err := Check(*configPath, inv.getenv)
+	report, err := check(ctx, *configPath, inv.getenv, *dial)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(inv.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(report)
+		err = enc.Encode(report)
+	} else {
+		err = report.writeText(inv.stdout)
 	}
-	return report.writeText(inv.stdout)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, d := range report.Dial {
+		if !d.OK {
+			failed = append(failed, d.Target)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("check -dial: %d of %d targets failed: %s", len(failed), len(report.Dial), strings.Join(failed, ", "))
+	}
+	return nil
 }
 
 // writeText prints the report as a short summary and a table of tools.
@@ -182,11 +228,24 @@ func (r *CheckReport) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "config\t%s: OK\n", r.Config)
 	fmt.Fprintf(tw, "listen\t%s (%s)\n", r.Listen, scheme)
+	if r.AdminListen != "" {
+		fmt.Fprintf(tw, "admin_listen\t%s (%s: /healthz, /readyz, /metrics, /admin)\n", r.AdminListen, scheme)
+	}
 	fmt.Fprintf(tw, "store\t%s\n", r.Store)
 	fmt.Fprintf(tw, "key_mode\t%s\n", r.KeyMode)
 	fmt.Fprintf(tw, "auth\t%s\n", auth)
 	fmt.Fprintf(tw, "admin\t%s\n", admin)
 	fmt.Fprintf(tw, "tools\t%d\n", len(r.Tools))
+	for _, m := range r.MCPServers {
+		fmt.Fprintf(tw, "mcp_server\t%s (%s)\n", m.Name, m.Target)
+	}
+	for _, d := range r.Dial {
+		verdict := "OK"
+		if !d.OK {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(tw, "dial %s\t%s: %s\n", d.Target, verdict, d.Detail)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

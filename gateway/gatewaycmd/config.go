@@ -21,7 +21,10 @@ import (
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
 // Every field is optional; Defaults fills what a file leaves out.
 type Config struct {
-	Listen       string        `yaml:"listen"`
+	Listen string `yaml:"listen"`
+	// AdminListen, when set, is a second listener for /healthz, /readyz,
+	// /metrics and /admin, which the listen address then does not serve.
+	AdminListen  string        `yaml:"admin_listen"`
 	DrainTimeout Duration      `yaml:"drain_timeout"`
 	LogLevel     string        `yaml:"log_level"`
 	Server       ServerConfig  `yaml:"server"`
@@ -149,6 +152,9 @@ func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
 // AdminConfig enables the admin API.
 type AdminConfig struct {
 	TokenSHA256 string `yaml:"token_sha256"`
+	// PreviousTokenSHA256 is the admin token being rotated out, accepted
+	// beside TokenSHA256 until it is removed (a reload).
+	PreviousTokenSHA256 string `yaml:"previous_token_sha256"`
 }
 
 // AuthConfig lists the tenants allowed in.
@@ -161,6 +167,9 @@ type AuthConfig struct {
 type TenantEntry struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
+	// PreviousTokenSHA256 is the tenant's token being rotated out,
+	// accepted beside TokenSHA256 until it is removed (a reload).
+	PreviousTokenSHA256 string `yaml:"previous_token_sha256"`
 	// Rate is "N/s", "N/m" or "N/h"; absent: no rate limit.
 	Rate string `yaml:"rate"`
 	// Burst is how many calls may come at once (default N of the rate).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 	"github.com/toolgateway/toolgateway/wire"
@@ -69,7 +70,7 @@ func (c *Config) buildMCP(registry *tools.Registry, log *slog.Logger, getenv fun
 			MaxResponseBytes: e.MaxResponseBytes,
 		}
 	}
-	return mcptool.NewManager(registry, servers, mcptool.Options{Logger: log, Getenv: getenv, Version: version()})
+	return mcptool.NewManager(registry, servers, mcptool.Options{Logger: log, Getenv: getenv, Version: buildinfo.Version()})
 }
 
 // startMCP starts the MCP servers and waits (bounded) for their first

@@ -48,7 +48,7 @@ func (c *Config) openPostgres(ctx context.Context, log *slog.Logger) (idempotenc
 		// Name where the URL came from: the environment overrides the file.
 		return nil, "", fmt.Errorf("%s: %w", orString(c.postgresURLFrom, "store.postgres_url"), err)
 	}
-	desc := "postgres:" + redactedURL(c.Store.PostgresURL) + " schema " + s.Schema()
+	desc := "postgres:" + redactedURL(c.Store.PostgresURL) + " schema " + s.Schema() // storeChoice's form
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {

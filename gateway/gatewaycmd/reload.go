@@ -68,7 +68,7 @@ type reloader struct {
 // settingsOf is the part of opts that gateway.Server.Reload takes.
 func settingsOf(opts gateway.Options) gateway.Settings {
 	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
-		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL}
+		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -93,6 +93,12 @@ func (r *reloader) reload() {
 	opts, err := next.serverOptions(r.plugins)
 	if err != nil {
 		refuse("invalid config", "error", err.Error())
+		return
+	}
+	// Auth and the admin API turned on or off: the gateway's one rule
+	// (gateway.Server.Reload refuses the same), named before anything applies.
+	if fixed := gateway.FixedChanges(r.applied, settingsOf(opts)); len(fixed) > 0 {
+		refuse("fields that cannot change at run time differ (restart the gateway to change them)", "fields", fixed)
 		return
 	}
 	// The TLS files are read again (same paths: a change of them is
@@ -133,7 +139,7 @@ func (r *reloader) reload() {
 	}
 	if err := r.gw.Reload(final); err != nil {
 		// Not reached in practice: serverOptions ran the same checks on
-		// the tenants, and fixedChanges kept auth and admin as they were.
+		// the tenants, and gateway.FixedChanges kept auth and admin as they were.
 		r.log.Error("config reload: the new tenants and policies were refused; the new tools serve with the old ones", "error", err.Error())
 		return
 	}
@@ -153,12 +159,17 @@ func (r *reloader) reload() {
 
 // fixedChanges names every field that differs between cur and next and
 // cannot change while the gateway runs: the listener and its limits, TLS,
-// the store, the idempotency settings the records depend on, whether auth
-// and the admin API are on, tracing, the MCP endpoint and the MCP servers.
+// the store, the idempotency settings the records depend on, tracing, the
+// MCP endpoint and the MCP servers. Whether auth and the admin API are on
+// is the gateway's rule (gateway.FixedChanges), checked once the new
+// settings are built.
 func fixedChanges(cur, next *Config) []string {
 	var out []string
 	if cur.Listen != next.Listen {
 		out = append(out, "listen")
+	}
+	if cur.AdminListen != next.AdminListen {
+		out = append(out, "admin_listen")
 	}
 	out = append(out, fieldChanges("server", cur.Server, next.Server)...)
 	out = append(out, fieldChanges("tls", cur.TLS, next.TLS)...)
@@ -166,12 +177,6 @@ func fixedChanges(cur, next *Config) []string {
 	idemCur, idemNext := cur.Idempotency, next.Idempotency
 	idemCur.ReplayTTL, idemNext.ReplayTTL = 0, 0 // reloadable
 	out = append(out, fieldChanges("idempotency", idemCur, idemNext)...)
-	if (cur.Auth == nil) != (next.Auth == nil) {
-		out = append(out, "auth (turning auth on or off)")
-	}
-	if (cur.Admin.TokenSHA256 == "") != (next.Admin.TokenSHA256 == "") {
-		out = append(out, "admin (enabling or disabling the admin API)")
-	}
 	out = append(out, fieldChanges("tracing", cur.Tracing, next.Tracing)...)
 	out = append(out, fieldChanges("mcp", cur.MCP, next.MCP)...)
 	if !reflect.DeepEqual(cur.MCPServers, next.MCPServers) {
@@ -212,9 +217,7 @@ func (r *reloader) changes(next *Config, opts gateway.Options) []string {
 	if cur.Idempotency.ReplayTTL != next.Idempotency.ReplayTTL {
 		out = append(out, "idempotency.replay_ttl")
 	}
-	if cur.Admin.TokenSHA256 != next.Admin.TokenSHA256 {
-		out = append(out, "admin.token_sha256")
-	}
+	out = append(out, fieldChanges("admin", cur.Admin, next.Admin)...)
 	out = append(out, tenantChanges(tenantsOf(cur), tenantsOf(next))...)
 	out = append(out, r.toolChanges(next, opts.Tools)...)
 	return out

@@ -14,17 +14,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
-
-// Version is set at build time with -ldflags "-X ...gatewaycmd.Version=v1.2.3".
-var Version = ""
 
 // Main runs the gateway (or one of its subcommands, see RunIO) with the
 // process's arguments, environment and standard streams until SIGINT or
@@ -64,12 +62,46 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 }
 
 // serveReloading is serve with the reload signals given: each value
-// received on reloads reloads the config. Tests send on it directly.
+// received on reloads reloads the config. Tests send on it directly. It
+// reads the flags, checks the config (prepare, the checks `gateway check`
+// runs too), builds the gateway on the opened store, and serves.
 func serveReloading(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, reloads <-chan os.Signal) error {
+	flags, done, err := parseServeFlags(args, stdout)
+	if done || err != nil {
+		return err
+	}
+	if flags.version {
+		fmt.Fprintln(stdout, "gateway", buildinfo.Version())
+		return nil
+	}
+	st, err := prepare(flags.configPath, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	b, err := st.build(ctx, getenv)
+	// Deferred even on an error: whatever build opened is closed, in the
+	// reverse order (the MCP servers after the drain below, so calls in
+	// flight finish on their sessions; the spans flushed last).
+	defer b.close()
+	if err != nil {
+		return err
+	}
+	return st.serve(ctx, b, reloads, getenv)
+}
+
+// serveFlags are the flags of the gateway serving.
+type serveFlags struct {
+	configPath string
+	version    bool
+}
+
+// parseServeFlags reads the serving flags; done means -h printed the
+// usage and there is nothing else to do.
+func parseServeFlags(args []string, stdout io.Writer) (flags serveFlags, done bool, err error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	configPath := fs.String("config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.StringVar(&flags.configPath, "config", "", "path to gateway.yaml (absent: embedded store, bundled tools, 127.0.0.1:8080)")
+	fs.BoolVar(&flags.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s [-config gateway.yaml] [-version]\n\n", fs.Name())
 		fs.PrintDefaults()
@@ -95,88 +127,106 @@ Docs: docs/configuration.md
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil // -h asked for the usage, which was printed
+			return flags, true, nil // -h asked for the usage, which was printed
 		}
-		return err
+		return flags, true, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown command %q (want key, check, health, or flags only)", fs.Arg(0))
+		return flags, true, fmt.Errorf("unknown command %q (want key, check, health, admin, or flags only)", fs.Arg(0))
 	}
-	if *showVersion {
-		fmt.Fprintln(stdout, "gateway", version())
-		return nil
-	}
+	return flags, false, nil
+}
 
-	cfg, startLevel, err := loadConfig(*configPath, getenv)
-	if err != nil {
-		return err
-	}
-	// A LevelVar, so a reload can change log_level.
-	level := new(slog.LevelVar)
-	level.Set(startLevel)
-	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
+// built is the gateway assembled on its store, with what must be closed
+// when it stops.
+type built struct {
+	gw         *gateway.Server
+	opts       gateway.Options
+	storeDesc  string
+	mcpServers *mcptool.Manager
+	// closers run in reverse order by close.
+	closers []func()
+}
 
-	plugins := tools.Registered()
-	opts, err := cfg.serverOptions(plugins)
+// close releases what build opened, last opened first.
+func (b *built) close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+// build starts the MCP servers, opens the store, the limiter and the
+// tracer, and makes the gateway. On an error, what it opened is in the
+// closers of the returned value all the same.
+func (st *startup) build(ctx context.Context, getenv func(string) string) (*built, error) {
+	log, opts := st.log, st.opts
+	b := &built{mcpServers: st.mcp}
+	if st.mcp != nil {
+		b.closers = append(b.closers, func() { _ = st.mcp.Close() })
+	}
+	if err := startMCP(ctx, st.mcp, log); err != nil {
+		return b, err
+	}
+	store, storeDesc, err := st.cfg.openStore(ctx, log)
 	if err != nil {
-		return err
+		return b, err
 	}
-	mcpServers, err := cfg.buildMCP(opts.Tools, log, getenv)
-	if err != nil {
-		return err
-	}
-	if mcpServers != nil {
-		// Deferred before the drain below returns, so it runs after it: the
-		// calls in flight finish on their MCP sessions, then the servers
-		// are stopped.
-		defer mcpServers.Close()
-	}
-	if err := startMCP(ctx, mcpServers, log); err != nil {
-		return err
-	}
-	store, storeDesc, err := cfg.openStore(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+	b.closers = append(b.closers, func() { _ = store.Close() })
 	opts.Store = store
-	opts.Limiter = cfg.limiterFor(store)
-	tp, err := cfg.tracerProvider(ctx, getenv)
+	opts.Limiter = st.cfg.limiterFor(store)
+	tp, err := st.cfg.tracerProvider(ctx, getenv)
 	if err != nil {
-		return err
+		return b, err
 	}
 	if tp != nil {
 		opts.TracerProvider = tp
 		// After the drain, so the spans of the last calls are exported.
-		defer func() {
+		b.closers = append(b.closers, func() {
 			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := tp.Shutdown(flushCtx); err != nil {
 				log.Warn("tracing: flushing the last spans failed", "error", err)
 			}
-		}()
+		})
 	}
 	opts.Logger = log
 	gw, err := gateway.NewServer(opts)
 	if err != nil {
-		return err
+		return b, err
 	}
+	b.gw, b.opts, b.storeDesc = gw, opts, storeDesc
+	return b, nil
+}
 
+// serve listens, serves until ctx ends (reloading the config on each
+// value of reloads), then drains the tools in flight.
+func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal, getenv func(string) string) error {
+	cfg, log, gw, opts := st.cfg, st.log, b.gw, b.opts
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           readyzNamingMCPServers(gw, mcpServers),
-		ReadHeaderTimeout: time.Duration(cfg.Server.ReadHeaderTimeout),
-		ReadTimeout:       time.Duration(cfg.Server.ReadTimeout),
-		IdleTimeout:       time.Duration(cfg.Server.IdleTimeout),
-		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// The listener that serves /readyz answers it naming the MCP servers
+	// not listed yet.
+	handler, opsHandler := http.Handler(gw), http.Handler(nil)
+	var opsLn net.Listener
+	if cfg.AdminListen != "" {
+		if opsLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("admin_listen: %w", err)
+		}
+		opsHandler = readyzNamingMCPServers(gw.OperationsHandler(), b.mcpServers)
+	} else {
+		handler = readyzNamingMCPServers(gw, b.mcpServers)
 	}
-	log.Info("gateway listening", "addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", storeDesc,
+	srv := cfg.httpServer(handler, log)
+	logAttrs := []any{"addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", b.storeDesc,
 		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
-		"admin", opts.AdminTokenSHA256 != nil, "version", version())
+		"admin", opts.AdminTokenSHA256 != nil, "version", buildinfo.Version()}
+	if opsLn != nil {
+		logAttrs = append(logAttrs, "admin_addr", opsLn.Addr().String())
+	}
+	log.Info("gateway listening", logAttrs...)
 
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
 	// begins instead of holding it up.
@@ -188,9 +238,21 @@ Docs: docs/configuration.md
 		cert = &servedCert{}
 		cert.swap(pair)
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- serveMaybeTLS(srv, ln, cert) }()
-	rl := &reloader{path: *configPath, getenv: getenv, log: log, level: level, plugins: plugins,
+	// The operations listener serves with the same TLS certificate and
+	// limits; it stops after the drain, so /metrics and /healthz answer
+	// while the tools in flight finish.
+	opsSrv := cfg.httpServer(opsHandler, log)
+	if opsLn != nil {
+		go func() { serveErr <- serveMaybeTLS(opsSrv, opsLn, cert) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = opsSrv.Shutdown(ctx)
+		}()
+	}
+	rl := &reloader{path: st.path, getenv: getenv, log: log, level: st.level, plugins: st.plugins,
 		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts)}
 serving:
 	for {
@@ -224,6 +286,18 @@ serving:
 	return nil
 }
 
+// httpServer is an http.Server of handler with the server section's limits.
+func (c *Config) httpServer(handler http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: time.Duration(c.Server.ReadHeaderTimeout),
+		ReadTimeout:       time.Duration(c.Server.ReadTimeout),
+		IdleTimeout:       time.Duration(c.Server.IdleTimeout),
+		MaxHeaderBytes:    c.Server.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
 // serverOptions converts the config into gateway.Options (without the store).
 func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	registry, policies, err := c.buildRegistry(plugins)
@@ -241,6 +315,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if c.Idempotency.MaxBodyBytes < 0 {
 		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
 	}
+	// Port 0 picks a free port for each, so only a fixed port can clash.
+	if _, port, _ := net.SplitHostPort(c.AdminListen); c.AdminListen == c.Listen && port != "0" && port != "" {
+		return gateway.Options{}, fmt.Errorf("admin_listen: %s is listen's address too: give the operations endpoints another one, or remove admin_listen", c.AdminListen)
+	}
 	mcpOpts, err := c.mcpOptions()
 	if err != nil {
 		return gateway.Options{}, err
@@ -250,16 +328,18 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
 	}
 	return gateway.Options{
-		Tools:            registry,
-		Policies:         policies,
-		KeyMode:          mode,
-		LockTTL:          lockTTL,
-		ReplayTTL:        time.Duration(c.Idempotency.ReplayTTL),
-		MaxBodyBytes:     c.Idempotency.MaxBodyBytes,
-		StepGuardOff:     c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
-		Tenants:          tenants,
-		AdminTokenSHA256: admin,
-		MCP:              mcpOpts,
+		Tools:                    registry,
+		Policies:                 policies,
+		KeyMode:                  mode,
+		LockTTL:                  lockTTL,
+		ReplayTTL:                time.Duration(c.Idempotency.ReplayTTL),
+		MaxBodyBytes:             c.Idempotency.MaxBodyBytes,
+		StepGuardOff:             c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
+		SeparateOperations:       c.AdminListen != "",
+		Tenants:                  tenants,
+		AdminTokenSHA256:         admin.current,
+		AdminPreviousTokenSHA256: admin.previous,
+		MCP:                      mcpOpts,
 	}, nil
 }
 
@@ -277,15 +357,4 @@ func orString(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// version is the -ldflags version, else the module version of the build.
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "devel"
 }

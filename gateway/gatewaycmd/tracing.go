@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+
+	"github.com/toolgateway/toolgateway/internal/buildinfo"
 )
 
 // TracingConfig turns OpenTelemetry tracing on (docs/operations.md,
@@ -57,26 +59,36 @@ func (c *Config) tracesURL(getenv func(string) string) (string, error) {
 	return full, nil
 }
 
-// tracerProvider builds the OTLP/HTTP exporting provider, or nil when
-// tracing is off. Its Shutdown flushes the spans still buffered.
-func (c *Config) tracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, error) {
-	endpoint, err := c.tracesURL(getenv)
-	if err != nil || endpoint == "" {
-		return nil, err
+// tracingSettings checks the tracing section and its variables: the
+// traces URL ("" when tracing is off) and the sample ratio.
+func (c *Config) tracingSettings(getenv func(string) string) (endpoint string, ratio float64, err error) {
+	endpoint, err = c.tracesURL(getenv)
+	if err != nil {
+		return "", 0, err
 	}
-	ratio := 1.0
+	ratio = 1.0
 	if c.Tracing.SampleRatio != nil {
 		ratio = *c.Tracing.SampleRatio
 		if ratio < 0 || ratio > 1 {
-			return nil, fmt.Errorf("tracing.sample_ratio: %v: want 0 to 1", ratio)
+			return "", 0, fmt.Errorf("tracing.sample_ratio: %v: want 0 to 1", ratio)
 		}
+	}
+	return endpoint, ratio, nil
+}
+
+// tracerProvider builds the OTLP/HTTP exporting provider, or nil when
+// tracing is off. Its Shutdown flushes the spans still buffered.
+func (c *Config) tracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, error) {
+	endpoint, ratio, err := c.tracingSettings(getenv)
+	if err != nil || endpoint == "" {
+		return nil, err
 	}
 	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
 	name := orString(getenv(envOTELServiceName), orString(c.Tracing.ServiceName, "toolgateway"))
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(name), semconv.ServiceVersion(version()))
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(name), semconv.ServiceVersion(buildinfo.Version()))
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exporter),
 		sdktrace.WithResource(res),
