@@ -146,26 +146,6 @@ func TestHeadersAreParsedStrictly(t *testing.T) {
 	}
 }
 
-func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
-	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
-	for path, want := range map[string]string{"/healthz": "GET", "/api/tools/v1": "GET", "/api/tools/v1/echo": "POST"} {
-		r := h.send(http.MethodDelete, path, "")
-		wantProblem(t, r, 405, wire.CodeMethodNotAllowed)
-		if !strings.Contains(r.header.Get("Allow"), want) {
-			t.Fatalf("%s: Allow %q lacks %s", path, r.header.Get("Allow"), want)
-		}
-	}
-}
-
-func TestHeadIsServedWhereGetIs(t *testing.T) {
-	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/api/tools/v1", "/api/tools/v1/echo"} {
-		if r := h.send(http.MethodHead, path, ""); r.status != 200 || len(r.body) != 0 {
-			t.Fatalf("HEAD %s: %d (%d body bytes)", path, r.status, len(r.body))
-		}
-	}
-}
-
 // A 422 idempotency_key_mismatch says which key the gateway derived and
 // from which canonical text, so a client whose own canonicalisation
 // differs (json.dumps(sort_keys=True) keeps 1.0 and escapes é) sees at a
