@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/toolgateway/toolgateway/gateway"
@@ -42,38 +41,5 @@ func TestCallPathServesAnotherDoor(t *testing.T) {
 	}
 	if got := h.counterAPI("mcp", "provision", "executed"); got != 1 {
 		t.Fatalf("gateway_requests_total{api=mcp,outcome=executed} = %v", got)
-	}
-}
-
-// The identity problem a door found is reported after the JSON checks, in
-// the contract's order; an unkeyed call runs unprotected only where the
-// door allows it, and every time.
-func TestCallPathIdentityOrderAndUnkeyed(t *testing.T) {
-	tool := newTestTool("provision")
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
-	entry, _ := h.tools.Lookup("provision")
-	missing := &gateway.Problem{Code: wire.CodeAgentSessionMissing, Status: 400}
-	call := func(args string, allow bool) gateway.Result {
-		return h.gw.Call(context.Background(), &gateway.Call{
-			API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
-			IdentityProblem: missing, NoIdentity: true, AllowUnkeyed: allow,
-		})
-	}
-	if res := call(`{"a":`, false); res.Problem == nil || res.Problem.Code != wire.CodeInvalidJSON {
-		t.Fatalf("bad JSON and no identity: %+v, want invalid_json first", res)
-	}
-	if res := call(`{}`, false); res.Kind != gateway.ResultProblem || res.Problem != missing {
-		t.Fatalf("no identity: %+v, want the door's problem", res)
-	}
-	for range 2 {
-		if res := call(`{}`, true); res.Kind != gateway.ResultUnkeyed || res.ExecutionID != "" || res.Status != 200 {
-			t.Fatalf("allowed unkeyed call: %+v", res)
-		}
-	}
-	if runs := tool.total.Load(); runs != 2 {
-		t.Fatalf("unkeyed calls ran %d times, want every time (2)", runs)
-	}
-	if !strings.Contains(string(h.get("/metrics", "").body), `api="mcp"`) {
-		t.Fatal("no api=\"mcp\" series")
 	}
 }

@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -143,26 +146,6 @@ func TestHeadersAreParsedStrictly(t *testing.T) {
 	}
 }
 
-func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
-	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
-	for path, want := range map[string]string{"/healthz": "GET", "/api/tools/v1": "GET", "/api/tools/v1/echo": "POST"} {
-		r := h.send(http.MethodDelete, path, "")
-		wantProblem(t, r, 405, wire.CodeMethodNotAllowed)
-		if !strings.Contains(r.header.Get("Allow"), want) {
-			t.Fatalf("%s: Allow %q lacks %s", path, r.header.Get("Allow"), want)
-		}
-	}
-}
-
-func TestHeadIsServedWhereGetIs(t *testing.T) {
-	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/api/tools/v1", "/api/tools/v1/echo"} {
-		if r := h.send(http.MethodHead, path, ""); r.status != 200 || len(r.body) != 0 {
-			t.Fatalf("HEAD %s: %d (%d body bytes)", path, r.status, len(r.body))
-		}
-	}
-}
-
 // A 422 idempotency_key_mismatch says which key the gateway derived and
 // from which canonical text, so a client whose own canonicalisation
 // differs (json.dumps(sort_keys=True) keeps 1.0 and escapes é) sees at a
@@ -228,5 +211,87 @@ func TestFormBodyIsNotJSON(t *testing.T) {
 	detail, _ := p["detail"].(string)
 	if !strings.HasPrefix(detail, "the body is not JSON") {
 		t.Fatalf("detail = %q", detail)
+	}
+}
+
+// The identity problem a door found is reported after the JSON checks, in
+// the contract's order; an unkeyed call runs unprotected only where the
+// door allows it, and every time.
+func TestCallPathIdentityOrderAndUnkeyed(t *testing.T) {
+	tool := newTestTool("provision")
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	entry, _ := h.tools.Lookup("provision")
+	missing := &gateway.Problem{Code: wire.CodeAgentSessionMissing, Status: 400}
+	call := func(args string, allow bool) gateway.Result {
+		return h.gw.Call(context.Background(), &gateway.Call{
+			API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+			IdentityProblem: missing, NoIdentity: true, AllowUnkeyed: allow,
+		})
+	}
+	if res := call(`{"a":`, false); res.Problem == nil || res.Problem.Code != wire.CodeInvalidJSON {
+		t.Fatalf("bad JSON and no identity: %+v, want invalid_json first", res)
+	}
+	if res := call(`{}`, false); res.Kind != gateway.ResultProblem || res.Problem != missing {
+		t.Fatalf("no identity: %+v, want the door's problem", res)
+	}
+	for range 2 {
+		if res := call(`{}`, true); res.Kind != gateway.ResultUnkeyed || res.ExecutionID != "" || res.Status != 200 {
+			t.Fatalf("allowed unkeyed call: %+v", res)
+		}
+	}
+	if runs := tool.total.Load(); runs != 2 {
+		t.Fatalf("unkeyed calls ran %d times, want every time (2)", runs)
+	}
+	if !strings.Contains(string(h.get("/metrics", "").body), `api="mcp"`) {
+		t.Fatal("no api=\"mcp\" series")
+	}
+}
+
+// TestSchemalessToolAnswersLikeAnAnyObjectSchema: a tool without a schema
+// is checked without a value tree (only "is an object"), and must answer
+// every body exactly as a tool whose schema accepts any object but is
+// validated through the tree: same status, code, detail and errors.
+func TestSchemalessToolAnswersLikeAnAnyObjectSchema(t *testing.T) {
+	plain := newTestTool("plain")
+	typed := newTestTool("typed")
+	typed.schema = `{"type":"object","properties":{}}`
+	h := newHarness(t, storeEmbedded, []tools.Tool{plain, typed})
+	bodies := []string{
+		`{"a":1}`, `{ "b" : 1, "a" : [1.50, "\u0041"] }`, `[1,2]`, `"x"`, `null`, `12`,
+		`{"a":1,"a":2}`, `{"a":1e400}`, `{"a":"\ud800"}`, `{"size":`, "{\"a\":\"\xff\"}", `{"a":1} x`,
+	}
+	for step, body := range bodies {
+		var answers [2]response
+		for i, tool := range []string{"plain", "typed"} {
+			c := callSpec{tool: tool, session: "s-" + tool, step: uint64(step), args: body}
+			if canonical, err := keyderive.Canonicalize([]byte(body)); err == nil && canonical[0] != '{' {
+				// Key of a valid non-object: the key check passes, then the
+				// schema step refuses it.
+				key, err := keyderive.KeyFromCanonical("s-"+tool, uint64(step), tool, canonical)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.key = key
+			}
+			answers[i] = h.do(c)
+		}
+		if answers[0].status != answers[1].status {
+			t.Fatalf("%q: status %d without a schema, %d with: %s / %s", body, answers[0].status, answers[1].status, answers[0].body, answers[1].body)
+		}
+		if answers[0].status == 200 {
+			continue
+		}
+		p0, p1 := answers[0].problem(t), answers[1].problem(t)
+		for _, field := range []string{"status", "code", "detail", "errors"} {
+			if !reflect.DeepEqual(p0[field], p1[field]) {
+				t.Errorf("%q: %s = %v without a schema, %v with", body, field, p0[field], p1[field])
+			}
+		}
+		if p0["code"] == "invalid_arguments" && p0["errors"] == nil {
+			t.Errorf("%q: invalid_arguments without errors: %s", body, answers[0].body)
+		}
+	}
+	if plain.total.Load() != 2 || typed.total.Load() != 2 {
+		t.Fatalf("runs: %d without a schema, %d with; want 2 each (the two objects)", plain.total.Load(), typed.total.Load())
 	}
 }

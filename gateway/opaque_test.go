@@ -64,10 +64,11 @@ func TestOpaqueKeysAreScopedByTenant(t *testing.T) {
 	})
 }
 
-// TestContractOpaqueMode checks opaque keys: 1–255 visible ASCII, quoted
-// keys unwrapped everywhere (tool, replay, admin path), Agent-* headers
-// format-checked and feeding the step guard, and no re-derivation.
-func TestContractOpaqueMode(t *testing.T) {
+// TestOpaqueModeKeysAndAgentHeaders checks opaque keys: 1–255 visible
+// ASCII, quoted keys unwrapped everywhere (tool, replay, admin path),
+// Agent-* headers format-checked and feeding the step guard, and no
+// re-derivation.
+func TestOpaqueModeKeysAndAgentHeaders(t *testing.T) {
 	tool := newTestTool("op")
 	var mu sync.Mutex
 	var seenKeys []string

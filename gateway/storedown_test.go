@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -125,5 +126,50 @@ func TestReadyzIsBoundedAndLogsStateChanges(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "ready again"); n != 1 {
 		t.Fatalf("%d 'ready again' lines, want 1", n)
+	}
+}
+
+// TestMCPStoreDown kills a real redis-server under the gateway: tools/call
+// gets -32003 store_unavailable, retryable, and nothing runs; once Redis is
+// back the same call runs.
+func TestMCPStoreDown(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	store := redisstore.New(client, redisstore.Options{Prefix: "gw:"})
+	tool := newTestTool("provision")
+	h := newHarness(t, storeRedis, []tools.Tool{tool}, withStore(store))
+	cs := h.mcpSession(mcpClientOptions{})
+
+	res, err := mcpCall(t, cs, "provision", `{}`, identityMeta("down", 0))
+	wantExecuted(t, res, err, false)
+	srv.Kill()
+	// On the wire (what every client reads): -32003 with the contract's data.
+	r := h.rawMCP(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"provision","arguments":{},"_meta":{"io.github.toolgateway/sessionId":"down","io.github.toolgateway/stepIndex":1}}}`,
+		"2025-11-25", nil)
+	code, data := rpcErrorOf(t, r)
+	if code != wire.RPCStoreUnavailable || data["code"] != wire.CodeStoreUnavailable || data["retryable"] != true || data["retry_after_ms"] != 1000.0 {
+		t.Fatalf("store down: %d %s", r.status, r.body)
+	}
+	// go-sdk's client (v1.8.0) reads -32003, which its jsonrpc2 package
+	// also uses for "client is closing", as ErrConnectionClosed; the
+	// message still says what happened, and the session stays usable.
+	_, err = mcpCall(t, cs, "provision", `{}`, identityMeta("down", 2))
+	if !errors.Is(err, mcp.ErrConnectionClosed) || !strings.Contains(err.Error(), "the tool was not run") {
+		t.Fatalf("go-sdk client, store down: %v", err)
+	}
+	if n := tool.total.Load(); n != 1 {
+		t.Fatalf("tool ran %d times; it must not run while the store is down", n)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5e9, "Redis to answer", func() bool { return client.Ping(context.Background()).Err() == nil })
+	res, err = mcpCall(t, cs, "provision", `{}`, identityMeta("down", 1))
+	wantExecuted(t, res, err, false)
+	res, err = mcpCall(t, cs, "provision", `{}`, identityMeta("down", 2))
+	wantExecuted(t, res, err, false)
+	if got := h.counterAPI("mcp", "provision", "store_error"); got != 2 {
+		t.Fatalf("store_error{api=mcp} = %v, want 2", got)
 	}
 }

@@ -4,22 +4,30 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/internal/mcptest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver speaking the collector's
@@ -149,6 +157,91 @@ func names(spans []*tracepb.Span) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.GetName())
+	}
+	return out
+}
+
+// TestMCPTracing: a call over /mcp with params._meta.traceparent continues
+// that trace; the server span says api=mcp, and the trace reaches an MCP
+// upstream tool's server in the forwarded _meta.traceparent.
+func TestMCPTracing(t *testing.T) {
+	up, err := mcptest.New(mcptest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upHTTP := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.MCP() }, nil))
+	t.Cleanup(func() {
+		upHTTP.CloseClientConnections()
+		upHTTP.Close()
+	})
+
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	var mgr *mcptool.Manager
+	h := newHarness(t, storeEmbedded, nil, func(o *gateway.Options) {
+		o.TracerProvider = tp
+		mgr, err = mcptool.NewManager(o.Tools, []mcptool.ServerConfig{{Name: "tickets", URL: upHTTP.URL, Prefix: "t_", RecordIsError: true}},
+			mcptool.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { _ = mgr.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := mgr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.mcpSession(mcpClientOptions{})
+
+	const traceID, parentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	meta := identityMeta("mcp-trace", 0)
+	meta["traceparent"] = "00-" + traceID + "-" + parentSpan + "-01"
+	res, err := mcpCall(t, cs, "t_create_ticket", `{"title":"traced"}`, meta)
+	executionID := wantExecuted(t, res, err, false)
+
+	var server, toolSpan sdktrace.ReadOnlySpan
+	for _, s := range exporter.GetSpans().Snapshots() {
+		switch s.Name() {
+		case "call t_create_ticket":
+			server = s
+		case "tool t_create_ticket":
+			toolSpan = s
+		}
+	}
+	if server == nil || toolSpan == nil {
+		t.Fatalf("no server or tool span; spans: %v", spanNames(exporter))
+	}
+	if server.SpanKind() != trace.SpanKindServer || server.SpanContext().TraceID().String() != traceID || server.Parent().SpanID().String() != parentSpan {
+		t.Fatalf("server span: kind %v trace %s parent %s, want a server span continuing %s/%s",
+			server.SpanKind(), server.SpanContext().TraceID(), server.Parent().SpanID(), traceID, parentSpan)
+	}
+	attrs := map[string]string{}
+	for _, kv := range server.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.String()
+	}
+	if attrs["toolgateway.api"] != "mcp" || attrs["toolgateway.tool"] != "t_create_ticket" || attrs["toolgateway.execution_id"] != executionID {
+		t.Fatalf("server span attributes %v, want api=mcp, the tool and execution id %s", attrs, executionID)
+	}
+	execs := up.Executions(mcptest.ToolCreate)
+	if len(execs) != 1 {
+		t.Fatalf("%d upstream executions, want 1", len(execs))
+	}
+	got, _ := execs[0].Meta["traceparent"].(string)
+	if want := "00-" + traceID + "-" + toolSpan.SpanContext().SpanID().String() + "-01"; got != want {
+		t.Fatalf("upstream _meta.traceparent = %q, want %q (the trace, parented by the tool span)", got, want)
+	}
+	raw, _ := json.Marshal(execs[0].Meta)
+	if strings.Contains(string(raw), parentSpan) {
+		t.Fatalf("the upstream got the caller's span as parent rather than the gateway's: %s", raw)
+	}
+}
+
+func spanNames(e *tracetest.InMemoryExporter) []string {
+	var out []string
+	for _, s := range e.GetSpans().Snapshots() {
+		out = append(out, s.Name())
 	}
 	return out
 }

@@ -8,50 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/toolgateway/toolgateway/internal/mcptest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
-
-// TestForwardsTraceContextInMeta: the span of the call in ctx reaches the
-// upstream as _meta.traceparent (the MCP convention); without a span
-// nothing trace-related is added.
-func TestForwardsTraceContextInMeta(t *testing.T) {
-	up := newHTTPUpstream(t, mcptest.Options{})
-	reg := tools.NewRegistry()
-	startManager(t, reg, mcptool.ServerConfig{Name: "tickets", URL: up.http.URL, Prefix: "t_", RecordIsError: true}, mcptool.Options{})
-	tool := lookup(t, reg, "t_create_ticket").Tool
-
-	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
-	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
-	ts, _ := trace.ParseTraceState("vendor=abc")
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled, TraceState: ts})
-	traced := trace.ContextWithSpanContext(context.Background(), sc)
-
-	if _, err := tool.Call(traced, &tools.Request{Arguments: json.RawMessage(`{"title":"traced"}`), Tenant: "acme"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tool.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(`{"title":"untraced"}`), Tenant: "acme"}); err != nil {
-		t.Fatal(err)
-	}
-	execs := up.srv.Executions(mcptest.ToolCreate)
-	if len(execs) != 2 {
-		t.Fatalf("%d executions, want 2", len(execs))
-	}
-	if got, want := execs[0].Meta["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; got != want {
-		t.Errorf("traced call: _meta.traceparent = %#v, want %q", got, want)
-	}
-	if got := execs[0].Meta["tracestate"]; got != "vendor=abc" {
-		t.Errorf("traced call: _meta.tracestate = %#v, want \"vendor=abc\"", got)
-	}
-	for _, k := range []string{"traceparent", "tracestate"} {
-		if v, ok := execs[1].Meta[k]; ok {
-			t.Errorf("untraced call: _meta[%s] = %#v, want absent", k, v)
-		}
-	}
-}
 
 // TestPoolOpensAtMostItsSizeOfSessions: many calls, some concurrent, are
 // carried by the pool's sessions, never a session per call.
