@@ -12,6 +12,14 @@ import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt";
+import { z } from "zod";
+
+import { Client, deriveKey, GatewayError, InvalidInputError } from "../src/index.js";
+import { gatewayIdentity, gatewayTools, withGatewayIdentity } from "../src/langgraph.js";
 import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
 import type { AgentInput, AgentMessage, ScriptedCall } from "./langgraph-agent.js";
 
@@ -213,4 +221,64 @@ test("parallel tool calls of one turn take distinct steps: each runs once, and a
   assert.deepEqual(again.map((m) => m.artifact?.replayed), names.map(() => true));
   assert.deepEqual(again.map((m) => m.artifact?.executionId), first.map((m) => m.artifact?.executionId));
   assert.deepEqual(names.map((name) => executions.get(name)), names.map(() => 1));
+});
+
+// --- The adapter's other entry points, in-process --------------------------------
+
+test("gatewayTools: discovery gives the published tools; an unknown name is refused", async () => {
+  const client = new Client(gateway.url, { token });
+  const all = await gatewayTools(client);
+  // The configured tool and the gateway's bundled ones, in name order, as discovery lists them.
+  const names = all.map((t) => t.name);
+  assert.ok(names.includes("provision"), names.join(", "));
+  assert.deepEqual(names, [...names].sort());
+  const tools = await gatewayTools(client, { names: ["provision"] });
+  assert.deepEqual(tools.map((t) => t.name), ["provision"]);
+  assert.equal(tools[0]!.description, "Provision a machine; name is the machine's name.");
+  await assert.rejects(gatewayTools(client, { names: ["provision", "nope"] }), /no tool "nope"/);
+  await assert.rejects(new Client(gateway.url, { token: "wrong-token" }).tools(), (err: unknown) => err instanceof GatewayError && err.status === 401);
+});
+
+test("a gateway tool invoked outside a ToolNode (no tool call, no thread) refuses to run", async () => {
+  const [tool] = await gatewayTools(new Client(gateway.url, { token }));
+  const before = executions.get("outside") ?? 0;
+  await assert.rejects(tool!.invoke({ name: "outside" }), InvalidInputError);
+  assert.equal(executions.get("outside") ?? 0, before);
+});
+
+test("withGatewayIdentity: an in-process tool gets the call's session, step and key in its config", async () => {
+  const seen: Array<ReturnType<typeof gatewayIdentity>> = [];
+  const local = tool(async (_args: { to: string }, config) => (seen.push(gatewayIdentity(config)), "sent"), {
+    name: "send-mail",
+    description: "Send a mail.",
+    schema: z.object({ to: z.string() }),
+  });
+  const script = [
+    new AIMessage({ content: "", tool_calls: [{ id: "m1", name: "send-mail", args: { to: "a@example.com" }, type: "tool_call" }] }),
+    new AIMessage({
+      content: "",
+      tool_calls: [
+        { id: "m2", name: "send-mail", args: { to: "b@example.com" }, type: "tool_call" },
+        { id: "m3", name: "send-mail", args: { to: "c@example.com" }, type: "tool_call" },
+      ],
+    }),
+  ];
+  const graph = new StateGraph(MessagesAnnotation)
+    .addNode("agent", async () => ({ messages: [script.shift() ?? new AIMessage("done")] }))
+    .addNode("tools", new ToolNode([withGatewayIdentity(local)]))
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", toolsCondition, ["tools", END])
+    .addEdge("tools", "agent")
+    .compile({ checkpointer: new MemorySaver() });
+  const result = await graph.invoke({ messages: [new HumanMessage("mail them")] }, { configurable: { thread_id: "mail:1" } });
+  assert.equal(result.messages.filter((m) => m.getType() === "tool").length, 3);
+  const byStep = seen.sort((a, b) => a!.stepIndex - b!.stepIndex);
+  assert.deepEqual(
+    byStep,
+    ["a", "b", "c"].map((who, step) => ({
+      sessionId: "mail%3A1",
+      stepIndex: step,
+      idempotencyKey: deriveKey("mail%3A1", step, "send-mail", { to: `${who}@example.com` }),
+    })),
+  );
 });
