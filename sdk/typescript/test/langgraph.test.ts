@@ -19,7 +19,7 @@ import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt";
 import { z } from "zod";
 
 import { Client, deriveKey, GatewayError, InvalidInputError } from "../src/index.js";
-import { gatewayIdentity, gatewayTools, withGatewayIdentity } from "../src/langgraph.js";
+import { gatewayIdentity, gatewayTool, gatewayTools, withGatewayIdentity } from "../src/langgraph.js";
 import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
 import type { AgentInput, AgentMessage, ScriptedCall } from "./langgraph-agent.js";
 
@@ -281,4 +281,26 @@ test("withGatewayIdentity: an in-process tool gets the call's session, step and 
       idempotencyKey: deriveKey("mail%3A1", step, "send-mail", { to: `${who}@example.com` }),
     })),
   );
+});
+
+test("gatewayTool(client, existingTool): the model keeps the local tool's definition, the gateway runs the call, the local function does not", async () => {
+  let localRuns = 0;
+  const local = tool(async () => (localRuns++, "local"), {
+    name: "provision",
+    description: "Provision a machine (the local definition).",
+    schema: z.object({ name: z.string() }),
+  });
+  const script = [new AIMessage({ content: "", tool_calls: [{ id: "e1", name: "provision", args: { name: "e-db" }, type: "tool_call" }] })];
+  const graph = new StateGraph(MessagesAnnotation)
+    .addNode("agent", async () => ({ messages: [script.shift() ?? new AIMessage("done")] }))
+    .addNode("tools", new ToolNode([gatewayTool(new Client(gateway.url, { token }), local)]))
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", toolsCondition, ["tools", END])
+    .addEdge("tools", "agent")
+    .compile({ checkpointer: new MemorySaver() });
+  const result = await graph.invoke({ messages: [new HumanMessage("provision e-db")] }, { configurable: { thread_id: "e" } });
+  const [message] = result.messages.filter((m) => m.getType() === "tool");
+  assert.match(String(message?.content), /"provisioned":"e-db"/);
+  assert.equal(localRuns, 0);
+  assert.equal(executions.get("e-db"), 1);
 });
