@@ -28,7 +28,14 @@ import type { Client, Result, ToolDefinition } from "./client.js";
 import { GatewayError, InvalidInputError } from "./errors.js";
 import { deriveKey } from "./key.js";
 import { langgraphIdentity } from "./runtimes.js";
-import { CodeIdempotencyKeyReused, CodeInvalidArguments, CodeOutcomeUnknown, CodeStepConflict, CodeToolNotFound } from "./wire.js";
+import {
+  CodeIdempotencyKeyReused,
+  CodeInvalidArguments,
+  CodeOutcomeUnknown,
+  CodePayloadTooLarge,
+  CodeStepConflict,
+  CodeUpstreamResponseTooLarge,
+} from "./wire.js";
 
 /** The identity of one tool call: what the gateway's idempotency key is derived from. */
 export interface ToolCallIdentity {
@@ -139,12 +146,13 @@ export async function gatewayTools(client: Client, options: GatewayToolOptions =
  * called.
  *
  * The tool's answer becomes the ToolMessage's content (the body text; status
- * `error` for a 4xx answer). Gateway answers the model can act on — a
+ * `error` for a 4xx answer). Gateway refusals the model can act on — a
  * `step_conflict` (a regenerated call with other arguments), invalid
- * arguments, an unknown tool, a reused key, an unknown outcome — come back
- * as a ToolMessage with status `error` that says what happened, and the run
- * goes on. Anything else (the gateway unreachable after the client's
- * retries, a 5xx, a refused token) is thrown: with a ToolNode created with
+ * arguments, a reused key, an unknown outcome, a payload or result too
+ * large — come back as a ToolMessage with status `error` that says what
+ * happened, and the run goes on. Anything else (the gateway unreachable
+ * after the client's retries, a 5xx, a refused token, an unknown tool) is
+ * thrown: with a ToolNode created with
  * `handleToolErrors: false` the run stops at its checkpoint, and resuming it
  * sends the same call with the same key.
  */
@@ -182,25 +190,33 @@ export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToo
   });
 }
 
-/** The text the model reads for a gateway answer it can act on; undefined for errors the run should stop on. */
+/**
+ * The text the model reads for a gateway refusal it can act on (change its
+ * arguments, make the call again as a new one, tell the user); undefined
+ * for anything else — a network failure, a retryable answer, auth, an
+ * unknown tool, a malformed key — which the adapter throws: the same call
+ * may still succeed later, or the app must be fixed. The same set as the
+ * AI SDK and OpenAI Agents adapters.
+ */
 function forTheModel(err: unknown): string | undefined {
-  if (!(err instanceof GatewayError)) return undefined;
+  if (!(err instanceof GatewayError) || err.retryable) return undefined;
   switch (err.code) {
     case CodeStepConflict:
       return (
-        `step_conflict: this step of the run already made another call` +
+        `step_conflict: this call was NOT run. This step of the run already made another call` +
         (err.tool ? ` (tool ${err.tool}` + (err.executionId ? `, execution ${err.executionId})` : ")") : "") +
-        `, so this call was not run. It is a regenerated call with other arguments; the earlier call's effect stands. ` +
-        `Do not repeat the action unless it is really wanted in addition.`
+        ` with other arguments: the call this regenerated turn replaces. Its effect has happened. ` +
+        `If this call is still needed in addition, make it again: it will run as a new call.`
       );
     case CodeInvalidArguments:
       return `invalid_arguments: ${err.detail || err.title}` + (err.errors ? ` ${JSON.stringify(err.errors)}` : "") + ". Fix the arguments and call again.";
-    case CodeToolNotFound:
-      return `tool_not_found: the gateway has no tool ${JSON.stringify(err.detail || "")}.`;
     case CodeIdempotencyKeyReused:
       return `idempotency_key_reused: this call's key already ran with other arguments; it was not run again.`;
     case CodeOutcomeUnknown:
       return `outcome_unknown: an earlier attempt of this call may or may not have acted; an operator must resolve it. Do not repeat it.`;
+    case CodePayloadTooLarge:
+    case CodeUpstreamResponseTooLarge:
+      return `${err.code}: ${err.detail || err.title}`;
     default:
       return undefined;
   }
