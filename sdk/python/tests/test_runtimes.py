@@ -1,9 +1,14 @@
-"""The step-index recipes on recorded histories in the documented shapes.
+"""The step-index recipes on histories in the documented shapes, and on
+configs and histories recorded from real LangGraph.js runs.
 
 The histories below are written in the shapes the runtimes document (LangGraph
-message lists, OpenAI Agents SDK session items, Temporal history events);
-the runtimes themselves are not installed here, so nothing in this file runs
-them.
+message lists, OpenAI Agents SDK session items, Temporal history events); the
+Python runtimes cannot be installed here, so nothing in this file runs them.
+The LangGraph cases of sdk/testdata/runtimes.json marked ``"recorded":
+"langgraph"`` are what real LangGraph.js runs gave a tool (written by
+sdk/typescript/test/record-langgraph.ts); LangGraph for Python has the same
+shapes (``thread_id``/``checkpoint_ns`` in the configurable, LangChain's
+serialised messages), so these recipes are tested on them too.
 """
 
 import json
@@ -54,17 +59,45 @@ class LangGraphTest(unittest.TestCase):
         self.assertEqual(langgraph_step(openai_style, "y"), 1)
 
     def test_identity_from_the_config(self):
-        config = {"configurable": {"thread_id": "user-7:thread-3", "checkpoint_ns": ""}}
+        config = {"configurable": {"thread_id": "user-7:thread-3", "checkpoint_ns": "tools:9a2b7c6d-1e2f-5a3b-9c4d-5e6f7a8b9c0d"}}
         session, step = langgraph_identity(config, LANGGRAPH_MESSAGES, "call_C")
         self.assertEqual((session, step), ("user-7%3Athread-3", 2))
         self.assertEqual(len(derive_key(session, step, "provision-infra", LANGGRAPH_MESSAGES[3]["tool_calls"][1]["args"])), 64)
-        sub = langgraph_session_id("user-7:thread-3", "research:6f1c|tools:9a2b")
-        self.assertEqual(sub, "user-7%3Athread-3/research%3A6f1c|tools%3A9a2b")
+        sub = langgraph_session_id("user-7:thread-3", "research:6f1c0e4a|tools:9a2b7c6d")
+        self.assertEqual(sub, "user-7%3Athread-3/research")
         self.assertNotEqual(sub, session)
+
+    def test_the_task_ids_of_the_namespace_do_not_count(self):
+        # Each run of a tools node is a new task with a new id in its
+        # namespace (a fork regenerating a turn gets a new one): the session
+        # is the thread's all the same.
+        first = langgraph_session_id("thread-1", "tools:11111111-1111-5111-8111-111111111111")
+        again = langgraph_session_id("thread-1", "tools:22222222-2222-5222-8222-222222222222")
+        self.assertEqual(first, again)
+        self.assertEqual(first, "thread-1")
+
+    def test_recorded_runs_a_fork_gets_the_same_identity(self):
+        with open(os.path.join(REPO_ROOT, "sdk", "testdata", "runtimes.json"), encoding="utf-8") as f:
+            fixture = json.load(f)
+        recorded = {c["args"][2]: c for c in fixture["cases"]
+                    if c.get("recorded") == "langgraph" and c["fn"] == "langgraph_identity"
+                    and c["args"][0]["configurable"]["thread_id"] == "user-7:thread-3"}
+        identity = {}
+        for call_id, case in recorded.items():
+            config, history = case["args"][0], fixture["histories"][case["args"][1]["$history"]]
+            self.assertRegex(config["configurable"]["checkpoint_ns"], r"^tools:[0-9a-f-]{36}$")
+            identity[call_id] = langgraph_identity(config, history, call_id)
+        # The regenerated turn ran its tools under another task id, and its
+        # calls got new ids: the same session and steps as the original turn.
+        self.assertNotEqual(recorded["call_B"]["args"][0], recorded["call_B_regenerated"]["args"][0])
+        self.assertEqual(identity["call_B"], identity["call_B_regenerated"])
+        self.assertEqual(identity["call_C"], identity["call_C_regenerated"])
+        self.assertEqual(sorted(step for _, step in identity.values()), [0, 1, 1, 2, 2])
 
     def test_missing_call_or_thread(self):
         self.assertRaises(InvalidInputError, langgraph_step, LANGGRAPH_MESSAGES, "call_Z")
         self.assertRaises(InvalidInputError, langgraph_identity, {"configurable": {}}, LANGGRAPH_MESSAGES, "call_A")
+        self.assertRaises(InvalidInputError, langgraph_session_id, "t", ":1|tools:2")
 
 
 # OpenAI Agents SDK session items (Responses API input items), as

@@ -2,17 +2,27 @@
 
 The key is stable only if its inputs are: a call replayed after a crash must
 come back with the same session id and step index, and the parallel tool calls
-of one model turn must get distinct indices. The rule (docs/keys.md, "Step
-indices for real runtimes"): the step index of a tool call is its ordinal
-among the tool calls of the session, counted from the session's checkpointed
-history in the order the model emitted them. Never the model's own tool-call
-id: a regenerated turn gets new ids, and an ordinal lets the gateway tell "the
-same call again" (replay) from "another call in the same step"
-(``step_conflict``).
+of one model turn must get distinct indices. The rules (docs/keys.md, "Step
+indices for real runtimes"):
+
+- the session id comes from what identifies the run across resumes,
+  regenerated turns and forks (the thread, workflow or session id), never
+  from an id minted per node execution, task, attempt or model turn
+  (LangGraph's checkpoint namespace task ids, a tool-call id);
+- the step index of a tool call is its ordinal among the tool calls of the
+  session, counted from the session's checkpointed history in the order the
+  model emitted them. Never the model's own tool-call id: a regenerated turn
+  gets new ids, and an ordinal lets the gateway tell "the same call again"
+  (replay) from "another call in the same step" (``step_conflict``).
 
 These helpers are pure functions over the history shapes documented with
-each; they import nothing from the runtimes, and their tests run on recorded
-histories of those shapes, not against the runtimes themselves.
+each; they import nothing from the runtimes, which cannot be installed here.
+They are recipes, not tested against the Python runtimes: their tests run on
+hand-written histories in the runtimes' documented shapes and on the configs
+and histories recorded from real LangGraph.js runs in
+``sdk/testdata/runtimes.json`` (whose shapes LangGraph for Python shares: the
+``thread_id``/``checkpoint_ns`` configurable and LangChain's serialised
+messages).
 """
 
 import hashlib
@@ -81,17 +91,58 @@ def _ordinal(ids: Iterable[Any], wanted: str, what: str) -> int:
 
 # --- LangGraph ----------------------------------------------------------------
 
+def _graph_path(checkpoint_ns: str) -> list:
+    """The node path of the graph a node or tool runs in, from its
+    ``checkpoint_ns``: the ``|``-separated segments (``node:<task id>``)
+    without the last one, the running node itself, and without the task ids,
+    which LangGraph mints per task (a tools node regenerated from a fork runs
+    under a new one)."""
+    path = []
+    for segment in checkpoint_ns.split("|")[:-1]:
+        node = segment.split(":", 1)[0]
+        if not node:
+            raise InvalidInputError(f"toolgateway: checkpoint namespace {checkpoint_ns!r} has an empty node name")
+        path.append(node)
+    return path
+
+
 def langgraph_session_id(thread_id: str, checkpoint_ns: str = "") -> str:
-    """Session id of a LangGraph thread: the thread id, plus the checkpoint
-    namespace when the call runs inside a subgraph (its message history, and
-    so its step count, is the subgraph's own).
+    """Session id of a LangGraph thread: the thread id, plus the node path of
+    the subgraph when the call runs inside one (its message history, and so
+    its step count, is the subgraph's own).
 
     ``thread_id`` is ``config["configurable"]["thread_id"]``; ``checkpoint_ns``
-    is ``config["configurable"].get("checkpoint_ns", "")``.
+    is ``config["configurable"].get("checkpoint_ns", "")`` of the node or tool
+    that makes the call (inside a ToolNode at the top level it is
+    ``tools:<task id>``; in a subgraph ``agent:<task id>|tools:<task id>``).
+    Only the node names of the enclosing graphs are used, never the task ids
+    or the running node: LangGraph mints a new task id for each node
+    execution, so a session built from the namespace as is would give a
+    regenerated model turn a new session, and the gateway would run its calls
+    a second time.
+
+    Raises:
+        InvalidInputError: an empty thread id, or a namespace with an empty
+            node name.
     """
-    if checkpoint_ns:
-        return session_id_from_parts(thread_id, checkpoint_ns)
-    return session_id_from_parts(thread_id)
+    if not isinstance(checkpoint_ns, str):
+        raise InvalidInputError(f"toolgateway: checkpoint namespace must be a str, not {checkpoint_ns!r}")
+    return session_id_from_parts(thread_id, *_graph_path(checkpoint_ns))
+
+
+def _tool_calls(message: Any) -> Any:
+    """The tool calls of a message in the shapes LangGraph holds and records:
+    a message object or its dict form (``tool_calls``), LangChain's
+    serialisation (``{"lc": 1, "type": "constructor", "kwargs": {"tool_calls"}}``),
+    a stored message (``{"type": "ai", "data": {"tool_calls"}}``)."""
+    calls = _get(message, "tool_calls")
+    if calls is not None:
+        return calls
+    if _get(message, "lc") == 1 and _get(message, "type") == "constructor":
+        return _get(_get(message, "kwargs") or {}, "tool_calls")
+    if _get(message, "type") == "ai":
+        return _get(_get(message, "data") or {}, "tool_calls")
+    return None
 
 
 def langgraph_step(messages: Iterable[Any], tool_call_id: str) -> int:
@@ -100,8 +151,10 @@ def langgraph_step(messages: Iterable[Any], tool_call_id: str) -> int:
 
     ``messages`` is the checkpointed ``state["messages"]``, oldest first, whose
     AI messages carry ``tool_calls`` (LangChain ``AIMessage`` objects, their
-    dict form ``{"type": "ai", "tool_calls": [{"id", "name", "args"}]}`` or
-    OpenAI-style ``{"role": "assistant", "tool_calls": [{"id", "function"}]}``).
+    dict form ``{"type": "ai", "tool_calls": [{"id", "name", "args"}]}``,
+    LangChain's serialised form ``{"lc": 1, "type": "constructor", "id": [...,
+    "AIMessage"], "kwargs": {"tool_calls": [...]}}`` or OpenAI-style
+    ``{"role": "assistant", "tool_calls": [{"id", "function"}]}``).
     It must include the AI message that made the call. ``tool_call_id`` only
     locates the call (it comes with the call: ``InjectedToolCallId``); the
     index does not depend on it, so a regenerated turn with the same calls in
@@ -112,7 +165,10 @@ def langgraph_step(messages: Iterable[Any], tool_call_id: str) -> int:
     """
     def ids() -> Iterable[Any]:
         for message in messages:
-            for call in _get(message, "tool_calls") or ():
+            calls = _tool_calls(message)
+            if not isinstance(calls, (list, tuple)):
+                continue
+            for call in calls:
                 yield _get(call, "id")
     return _ordinal(ids(), tool_call_id, "tool call id")
 

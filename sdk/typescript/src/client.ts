@@ -66,6 +66,18 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** A tool as discovery publishes it (`GET /api/tools/v1`, the native form). */
+export interface ToolDefinition {
+  /** The tool's name, the `{tool}` of its URL. */
+  name: string;
+  /** What the tool does, for the model. */
+  description: string;
+  /** The JSON Schema of its arguments (`{"type": "object"}` when none is configured). */
+  input_schema: Record<string, unknown>;
+  /** True for a read-only tool, which needs no idempotency (absent otherwise). */
+  read_only?: boolean;
+}
+
 /** A call's failure to reach the gateway (connection refused or reset, DNS, a body cut short) after every attempt. */
 export class NetworkError extends Error {
   /** How many attempts were made. */
@@ -170,6 +182,42 @@ export class Client {
   session(id: string): Session {
     checkSessionId(id);
     return new Session(this, id);
+  }
+
+  /**
+   * The tools the gateway publishes to this client's tenant (discovery,
+   * `GET /api/tools/v1`), in name order. One request, no retries: it writes
+   * nothing, and a caller that starts an agent wants to hear at once that
+   * the gateway cannot be reached. A problem or 5xx answer throws a
+   * {@link GatewayError}; a failed connection a {@link NetworkError}.
+   */
+  async tools(options: CallOptions = {}): Promise<ToolDefinition[]> {
+    const url = `${this.baseUrl}/api/tools/v1`;
+    const headers: Record<string, string> = { Accept: `${MediaTypeJSON}, ${MediaTypeProblem}` };
+    if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, { headers, signal: options.signal ?? null });
+      text = await response.text();
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      const reason = err instanceof Error ? describeNetworkError(err) : String(err);
+      throw new NetworkError(`toolgateway: GET ${url}: ${reason}`, 1, err);
+    }
+    if (!response.ok) {
+      throw new GatewayError({
+        status: response.status,
+        statusText: response.statusText,
+        contentType: response.headers.get("Content-Type"),
+        body: text,
+        retryAfter: parseRetryAfter(response.headers.get(HeaderRetryAfter)),
+        requestId: response.headers.get(HeaderRequestID) ?? undefined,
+      });
+    }
+    const listed = (JSON.parse(text) as { tools?: unknown }).tools;
+    if (!Array.isArray(listed)) throw new TypeError(`toolgateway: GET ${url}: the answer has no tools list`);
+    return listed as ToolDefinition[];
   }
 
   /** @internal One call with its retries; Session.call checks its inputs first. */

@@ -11,7 +11,7 @@
 export { canonicalize, MaxDepth } from "./canonical.js";
 export { deriveKey, MaxSessionIDLength, MaxStepIndex } from "./key.js";
 export { Client, Defaults, NetworkError, Result, Session } from "./client.js";
-export type { CallOptions, ClientOptions } from "./client.js";
+export type { CallOptions, ClientOptions, ToolDefinition } from "./client.js";
 export { GatewayError, InvalidInputError } from "./errors.js";
 export type { Violation } from "./errors.js";
 export { mcpMeta } from "./mcp.js";

@@ -5,17 +5,25 @@
  *
  * The key is stable only if its inputs are: a call replayed after a crash
  * must come back with the same session id and step index, and the parallel
- * tool calls of one model turn must get distinct indices. The rule
- * (docs/keys.md, "Step indices for real runtimes"): the step index of a tool
- * call is its ordinal among the tool calls of the session, counted from the
- * session's checkpointed history in the order the model emitted them. Never
- * the model's own tool-call id: a regenerated turn gets new ids, and an
- * ordinal lets the gateway tell "the same call again" (replay) from "another
- * call in the same step" (`step_conflict`).
+ * tool calls of one model turn must get distinct indices. The rules
+ * (docs/keys.md, "Step indices for real runtimes"):
+ *
+ * - the session id comes from what identifies the run across resumes,
+ *   regenerated turns and forks (the thread, workflow or session id), never
+ *   from an id minted per node execution, task, attempt or model turn
+ *   (LangGraph's checkpoint namespace task ids, a tool-call id);
+ * - the step index of a tool call is its ordinal among the tool calls of
+ *   the session, counted from the session's checkpointed history in the
+ *   order the model emitted them. Never the model's own tool-call id: a
+ *   regenerated turn gets new ids, and an ordinal lets the gateway tell "the
+ *   same call again" (replay) from "another call in the same step"
+ *   (`step_conflict`).
  *
  * These helpers are pure functions over the history shapes documented with
- * each; they import nothing from the runtimes, and their tests run on
- * recorded histories of those shapes, not against the runtimes themselves.
+ * each; they import nothing from the runtimes. Their tests run on histories
+ * and configs recorded from real LangGraph.js runs
+ * (sdk/testdata/runtimes.json, written by test/record-langgraph.ts) and on
+ * hand-written histories in the documented shapes of the other runtimes.
  *
  * @module
  */
@@ -134,18 +142,67 @@ function show(value: unknown): string {
 // LangGraph (LangGraph.js and LangGraph for Python alike)
 
 /**
- * Session id of a LangGraph thread: the thread id, plus the checkpoint
- * namespace when the call runs inside a subgraph (its message history, and
- * so its step count, is the subgraph's own).
+ * The node path of the graph whose state a node or tool runs in, from its
+ * `checkpoint_ns`: the namespace's segments (`|`-separated, each
+ * `node:<task id>`) without the last one, which is the running node itself,
+ * and without the task ids, which LangGraph mints per task (uuid5 of the
+ * checkpoint, the step and the node): a tools node regenerated from a fork
+ * of the thread runs under a new one.
+ */
+function graphPath(checkpointNs: string): string[] {
+  const segments = checkpointNs.split("|").slice(0, -1);
+  return segments.map((segment) => {
+    const node = segment.split(":", 1)[0]!;
+    if (node === "") {
+      throw new InvalidInputError("sessionId", `checkpoint namespace ${JSON.stringify(checkpointNs)} has an empty node name`);
+    }
+    return node;
+  });
+}
+
+/**
+ * Session id of a LangGraph thread: the thread id, plus the node path of
+ * the subgraph when the call runs inside one (its message history, and so
+ * its step count, is the subgraph's own).
  *
  * `threadId` is `config.configurable.thread_id`; `checkpointNs` is
- * `config.configurable.checkpoint_ns` (`""` or absent at the top level).
+ * `config.configurable.checkpoint_ns` of the node or tool that makes the
+ * call (inside a ToolNode at the top level it is `tools:<task id>`; in a
+ * subgraph `agent:<task id>|tools:<task id>`). Only the node names of the
+ * enclosing graphs are used, never the task ids or the running node: the
+ * identity of a run must survive resumes, regenerated turns and forks, and
+ * LangGraph mints a new task id for each node execution, so a session built
+ * from the namespace as is would give a regenerated model turn a new
+ * session, and the gateway would run its calls a second time.
+ *
+ *     langgraphSessionId("user-7:thread-3", "tools:9a2b…")                  // "user-7%3Athread-3"
+ *     langgraphSessionId("user-7:thread-3", "research:6f1c…|tools:9a2b…")  // "user-7%3Athread-3/research"
  *
  * @throws {@link InvalidInputError} (field `"sessionId"`): an empty or
- *   non-string thread id or namespace.
+ *   non-string thread id, or a namespace with an empty node name.
  */
 export function langgraphSessionId(threadId: string, checkpointNs = ""): string {
-  return checkpointNs ? sessionIdFromParts(threadId, checkpointNs) : sessionIdFromParts(threadId);
+  if (typeof checkpointNs !== "string") {
+    throw new InvalidInputError("sessionId", `checkpoint namespace must be a string, not ${show(checkpointNs)}`);
+  }
+  return sessionIdFromParts(threadId, ...graphPath(checkpointNs));
+}
+
+/**
+ * The tool calls of an AI message in the shapes LangGraph holds and
+ * records: a LangChain message object or its plain form (`tool_calls`), the
+ * LangChain serialisation a checkpoint or `JSON.stringify` writes
+ * (`{ lc: 1, type: "constructor", id: [..., "AIMessage"], kwargs: { tool_calls } }`),
+ * and a stored message (`{ type: "ai", data: { tool_calls } }`).
+ */
+function toolCallsOf(message: unknown): unknown {
+  const calls = member(message, "tool_calls");
+  if (calls !== undefined) return calls;
+  if (member(message, "lc") === 1 && member(message, "type") === "constructor") {
+    return member(member(message, "kwargs"), "tool_calls");
+  }
+  if (member(message, "type") === "ai") return member(member(message, "data"), "tool_calls");
+  return undefined;
 }
 
 /**
@@ -156,7 +213,9 @@ export function langgraphSessionId(threadId: string, checkpointNs = ""): string 
  * messages carry `tool_calls`: LangChain.js `AIMessage` objects
  * (`message.tool_calls`, `[{ id, name, args, type: "tool_call" }]`), their
  * plain-object form (`{ type: "ai", tool_calls: [...] }`, as LangGraph for
- * Python's message dicts), or OpenAI-style
+ * Python's message dicts), their LangChain serialisation
+ * (`{ lc: 1, type: "constructor", id: [..., "AIMessage"], kwargs: { tool_calls } }`,
+ * what a checkpoint or `JSON.stringify` holds), or OpenAI-style
  * `{ role: "assistant", tool_calls: [{ id, type: "function", function }] }`.
  * It must include the AI message that made the call. `toolCallId` only
  * locates the call (a LangChain.js tool gets it as `config.toolCall.id`);
@@ -169,7 +228,7 @@ export function langgraphSessionId(threadId: string, checkpointNs = ""): string 
 export function langgraphStep(messages: Iterable<unknown>, toolCallId: string): number {
   function* ids(): Iterable<unknown> {
     for (const message of each(messages, "messages")) {
-      const calls = member(message, "tool_calls");
+      const calls = toolCallsOf(message);
       if (!Array.isArray(calls)) continue;
       for (const call of calls) yield member(call, "id");
     }
@@ -177,18 +236,21 @@ export function langgraphStep(messages: Iterable<unknown>, toolCallId: string): 
   return ordinal(ids(), toolCallId, "tool call id");
 }
 
-/** The part of a LangGraph `RunnableConfig` that {@link langgraphIdentity} reads. */
+/**
+ * The part of a LangGraph `RunnableConfig` that {@link langgraphIdentity}
+ * reads. A LangChain.js `RunnableConfig` or `ToolRunnableConfig` is one.
+ */
 export interface LangGraphConfig {
-  /** LangGraph's configurable: the thread id and, inside a subgraph, the checkpoint namespace. */
-  configurable?: { thread_id?: unknown; checkpoint_ns?: unknown; [name: string]: unknown } | undefined;
-  [name: string]: unknown;
+  /** LangGraph's configurable: the thread id and the checkpoint namespace of the running node. */
+  configurable?: Record<string, unknown> | undefined;
 }
 
 /**
  * `[sessionId, stepIndex]` of a tool call inside a LangGraph node or tool,
- * from its `RunnableConfig`, the thread's messages and the call's id. A
- * thread id that is an integer is written in decimal (as Python's `str`
- * writes it, so both SDKs agree).
+ * from its `RunnableConfig`, the thread's messages and the call's id: the
+ * session is {@link langgraphSessionId} of the config's thread id and
+ * namespace, the step {@link langgraphStep}. A thread id that is an integer
+ * is written in decimal (as Python's `str` writes it, so both SDKs agree).
  *
  * @throws {@link InvalidInputError}: no `configurable.thread_id` in the
  *   config (field `"sessionId"`: run the graph with a checkpointer), or the

@@ -6,8 +6,10 @@
 // The histories below are written in the shapes the runtimes document
 // (LangGraph message lists and LangChain.js message objects, OpenAI Agents
 // SDK session items in the JavaScript SDK's and the Responses API's shapes,
-// Temporal history events); the runtimes themselves are not installed here,
-// so nothing in this file runs them.
+// Temporal history events). The fixture's LangGraph cases marked
+// "recorded" are what real LangGraph.js runs gave a tool
+// (test/record-langgraph.ts), and one test here records them again from
+// the installed @langchain/langgraph and compares.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -26,8 +28,31 @@ import {
   temporalSessionId,
   temporalStep,
 } from "../src/index.js";
+import type { ToolRunnableConfig } from "@langchain/core/tools";
+
 import { checkSessionId } from "../src/key.js";
 import { repoRoot } from "./helpers.js";
+import { fixtureEntries, record } from "./record-langgraph.js";
+
+interface Case {
+  fn: string;
+  args: unknown[];
+  want?: unknown;
+  error?: true;
+  recorded?: string;
+}
+
+const fixture = JSON.parse(readFileSync(join(repoRoot, "sdk/testdata/runtimes.json"), "utf8")) as {
+  histories: Record<string, unknown[]>;
+  cases: Case[];
+};
+
+function resolveArgs(args: unknown[]): unknown[] {
+  return args.map((arg) => {
+    const name = (arg as { $history?: string } | null)?.["$history"];
+    return typeof name === "string" ? fixture.histories[name] : arg;
+  });
+}
 
 function isInvalid(field: InvalidInputError["field"]) {
   return (err: unknown): boolean => err instanceof InvalidInputError && err.field === field;
@@ -95,13 +120,67 @@ test("langgraph: message objects and OpenAI-style dicts", () => {
 });
 
 test("langgraph: identity from the config", () => {
-  const config = { configurable: { thread_id: "user-7:thread-3", checkpoint_ns: "" } };
+  const config = { configurable: { thread_id: "user-7:thread-3", checkpoint_ns: "tools:9a2b7c6d-1e2f-5a3b-9c4d-5e6f7a8b9c0d" } };
   const [session, step] = langgraphIdentity(config, langgraphMessages, "call_C");
   assert.deepEqual([session, step], ["user-7%3Athread-3", 2]);
   assert.equal(deriveKey(session, step, "provision-infra", langgraphMessages[3]!.tool_calls![1]!.args).length, 64);
-  const sub = langgraphSessionId("user-7:thread-3", "research:6f1c|tools:9a2b");
-  assert.equal(sub, "user-7%3Athread-3/research%3A6f1c|tools%3A9a2b");
+  const sub = langgraphSessionId("user-7:thread-3", "research:6f1c0e4a|tools:9a2b7c6d");
+  assert.equal(sub, "user-7%3Athread-3/research");
   assert.notEqual(sub, session);
+});
+
+test("langgraph: the task ids of the namespace do not count (each tools-node run is a new task)", () => {
+  const first = langgraphSessionId("thread-1", "tools:11111111-1111-5111-8111-111111111111");
+  assert.equal(first, "thread-1");
+  assert.equal(langgraphSessionId("thread-1", "tools:22222222-2222-5222-8222-222222222222"), first);
+  assert.equal(langgraphSessionId("thread-1", "a:1|b:2|tools:3"), "thread-1/a/b");
+  assert.throws(() => langgraphSessionId("thread-1", "|tools:3"), isInvalid("sessionId"));
+});
+
+// What LangGraph gives a tool is a ToolRunnableConfig: the helper takes it
+// as it is (this compiles only if LangGraphConfig accepts it).
+export function identityOfATool(config: ToolRunnableConfig, messages: unknown[]): [string, number] {
+  return langgraphIdentity(config, messages, config.toolCall?.id ?? "");
+}
+
+test("langgraph: a ToolRunnableConfig is a LangGraphConfig", () => {
+  const config: ToolRunnableConfig = {
+    configurable: { thread_id: "t-1", checkpoint_ns: "tools:0d9c8b7a-6f5e-5d4c-8b3a-2f1e0d9c8b7a" },
+    toolCall: { id: "call_B", name: "provision-infra", args: {}, type: "tool_call" },
+  };
+  assert.deepEqual(identityOfATool(config, langgraphMessages), ["t-1", 1]);
+});
+
+test("langgraph: the recorded runs — a fork's regenerated turn gets the original turn's identity", () => {
+  const recorded = new Map(
+    fixture.cases
+      .filter((c) => c.recorded === "langgraph" && c.fn === "langgraph_identity")
+      .filter((c) => (c.args[0] as { configurable: { thread_id: string } }).configurable.thread_id === "user-7:thread-3")
+      .map((c) => [c.args[2] as string, c] as const),
+  );
+  const identity = (id: string) => {
+    const c = recorded.get(id)!;
+    const config = c.args[0] as { configurable: { checkpoint_ns: string } };
+    assert.match(config.configurable.checkpoint_ns, /^([a-z]+:[0-9a-f-]{36}\|)?tools:[0-9a-f-]{36}$/);
+    return langgraphIdentity(config, resolveArgs([c.args[1]])[0] as unknown[], id);
+  };
+  assert.notDeepEqual(recorded.get("call_B")!.args[0], recorded.get("call_B_regenerated")!.args[0], "the fork ran its tools under a new task id");
+  assert.deepEqual(identity("call_B_regenerated"), identity("call_B"));
+  assert.deepEqual(identity("call_C_regenerated"), identity("call_C"));
+  assert.deepEqual(identity("call_C"), ["user-7%3Athread-3", 2]);
+});
+
+test("langgraph: the installed LangGraph.js still gives tools what the fixture recorded", async () => {
+  const fresh = fixtureEntries(await record());
+  const recorded = fixture.cases.filter((c) => c.recorded === "langgraph");
+  // Ids (task uuids, message ids) differ per run; the shapes, the calls and the answers do not.
+  const shape = (c: Case) =>
+    JSON.stringify(c).replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>");
+  assert.deepEqual((fresh.cases as Case[]).map(shape), recorded.map(shape));
+  for (const [name, history] of Object.entries(fresh.histories)) {
+    const uuidless = (v: unknown) => JSON.stringify(v).replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>");
+    assert.equal(uuidless(history), uuidless(fixture.histories[name]), name);
+  }
 });
 
 test("langgraph: a missing call or thread is refused", () => {
@@ -205,18 +284,6 @@ test("sessionIdFromParts: valid and injective", () => {
 
 // --- The cases both SDKs run -----------------------------------------------------
 
-interface Case {
-  fn: string;
-  args: unknown[];
-  want?: unknown;
-  error?: true;
-}
-
-const fixture = JSON.parse(readFileSync(join(repoRoot, "sdk/testdata/runtimes.json"), "utf8")) as {
-  histories: Record<string, unknown[]>;
-  cases: Case[];
-};
-
 const functions: Record<string, (...args: never[]) => unknown> = {
   session_id_from_parts: sessionIdFromParts,
   langgraph_session_id: langgraphSessionId,
@@ -228,12 +295,6 @@ const functions: Record<string, (...args: never[]) => unknown> = {
   temporal_step: temporalStep,
 };
 
-function resolveArgs(args: unknown[]): unknown[] {
-  return args.map((arg) => {
-    const name = (arg as { $history?: string } | null)?.["$history"];
-    return typeof name === "string" ? fixture.histories[name] : arg;
-  });
-}
 
 test("sdk/testdata/runtimes.json: every case gives the recorded result", () => {
   assert.ok(fixture.cases.length >= 50, `only ${fixture.cases.length} cases`);

@@ -1,0 +1,252 @@
+/**
+ * `@toolgateway/client/langgraph`: the gateway's tools as LangChain tools
+ * for a LangGraph.js `ToolNode` or `createReactAgent`, each call made
+ * exactly once however often the graph resumes, replays or regenerates it.
+ *
+ *     const tools = await gatewayTools(new Client(url, { token }));
+ *     const agent = createReactAgent({ llm, tools, checkpointer });
+ *
+ * Every call's identity comes from the graph's own checkpointed state
+ * (docs/runtimes.md): the session is the thread id (plus the node path of a
+ * subgraph), the step is the call's ordinal among the tool calls of the
+ * thread's messages. A resumed thread, and a model turn regenerated from a
+ * fork with the same calls, send the same keys (the gateway replays); a
+ * regenerated call with other arguments gets `step_conflict`, which reaches
+ * the model as a tool error message it can read, and the run goes on.
+ *
+ * Needs `@langchain/core` and `@langchain/langgraph` (optional peer
+ * dependencies of this package: only this entry point imports them).
+ *
+ * @module
+ */
+import { ToolMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { DynamicStructuredTool, type StructuredToolInterface, type ToolRunnableConfig } from "@langchain/core/tools";
+import { getCurrentTaskInput } from "@langchain/langgraph";
+
+import type { Client, Result, ToolDefinition } from "./client.js";
+import { GatewayError, InvalidInputError } from "./errors.js";
+import { deriveKey } from "./key.js";
+import { langgraphIdentity } from "./runtimes.js";
+import {
+  CodeIdempotencyKeyReused,
+  CodeInvalidArguments,
+  CodeOutcomeUnknown,
+  CodePayloadTooLarge,
+  CodeStepConflict,
+  CodeUpstreamResponseTooLarge,
+} from "./wire.js";
+
+/** The identity of one tool call: what the gateway's idempotency key is derived from. */
+export interface ToolCallIdentity {
+  /** The run's session id: the thread id, plus the node path of a subgraph. */
+  sessionId: string;
+  /** The call's ordinal among the tool calls of the thread's messages. */
+  stepIndex: number;
+}
+
+/** The config a tool receives inside a LangGraph ToolNode: a RunnableConfig with the call and the graph state. */
+type ToolNodeConfig = ToolRunnableConfig & { state?: unknown };
+
+/**
+ * The session id and step index of the tool call being run, from the
+ * config LangGraph gives a tool: `configurable.thread_id` and
+ * `configurable.checkpoint_ns` (of which only the subgraph's node names
+ * count, never the task ids), the call (`config.toolCall.id`), and the
+ * thread's messages (the ToolNode's state, or the task's input).
+ *
+ * For a tool that calls a service of its own that deduplicates by key
+ * (a payment API's `Idempotency-Key`): `toolCallIdentity(config)` gives it
+ * the same identity a gateway tool would use, so a resumed or regenerated
+ * call sends the same key there too (see {@link idempotencyKey}).
+ *
+ * @throws {@link InvalidInputError}: no thread id (the graph runs without a
+ *   checkpointer), no tool call in the config (the tool was invoked with
+ *   plain arguments, not by a ToolNode), or the call is not in the messages.
+ */
+export function toolCallIdentity(config: RunnableConfig | undefined): ToolCallIdentity {
+  const toolConfig = (config ?? {}) as ToolNodeConfig;
+  const callId = toolConfig.toolCall?.id;
+  if (typeof callId !== "string" || callId === "") {
+    throw new InvalidInputError(
+      "stepIndex",
+      "the tool was not invoked with a tool call (config.toolCall.id): run it in a LangGraph ToolNode or createReactAgent",
+    );
+  }
+  const [sessionId, stepIndex] = langgraphIdentity(toolConfig, messagesOf(toolConfig), callId);
+  return { sessionId, stepIndex };
+}
+
+/**
+ * The idempotency key the gateway would derive for this tool call with
+ * these arguments (`SHA-256(session:step:tool:JCS(args))`), for a tool
+ * whose own callee deduplicates by key.
+ */
+export function idempotencyKey(config: RunnableConfig | undefined, tool: string, args: unknown): string {
+  const { sessionId, stepIndex } = toolCallIdentity(config);
+  return deriveKey(sessionId, stepIndex, tool, args);
+}
+
+/** The thread's messages a tool sees: the ToolNode's state (`config.state`), else the running task's input. */
+function messagesOf(config: ToolNodeConfig): unknown[] {
+  const fromState = messagesMember(config.state);
+  if (fromState) return fromState;
+  let input: unknown;
+  try {
+    input = getCurrentTaskInput(config as Parameters<typeof getCurrentTaskInput>[0]);
+  } catch (err) {
+    throw new InvalidInputError("stepIndex", `the tool runs outside a LangGraph task, so it has no thread messages: ${(err as Error).message}`);
+  }
+  const fromInput = messagesMember(input) ?? (Array.isArray(input) ? input : undefined);
+  if (!fromInput) throw new InvalidInputError("stepIndex", "the graph state has no messages list (use MessagesAnnotation or a messages key)");
+  return fromInput;
+}
+
+function messagesMember(state: unknown): unknown[] | undefined {
+  if (state === null || typeof state !== "object") return undefined;
+  const messages = (state as { messages?: unknown }).messages;
+  return Array.isArray(messages) ? messages : undefined;
+}
+
+/** Options of {@link gatewayTools} and {@link gatewayTool}. */
+export interface GatewayToolOptions {
+  /** Only these tools (by gateway name), in this order; every published tool when absent. */
+  names?: readonly string[];
+}
+
+/**
+ * The gateway's tools (discovery, `GET /api/tools/v1`) as LangChain tools
+ * for a LangGraph ToolNode or `createReactAgent`: one request to the gateway,
+ * then every call goes through it with the identity of
+ * {@link toolCallIdentity}.
+ *
+ * @throws {@link GatewayError} or `NetworkError`: discovery failed; an
+ *   `Error` naming a tool of `names` the gateway does not publish.
+ */
+export async function gatewayTools(client: Client, options: GatewayToolOptions = {}): Promise<DynamicStructuredTool[]> {
+  const published = await client.tools();
+  let chosen = published;
+  if (options.names) {
+    const byName = new Map(published.map((definition) => [definition.name, definition]));
+    chosen = options.names.map((name) => {
+      const definition = byName.get(name);
+      if (!definition) throw new Error(`toolgateway: the gateway publishes no tool ${JSON.stringify(name)} to this tenant`);
+      return definition;
+    });
+  }
+  return chosen.map((definition) => gatewayTool(client, definition));
+}
+
+/**
+ * One tool the gateway runs, as a LangChain tool: from its discovery entry
+ * ({@link ToolDefinition}), or from an existing LangChain tool whose name,
+ * description and schema the model already knows and whose execution the
+ * gateway now does (a gateway tool of the same name, configured with the
+ * upstream the local tool called). The local tool's own function is not
+ * called.
+ *
+ * The tool's answer becomes the ToolMessage's content (the body text; status
+ * `error` for a 4xx answer). Gateway refusals the model can act on — a
+ * `step_conflict` (a regenerated call with other arguments), invalid
+ * arguments, a reused key, an unknown outcome, a payload or result too
+ * large — come back as a ToolMessage with status `error` that says what
+ * happened, and the run goes on. Anything else (the gateway unreachable
+ * after the client's retries, a 5xx, a refused token, an unknown tool) is
+ * thrown: with a ToolNode created with
+ * `handleToolErrors: false` the run stops at its checkpoint, and resuming it
+ * sends the same call with the same key.
+ */
+export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToolInterface): DynamicStructuredTool {
+  const definition = "input_schema" in tool ? tool : undefined;
+  const name = tool.name;
+  const readOnly = definition?.read_only === true;
+  return new DynamicStructuredTool({
+    name,
+    description: tool.description,
+    schema: (definition ? definition.input_schema : (tool as StructuredToolInterface).schema) as Record<string, unknown>,
+    func: async (args: unknown, _runManager, config?: RunnableConfig): Promise<ToolMessage> => {
+      const callId = (config as ToolNodeConfig | undefined)?.toolCall?.id ?? "";
+      // A read-only tool runs on every call and ignores the identity
+      // (contract: its key headers are optional and ignored), so it needs no
+      // thread: any valid identity will do.
+      const { sessionId, stepIndex } = readOnly ? { sessionId: "read-only", stepIndex: 0 } : toolCallIdentity(config);
+      let result: Result;
+      try {
+        result = await client.session(sessionId).call(stepIndex, name, args ?? {}, config?.signal ? { signal: config.signal } : {});
+      } catch (err) {
+        const message = forTheModel(err);
+        if (message === undefined) throw err;
+        return new ToolMessage({ status: "error", content: message, name, tool_call_id: callId });
+      }
+      return new ToolMessage({
+        status: result.status >= 400 ? "error" : "success",
+        content: result.body,
+        name,
+        tool_call_id: callId,
+        // What a program (not the model) may want: the execution and whether it was replayed.
+        artifact: { executionId: result.executionId, replayed: result.replayed, status: result.status },
+      });
+    },
+  });
+}
+
+/**
+ * The text the model reads for a gateway refusal it can act on (change its
+ * arguments, make the call again as a new one, tell the user); undefined
+ * for anything else — a network failure, a retryable answer, auth, an
+ * unknown tool, a malformed key — which the adapter throws: the same call
+ * may still succeed later, or the app must be fixed. The same set as the
+ * AI SDK and OpenAI Agents adapters.
+ */
+function forTheModel(err: unknown): string | undefined {
+  if (!(err instanceof GatewayError) || err.retryable) return undefined;
+  switch (err.code) {
+    case CodeStepConflict:
+      return (
+        `step_conflict: this call was NOT run. This step of the run already made another call` +
+        (err.tool ? ` (tool ${err.tool}` + (err.executionId ? `, execution ${err.executionId})` : ")") : "") +
+        ` with other arguments: the call this regenerated turn replaces. Its effect has happened. ` +
+        `If this call is still needed in addition, make it again: it will run as a new call.`
+      );
+    case CodeInvalidArguments:
+      return `invalid_arguments: ${err.detail || err.title}` + (err.errors ? ` ${JSON.stringify(err.errors)}` : "") + ". Fix the arguments and call again.";
+    case CodeIdempotencyKeyReused:
+      return `idempotency_key_reused: this call's key already ran with other arguments; it was not run again.`;
+    case CodeOutcomeUnknown:
+      return `outcome_unknown: an earlier attempt of this call may or may not have acted; an operator must resolve it. Do not repeat it.`;
+    case CodePayloadTooLarge:
+    case CodeUpstreamResponseTooLarge:
+      return `${err.code}: ${err.detail || err.title}`;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * An existing LangChain tool that keeps running in-process, given the
+ * gateway's identity of each call: the wrapped tool is invoked with
+ * `config.configurable.toolgateway` set to `{ sessionId, stepIndex,
+ * idempotencyKey }` (the key for its name and arguments), which it passes
+ * to its own callee as that callee's idempotency key. The gateway is not
+ * involved: deduplication happens where the tool's side effect is, and only
+ * if that callee deduplicates by key.
+ */
+export function withGatewayIdentity(tool: StructuredToolInterface): DynamicStructuredTool {
+  return new DynamicStructuredTool({
+    name: tool.name,
+    description: tool.description,
+    schema: tool.schema as Record<string, unknown>,
+    func: async (args: unknown, _runManager, config?: RunnableConfig): Promise<unknown> => {
+      const { sessionId, stepIndex } = toolCallIdentity(config);
+      const identity = { sessionId, stepIndex, idempotencyKey: deriveKey(sessionId, stepIndex, tool.name, args ?? {}) };
+      const inner: RunnableConfig = { ...config, configurable: { ...config?.configurable, toolgateway: identity } };
+      return tool.invoke(args as never, inner);
+    },
+  });
+}
+
+/** The identity {@link withGatewayIdentity} put into a wrapped tool's config, or undefined. */
+export function gatewayIdentity(config: RunnableConfig | undefined): (ToolCallIdentity & { idempotencyKey: string }) | undefined {
+  const identity = config?.configurable?.["toolgateway"] as (ToolCallIdentity & { idempotencyKey: string }) | undefined;
+  return identity && typeof identity.sessionId === "string" ? identity : undefined;
+}
