@@ -16,6 +16,7 @@
  * @module
  */
 import {
+  jsonSchema,
   tool,
   wrapLanguageModel,
   type FlexibleSchema,
@@ -30,7 +31,9 @@ import {
 
 import type { Client, Session } from "./client.js";
 import { sessionIdFromParts } from "./runtimes.js";
-import { refusalText, resultOutcome, type ToolOutcome } from "./tool-outcome.js";
+import { definitionsByName, refusalText, resultOutcome, type DiscoveredTool, type ToolOutcome } from "./tool-outcome.js";
+
+export type { DiscoveredTool } from "./tool-outcome.js";
 
 /** A gateway tool as the model sees it: its description and the JSON Schema (or Zod schema) of its arguments. */
 export interface AiSdkToolDefinition {
@@ -92,9 +95,12 @@ export class AiSdkGateway {
   /** The position of each tool call in the model turn that made it, by tool call id, learnt from the model's responses. */
   readonly #turnPosition = new Map<string, number>();
 
-  constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition>) {
+  constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly DiscoveredTool[]) {
     this.session = client.session(sessionIdFromParts(conversationId));
-    this.#definitions = { ...definitions };
+    this.#definitions = definitionsByName(definitions, (discovered) => ({
+      description: discovered.description,
+      inputSchema: jsonSchema(discovered.input_schema),
+    }));
     const tools: ToolSet = {};
     const declarations: ToolSet = {};
     for (const [name, definition] of Object.entries(this.#definitions)) {
@@ -218,8 +224,13 @@ export class AiSdkGateway {
  * The gateway's tools for the conversation `conversationId` (the id the app
  * persists the conversation under, stable across restarts and regenerated
  * turns; made a valid session id as {@link sessionIdFromParts} does), with
- * the definitions the model sees, keyed by the gateway tool's name.
+ * the definitions the model sees, keyed by the gateway tool's name, or the
+ * gateway's discovery list (each tool's description and JSON Schema).
  */
-export function aiSdkGateway(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition>): AiSdkGateway {
+export function aiSdkGateway(
+  client: Client,
+  conversationId: string,
+  definitions: Record<string, AiSdkToolDefinition> | readonly DiscoveredTool[],
+): AiSdkGateway {
   return new AiSdkGateway(client, conversationId, definitions);
 }

@@ -31,7 +31,9 @@ import {
 
 import type { Client, Session } from "./client.js";
 import { sessionIdFromParts } from "./runtimes.js";
-import { refusalText, resultOutcome } from "./tool-outcome.js";
+import { definitionsByName, refusalText, resultOutcome, type DiscoveredTool } from "./tool-outcome.js";
+
+export type { DiscoveredTool } from "./tool-outcome.js";
 
 /** A gateway tool as the model sees it. */
 export interface OpenAIAgentsToolDefinition {
@@ -99,9 +101,19 @@ export class OpenAIAgentsGateway {
   /** The step of each function call, by call id, learnt from the model's responses or from a resumed RunState. */
   readonly #steps = new Map<string, number>();
 
-  constructor(client: Client, conversationId: string, definitions: Record<string, OpenAIAgentsToolDefinition>) {
+  constructor(
+    client: Client,
+    conversationId: string,
+    definitions: Record<string, OpenAIAgentsToolDefinition> | readonly DiscoveredTool[],
+  ) {
     this.session = client.session(sessionIdFromParts(conversationId));
-    this.tools = Object.entries(definitions).map(([name, definition]) =>
+    // A discovered schema is whatever the operator configured: not strict mode's subset.
+    const byName = definitionsByName(definitions, (discovered) => ({
+      description: discovered.description ?? "",
+      parameters: discovered.input_schema as ToolInputParameters,
+      strict: false,
+    }));
+    this.tools = Object.entries(byName).map(([name, definition]) =>
       tool({
         name,
         description: definition.description,
@@ -192,12 +204,14 @@ export class OpenAIAgentsGateway {
  * The gateway's tools for the conversation `conversationId` (the id the app
  * persists the conversation or run under, stable across restarts and
  * regenerated turns; made a valid session id as {@link sessionIdFromParts}
- * does), with the definitions the model sees, keyed by the gateway tool's name.
+ * does), with the definitions the model sees, keyed by the gateway tool's
+ * name, or the gateway's discovery list (each tool's description and JSON
+ * Schema, used in non-strict mode).
  */
 export function openaiAgentsGateway(
   client: Client,
   conversationId: string,
-  definitions: Record<string, OpenAIAgentsToolDefinition>,
+  definitions: Record<string, OpenAIAgentsToolDefinition> | readonly DiscoveredTool[],
 ): OpenAIAgentsGateway {
   return new OpenAIAgentsGateway(client, conversationId, definitions);
 }

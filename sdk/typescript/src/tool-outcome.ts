@@ -31,6 +31,28 @@ const modelVisible: ReadonlySet<string> = new Set([
   CodeUpstreamResponseTooLarge,
 ]);
 
+/**
+ * A tool as the gateway's discovery lists it (`GET /api/tools/v1`, the
+ * native form): the adapters take such a list as their tool definitions.
+ */
+export interface DiscoveredTool {
+  name: string;
+  description?: string;
+  /** The JSON Schema of the arguments. */
+  input_schema: Record<string, unknown>;
+}
+
+/** The definitions keyed by name, from a record of them or from a discovery list. */
+export function definitionsByName<D>(
+  definitions: Record<string, D> | readonly DiscoveredTool[],
+  fromDiscovery: (tool: DiscoveredTool) => D,
+): Record<string, D> {
+  if (!Array.isArray(definitions)) return { ...(definitions as Record<string, D>) };
+  const byName: Record<string, D> = {};
+  for (const tool of definitions as readonly DiscoveredTool[]) byName[tool.name] = fromDiscovery(tool);
+  return byName;
+}
+
 /** The tool's answer as the model should see it. */
 export type ToolOutcome =
   | { ok: true; json: true; value: unknown }

@@ -22,7 +22,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { generateText, jsonSchema, stepCountIs, streamText, type ModelMessage } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 
-import { aiSdkGateway } from "../src/ai-sdk.js";
+import { aiSdkGateway, type DiscoveredTool } from "../src/ai-sdk.js";
 import { Client } from "../src/index.js";
 
 interface Config {
@@ -34,6 +34,8 @@ interface Config {
   turns: { tool: string; args: Record<string, unknown> }[][];
   stream?: boolean;
   crash?: "after-tools";
+  /** Take the tool definitions from the gateway's discovery list instead. */
+  discover?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -106,13 +108,25 @@ const model = new MockLanguageModelV3({
   },
 });
 
+/** The gateway's discovery list (GET /api/tools/v1). */
+async function discovered(): Promise<DiscoveredTool[]> {
+  const response = await fetch(`${config.gateway}/api/tools/v1`, { headers: { Authorization: `Bearer ${config.token}` } });
+  return ((await response.json()) as { tools: DiscoveredTool[] }).tools;
+}
+
 const client = new Client(config.gateway, { token: config.token, initialBackoff: 20 });
-const gw = aiSdkGateway(client, config.conversation, {
-  provision: {
-    description: "allocates a resource",
-    inputSchema: jsonSchema<{ name: string }>({ type: "object", required: ["name"], properties: { name: { type: "string" } } }),
-  },
-});
+const gw = aiSdkGateway(
+  client,
+  config.conversation,
+  config.discover
+    ? await discovered()
+    : {
+        provision: {
+          description: "allocates a resource",
+          inputSchema: jsonSchema<{ name: string }>({ type: "object", required: ["name"], properties: { name: { type: "string" } } }),
+        },
+      },
+);
 
 const messages = load();
 if (config.mode === "tools") {

@@ -156,3 +156,13 @@ test("runPendingToolCalls: steps are the calls' ordinals in the history; answere
   assert.equal(stack.executions.get("pending-3"), 1);
   assert.deepEqual(await gw.runPendingToolCalls([...messages, appended]), []);
 });
+
+test("tools from the gateway's discovery list: the same identity, the call runs once across a crash", { timeout }, async () => {
+  const chat = conversation();
+  const turns = [[provision("discovered-ai")]];
+  const first = await stack.agent("ai-sdk-agent", { ...chat, mode: "tools", discover: true, turns, crash: "after-tools" }).exited;
+  assert.equal(first.signal, "SIGKILL");
+  const outcome = await finish<Outcome>(stack.agent("ai-sdk-agent", { ...chat, mode: "tools", discover: true, turns }));
+  assert.equal(stack.executions.get("discovered-ai"), 1);
+  assert.equal(outcome.seen.length, 1);
+});

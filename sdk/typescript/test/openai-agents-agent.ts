@@ -36,7 +36,7 @@ import {
 } from "@openai/agents";
 
 import { Client } from "../src/index.js";
-import { openaiAgentsGateway } from "../src/openai-agents.js";
+import { openaiAgentsGateway, type DiscoveredTool } from "../src/openai-agents.js";
 
 interface Config {
   gateway: string;
@@ -47,6 +47,8 @@ interface Config {
   turns: { tool: string; args: Record<string, unknown> }[][];
   stream?: boolean;
   crash?: "after-tools";
+  /** Take the tool definitions from the gateway's discovery list instead. */
+  discover?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -108,14 +110,26 @@ const scripted: Model = {
   },
 };
 
+/** The gateway's discovery list (GET /api/tools/v1). */
+async function discovered(): Promise<DiscoveredTool[]> {
+  const response = await fetch(`${config.gateway}/api/tools/v1`, { headers: { Authorization: `Bearer ${config.token}` } });
+  return ((await response.json()) as { tools: DiscoveredTool[] }).tools;
+}
+
 const client = new Client(config.gateway, { token: config.token, initialBackoff: 20 });
-const gw = openaiAgentsGateway(client, config.conversation, {
-  provision: {
-    description: "allocates a resource",
-    parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"], additionalProperties: false },
-    needsApproval: config.mode === "approval",
-  },
-});
+const gw = openaiAgentsGateway(
+  client,
+  config.conversation,
+  config.discover
+    ? await discovered()
+    : {
+        provision: {
+          description: "allocates a resource",
+          parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"], additionalProperties: false },
+          needsApproval: config.mode === "approval",
+        },
+      },
+);
 const agent = new Agent({ name: "ops", instructions: "provision what the plan says", model: gw.model(scripted), tools: gw.tools });
 
 async function runOnce(input: AgentInputItem[] | RunState<any, any>) {

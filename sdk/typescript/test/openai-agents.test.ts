@@ -105,3 +105,13 @@ test("a regenerated turn with other arguments: step_conflict reaches the model a
   assert.equal(outcome.seen.length, 1);
   assert.match(text(outcome.seen[0]), /^step_conflict: this call of provision was NOT run\. Step 0 .* a call of provision \(execution [0-9A-Z]{26}\)/);
 });
+
+test("tools from the gateway's discovery list (non-strict schemas): the call runs once across a crash", { timeout }, async () => {
+  const chat = conversation();
+  const turns = [[provision("discovered-oa")]];
+  const first = await stack.agent("openai-agents-agent", { ...chat, mode: "history", discover: true, turns, crash: "after-tools" }).exited;
+  assert.equal(first.signal, "SIGKILL");
+  const outcome = await finish<Outcome>(stack.agent("openai-agents-agent", { ...chat, mode: "history", discover: true, turns }));
+  assert.equal(stack.executions.get("discovered-oa"), 1);
+  assert.equal(outcome.seen.length, 1);
+});
