@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { jsonSchema, type ModelMessage } from "ai";
+import { generateText, jsonSchema, type ModelMessage } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
 
 import { aiSdkGateway, aiSdkToolCallCount } from "../src/ai-sdk.js";
 import { Client } from "../src/index.js";
@@ -165,4 +166,27 @@ test("tools from the gateway's discovery list: the same identity, the call runs 
   const outcome = await finish<Outcome>(stack.agent("ai-sdk-agent", { ...chat, mode: "tools", discover: true, turns }));
   assert.equal(stack.executions.get("discovered-ai"), 1);
   assert.equal(outcome.seen.length, 1);
+});
+
+test("gateway tools with a model that is not wrapped: the call is not sent, the error names the fix", { timeout }, async () => {
+  const gw = aiSdkGateway(new Client(stack.gateway.url, { token }), `unwrapped-${Date.now()}`, {
+    provision: { inputSchema: jsonSchema({ type: "object" }) },
+  });
+  const usage = {
+    inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+    outputTokens: { total: 1, text: 1, reasoning: undefined },
+  };
+  const model = new MockLanguageModelV3({
+    doGenerate: {
+      content: [{ type: "tool-call", toolCallId: "c1", toolName: "provision", input: JSON.stringify({ name: "unwrapped" }) }],
+      finishReason: { unified: "tool-calls", raw: undefined },
+      usage,
+      warnings: [],
+    },
+  });
+  const result = await generateText({ model, tools: gw.tools, messages: [{ role: "user", content: "go" }] });
+  const error = result.content.find((part) => part.type === "tool-error");
+  assert.ok(error, "the call ended in a tool error");
+  assert.match(String((error as { error: unknown }).error), /gateway\.model\(\.\.\.\)/);
+  assert.equal(stack.executions.get("unwrapped"), undefined);
 });
