@@ -1,0 +1,236 @@
+/**
+ * `@toolgateway/client/ai-sdk`: gateway tools for the Vercel AI SDK
+ * (`generateText` / `streamText`, `ai` v7), each call exactly once across
+ * crashes and restarts of the app.
+ *
+ *     const gw = aiSdkGateway(client, chatId, { provision: { description: "...", inputSchema: z.object({ name: z.string() }) } });
+ *     const result = await generateText({ model: gw.model(model), tools: gw.tools, messages });
+ *
+ * Identity (docs/runtimes-ai-sdk.md): the session is the app's conversation
+ * id; the step of a tool call is its ordinal among the tool calls of the
+ * conversation's messages: the tool calls of the messages sent to the model
+ * before this turn, plus the call's position in the model's turn. A tool's
+ * `execute` sees only the first part (`options.messages`), so the second is
+ * learnt from the model's response by {@link AiSdkGateway.model}.
+ *
+ * @module
+ */
+import {
+  jsonSchema,
+  tool,
+  wrapLanguageModel,
+  type FlexibleSchema,
+  type LanguageModel,
+  type LanguageModelMiddleware,
+  type ModelMessage,
+  type ToolExecutionOptions,
+  type ToolModelMessage,
+  type ToolResultPart,
+  type ToolSet,
+} from "ai";
+
+import type { Client, Session } from "./client.js";
+import { sessionIdFromParts } from "./runtimes.js";
+import { definitionsByName, refusalText, resultOutcome, type DiscoveredTool, type ToolOutcome } from "./tool-outcome.js";
+
+export type { DiscoveredTool } from "./tool-outcome.js";
+
+/** A gateway tool as the model sees it: its description and the JSON Schema (or Zod schema) of its arguments. */
+export interface AiSdkToolDefinition {
+  /** Shown to the model. */
+  description?: string;
+  /** The arguments' schema: a Zod schema, or `jsonSchema(...)` of the `ai` package. */
+  inputSchema: FlexibleSchema<any>;
+}
+
+/** A language model instance (not a provider's model id string): what {@link AiSdkGateway.model} wraps. */
+export type AiSdkModel = Exclude<LanguageModel, string>;
+
+/** Options of {@link AiSdkGateway.runPendingToolCalls}. */
+export interface RunPendingOptions {
+  /** Aborts the calls (and their retries). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Number of tool calls in the messages: the `tool-call` parts of the
+ * assistant messages, in order (provider-executed ones included, as they
+ * are part of the persisted turn). The step index of the next turn's first
+ * call.
+ */
+export function aiSdkToolCallCount(messages: readonly ModelMessage[]): number {
+  let count = 0;
+  for (const message of messages) count += toolCallsOf(message).length;
+  return count;
+}
+
+/** The tool-call parts of an assistant message, in order (none for other messages). */
+function toolCallsOf(message: ModelMessage): { toolCallId: string; toolName: string; input: unknown; providerExecuted?: boolean }[] {
+  if (message.role !== "assistant" || typeof message.content === "string") return [];
+  const calls = [];
+  for (const part of message.content) if (part.type === "tool-call") calls.push(part);
+  return calls;
+}
+
+/**
+ * The gateway's tools for one conversation of an AI SDK app. Make one per
+ * conversation (and per request handling it); see {@link aiSdkGateway}.
+ */
+export class AiSdkGateway {
+  /** The gateway session of the conversation. */
+  readonly session: Session;
+  /**
+   * The tools for `generateText` / `streamText`: each call goes through the
+   * gateway with the conversation's session and its step. Use them with a
+   * model wrapped by {@link model}.
+   */
+  readonly tools: ToolSet;
+  /**
+   * The same tools without `execute`, for the durable loop: `generateText`
+   * stops at a turn with tool calls and returns it, the app persists it,
+   * then runs the calls with {@link runPendingToolCalls}.
+   */
+  readonly declarations: ToolSet;
+  readonly #definitions: Readonly<Record<string, AiSdkToolDefinition>>;
+  /** The position of each tool call in the model turn that made it, by tool call id, learnt from the model's responses. */
+  readonly #turnPosition = new Map<string, number>();
+
+  constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly DiscoveredTool[]) {
+    this.session = client.session(sessionIdFromParts(conversationId));
+    this.#definitions = definitionsByName(definitions, (discovered) => ({
+      description: discovered.description,
+      inputSchema: jsonSchema(discovered.input_schema),
+    }));
+    const tools: ToolSet = {};
+    const declarations: ToolSet = {};
+    for (const [name, definition] of Object.entries(this.#definitions)) {
+      declarations[name] = tool({ description: definition.description, inputSchema: definition.inputSchema });
+      tools[name] = tool({
+        description: definition.description,
+        inputSchema: definition.inputSchema,
+        execute: (input: unknown, options: ToolExecutionOptions<unknown>) => this.#execute(name, input, options),
+      });
+    }
+    this.tools = tools;
+    this.declarations = declarations;
+  }
+
+  /**
+   * The model, wrapped so that the gateway tools learn each call's position
+   * in the model's turn (the order of the `tool-call` parts of its response,
+   * streamed or not). Required for {@link tools}; no effect on the model's
+   * requests or answers.
+   */
+  model(model: AiSdkModel): AiSdkModel {
+    const positions = this.#turnPosition;
+    const middleware: LanguageModelMiddleware = {
+      async wrapGenerate({ doGenerate }) {
+        const result = await doGenerate();
+        let position = 0;
+        for (const part of result.content) if (part.type === "tool-call") positions.set(part.toolCallId, position++);
+        return result;
+      },
+      async wrapStream({ doStream }) {
+        const result = await doStream();
+        let position = 0;
+        const learn = new TransformStream<(typeof result.stream extends ReadableStream<infer P> ? P : never)>({
+          transform(part, controller) {
+            if (part.type === "tool-call") positions.set(part.toolCallId, position++);
+            controller.enqueue(part);
+          },
+        });
+        return { ...result, stream: result.stream.pipeThrough(learn) };
+      },
+    };
+    return wrapLanguageModel({ model, middleware });
+  }
+
+  async #execute(tool: string, input: unknown, options: ToolExecutionOptions<unknown>): Promise<unknown> {
+    const position = this.#turnPosition.get(options.toolCallId);
+    if (position === undefined) {
+      throw new Error(
+        `toolgateway: tool call ${JSON.stringify(options.toolCallId)} of ${tool} was not made by a model wrapped with ` +
+          `gateway.model(...): pass generateText/streamText the wrapped model, so the call's step is known`,
+      );
+    }
+    const step = aiSdkToolCallCount(options.messages) + position;
+    const outcome = await this.#call(step, tool, input, options.abortSignal);
+    if (!outcome.ok) throw new Error(outcome.value);
+    return outcome.value;
+  }
+
+  async #call(step: number, tool: string, input: unknown, signal: AbortSignal | undefined): Promise<ToolOutcome> {
+    try {
+      const result = await this.session.call(step, tool, input, signal ? { signal } : {});
+      return resultOutcome(tool, result);
+    } catch (err) {
+      const text = refusalText(tool, step, err);
+      if (text === undefined) throw err;
+      return { ok: false, value: text };
+    }
+  }
+
+  /**
+   * Runs the gateway tool calls of the conversation's last assistant message
+   * that have no result yet, and returns the tool message to append (none
+   * when nothing is pending): the loop of a durable app, which persists the
+   * model's turn before any tool runs. After a restart it runs the calls
+   * again with the same steps, so the gateway replays those that already
+   * ran. `messages` is the conversation's full persisted history, oldest
+   * first. Calls of tools that are not gateway tools are left to the app.
+   * Failures the same call may still overcome (the gateway unreachable, a
+   * retryable answer) throw, leaving the calls pending; refusals the model
+   * can act on (`step_conflict`, invalid arguments) become error results.
+   */
+  async runPendingToolCalls(messages: readonly ModelMessage[], options: RunPendingOptions = {}): Promise<ToolModelMessage[]> {
+    let last = -1;
+    for (let i = messages.length - 1; i >= 0; i--) {
+      if (messages[i]!.role === "assistant") {
+        last = i;
+        break;
+      }
+    }
+    if (last < 0) return [];
+    const answered = new Set<string>();
+    for (const message of messages.slice(last + 1)) {
+      if (message.role !== "tool") continue;
+      for (const part of message.content) if (part.type === "tool-result") answered.add(part.toolCallId);
+    }
+    const base = aiSdkToolCallCount(messages.slice(0, last));
+    const pending = toolCallsOf(messages[last]!)
+      .map((call, position) => ({ call, step: base + position }))
+      .filter(({ call }) => !call.providerExecuted && !answered.has(call.toolCallId) && Object.hasOwn(this.#definitions, call.toolName));
+    if (pending.length === 0) return [];
+    const parts = await Promise.all(
+      pending.map(async ({ call, step }): Promise<ToolResultPart> => {
+        const outcome = await this.#call(step, call.toolName, call.input, options.signal);
+        return {
+          type: "tool-result",
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: !outcome.ok
+            ? { type: "error-text", value: outcome.value }
+            : outcome.json
+              ? { type: "json", value: outcome.value as never }
+              : { type: "text", value: outcome.value },
+        };
+      }),
+    );
+    return [{ role: "tool", content: parts }];
+  }
+}
+
+/**
+ * The gateway's tools for the conversation `conversationId` (the id the app
+ * persists the conversation under, stable across restarts and regenerated
+ * turns; made a valid session id as {@link sessionIdFromParts} does), with
+ * the definitions the model sees, keyed by the gateway tool's name, or the
+ * gateway's discovery list (each tool's description and JSON Schema).
+ */
+export function aiSdkGateway(
+  client: Client,
+  conversationId: string,
+  definitions: Record<string, AiSdkToolDefinition> | readonly DiscoveredTool[],
+): AiSdkGateway {
+  return new AiSdkGateway(client, conversationId, definitions);
+}

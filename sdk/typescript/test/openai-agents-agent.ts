@@ -1,0 +1,166 @@
+// An OpenAI Agents SDK app, run as a child process by openai-agents.test.ts
+// so the test can kill -9 it: a scripted Model (no network), the gateway
+// tool "provision" through @toolgateway/client/openai-agents, and the run's
+// state persisted to a file. It prints its outcome as one JSON line.
+//
+// Configuration (argv[2], JSON):
+//   gateway, token   the gateway
+//   state            the file the app persists to
+//   conversation     the conversation id
+//   mode             "history": the app persists the run's history
+//                    (result.history) when the run returns, and starts the
+//                    next run from it (what a Session does);
+//                    "approval": the tool needs approval, so the run stops
+//                    after the model's turn; the app persists the RunState
+//                    (state.toString()), approves and resumes it; after a
+//                    restart it resumes the persisted RunState
+//   turns            the model's script: turn k (k = function calls already
+//                    in the input, counted turn by turn) calls these tools;
+//                    after the last, the model answers with the outputs it saw
+//   stream           run streamed
+//   crash            "after-tools": kill -9 itself once the tools ran and
+//                    before the app persisted
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+
+import {
+  Agent,
+  run,
+  RunState,
+  setTracingDisabled,
+  Usage,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type StreamEvent,
+} from "@openai/agents";
+
+import { Client } from "../src/index.js";
+import { openaiAgentsGateway, type DiscoveredTool } from "../src/openai-agents.js";
+
+interface Config {
+  gateway: string;
+  token: string;
+  state: string;
+  conversation: string;
+  mode: "history" | "approval";
+  turns: { tool: string; args: Record<string, unknown> }[][];
+  stream?: boolean;
+  crash?: "after-tools";
+  /** Take the tool definitions from the gateway's discovery list instead. */
+  discover?: boolean;
+}
+
+const config = JSON.parse(process.argv[2]!) as Config;
+setTracingDisabled(true);
+
+function persist(text: string): void {
+  writeFileSync(config.state + ".tmp", text);
+  renameSync(config.state + ".tmp", config.state);
+}
+
+function crashPoint(): void {
+  if (config.crash === "after-tools") process.kill(process.pid, "SIGKILL");
+}
+
+/** The outputs of the function calls the model saw when it answered. */
+let seen: unknown[] = [];
+
+/** The script's answer: the next planned turn's calls (with fresh call ids, as the real API mints them), or the end. */
+function respond(request: ModelRequest): ModelResponse {
+  const input = Array.isArray(request.input) ? request.input : [];
+  let made = input.filter((item) => item.type === "function_call").length;
+  let turn = 0;
+  while (turn < config.turns.length && made >= config.turns[turn]!.length) made -= config.turns[turn++]!.length;
+  const planned = config.turns[turn];
+  const usage = new Usage({ requests: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 });
+  if (planned) {
+    return {
+      usage,
+      output: planned.map((call) => ({
+        type: "function_call" as const,
+        callId: `call_${Math.random().toString(36).slice(2)}`,
+        name: call.tool,
+        arguments: JSON.stringify(call.args),
+        status: "completed" as const,
+      })),
+    };
+  }
+  seen = input.filter((item) => item.type === "function_call_result").map((item) => (item as { output: unknown }).output);
+  return {
+    usage,
+    output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }],
+  };
+}
+
+const scripted: Model = {
+  async getResponse(request) {
+    return respond(request);
+  },
+  async *getStreamedResponse(request): AsyncIterable<StreamEvent> {
+    const response = respond(request);
+    yield {
+      type: "response_done",
+      response: {
+        id: `resp_${Math.random().toString(36).slice(2)}`,
+        usage: { requests: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+        output: response.output,
+      },
+    } as StreamEvent;
+  },
+};
+
+/** The gateway's discovery list (GET /api/tools/v1). */
+async function discovered(): Promise<DiscoveredTool[]> {
+  const response = await fetch(`${config.gateway}/api/tools/v1`, { headers: { Authorization: `Bearer ${config.token}` } });
+  return ((await response.json()) as { tools: DiscoveredTool[] }).tools;
+}
+
+const client = new Client(config.gateway, { token: config.token, initialBackoff: 20 });
+const gw = openaiAgentsGateway(
+  client,
+  config.conversation,
+  config.discover
+    ? await discovered()
+    : {
+        provision: {
+          description: "allocates a resource",
+          parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"], additionalProperties: false },
+          needsApproval: config.mode === "approval",
+        },
+      },
+);
+const agent = new Agent({ name: "ops", instructions: "provision what the plan says", model: gw.model(scripted), tools: gw.tools });
+
+async function runOnce(input: AgentInputItem[] | RunState<any, any>) {
+  if (config.stream) {
+    const result = await run(agent, input, { maxTurns: 10, stream: true });
+    await result.completed;
+    return result;
+  }
+  return run(agent, input, { maxTurns: 10 });
+}
+
+const start: AgentInputItem[] = [{ role: "user", content: "provision what the plan says" }];
+let output: unknown;
+if (config.mode === "history") {
+  const input = existsSync(config.state) ? (JSON.parse(readFileSync(config.state, "utf8")) as AgentInputItem[]) : start;
+  const result = await runOnce(input);
+  crashPoint();
+  persist(JSON.stringify(result.history));
+  output = result.finalOutput;
+} else {
+  let result = existsSync(config.state)
+    ? await runOnce(gw.resume(await RunState.fromString(agent, readFileSync(config.state, "utf8"))))
+    : await runOnce(start);
+  while (result.interruptions.length > 0) {
+    // The model's turn is durable before its calls run.
+    persist(result.state.toString());
+    for (const interruption of result.interruptions) result.state.approve(interruption);
+    result = await runOnce(result.state);
+    if (result.interruptions.length > 0 || result.finalOutput !== undefined) crashPoint();
+  }
+  persist(result.state.toString());
+  output = result.finalOutput;
+}
+process.stdout.write(JSON.stringify({ seen, output }) + "\n");
