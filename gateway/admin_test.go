@@ -496,3 +496,50 @@ func TestAdminStoreWithoutSearch(t *testing.T) {
 	wantProblem(t, h.get("/admin/v1/executions/"+r.header.Get("Tool-Execution-Id"), "adm"), 501, wire.CodeAdminUnsupported)
 	wantProblem(t, adminPost(t, h, "/admin/v1/records/anonymous/echo/"+key+"/resolve", "adm", `{"status":200}`), 501, wire.CodeAdminUnsupported)
 }
+
+// adminGet returns the admin record JSON as raw members.
+func adminRecord(t *testing.T, h *harness, path, token string) (response, map[string]json.RawMessage) {
+	t.Helper()
+	r := h.get(path, token)
+	if r.status != 200 {
+		return r, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("admin record: %v: %s", err, r.body)
+	}
+	return r, m
+}
+
+func rfc3339(t *testing.T, raw json.RawMessage) time.Time {
+	t.Helper()
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("not a string: %s", raw)
+	}
+	ts, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatalf("%q is not RFC 3339: %v", s, err)
+	}
+	return ts
+}
+
+func mustRaw(t *testing.T, m map[string]json.RawMessage) json.RawMessage {
+	t.Helper()
+	if m == nil {
+		t.Fatal("no admin record")
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func wantString(t *testing.T, rec map[string]json.RawMessage, member, want string) {
+	t.Helper()
+	var got string
+	if err := json.Unmarshal(rec[member], &got); err != nil || got != want {
+		t.Fatalf("record %s = %s, want %q", member, rec[member], want)
+	}
+}

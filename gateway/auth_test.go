@@ -433,3 +433,31 @@ func TestPreviousTokensAreTokens(t *testing.T) {
 		t.Fatalf("old token after the rotation ended: %d, want 401", r.status)
 	}
 }
+
+// TestAuthCoversTheToolAPIOnly checks 401 on calls and discovery
+// without a valid token (before the 404 of an unknown tool), and that
+// health, readiness and metrics need none.
+func TestAuthCoversTheToolAPIOnly(t *testing.T) {
+	tool := newTestTool("echo")
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withTenants(twoTenants))
+	for _, path := range []string{"/api/tools/v1", "/api/tools/v1?format=openai", "/api/tools/v1/echo", "/api/tools/v1/no-such-tool"} {
+		for _, token := range []string{"", "wrong"} {
+			r := h.get(path, token)
+			wantContractProblem(t, r, 401, wire.CodeUnauthorized, false)
+		}
+		if r := h.get(path, "tok-acme"); path != "/api/tools/v1/no-such-tool" && r.status != 200 {
+			t.Fatalf("%s with a valid token: %d", path, r.status)
+		}
+	}
+	r := h.do(callSpec{tool: "no-such-tool", session: "a", step: 1, args: `{}`})
+	wantContractProblem(t, r, 401, wire.CodeUnauthorized, false)
+	r = h.do(callSpec{tool: "echo", session: "a", step: 1, args: `{}`, token: "tok-globex"})
+	if r.status != 200 {
+		t.Fatalf("call with a valid token: %d %s", r.status, r.body)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if r := h.get(path, ""); r.status != 200 {
+			t.Fatalf("%s without a token: %d", path, r.status)
+		}
+	}
+}

@@ -295,3 +295,79 @@ func TestSchemalessToolAnswersLikeAnAnyObjectSchema(t *testing.T) {
 		t.Fatalf("runs: %d without a schema, %d with; want 2 each (the two objects)", plain.total.Load(), typed.total.Load())
 	}
 }
+
+// TestFirstBadKeyHeaderWins checks the order Idempotency-Key,
+// Agent-Session-Id, Agent-Step-Index when several are bad.
+func TestFirstBadKeyHeaderWins(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
+	key := derivedKey(t, "s", 1, "echo", `{}`)
+	cases := []struct {
+		name    string
+		headers map[string]string
+		code    string
+	}{
+		{"all three malformed", map[string]string{"Idempotency-Key": "x", "Agent-Session-Id": "a:b", "Agent-Step-Index": "01"}, wire.CodeIdempotencyKeyMalformed},
+		{"key missing, others malformed", map[string]string{"Agent-Session-Id": "a:b", "Agent-Step-Index": "01"}, wire.CodeIdempotencyKeyMissing},
+		{"session and step malformed", map[string]string{"Idempotency-Key": key, "Agent-Session-Id": "a b", "Agent-Step-Index": "-1"}, wire.CodeAgentSessionMalformed},
+		{"session missing, step malformed", map[string]string{"Idempotency-Key": key, "Agent-Step-Index": "+1"}, wire.CodeAgentSessionMissing},
+		{"session malformed, step missing", map[string]string{"Idempotency-Key": key, "Agent-Session-Id": "a:b"}, wire.CodeAgentSessionMalformed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wantContractProblem(t, h.do(callSpec{tool: "echo", args: `{}`, headers: tc.headers}), 400, tc.code, false)
+		})
+	}
+}
+
+// TestIJSONEdges checks section 8's body rules: invalid UTF-8 is
+// invalid_json, and integers beyond 2^53 are accepted and canonicalized as
+// doubles, as RFC 8785 does (the key is computed here by hand).
+func TestIJSONEdges(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
+	for name, body := range map[string]string{
+		"invalid UTF-8":            "{\"a\":\"\xff\"}",
+		"overlong UTF-8":           "{\"a\":\"\xc0\xaf\"}",
+		"escaped lone low surrog.": `{"a":"\udc00"}`,
+		"duplicate after escaping": `{"a":1,"\u0061":2}`,
+		"negative number too big":  `{"a":-1e309}`,
+		"two values":               `{} {}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantContractProblem(t, h.do(callSpec{tool: "echo", args: body}), 400, wire.CodeInvalidJSON, false)
+		})
+	}
+	t.Run("integer beyond 2^53", func(t *testing.T) {
+		body := `{"n":12345678901234567890}`
+		key := rawKey("big", 1, "echo", `{"n":12345678901234567000}`)
+		r := h.do(callSpec{tool: "echo", args: body, key: key, headers: map[string]string{"Agent-Session-Id": "big", "Agent-Step-Index": "1"}})
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+	t.Run("not an object", func(t *testing.T) {
+		key := rawKey("arr", 1, "echo", `[1]`)
+		r := h.do(callSpec{tool: "echo", args: ` [ 1 ] `, key: key, headers: map[string]string{"Agent-Session-Id": "arr", "Agent-Step-Index": "1"}})
+		p := wantContractProblem(t, r, 400, wire.CodeInvalidArguments, false)
+		errs, _ := p["errors"].([]any)
+		if len(errs) != 1 || errs[0].(map[string]any)["location"] != "" {
+			t.Fatalf("root violation must have location \"\": %s", r.body)
+		}
+	})
+}
+
+// TestSchemasDefaultToDraft2020 uses prefixItems, a 2020-12 keyword
+// that earlier drafts ignore.
+func TestSchemasDefaultToDraft2020(t *testing.T) {
+	tool := newTestTool("tuple")
+	tool.schema = `{"type":"object","properties":{"p":{"type":"array","prefixItems":[{"type":"integer"}]}}}`
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+	r := h.do(callSpec{tool: "tuple", session: "d", step: 1, args: `{"p":["x"]}`})
+	p := wantContractProblem(t, r, 400, wire.CodeInvalidArguments, false)
+	errs, _ := p["errors"].([]any)
+	if len(errs) != 1 || errs[0].(map[string]any)["location"] != "/p/0" {
+		t.Fatalf("want one violation at /p/0: %s", r.body)
+	}
+	if tool.total.Load() != 0 {
+		t.Fatal("the tool ran with invalid arguments")
+	}
+}

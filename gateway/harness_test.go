@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -442,4 +445,63 @@ func mustJSON(t testing.TB, b []byte) map[string]any {
 		t.Fatalf("json: %v: %s", err, b)
 	}
 	return v
+}
+
+// wholeSeconds is the contract's Retry-After: whole seconds ≥ 1.
+var wholeSeconds = regexp.MustCompile(`^[1-9][0-9]*$`)
+
+// wantContractProblem checks the complete RFC 9457 shape of section 2:
+// type, title, status, detail, code and retryable, served as
+// application/problem+json with a gateway-minted X-Request-Id.
+func wantContractProblem(t testing.TB, r response, status int, code string, retryable bool) map[string]any {
+	t.Helper()
+	p := wantProblem(t, r, status, code)
+	for _, member := range []string{"type", "title", "detail"} {
+		if s, ok := p[member].(string); !ok || s == "" {
+			t.Fatalf("%s: problem member %q missing or empty: %s", code, member, r.body)
+		}
+	}
+	if got, ok := p["retryable"].(bool); !ok || got != retryable {
+		t.Fatalf("%s: retryable = %v, want %v", code, p["retryable"], retryable)
+	}
+	wantRequestID(t, r.header)
+	return p
+}
+
+// wantRequestID checks X-Request-Id is a ULID minted by the gateway.
+func wantRequestID(t testing.TB, h http.Header) string {
+	t.Helper()
+	id := h.Get("X-Request-Id")
+	if _, err := ulid.ParseStrict(id); err != nil {
+		t.Fatalf("X-Request-Id %q is not a ULID: %v", id, err)
+	}
+	return id
+}
+
+// rawKey hashes the contract's key input by hand, independently of keyderive.
+func rawKey(session string, step uint64, tool, canonical string) string {
+	sum := sha256.Sum256([]byte(session + ":" + strconv.FormatUint(step, 10) + ":" + tool + ":" + canonical))
+	return hex.EncodeToString(sum[:])
+}
+
+// scriptedTool answers by the "mode" member of its arguments.
+func scriptedTool(name string) *testTool {
+	tool := newTestTool(name)
+	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+		var args struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(req.Arguments, &args)
+		switch args.Mode {
+		case "fail":
+			return nil, errors.New("scripted failure")
+		case "unreachable":
+			return nil, tools.ErrUpstreamUnreachable
+		case "hang":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return tools.JSON(200, map[string]any{"ok": true})
+	}
+	return tool
 }

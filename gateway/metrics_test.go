@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,5 +71,36 @@ func TestMCPMetricsAndLog(t *testing.T) {
 		if calls[key] != want {
 			t.Errorf("log lines %q: %d, want %d (all: %v)", key, calls[key], want, calls)
 		}
+	}
+}
+
+// TestMetricsSeries scrapes /metrics over HTTP and checks the two
+// required series with their labels, and that an unknown tool is "unknown".
+func TestMetricsSeries(t *testing.T) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
+	c := callSpec{tool: "echo", session: "m", step: 1, args: `{}`}
+	h.do(c)
+	h.do(c)
+	h.do(callSpec{tool: "Evil-Tool-Name", session: "m", step: 2, args: `{}`})
+	h.do(callSpec{tool: "echo", args: `{"x":`})
+	text := string(h.get("/metrics", "").body)
+	for _, want := range []string{
+		`gateway_requests_total{api="rest",outcome="executed",tool="echo"} 1`,
+		`gateway_requests_total{api="rest",outcome="replayed",tool="echo"} 1`,
+		`gateway_requests_total{api="rest",outcome="invalid",tool="echo"} 1`,
+		`gateway_request_duration_seconds_count{api="rest",outcome="executed",tool="echo"} 1`,
+		`gateway_request_duration_seconds_count{api="rest",outcome="replayed",tool="echo"} 1`,
+		`# TYPE gateway_request_duration_seconds histogram`,
+		`# TYPE gateway_requests_total counter`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`gateway_requests_total\{api="rest",outcome="[a-z_]+",tool="unknown"\} 1`).MatchString(text) {
+		t.Fatal(`an unknown tool is not counted under tool="unknown"`)
+	}
+	if strings.Contains(text, "Evil") {
+		t.Fatal("raw user input reached a metric label")
 	}
 }

@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -342,27 +346,6 @@ func TestPreferWaitReplaysTheOutcome(t *testing.T) {
 	})
 }
 
-func TestStoreDownFailsClosed(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("provision")
-		hs := &hookStore{Store: newStore(t, kind)}
-		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
-		hs.down.Store(true)
-		r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`})
-		p := wantProblem(t, r, 503, wire.CodeStoreUnavailable)
-		if r.header.Get("Retry-After") == "" || p["retryable"] != true {
-			t.Fatalf("503 needs Retry-After and retryable: %v", r.header)
-		}
-		if tool.total.Load() != 0 {
-			t.Fatal("the tool ran while the store was down")
-		}
-		hs.down.Store(false)
-		if r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`}); r.status != 200 {
-			t.Fatalf("after recovery: %d %s", r.status, r.body)
-		}
-	})
-}
-
 func TestReadOnlyToolsNeedNoKey(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := newTestTool("lookup")
@@ -415,4 +398,111 @@ func fingerprintOf(t testing.TB, args string) string {
 		t.Fatal(err)
 	}
 	return keyderive.Fingerprint(canonical)
+}
+
+// TestPreferWait checks Prefer: wait=N: a 409 only after N seconds
+// when the call is still running, and N > 60 (even beyond any integer type)
+// means "wait", not "ignore the preference".
+func TestPreferWait(t *testing.T) {
+	t.Run("still running after N seconds", func(t *testing.T) {
+		tool := newTestTool("slow")
+		release := make(chan struct{})
+		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			<-release
+			return tools.JSON(200, map[string]any{"ok": true})
+		}
+		h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+		unblock := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(unblock)
+		c := callSpec{tool: "slow", session: "pw", step: 1, args: `{}`}
+		go func() { _, _ = h.try(c) }()
+		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
+		w := c
+		w.headers = map[string]string{"Prefer": "wait=1"}
+		start := time.Now()
+		r := h.do(w)
+		waited := time.Since(start)
+		wantContractProblem(t, r, 409, wire.CodeRequestInProgress, true)
+		if !wholeSeconds.MatchString(r.header.Get("Retry-After")) {
+			t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+		}
+		if waited < 900*time.Millisecond {
+			t.Fatalf("answered 409 after %v: Prefer: wait=1 was not honoured", waited)
+		}
+	})
+	for _, n := range []string{"61", "3600", "99999999999999999999"} {
+		t.Run("wait="+n+" waits", func(t *testing.T) {
+			tool := newTestTool("slow")
+			release := make(chan struct{})
+			tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+				<-release
+				return tools.JSON(200, map[string]any{"exec": req.ExecutionID})
+			}
+			h := newHarness(t, storeEmbedded, []tools.Tool{tool})
+			unblock := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(unblock)
+			c := callSpec{tool: "slow", session: "pw", step: 2, args: `{}`}
+			first := make(chan response, 1)
+			go func() {
+				r, _ := h.try(c)
+				first <- r
+			}()
+			eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
+			time.AfterFunc(200*time.Millisecond, unblock)
+			w := c
+			w.headers = map[string]string{"Prefer": "wait=" + n}
+			r := h.do(w)
+			a := <-first
+			if r.status != 200 || r.header.Get("Idempotent-Replayed") != "true" || string(r.body) != string(a.body) {
+				t.Fatalf("Prefer: wait=%s: %d %s, want the replay of %s", n, r.status, r.body, a.body)
+			}
+		})
+	}
+}
+
+// TestReadOnlyToolsIgnoreKeyHeaders checks read-only tools ignore even malformed key
+// headers, store nothing, carry no execution headers and are marked in
+// discovery.
+func TestReadOnlyToolsIgnoreKeyHeaders(t *testing.T) {
+	lookup := newTestTool("lookup")
+	lookup.readOnly = true
+	h := newHarness(t, storeEmbedded, []tools.Tool{lookup, newTestTool("mutate")})
+	for i := 0; i < 2; i++ {
+		r := h.do(callSpec{tool: "lookup", args: `{}`, headers: map[string]string{
+			"Idempotency-Key": "not a key", "Agent-Session-Id": "a:b", "Agent-Step-Index": "-1"}})
+		if r.status != 200 {
+			t.Fatalf("read-only call with malformed key headers: %d %s", r.status, r.body)
+		}
+		for _, name := range []string{"Idempotent-Replayed", "Tool-Execution-Id"} {
+			if _, present := r.header[name]; present {
+				t.Fatalf("read-only response carries %s", name)
+			}
+		}
+		wantRequestID(t, r.header)
+	}
+	if lookup.total.Load() != 2 {
+		t.Fatalf("read-only tool ran %d times, want 2", lookup.total.Load())
+	}
+	key := derivedKey(t, "ro", 1, "lookup", `{}`)
+	h.do(callSpec{tool: "lookup", session: "ro", step: 1, args: `{}`})
+	if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "lookup", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("a read-only call stored something: %v", err)
+	}
+
+	one := h.get("/api/tools/v1/lookup", "")
+	var bare map[string]any
+	if err := json.Unmarshal(one.body, &bare); err != nil || bare["read_only"] != true || bare["name"] != "lookup" {
+		t.Fatalf("GET one read-only tool: %s", one.body)
+	}
+	var list struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(h.get("/api/tools/v1", "").body, &list); err != nil || len(list.Tools) != 2 {
+		t.Fatalf("list: %v %v", err, list)
+	}
+	for _, tool := range list.Tools {
+		if ro := tool["read_only"] == true; ro != (tool["name"] == "lookup") {
+			t.Fatalf("read_only marking wrong: %v", tool)
+		}
+	}
 }

@@ -173,3 +173,24 @@ func TestMCPStoreDown(t *testing.T) {
 		t.Fatalf("store_error{api=mcp} = %v, want 2", got)
 	}
 }
+
+func TestStoreDownFailsClosed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("provision")
+		hs := &hookStore{Store: newStore(t, kind)}
+		h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs))
+		hs.down.Store(true)
+		r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`})
+		p := wantProblem(t, r, 503, wire.CodeStoreUnavailable)
+		if r.header.Get("Retry-After") == "" || p["retryable"] != true {
+			t.Fatalf("503 needs Retry-After and retryable: %v", r.header)
+		}
+		if tool.total.Load() != 0 {
+			t.Fatal("the tool ran while the store was down")
+		}
+		hs.down.Store(false)
+		if r := h.do(callSpec{tool: "provision", session: "down", step: 1, args: `{}`}); r.status != 200 {
+			t.Fatalf("after recovery: %d %s", r.status, r.body)
+		}
+	})
+}

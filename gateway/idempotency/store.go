@@ -1,7 +1,7 @@
 // Package idempotency holds the domain of the gateway's exactly-once layer:
 // the record states, the decision a store takes for one request in one atomic
-// step, and the Store interface that every backend (Redis, the embedded file
-// store) implements. The backends live in sub-packages named after what they
+// step, and the Store interface that every backend (Redis, PostgreSQL, the
+// embedded file store) implements. The backends live in sub-packages named after what they
 // store into; storetest is the conformance suite they all pass.
 package idempotency
 

@@ -59,11 +59,11 @@ func getBody(t *testing.T, url string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-// TestContractDefaultsWithoutConfig: without a config the gateway listens on
+// TestDefaultsWithoutConfig: without a config the gateway listens on
 // 127.0.0.1:8080 and uses the embedded store (data/gateway.db in the working
 // directory) with the compiled-in tools. GATEWAY_ADDR moves it to a free
 // port here, since 8080 may be taken on the test machine.
-func TestContractDefaultsWithoutConfig(t *testing.T) {
+func TestDefaultsWithoutConfig(t *testing.T) {
 	cfg := &Config{}
 	cfg.applyEnv(func(string) string { return "" })
 	cfg.withDefaults()
@@ -86,12 +86,12 @@ func TestContractDefaultsWithoutConfig(t *testing.T) {
 	}
 }
 
-// TestContractEnvironmentOverridesTheFile runs the program with a config
+// TestEnvironmentOverridesTheFile runs the program with a config
 // whose listen address cannot be bound and whose store is embedded, and
 // shows GATEWAY_ADDR and REDIS_URL win: it serves on GATEWAY_ADDR and its
 // store is the Redis of REDIS_URL (the file's key_prefix, unique here, still
 // applies; nothing is written).
-func TestContractEnvironmentOverridesTheFile(t *testing.T) {
+func TestEnvironmentOverridesTheFile(t *testing.T) {
 	redisAddr := redistest.Addr(t)
 	prefix := redistest.Prefix("gwcontract")
 	dir := t.TempDir()
@@ -113,10 +113,10 @@ func TestContractEnvironmentOverridesTheFile(t *testing.T) {
 	}
 }
 
-// TestContractPathsAreRelativeToTheConfigFile runs the program from another
+// TestPathsAreRelativeToTheConfigFile runs the program from another
 // working directory and checks store.path and a tool's schema file resolve
 // against the config file's directory.
-func TestContractPathsAreRelativeToTheConfigFile(t *testing.T) {
+func TestPathsAreRelativeToTheConfigFile(t *testing.T) {
 	confDir, workDir := t.TempDir(), t.TempDir()
 	schema := `{"type":"object","required":["x"]}`
 	if err := os.MkdirAll(filepath.Join(confDir, "schemas"), 0o755); err != nil {
