@@ -151,3 +151,18 @@ func WaitForOlderGateways(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// MigrateWith is the body of every store's Migrate: it reads the version,
+// applies this gateway's layout with apply, and reads it again, so that
+// `gateway migrate` reports what it found and what it left.
+func MigrateWith(ctx context.Context, store Layouts, apply func(context.Context) error) (before, after LayoutVersion, err error) {
+	before, err = store.LayoutVersion(ctx)
+	if err != nil {
+		return before, before, err
+	}
+	if err := apply(ctx); err != nil {
+		return before, before, err
+	}
+	after, err = store.LayoutVersion(ctx)
+	return before, after, err
+}

@@ -99,15 +99,12 @@ func (s *Store) LayoutVersion(ctx context.Context) (idempotency.LayoutVersion, e
 // Migrate records this gateway's layout in the file (the buckets included)
 // unless it is current or newer, and returns the versions before and after.
 func (s *Store) Migrate(ctx context.Context) (before, after idempotency.LayoutVersion, err error) {
-	before, err = s.LayoutVersion(ctx)
-	if err != nil {
-		return before, before, err
-	}
-	if err := s.update(ctx, func(tx *bolt.Tx) error { _, err := setUp(tx, true); return err }); err != nil {
-		return before, before, fmt.Errorf("boltstore: migrate: %w", err)
-	}
-	after, err = s.LayoutVersion(ctx)
-	return before, after, err
+	return idempotency.MigrateWith(ctx, s, func(ctx context.Context) error {
+		if err := s.update(ctx, func(tx *bolt.Tx) error { _, err := setUp(tx, true); return err }); err != nil {
+			return fmt.Errorf("boltstore: migrate: %w", err)
+		}
+		return nil
+	})
 }
 
 // MigrationPlan says what Migrate would write.

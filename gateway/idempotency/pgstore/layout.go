@@ -62,15 +62,10 @@ func (s *Store) LayoutVersion(ctx context.Context) (idempotency.LayoutVersion, e
 // Migrate creates or upgrades the schema (nothing when current or newer)
 // and returns the versions before and after.
 func (s *Store) Migrate(ctx context.Context) (before, after idempotency.LayoutVersion, err error) {
-	before, err = s.LayoutVersion(ctx)
-	if err != nil {
-		return before, before, err
-	}
-	if _, err := s.migrateAndWait(ctx); err != nil {
-		return before, before, err
-	}
-	after, err = s.LayoutVersion(ctx)
-	return before, after, err
+	return idempotency.MigrateWith(ctx, s, func(ctx context.Context) error {
+		_, err := s.migrateAndWait(ctx)
+		return err
+	})
 }
 
 // MigrationPlan returns the SQL Migrate would run, in one transaction under

@@ -121,15 +121,12 @@ func (s *Store) LayoutVersion(ctx context.Context) (idempotency.LayoutVersion, e
 // Migrate records this gateway's layout version (the key layout itself
 // needs no preparation) and returns the versions before and after.
 func (s *Store) Migrate(ctx context.Context) (before, after idempotency.LayoutVersion, err error) {
-	before, err = s.LayoutVersion(ctx)
-	if err != nil {
-		return before, before, err
-	}
-	if _, err := s.raiseLayout(ctx); err != nil {
-		return before, before, fmt.Errorf("redisstore: migrate: %w", err)
-	}
-	after, err = s.LayoutVersion(ctx)
-	return before, after, err
+	return idempotency.MigrateWith(ctx, s, func(ctx context.Context) error {
+		if _, err := s.raiseLayout(ctx); err != nil {
+			return fmt.Errorf("redisstore: migrate: %w", err)
+		}
+		return nil
+	})
 }
 
 // MigrationPlan says what Migrate would write.
