@@ -25,17 +25,10 @@ import { DynamicStructuredTool, type StructuredToolInterface, type ToolRunnableC
 import { getCurrentTaskInput } from "@langchain/langgraph";
 
 import type { Client, Result, ToolDefinition } from "./client.js";
-import { GatewayError, InvalidInputError } from "./errors.js";
+import { InvalidInputError } from "./errors.js";
 import { deriveKey } from "./key.js";
 import { langgraphIdentity } from "./runtimes.js";
-import {
-  CodeIdempotencyKeyReused,
-  CodeInvalidArguments,
-  CodeOutcomeUnknown,
-  CodePayloadTooLarge,
-  CodeStepConflict,
-  CodeUpstreamResponseTooLarge,
-} from "./wire.js";
+import { refusalText } from "./tool-outcome.js";
 
 /** The identity of one tool call: what the gateway's idempotency key is derived from. */
 export interface ToolCallIdentity {
@@ -174,7 +167,7 @@ export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToo
       try {
         result = await client.session(sessionId).call(stepIndex, name, args ?? {}, config?.signal ? { signal: config.signal } : {});
       } catch (err) {
-        const message = forTheModel(err);
+        const message = refusalText(name, stepIndex, err);
         if (message === undefined) throw err;
         return new ToolMessage({ status: "error", content: message, name, tool_call_id: callId });
       }
@@ -188,38 +181,6 @@ export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToo
       });
     },
   });
-}
-
-/**
- * The text the model reads for a gateway refusal it can act on (change its
- * arguments, make the call again as a new one, tell the user); undefined
- * for anything else — a network failure, a retryable answer, auth, an
- * unknown tool, a malformed key — which the adapter throws: the same call
- * may still succeed later, or the app must be fixed. The same set as the
- * AI SDK and OpenAI Agents adapters.
- */
-function forTheModel(err: unknown): string | undefined {
-  if (!(err instanceof GatewayError) || err.retryable) return undefined;
-  switch (err.code) {
-    case CodeStepConflict:
-      return (
-        `step_conflict: this call was NOT run. This step of the run already made another call` +
-        (err.tool ? ` (tool ${err.tool}` + (err.executionId ? `, execution ${err.executionId})` : ")") : "") +
-        ` with other arguments: the call this regenerated turn replaces. Its effect has happened. ` +
-        `If this call is still needed in addition, make it again: it will run as a new call.`
-      );
-    case CodeInvalidArguments:
-      return `invalid_arguments: ${err.detail || err.title}` + (err.errors ? ` ${JSON.stringify(err.errors)}` : "") + ". Fix the arguments and call again.";
-    case CodeIdempotencyKeyReused:
-      return `idempotency_key_reused: this call's key already ran with other arguments; it was not run again.`;
-    case CodeOutcomeUnknown:
-      return `outcome_unknown: an earlier attempt of this call may or may not have acted; an operator must resolve it. Do not repeat it.`;
-    case CodePayloadTooLarge:
-    case CodeUpstreamResponseTooLarge:
-      return `${err.code}: ${err.detail || err.title}`;
-    default:
-      return undefined;
-  }
 }
 
 /**

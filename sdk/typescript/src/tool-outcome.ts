@@ -1,7 +1,7 @@
 /**
  * What a runtime adapter hands the model for a gateway call: the tool's
  * answer, or an error text the model can read and act on. Shared by the AI
- * SDK and OpenAI Agents adapters; it imports no runtime.
+ * SDK, OpenAI Agents and LangGraph adapters; it imports no runtime.
  *
  * @module
  * @internal
@@ -96,5 +96,7 @@ export function refusalText(tool: string, step: number, err: unknown): string | 
       `If this call is still needed, make it again: it will run as a new call.`
     );
   }
-  return `The gateway refused this call of ${tool} (${err.status} ${err.code || "error"}): ${err.detail || err.title}`;
+  // The violations tell the model what to fix in its arguments.
+  const violations = err.code === CodeInvalidArguments && err.errors ? ` ${JSON.stringify(err.errors)}` : "";
+  return `The gateway refused this call of ${tool} (${err.status} ${err.code || "error"}): ${err.detail || err.title}${violations}`;
 }

@@ -4,10 +4,9 @@
 // released it (so a test kills the agent while the gateway has the call in
 // flight), and agent programs run as child processes the test can kill -9.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
-import { join } from "node:path";
 
 import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
+import { provisionConfig } from "./stack.js";
 
 /** The bearer token of the stack's one tenant. */
 export const token = "crash-token-of-tenant-acme";
@@ -55,26 +54,7 @@ export async function startCrashStack(): Promise<CrashStack> {
     res.writeHead(201, { "Content-Type": "application/json" });
     res.end(JSON.stringify({ resource: `${args.name}-${total}`, execution: total }));
   });
-  const config = `log_level: info
-store:
-  path: ${JSON.stringify(join(dir, "gateway.db"))}
-idempotency:
-  lock_ttl: 2s
-auth:
-  tenants:
-    - name: acme
-      token_sha256: ${createHash("sha256").update(token).digest("hex")}
-tools:
-  - name: provision
-    description: allocates a resource
-    input_schema:
-      type: object
-      required: [name]
-      properties:
-        name: {type: string}
-    http:
-      url: ${upstream.url}/provision
-`;
+  const config = provisionConfig(dir, upstream.url, token);
   const gateway = await startGateway(dir, config);
   const agents = new Set<ChildProcess>();
   const release = () => {

@@ -6,7 +6,6 @@
 // logical call.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
@@ -21,6 +20,7 @@ import { z } from "zod";
 import { Client, deriveKey, GatewayError, InvalidInputError } from "../src/index.js";
 import { gatewayIdentity, gatewayTool, gatewayTools, withGatewayIdentity } from "../src/langgraph.js";
 import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
+import { provisionConfig } from "./stack.js";
 import type { AgentInput, AgentMessage, ScriptedCall } from "./langgraph-agent.js";
 
 const token = "langgraph-token-of-tenant-acme";
@@ -51,28 +51,10 @@ before(async () => {
   closeUpstream = upstream.close;
   gateway = await startGateway(
     dir,
-    `log_level: info
-store:
-  path: ${JSON.stringify(join(dir, "gateway.db"))}
-idempotency:
-  lock_ttl: 2s
-auth:
-  tenants:
-    - name: acme
-      token_sha256: ${createHash("sha256").update(token).digest("hex")}
-tools:
-  - name: provision
-    description: Provision a machine; name is the machine's name.
-    input_schema:
-      type: object
-      required: [name]
-      properties:
-        name: {type: string}
-        cpus: {type: integer}
-        hold: {type: boolean}
-    http:
-      url: ${upstream.url}/provision
-`,
+    provisionConfig(dir, upstream.url, token, {
+      description: "Provision a machine; name is the machine's name.",
+      extra: { cpus: "{type: integer}", hold: "{type: boolean}" },
+    }),
   );
 });
 
@@ -198,7 +180,7 @@ test("a regenerated turn (fork before the model node): the same calls replay; a 
   const conflicted = await agent({ thread: "c", turns: other, mode: "fork", forkBeforeTurn: 1 }).done;
   const [, conflict, cache] = toolMessages(conflicted);
   assert.equal(conflict?.status, "error", JSON.stringify(conflicted));
-  assert.match(conflict!.content, /^step_conflict: .*tool provision, execution [0-9A-Z]{26}\)/);
+  assert.match(conflict!.content, /^step_conflict: .*a call of provision \(execution [0-9A-Z]{26}\)/);
   assert.equal(cache?.artifact?.replayed, true);
   assert.equal(conflicted.at(-1)?.content, "done", "the run went on to the model's next turn");
 

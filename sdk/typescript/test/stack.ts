@@ -38,26 +38,7 @@ export async function startStack(): Promise<Stack> {
     res.writeHead(201, { "Content-Type": "application/json" });
     res.end(JSON.stringify({ resource: `${args.name}-${total}`, execution: total }));
   });
-  const config = `log_level: info
-store:
-  path: ${JSON.stringify(join(dir, "gateway.db"))}
-idempotency:
-  lock_ttl: 2s
-auth:
-  tenants:
-    - name: acme
-      token_sha256: ${createHash("sha256").update(token).digest("hex")}
-tools:
-  - name: provision
-    description: allocates a resource
-    input_schema:
-      type: object
-      required: [name]
-      properties:
-        name: {type: string}
-    http:
-      url: ${upstream.url}/provision
-`;
+  const config = provisionConfig(dir, upstream.url, token);
   const stack: Stack = {
     gateway: await startGateway(dir, config),
     executions,
@@ -73,4 +54,40 @@ tools:
     },
   };
   return stack;
+}
+
+/**
+ * The gateway config of the test stacks: the embedded store in dir, one
+ * tenant "acme" whose bearer token is tenantToken, and the HTTP tool
+ * "provision" on upstreamUrl, whose schema requires name (a string); extra
+ * adds properties, each a YAML flow mapping (e.g. {cpus: "{type: integer}"}).
+ */
+export function provisionConfig(
+  dir: string,
+  upstreamUrl: string,
+  tenantToken: string,
+  { description = "allocates a resource", extra = {} }: { description?: string; extra?: Record<string, string> } = {},
+): string {
+  const properties = Object.entries({ name: "{type: string}", ...extra })
+    .map(([name, schema]) => `        ${name}: ${schema}\n`)
+    .join("");
+  return `log_level: info
+store:
+  path: ${JSON.stringify(join(dir, "gateway.db"))}
+idempotency:
+  lock_ttl: 2s
+auth:
+  tenants:
+    - name: acme
+      token_sha256: ${createHash("sha256").update(tenantToken).digest("hex")}
+tools:
+  - name: provision
+    description: ${description}
+    input_schema:
+      type: object
+      required: [name]
+      properties:
+${properties}    http:
+      url: ${upstreamUrl}/provision
+`;
 }
