@@ -138,7 +138,9 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		rw := &plainTextCatcher{ResponseWriter: w}
-		next.ServeHTTP(rw, r)
+		if !e.serveFast(rw, r, req) { // tools/call from this parse (mcpfast.go)
+			next.ServeHTTP(rw, r)
+		}
 		rw.finish(req)
 	})
 }

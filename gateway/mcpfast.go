@@ -1,0 +1,330 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// The fast path of tools/call. go-sdk stays the MCP implementation, but
+// serving a tools/call through it decodes the message the guard already
+// read several more times, each through a decoder that allocates a 32 KiB
+// buffer, and connects a session per POST: several times the CPU the call
+// path itself costs. The guard hands every tools/call to serveFast first;
+// it serves the call from the guard's parse when the request is one it
+// can answer exactly as go-sdk v1.8.0 would (the same status, headers and
+// bytes: mcpfast_test.go sends the same requests through both and compares
+// them), and leaves everything else to go-sdk: other methods, protocol
+// versions it does not know, tools the go-sdk server does not list, and
+// any request go-sdk would refuse or read differently (missing or
+// mismatched SEP-2575 headers or _meta, an Accept or Host go-sdk checks,
+// params members beyond name, arguments and _meta, arguments that are not
+// an object). The call itself is mcpEndpoint.call, as from go-sdk.
+
+// fastCallVersions are the Mcp-Protocol-Version values the fast path
+// serves: every version go-sdk v1.8.0 serves. A request without the header
+// (go-sdk reads it as 2025-03-26) goes through go-sdk.
+var fastCallVersions = map[string]bool{
+	"2026-07-28": true,
+	"2025-11-25": true,
+	"2025-06-18": true,
+	"2025-03-26": true,
+	"2024-11-05": true,
+}
+
+// The _meta members of the sessionless protocol (SEP-2575, 2026-07-28)
+// that go-sdk reads on every call.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// The HTTP headers go-sdk checks on a POST.
+const (
+	headerMCPMethod   = "Mcp-Method"
+	headerMCPName     = "Mcp-Name"
+	headerLastEventID = "Last-Event-ID"
+)
+
+// gatewayImplementation is the serverInfo go-sdk adds to every 2026-07-28
+// result: the gateway's (read once; the build does not change).
+var gatewayImplementation = sync.OnceValue(mcpImplementation)
+
+// fastCall is a tools/call the fast path serves.
+type fastCall struct {
+	name      string
+	arguments json.RawMessage
+}
+
+// serveFast answers the tools/call req (already through the guard) and
+// reports true, or reports false, having written nothing, for go-sdk to
+// serve it.
+func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
+	if req.Method != "tools/call" || !req.IsCall() || e.s.opts.MCP.fastPathOff() {
+		return false
+	}
+	version := r.Header.Get(protocolVersionHeader)
+	newProtocol := version >= newestProtocolEra
+	if !fastCallVersions[version] || !fastTransportOK(r) {
+		return false
+	}
+	call, ok := readFastCall(req.Params)
+	if !ok {
+		return false
+	}
+	ctx := r.Context()
+	env := envelopeFrom(ctx)
+	if env == nil || !fastProtocolOK(r.Header, env.meta, version, call.name) {
+		return false
+	}
+	e.serverFor(r) // as go-sdk would: the server (and tools) of the current registry
+	entry, listed := e.listedEntry(call.name)
+	if !listed {
+		return false // tool_not_found and not-listed tools: go-sdk's path and dispatchCall
+	}
+	res, err := e.call(ctx, entry, &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.arguments},
+		Extra:  &mcp.RequestExtra{Header: r.Header},
+	})
+	// From here the call has run: the answer is this path's, never go-sdk's
+	// (which would run an unkeyed call a second time).
+	body, status := fastResponse(req.ID, res, err, newProtocol)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	if status != 0 {
+		w.WriteHeader(status)
+	}
+	_, _ = w.Write(body)
+	e.s.opts.MCP.countFast()
+	return true
+}
+
+// fastPathSwitch turns the fast path off and on and counts the calls it
+// served (MCPOptions.fastPath; tests only).
+type fastPathSwitch struct {
+	off    atomic.Bool
+	served atomic.Int64
+}
+
+// fastPathOff reports whether the fast path is turned off (tests).
+func (o MCPOptions) fastPathOff() bool {
+	return o.fastPath != nil && o.fastPath.off.Load()
+}
+
+// countFast counts a call the fast path served (tests).
+func (o MCPOptions) countFast() {
+	if o.fastPath != nil {
+		o.fastPath.served.Add(1)
+	}
+}
+
+// listedEntry returns the registry's tool of that name when the go-sdk
+// server lists it, and it declares no parameter headers (x-mcp-header,
+// which go-sdk checks against the request's headers).
+func (e *mcpEndpoint) listedEntry(name string) (*tools.Entry, bool) {
+	entry, found := e.s.tools.Lookup(name)
+	if !found || bytes.Contains(entry.Spec.InputSchema, []byte("x-mcp-header")) {
+		return nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return entry, slices.Contains(e.entries, entry)
+}
+
+// fastTransportOK reports whether go-sdk's transport would take the POST
+// as it is: JSON content, an Accept of both JSON and an event stream, no
+// Last-Event-ID, and a Host it trusts (go-sdk refuses a non-loopback Host
+// on a loopback listener, against DNS rebinding).
+func fastTransportOK(r *http.Request) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if base, _, err := mime.ParseMediaType(ct); err != nil || base != "application/json" {
+			return false
+		}
+	}
+	if len(r.Header.Values(headerLastEventID)) > 0 || !acceptsJSONAndStream(r.Header.Values("Accept")) {
+		return false
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
+		if isLoopbackAddr(local.String()) && !isLoopbackAddr(r.Host) {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptsJSONAndStream is go-sdk's reading of Accept: both JSON and an
+// event stream, by media range.
+func acceptsJSONAndStream(values []string) bool {
+	jsonOK, streamOK := false, false
+	for _, value := range values {
+		for _, token := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(token), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// isLoopbackAddr is go-sdk's loopback test of a host or host:port.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// readFastCall reads params of the plain shape: an object of name (a
+// string), arguments (an object, or absent) and _meta (an object, or
+// absent), each once. Anything else is go-sdk's to read.
+func readFastCall(params json.RawMessage) (fastCall, bool) {
+	var call fastCall
+	named := false
+	ok := true
+	err := eachMember(params, func(member string, value json.RawMessage) error {
+		switch member {
+		case "name":
+			if len(value) == 0 || value[0] != '"' || json.Unmarshal(value, &call.name) != nil {
+				ok = false
+			}
+			named = true
+		case "arguments":
+			if !isObjectText(value) {
+				ok = false
+			}
+			call.arguments = value
+		case "_meta":
+			if !isObjectText(value) {
+				ok = false
+			}
+		default:
+			ok = false
+		}
+		return nil
+	})
+	return call, err == nil && ok && named
+}
+
+// fastProtocolOK reports whether the request carries what go-sdk checks
+// for its protocol version: on 2026-07-28 the Mcp-Method and Mcp-Name
+// headers equal to the body's, _meta's protocolVersion equal to the
+// header, valid clientCapabilities and, when present, a valid clientInfo;
+// before it, no protocolVersion in _meta (go-sdk would check it against
+// the header).
+func fastProtocolOK(h http.Header, meta map[string]json.RawMessage, version, name string) bool {
+	raw, hasVersion := meta[metaProtocolVersion]
+	if version < newestProtocolEra {
+		return !hasVersion
+	}
+	var metaVersion string
+	if !hasVersion || json.Unmarshal(raw, &metaVersion) != nil || metaVersion != version {
+		return false
+	}
+	if h.Get(headerMCPMethod) != "tools/call" || h.Get(headerMCPName) != name {
+		return false
+	}
+	var capabilities struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}
+	if !isObjectText(meta[metaClientCapabilities]) || json.Unmarshal(meta[metaClientCapabilities], &capabilities) != nil {
+		return false
+	}
+	if info, present := meta[metaClientInfo]; present {
+		var impl mcp.Implementation
+		if !isObjectText(info) || json.Unmarshal(info, &impl) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// fastResponse encodes the answer go-sdk would send for the result or
+// error of a tools/call, and the HTTP status it would set (0: an implicit
+// 200). On 2026-07-28 go-sdk marks a result complete and names the server
+// in its _meta, and answers -32602 with 400.
+func fastResponse(id jsonrpc.ID, res *mcp.CallToolResult, callErr error, newProtocol bool) ([]byte, int) {
+	if callErr == nil && res == nil {
+		callErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call has no result"}
+	}
+	if callErr != nil {
+		body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: callErr})
+		if err != nil {
+			return internalErrorBody(id), 0
+		}
+		status := 0
+		var rpcErr *jsonrpc.Error
+		if newProtocol && errors.As(callErr, &rpcErr) {
+			switch rpcErr.Code {
+			case jsonrpc.CodeMethodNotFound:
+				status = http.StatusNotFound
+			case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+				status = http.StatusBadRequest
+			}
+		}
+		return body, status
+	}
+	if res.Content == nil {
+		copied := *res
+		copied.Content = []mcp.Content{} // go-sdk's: never "content": null
+		res = &copied
+	}
+	if newProtocol {
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		if _, named := res.Meta[metaServerInfo]; !named {
+			res.Meta[metaServerInfo] = gatewayImplementation()
+		}
+	}
+	result, err := res.MarshalJSON()
+	if err != nil || len(result) < 2 || result[len(result)-1] != '}' {
+		return internalErrorBody(id), 0
+	}
+	if newProtocol {
+		// go-sdk's resultType (unexported) is the last member it writes.
+		result = append(result[:len(result)-1:len(result)-1], `,"resultType":"complete"}`...)
+	}
+	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: result})
+	if err != nil {
+		return internalErrorBody(id), 0
+	}
+	return body, 0
+}
+
+// internalErrorBody answers a result that could not be encoded (no
+// gateway result fails to; a JSON-RPC answer is owed all the same).
+func internalErrorBody(id jsonrpc.ID) []byte {
+	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}})
+	if err != nil {
+		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+	}
+	return body
+}
