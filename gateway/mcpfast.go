@@ -65,17 +65,12 @@ const (
 // result: the gateway's (read once; the build does not change).
 var gatewayImplementation = sync.OnceValue(mcpImplementation)
 
-// fastCall is a tools/call the fast path serves.
-type fastCall struct {
-	name      string
-	arguments json.RawMessage
-}
-
-// serveFast answers the tools/call req (already through the guard) and
-// reports true, or reports false, having written nothing, for go-sdk to
-// serve it.
-func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
-	if req.Method != "tools/call" || !req.IsCall() || e.s.opts.MCP.fastPathOff() {
+// serveFast answers body, a message the guard has read (valid JSON within
+// the size limit, not a batch), when it is a tools/call the fast path
+// serves, and reports true; or reports false, having written nothing, for
+// the guard to read the message its own way and go-sdk to serve it.
+func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if e.s.opts.MCP.fastPathOff() {
 		return false
 	}
 	version := r.Header.Get(protocolVersionHeader)
@@ -83,34 +78,34 @@ func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, req *jso
 	if !fastCallVersions[version] || !fastTransportOK(r) {
 		return false
 	}
-	call, ok := readFastCall(req.Params)
+	msg, ok := scanToolsCall(body)
+	if !ok || int64(msg.env.argumentBytes) > e.s.opts.MaxBodyBytes || !fastProtocolOK(r.Header, msg.env.meta, version, msg.name) {
+		return false
+	}
+	id, ok := fastID(msg.id)
 	if !ok {
 		return false
 	}
-	ctx := r.Context()
-	env := envelopeFrom(ctx)
-	if env == nil || !fastProtocolOK(r.Header, env.meta, version, call.name) {
-		return false
-	}
+	r = r.WithContext(withEnvelope(r.Context(), &msg.env))
 	e.serverFor(r) // as go-sdk would: the server (and tools) of the current registry
-	entry, listed := e.listedEntry(call.name)
+	entry, listed := e.listedEntry(msg.name)
 	if !listed {
 		return false // tool_not_found and not-listed tools: go-sdk's path and dispatchCall
 	}
-	res, err := e.call(ctx, entry, &mcp.CallToolRequest{
-		Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.arguments},
+	res, err := e.call(r.Context(), entry, &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: msg.name, Arguments: msg.arguments},
 		Extra:  &mcp.RequestExtra{Header: r.Header},
 	})
 	// From here the call has run: the answer is this path's, never go-sdk's
 	// (which would run an unkeyed call a second time).
-	body, status := fastResponse(req.ID, res, err, newProtocol)
+	answer, status := fastResponse(id, res, err, newProtocol)
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "application/json")
 	if status != 0 {
 		w.WriteHeader(status)
 	}
-	_, _ = w.Write(body)
+	_, _ = w.Write(answer)
 	e.s.opts.MCP.countFast()
 	return true
 }
@@ -199,37 +194,6 @@ func isLoopbackAddr(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
-}
-
-// readFastCall reads params of the plain shape: an object of name (a
-// string), arguments (an object, or absent) and _meta (an object, or
-// absent), each once. Anything else is go-sdk's to read.
-func readFastCall(params json.RawMessage) (fastCall, bool) {
-	var call fastCall
-	named := false
-	ok := true
-	err := eachMember(params, func(member string, value json.RawMessage) error {
-		switch member {
-		case "name":
-			if len(value) == 0 || value[0] != '"' || json.Unmarshal(value, &call.name) != nil {
-				ok = false
-			}
-			named = true
-		case "arguments":
-			if !isObjectText(value) {
-				ok = false
-			}
-			call.arguments = value
-		case "_meta":
-			if !isObjectText(value) {
-				ok = false
-			}
-		default:
-			ok = false
-		}
-		return nil
-	})
-	return call, err == nil && ok && named
 }
 
 // fastProtocolOK reports whether the request carries what go-sdk checks

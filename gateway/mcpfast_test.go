@@ -94,6 +94,11 @@ type diffGateway struct {
 }
 
 func newDiffGateway(t *testing.T, store idempotency.Store, mcp MCPOptions, policies map[string]ToolPolicy, ts ...tools.Tool) *diffGateway {
+	return newDiffGatewayWith(t, nil, store, mcp, policies, ts...)
+}
+
+// newDiffGatewayWith is newDiffGateway with tune applied to the options.
+func newDiffGatewayWith(t *testing.T, tune func(*Options), store idempotency.Store, mcp MCPOptions, policies map[string]ToolPolicy, ts ...tools.Tool) *diffGateway {
 	t.Helper()
 	reg, err := tools.NewRegistryOf(ts...)
 	if err != nil {
@@ -103,12 +108,16 @@ func newDiffGateway(t *testing.T, store idempotency.Store, mcp MCPOptions, polic
 	mcp.fastPath = fast
 	mcp.InProgressWait = -1 // a running call answers -32001 at once
 	prom := prometheus.NewRegistry()
-	gw, err := NewServer(Options{
+	opts := Options{
 		Store: store, Tools: reg, MCP: mcp,
 		Policies:   policies,
 		Logger:     slog.New(slog.DiscardHandler),
 		Registerer: prom, Gatherer: prom,
-	})
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	gw, err := NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +162,14 @@ type diffRequest struct {
 	header map[string]string
 	// rawParams, when set, replaces params entirely.
 	rawParams string
+	// rawBody, when set, is the whole message.
+	rawBody string
 }
 
 func (r diffRequest) body() []byte {
+	if r.rawBody != "" {
+		return []byte(r.rawBody)
+	}
 	params := r.rawParams
 	if params == "" {
 		var members []string
@@ -330,6 +344,9 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 	g := newDiffGateway(t, newBoltStore(t), MCPOptions{}, map[string]ToolPolicy{"pay": {LeaseExpiry: idempotency.LeaseExpiryUnknown}},
 		echo, strict, look, pay, hold)
 	unkeyed := newDiffGateway(t, newBoltStore(t), MCPOptions{AllowUnkeyed: true}, nil, echo)
+	// max_body_bytes 256: arguments over it are refused over MCP as over REST.
+	small := newDiffGatewayWith(t, func(o *Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), MCPOptions{}, nil, look)
+	gw := g
 	// A store whose Redis client is gone: every decision fails at once.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	_ = down.Close()
@@ -467,6 +484,45 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 			}
 		})
 	}
+	// The envelope as sent: what the guard refuses is refused alike (the
+	// fast path leaves it to the guard); odd but valid spelling is served.
+	t.Run("envelope", func(t *testing.T) {
+		const version = "2025-11-25"
+		raw := func(body string) diffRequest {
+			return diffRequest{version: version, tool: "look", rawBody: body}
+		}
+		for what, tc := range map[string]struct {
+			body   string
+			served bool
+		}{
+			"spaced":              {" {\n \"jsonrpc\" : \"2.0\" ,\t\"id\":-3, \"method\":\"tools/call\",\"params\":{ \"name\" : \"look\" , \"arguments\" : { \"q\" : [ 1 , { } ] } } }\n", true},
+			"members reordered":   {`{"params":{"arguments":{},"name":"look"},"method":"tools/call","id":"x\"y","jsonrpc":"2.0"}`, true},
+			"escaped tool name":   {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"l\u006fok","arguments":{}}}`, true},
+			"duplicate id":        {`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"look"}}`, false},
+			"duplicate name":      {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","name":"echo"}}`, false},
+			"escaped duplicate":   {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","n\u0061me":"echo"}}`, false},
+			"duplicate _meta":     {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","_meta":{"a":1,"a":2}}}`, false},
+			"fractional id":       {`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"look"}}`, false},
+			"id too large":        {`{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/call","params":{"name":"look"}}`, false},
+			"null id":             {`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"look"}}`, false},
+			"no id":               {`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"look"}}`, false},
+			"JSON-RPC 1.0":        {`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"look"}}`, false},
+			"extra member":        {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look"},"x":1}`, false},
+			"no params":           {`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, false},
+			"tool name not text":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, false},
+			"other method":        {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false},
+			"arguments too large": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","arguments":{"s":"` + strings.Repeat("x", 300) + `"}}}`, false},
+		} {
+			g := small
+			if what != "arguments too large" {
+				g = gw
+			}
+			answer := g.same(t, what, raw(tc.body), tc.served)
+			if what == "arguments too large" {
+				want(t, what, answer, `"code":"payload_too_large"`)
+			}
+		}
+	})
 	t.Run("no protocol version header", func(t *testing.T) {
 		g.same(t, "no header", diffRequest{tool: "look", arguments: `{}`}, false)
 	})

@@ -100,6 +100,11 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 				Message: "JSON-RPC batches are not supported: send one message per POST"})
 			return
 		}
+		// A plain tools/call is served from one pass over body (mcpfast.go).
+		if fast := (&plainTextCatcher{ResponseWriter: w}); e.serveFast(fast, r, body) {
+			fast.finish(nil)
+			return
+		}
 		env, err := readEnvelope(body)
 		if err != nil {
 			refuse(http.StatusBadRequest, nil, &jsonrpc.Error{Code: rpcInvalidRequest,
@@ -138,9 +143,7 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		rw := &plainTextCatcher{ResponseWriter: w}
-		if !e.serveFast(rw, r, req) { // tools/call from this parse (mcpfast.go)
-			next.ServeHTTP(rw, r)
-		}
+		next.ServeHTTP(rw, r)
 		rw.finish(req)
 	})
 }
