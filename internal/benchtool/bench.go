@@ -62,6 +62,9 @@ type TargetReport struct {
 	Result *Result
 	// Dup is the dup check's verdict (dup mode, with a Tool).
 	Dup *DupReport
+	// NoIdempotency: a plain server, which makes no exactly-once promise
+	// (its dup check is reported, not held against it).
+	NoIdempotency bool
 }
 
 // Report is the outcome of RunBench.
@@ -181,7 +184,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 	report := &Report{Mode: mode, Workers: loads[0].Config().Workers, DupK: loads[0].Config().DupK,
 		Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: loads[0].Config().Rate}
 	for i, t := range cfg.Targets {
-		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i]}
+		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency}
 		if mode == ModeDup && t.Tool != nil {
 			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
 			if err != nil {
