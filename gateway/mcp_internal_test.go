@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -79,6 +81,44 @@ func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
 	for code, pc := range problemCodes {
 		if pc.mcp != mcpToolResult && pc.mcp >= 0 {
 			t.Errorf("%s: MCP rendering %d is neither a JSON-RPC error code nor a tool result", code, pc.mcp)
+		}
+	}
+}
+
+// TestEachMember: the envelope scan finds exactly the members
+// encoding/json finds, values byte for byte, on objects with strings that
+// hold brackets, quotes and escapes, nested values and odd white space;
+// and it refuses a name given twice, escaped or not.
+func TestEachMember(t *testing.T) {
+	for _, text := range []string{
+		`{}`,
+		` { "a" : 1 , "b":"x\"}]" ,"c":[1,{"d":"]}"}, "e\\"], "f": {"g": [[], {}]} ,"h":null,"i":true,"j":-1.5e3 } `,
+		`{"arguments":{"s":"\\\"{"},"name":"provision","_meta":{"k":"v"}}`,
+		"{\n\t\"x\"\r\n:\n[ ]\n}",
+	} {
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(text), &want); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]json.RawMessage{}
+		if err := eachMember([]byte(text), func(name string, value json.RawMessage) error {
+			got[name] = value
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: members %v, want %v", text, got, want)
+		}
+		for name, v := range want {
+			if string(bytes.TrimSpace(got[name])) != string(bytes.TrimSpace(v)) {
+				t.Fatalf("%s: member %s = %s, want %s", text, name, got[name], v)
+			}
+		}
+	}
+	for _, text := range []string{`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"x":{"a":1},"b":[],"x":0}`} {
+		if err := eachMember([]byte(text), func(string, json.RawMessage) error { return nil }); err == nil {
+			t.Errorf("%s: a duplicate name accepted", text)
 		}
 	}
 }

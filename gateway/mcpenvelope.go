@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // The strict envelope of POST /mcp (contract section 9): the guard reads
@@ -103,35 +103,103 @@ func checkRequestID(raw json.RawMessage) error {
 
 // eachMember calls fn with each member of the JSON object text and
 // refuses a name given twice. Names are compared decoded ("a" and "\u0061"
-// are the same name).
+// are the same name). The text must be valid JSON (the guard checked the
+// whole message with json.Valid), so the scan only finds boundaries: the
+// values are slices of the message, never copies (arguments of a megabyte
+// are not copied to be skipped).
 func eachMember(object []byte, fn func(name string, value json.RawMessage) error) error {
-	dec := json.NewDecoder(bytes.NewReader(object))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	i := skipSpace(object, 0)
+	if i >= len(object) || object[i] != '{' {
 		return &envelopeError{"the message is not a JSON object"}
 	}
-	seen := make(map[string]bool, 8)
-	for dec.More() {
-		tok, err := dec.Token()
+	var seen []string
+	for i = skipSpace(object, i+1); i < len(object) && object[i] != '}'; i = skipSpace(object, i) {
+		if object[i] == ',' {
+			i = skipSpace(object, i+1)
+		}
+		nameEnd := skipString(object, i)
+		name, err := memberName(object[i:nameEnd])
 		if err != nil {
-			return &envelopeError{"the message is not valid JSON"}
-		}
-		name, _ := tok.(string)
-		if seen[name] {
-			return &envelopeError{"member " + strconv.Quote(truncateEcho(name)) + " is given twice"}
-		}
-		seen[name] = true
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return &envelopeError{"the message is not valid JSON"}
-		}
-		if err := fn(name, value); err != nil {
 			return err
 		}
-	}
-	if _, err := dec.Token(); err != nil && !errors.Is(err, io.EOF) {
-		return &envelopeError{"the message is not valid JSON"}
+		if slices.Contains(seen, name) {
+			return &envelopeError{"member " + strconv.Quote(truncateEcho(name)) + " is given twice"}
+		}
+		seen = append(seen, name)
+		start := skipSpace(object, skipSpace(object, nameEnd)+1) // past the ':'
+		end := skipValue(object, start)
+		if err := fn(name, object[start:end:end]); err != nil {
+			return err
+		}
+		i = end
 	}
 	return nil
+}
+
+// memberName decodes a member name (a JSON string with its quotes).
+func memberName(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return "", &envelopeError{"the message is not valid JSON"}
+	}
+	return name, nil
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(text []byte, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at i.
+func skipString(text []byte, i int) int {
+	for i++; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(text)
+}
+
+// skipValue returns the index just past the JSON value starting at i.
+func skipValue(text []byte, i int) int {
+	switch {
+	case i >= len(text):
+		return i
+	case text[i] == '"':
+		return skipString(text, i)
+	case text[i] == '{' || text[i] == '[':
+		depth := 0
+		for i < len(text) {
+			switch text[i] {
+			case '"':
+				i = skipString(text, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(text) && !strings.ContainsRune(",}] \t\r\n", rune(text[i])) {
+		i++
+	}
+	return i
 }
 
 // maxEcho is the most of a request an error may repeat.
