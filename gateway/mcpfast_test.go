@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -531,5 +532,36 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 	})
 	if echo.runs == 0 || look.runs == 0 {
 		t.Fatalf("the tools did not run (echo %d, look %d)", echo.runs, look.runs)
+	}
+}
+
+// TestMCPFastPathServesTheGoSDKClient: the official Go client's calls
+// (go-sdk v1.8.0, which speaks 2026-07-28) take the fast path, executed
+// and replayed alike, and tools/list stays go-sdk's.
+func TestMCPFastPathServesTheGoSDKClient(t *testing.T) {
+	echo := &diffTool{spec: tools.Spec{Name: "echo", InputSchema: []byte(`{"type":"object"}`)}}
+	g := newDiffGateway(t, newBoltStore(t), MCPOptions{}, nil, echo)
+	client := mcp.NewClient(&mcp.Implementation{Name: "fast-path-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.srv.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if list, err := cs.ListTools(t.Context(), nil); err != nil || len(list.Tools) != 1 {
+		t.Fatalf("tools/list: %v %+v", err, list)
+	}
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": 1},
+		Meta: mcp.Meta{wire.MetaSessionID: "go-client", wire.MetaStepIndex: 0}}
+	for i, wantReplayed := range []bool{false, true} {
+		res, err := cs.CallTool(t.Context(), params)
+		if err != nil || res.IsError || res.Meta[wire.MetaReplayed] != wantReplayed {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	if served := g.fast.served.Load(); served != 2 {
+		t.Fatalf("the fast path served %d of the client's 2 calls", served)
+	}
+	if echo.runs != 1 {
+		t.Fatalf("the tool ran %d times, want 1", echo.runs)
 	}
 }
