@@ -214,9 +214,13 @@ func fastProtocolOK(h http.Header, meta map[string]json.RawMessage, version, nam
 	if h.Get(headerMCPMethod) != "tools/call" || h.Get(headerMCPName) != name {
 		return false
 	}
+	// go-sdk's reading of the capabilities (its clientCapabilitiesV2:
+	// ClientCapabilities with roots as {listChanged}).
 	var capabilities struct {
 		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+		Roots *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"roots,omitempty"`
 	}
 	if !isObjectText(meta[metaClientCapabilities]) || json.Unmarshal(meta[metaClientCapabilities], &capabilities) != nil {
 		return false

@@ -479,6 +479,15 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 				badCaps := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
 					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{"sampling":5}`}})
 				g.same(t, name("bad clientCapabilities"), badCaps, false)
+				badRoots := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
+					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{"roots":{"listChanged":"yes"}}`}})
+				g.same(t, name("bad roots capability"), badRoots, false)
+				badInfo := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
+					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{}`, metaClientInfo: `{"name":5}`}})
+				g.same(t, name("bad clientInfo"), badInfo, false)
+				nullInfo := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
+					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{}`, metaClientInfo: `null`}})
+				g.same(t, name("null clientInfo"), nullInfo, false)
 			} else {
 				withVersion := v(diffRequest{tool: "look", arguments: `{}`, meta: map[string]string{metaProtocolVersion: `"` + version + `"`}})
 				g.same(t, name("_meta protocolVersion"), withVersion, false)
