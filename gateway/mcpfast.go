@@ -22,17 +22,20 @@ import (
 // The fast path of tools/call. go-sdk stays the MCP implementation, but
 // serving a tools/call through it decodes the message the guard already
 // read several more times, each through a decoder that allocates a 32 KiB
-// buffer, and connects a session per POST: several times the CPU the call
-// path itself costs. The guard hands every tools/call to serveFast first;
-// it serves the call from the guard's parse when the request is one it
-// can answer exactly as go-sdk v1.8.0 would (the same status, headers and
-// bytes: mcpfast_test.go sends the same requests through both and compares
-// them), and leaves everything else to go-sdk: other methods, protocol
-// versions it does not know, tools the go-sdk server does not list, and
-// any request go-sdk would refuse or read differently (missing or
-// mismatched SEP-2575 headers or _meta, an Accept or Host go-sdk checks,
-// params members beyond name, arguments and _meta, arguments that are not
-// an object). The call itself is mcpEndpoint.call, as from go-sdk.
+// buffer, and connects a session per POST: more CPU than the call path
+// itself costs. The guard hands every message it has read (valid JSON
+// within the size limit, not a batch) to serveFast first. serveFast reads
+// it in one pass with the guard's own member scanner and serves it when
+// it is a tools/call it can answer exactly as go-sdk v1.8.0 would (the
+// same status, headers and bytes: mcpfast_test.go sends the same requests
+// through both and compares them); everything else goes on to the guard's
+// own reading and to go-sdk: other methods, protocol versions it does not
+// know, tools the go-sdk server does not list, anything the strict
+// envelope refuses, and any request go-sdk would refuse or read
+// differently (missing or mismatched SEP-2575 headers or _meta, an Accept,
+// Host or Last-Event-ID go-sdk checks, params members beyond name,
+// arguments and _meta, arguments that are not an object). The call itself
+// is mcpEndpoint.call, as from go-sdk's tool handler.
 
 // fastCallVersions are the Mcp-Protocol-Version values the fast path
 // serves: every version go-sdk v1.8.0 serves. A request without the header
