@@ -2,18 +2,21 @@
 // by side on the same machine, with a plain chi server calling the same tool
 // without any idempotency layer.
 //
-// By default it starts in-process, on loopback listeners, the gateway (or
-// -replicas of them sharing one Redis store) and the baseline, all serving a
-// tool whose only side effect is one Redis write (INCR of a counter per
-// idempotency key), and runs each -mode against them in alternating rounds.
+// By default it starts, on loopback listeners in a child process of its own
+// (so the servers' CPU time is read apart from the load generator's;
+// -inprocess keeps them in this process), the gateway (or -replicas of them
+// sharing one Redis store) and the baseline, all serving a tool whose only
+// side effect is one Redis write (INCR of a counter per idempotency key),
+// and runs each -mode against them in alternating rounds.
 // With -url it loads an external gateway instead; -upstream serves the
 // counting tool for such a gateway to call, so the dup check can read its
 // counters.
 //
-// -api mcp sends the same traffic to the gateway's MCP endpoint (one
-// tools/call per request, through go-sdk's client); -api rest,mcp loads
-// both APIs of the same gateway, alternating with the baseline in every
-// round.
+// -api mcp sends the same traffic to the gateway's MCP endpoint (one raw
+// JSON-RPC tools/call POST per request, no MCP client library) and adds a
+// plain go-sdk MCP server calling the same tool without idempotency
+// (plain-mcp); -api rest,mcp loads both APIs of the same gateway,
+// alternating with the baseline and the plain server in every round.
 //
 //	gatewaybench -mode fresh -c 32 -d 10s
 //	gatewaybench -mode fresh,replay -api rest,mcp
