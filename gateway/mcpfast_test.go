@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,7 +186,7 @@ func (r diffRequest) body() []byte {
 				`"`+metaClientCapabilities+`":{"roots":{"listChanged":true},"sampling":{}}`,
 				`"`+metaClientInfo+`":{"name":"difftest","version":"1.0.0"}`)
 		}
-		for _, name := range sortedKeys(r.meta) {
+		for _, name := range slices.Sorted(maps.Keys(r.meta)) {
 			meta = append(meta, strconv.Quote(name)+":"+r.meta[name])
 		}
 		if len(meta) > 0 {
@@ -197,21 +199,6 @@ func (r diffRequest) body() []byte {
 		id = "7"
 	}
 	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := range keys {
-		for j := i + 1; j < len(keys); j++ {
-			if keys[j] < keys[i] {
-				keys[i], keys[j] = keys[j], keys[i]
-			}
-		}
-	}
-	return keys
 }
 
 // send posts r through the fast path or go-sdk.
@@ -307,13 +294,11 @@ func want(t *testing.T, what string, a diffAnswer, fragment string) {
 }
 
 func merge(a, b map[string]string) map[string]string {
-	out := make(map[string]string, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
+	out := maps.Clone(a)
+	if out == nil {
+		out = make(map[string]string, len(b))
 	}
-	for k, v := range b {
-		out[k] = v
-	}
+	maps.Copy(out, b)
 	return out
 }
 
