@@ -36,6 +36,9 @@ type MCPOptions struct {
 	// DefaultMCPHostCallIDs(); an empty, non-nil list turns host call ids
 	// off. Check a configured list with ValidateMCPHostCallIDs.
 	HostCallIDs []string
+	// fastPath, when set, turns the tools/call fast path (mcpfast.go) off
+	// and on and counts what it served: the differential test's switch.
+	fastPath *fastPathSwitch
 }
 
 // hostCallIDs returns the effective host call id members.
@@ -133,7 +136,7 @@ func (e *mcpEndpoint) serverFor(*http.Request) *mcp.Server {
 	if e.server != nil && slices.Equal(entries, e.entries) {
 		return e.server
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgateway", Version: buildinfo.Version()}, &mcp.ServerOptions{
+	srv := mcp.NewServer(mcpImplementation(), &mcp.ServerOptions{
 		Logger: sdkLogger(e.s.log),
 		// Tools only; no logging capability (go-sdk's default) and no
 		// list_changed notifications: a stateless server has no stream
@@ -208,4 +211,10 @@ func (e *mcpEndpoint) dispatchCall(listed map[string]bool) mcp.Middleware {
 			return withResultType(call, res), nil
 		}
 	}
+}
+
+// mcpImplementation is the gateway's MCP serverInfo (go-sdk's server and the
+// fast path send the same).
+func mcpImplementation() *mcp.Implementation {
+	return &mcp.Implementation{Name: "toolgateway", Version: buildinfo.Version()}
 }

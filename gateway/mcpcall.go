@@ -32,14 +32,21 @@ var emptyArguments = []byte("{}")
 
 // call runs one tools/call of go-sdk's through the call path.
 func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// An upstream's input requests go back to the client, whose
+	// continuation comes back here with the same identity.
+	return e.callWith(ctx, entry, req, mcpMultiRoundTrip(req))
+}
+
+// callWith is call with the multi round-trip fields given: the fast path
+// (mcpfast.go) knows the client's protocol from its header, not from a
+// go-sdk session.
+func (e *mcpEndpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest, mrt MultiRoundTrip) (*mcp.CallToolResult, error) {
 	var header http.Header
 	if req.Extra != nil {
 		header = req.Extra.Header
 	}
 	c := e.s.mcpCall(ctx, entry, req.Params.Arguments, rawMeta(ctx, req.Params.Meta), header)
-	// An upstream's input requests go back to the client, whose
-	// continuation comes back here with the same identity.
-	c.MultiRoundTrip = mcpMultiRoundTrip(req)
+	c.MultiRoundTrip = mrt
 	return mcpRender(c, e.s.Call(ctx, c))
 }
 

@@ -100,6 +100,11 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 				Message: "JSON-RPC batches are not supported: send one message per POST"})
 			return
 		}
+		// A plain tools/call is served from one pass over body (mcpfast.go).
+		if fast := (&plainTextCatcher{ResponseWriter: w}); e.serveFast(fast, r, body) {
+			fast.finish(nil)
+			return
+		}
 		env, err := readEnvelope(body)
 		if err != nil {
 			refuse(http.StatusBadRequest, nil, &jsonrpc.Error{Code: rpcInvalidRequest,

@@ -2,18 +2,21 @@
 // by side on the same machine, with a plain chi server calling the same tool
 // without any idempotency layer.
 //
-// By default it starts in-process, on loopback listeners, the gateway (or
-// -replicas of them sharing one Redis store) and the baseline, all serving a
-// tool whose only side effect is one Redis write (INCR of a counter per
-// idempotency key), and runs each -mode against them in alternating rounds.
+// By default it starts, on loopback listeners in a child process of its own
+// (so the servers' CPU time is read apart from the load generator's;
+// -inprocess keeps them in this process), the gateway (or -replicas of them
+// sharing one Redis store) and the baseline, all serving a tool whose only
+// side effect is one Redis write (INCR of a counter per idempotency key),
+// and runs each -mode against them in alternating rounds.
 // With -url it loads an external gateway instead; -upstream serves the
 // counting tool for such a gateway to call, so the dup check can read its
 // counters.
 //
-// -api mcp sends the same traffic to the gateway's MCP endpoint (one
-// tools/call per request, through go-sdk's client); -api rest,mcp loads
-// both APIs of the same gateway, alternating with the baseline in every
-// round.
+// -api mcp sends the same traffic to the gateway's MCP endpoint (one raw
+// JSON-RPC tools/call POST per request, no MCP client library) and adds a
+// plain go-sdk MCP server calling the same tool without idempotency
+// (plain-mcp); -api rest,mcp loads both APIs of the same gateway,
+// alternating with the baseline and the plain server in every round.
 //
 //	gatewaybench -mode fresh -c 32 -d 10s
 //	gatewaybench -mode fresh,replay -api rest,mcp
@@ -81,6 +84,8 @@ type flags struct {
 	rate       float64
 	bolt       string
 	apis       string
+	inProcess  bool
+	serveChild bool
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -110,7 +115,9 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.IntVar(&f.protocol, "resp", 0, "in-process: RESP version of the Redis clients (0: go-redis default, 3)")
 	fs.StringVar(&f.bolt, "bolt", "", "in-process: the gateway uses the embedded store, a new bbolt file at this path (removed at exit), instead of Redis")
 	fs.StringVar(&f.apis, "api", "rest", "comma-separated gateway APIs to load: rest (POST /api/tools/v1/{tool}), mcp (tools/call at /mcp); each is a target next to the baseline")
-	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline, gateway: every -api, or gateway-mcp), e.g. to profile it")
+	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline, gateway: every -api, gateway-mcp, or plain-mcp), e.g. to profile it")
+	fs.BoolVar(&f.inProcess, "inprocess", false, "run the servers in the load generator's process (then 'server us' is the whole process's CPU); default: a child process, measured apart")
+	fs.BoolVar(&f.serveChild, "serve-child", false, "internal: be the servers' child process")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -128,6 +135,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if f.upstream != "" {
 		return serveUpstream(ctx, f, out)
 	}
+	// The CPU profile is of the process that runs the servers.
+	profileHere := f.serveChild || f.inProcess || f.urls != ""
+	if f.cpuProfile != "" && profileHere {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if f.serveChild {
+		return serveChild(ctx, f, out)
+	}
 	modes, err := parseModes(f.modes)
 	if err != nil {
 		return err
@@ -136,26 +155,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.cpuProfile != "" {
-		file, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer file.Close()
-		if err := pprof.StartCPUProfile(file); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-
-	targets, cleanup, err := setUp(ctx, f, apis)
+	targets, cleanup, err := setUp(ctx, f, apis, args)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 
-	fmt.Fprintf(out, "machine: %d CPUs, GOMAXPROCS %d, %s; load generator and servers share them\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	where := "servers in a child process"
+	if f.inProcess || f.urls != "" {
+		where = "servers in this process"
+	}
+	fmt.Fprintf(out, "machine: %d CPUs, GOMAXPROCS %d, %s; %s; load generator, servers and Redis share the CPUs; %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), where, loadAverage())
 	failed := false
 	for _, mode := range modes {
 		report, err := benchtool.RunBench(ctx, benchtool.BenchConfig{
@@ -171,6 +182,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintln(out)
 		report.WriteText(out)
+		fmt.Fprintln(out, loadAverage())
 		fmt.Fprintf(out, "%s\n\n", report.JSON())
 		for _, c := range report.Checks() {
 			isDup := strings.Contains(c.Name, "executed") // the dup check's lines
@@ -242,14 +254,53 @@ func mcpInProgressWait(preferWait int) time.Duration {
 	return -1
 }
 
-// setUp returns the targets: the in-process baseline and gateway(s), or the
-// external URLs; the gateway is one target per API.
-func setUp(ctx context.Context, f *flags, apis []benchtool.API) ([]benchtool.Target, func(), error) {
+// serversConfig is the configuration of the in-process servers.
+func serversConfig(f *flags) benchtool.ServersConfig {
+	return benchtool.ServersConfig{
+		RedisAddr: f.redisAddr, Replicas: f.replicas, ToolName: f.tool, AccessLog: f.accessLog, Protocol: f.protocol,
+		BoltPath: f.bolt, MCPInProgressWait: mcpInProgressWait(f.preferWait),
+	}
+}
+
+// onlyTargets keeps the target -only names ("gateway" keeps the gateway
+// under every -api).
+func onlyTargets(targets []benchtool.Target, only string) ([]benchtool.Target, error) {
+	if only == "" {
+		return targets, nil
+	}
+	var kept []benchtool.Target
+	for _, t := range targets {
+		if t.Name == only || (only == "gateway" && strings.HasPrefix(t.Name, "gateway")) {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("-only %q: want baseline, gateway, gateway-mcp or %s", only, plainMCPName)
+	}
+	return kept, nil
+}
+
+// setUp returns the targets: the baseline, the gateway(s) (one target per
+// API) and, with MCP, the plain go-sdk MCP server, in a child process (or
+// in this one with -inprocess); or the external URLs.
+func setUp(ctx context.Context, f *flags, apis []benchtool.API, args []string) ([]benchtool.Target, func(), error) {
+	if f.urls == "" && !f.inProcess {
+		info, stop, err := startChild(args)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets, closeClient, err := childTargets(ctx, f, apis, info)
+		if err == nil {
+			targets, err = onlyTargets(targets, f.only)
+		}
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		return targets, func() { closeClient(); stop() }, nil
+	}
 	if f.urls == "" {
-		servers, err := benchtool.StartServers(ctx, benchtool.ServersConfig{
-			RedisAddr: f.redisAddr, Replicas: f.replicas, ToolName: f.tool, AccessLog: f.accessLog, Protocol: f.protocol,
-			BoltPath: f.bolt, MCPInProgressWait: mcpInProgressWait(f.preferWait),
-		})
+		servers, err := benchtool.StartServers(ctx, serversConfig(f))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -258,21 +309,16 @@ func setUp(ctx context.Context, f *flags, apis []benchtool.API) ([]benchtool.Tar
 			gw.RoundTrips = nil // the embedded store makes no Redis round trips
 		}
 		targets := append([]benchtool.Target{
-			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU},
+			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU, NoIdempotency: true},
 		}, gatewayTargets(gw, apis)...)
-		if f.only != "" {
-			var kept []benchtool.Target
-			for _, t := range targets {
-				// -only gateway keeps the gateway under every -api.
-				if t.Name == f.only || (f.only == "gateway" && t.Name != benchtool.BaselineName) {
-					kept = append(kept, t)
-				}
-			}
-			if len(kept) == 0 {
-				_ = servers.Close()
-				return nil, nil, fmt.Errorf("-only %q: want baseline, gateway or gateway-mcp", f.only)
-			}
-			targets = kept
+		if slices.Contains(apis, benchtool.APIMCP) {
+			targets = append(targets, benchtool.Target{Name: plainMCPName, API: benchtool.APIMCP, URLs: []string{servers.PlainMCPURL},
+				Tool: servers.Tool, RedisCPU: servers.RedisCPU, NoIdempotency: true})
+		}
+		targets, err = onlyTargets(targets, f.only)
+		if err != nil {
+			_ = servers.Close()
+			return nil, nil, err
 		}
 		return targets, func() { _ = servers.Close() }, nil
 	}
@@ -289,6 +335,34 @@ func setUp(ctx context.Context, f *flags, apis []benchtool.API) ([]benchtool.Tar
 		targets = append(targets, benchtool.Target{Name: benchtool.BaselineName, URLs: []string{f.baseline}})
 	}
 	return append(targets, gatewayTargets(gw, apis)...), cleanup, nil
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function runs.
+func startCPUProfile(path string) (func(), error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(file); err != nil {
+		_ = file.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = file.Close() }, nil
+}
+
+// loadAverage is the machine's load average (Linux), to note how busy the
+// shared machine was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "load average unknown"
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) < 3 {
+		return "load average unknown"
+	}
+	return "load average " + strings.Join(fields[:3], " ")
 }
 
 // serveUpstream serves the counting tool for an external gateway until ctx ends.

@@ -23,6 +23,16 @@ type Target struct {
 	// RedisCPU, when set, reads the CPU time used by the Redis the target
 	// (store and tool) uses.
 	RedisCPU func(context.Context) (time.Duration, error)
+	// RedisCommands, when set, reads the per-command call counts of that
+	// Redis (RedisCommandCalls), so a run reports the commands per call.
+	RedisCommands func(context.Context) (map[string]int64, error)
+	// ServerCPU, when set, reads the CPU time used so far by the process
+	// serving the target (servers in another process than the load); unset,
+	// this process's CPU time (load generator included) is what is counted.
+	ServerCPU func(context.Context) (time.Duration, error)
+	// NoIdempotency: the target is a plain server without the gateway's
+	// layer (over MCP its results carry no executionId to verify).
+	NoIdempotency bool
 }
 
 // BaselineName is the name of the target ratios are computed against.
@@ -52,6 +62,9 @@ type TargetReport struct {
 	Result *Result
 	// Dup is the dup check's verdict (dup mode, with a Tool).
 	Dup *DupReport
+	// NoIdempotency: a plain server, which makes no exactly-once promise
+	// (its dup check is reported, not held against it).
+	NoIdempotency bool
 }
 
 // Report is the outcome of RunBench.
@@ -88,6 +101,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 		lc := cfg.Load
 		lc.URLs = append([]string(nil), t.URLs...)
 		lc.API = orAPI(t.API)
+		lc.NoIdempotency = t.NoIdempotency
 		l, err := NewLoad(lc)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
@@ -119,11 +133,37 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 					return nil, err
 				}
 			}
+			var commandsBefore map[string]int64
+			if t.RedisCommands != nil {
+				if commandsBefore, err = t.RedisCommands(ctx); err != nil {
+					return nil, err
+				}
+			}
+			var serverBefore time.Duration
+			if t.ServerCPU != nil {
+				if serverBefore, err = t.ServerCPU(ctx); err != nil {
+					return nil, err
+				}
+			}
 			procBefore := processCPU()
 			res, err := loads[i].Run(ctx, cfg.Duration)
 			res.ProcessCPU = processCPU() - procBefore
 			if err != nil {
 				return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			}
+			if t.ServerCPU != nil {
+				serverAfter, err := t.ServerCPU(ctx)
+				if err != nil {
+					return nil, err
+				}
+				res.ServerCPU = serverAfter - serverBefore
+			}
+			if t.RedisCommands != nil {
+				commandsAfter, err := t.RedisCommands(ctx)
+				if err != nil {
+					return nil, err
+				}
+				res.RedisCommands = commandDeltas(commandsBefore, commandsAfter)
 			}
 			if t.RoundTrips != nil {
 				res.RoundTrips = t.RoundTrips() - before
@@ -135,8 +175,8 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 				}
 				res.RedisCPU = cpuAfter - cpuBefore
 			}
-			fmt.Fprintf(cfg.Progress, "round %d %-11s %8.0f req/s  p99 %7.2f ms  errors %d\n",
-				round+1, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors)
+			fmt.Fprintf(cfg.Progress, "round %d %-11s %8.0f req/s  p99 %7.2f ms  errors %d  server %.0f us/req  redis %.1f us/req\n",
+				round+1, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors, res.ServerMicrosPerRequest(), res.RedisMicrosPerRequest())
 			merged[i].Merge(res)
 		}
 	}
@@ -144,7 +184,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 	report := &Report{Mode: mode, Workers: loads[0].Config().Workers, DupK: loads[0].Config().DupK,
 		Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: loads[0].Config().Rate}
 	for i, t := range cfg.Targets {
-		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i]}
+		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency}
 		if mode == ModeDup && t.Tool != nil {
 			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
 			if err != nil {

@@ -1,7 +1,9 @@
 package benchtool
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -205,7 +207,8 @@ func TestMCPNextToREST(t *testing.T) {
 	rest, overMCP := gw, gw
 	rest.Name, rest.API = "gateway", APIREST
 	overMCP.Name, overMCP.API = "gateway-mcp", APIMCP
-	targets := []Target{{Name: BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool}, rest, overMCP}
+	plain := Target{Name: "plain-mcp", API: APIMCP, URLs: []string{servers.PlainMCPURL}, NoIdempotency: true}
+	targets := []Target{{Name: BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool}, rest, overMCP, plain}
 	run := func(t *testing.T, mode Mode) TargetReport {
 		t.Helper()
 		report, err := RunBench(t.Context(), BenchConfig{
@@ -218,8 +221,8 @@ func TestMCPNextToREST(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(report.Targets) != 3 {
-			t.Fatalf("%d targets reported, want 3", len(report.Targets))
+		if len(report.Targets) != 4 {
+			t.Fatalf("%d targets reported, want 4", len(report.Targets))
 		}
 		for _, tr := range report.Targets {
 			if tr.Result.Requests == 0 || tr.Result.Errors != 0 {
@@ -227,6 +230,9 @@ func TestMCPNextToREST(t *testing.T) {
 			}
 		}
 		mcpReport := report.Targets[2]
+		if plain := report.Targets[3].Result; mode != ModeDup && plain.Statuses[http.StatusOK] != plain.Requests {
+			t.Errorf("plain go-sdk server: statuses %v, want every answer a result without isError", plain.Statuses)
+		}
 		if mcpReport.API != APIMCP || report.Targets[1].API != APIREST || report.Targets[0].API != APIREST {
 			t.Fatalf("APIs reported: %s, %s, %s", report.Targets[0].API, report.Targets[1].API, mcpReport.API)
 		}
@@ -269,15 +275,41 @@ func TestMCPNextToREST(t *testing.T) {
 	})
 }
 
-func TestMCPLoadNeedsPrepare(t *testing.T) {
-	l, err := NewLoad(LoadConfig{URLs: []string{"http://127.0.0.1:1"}, Mode: ModeFresh, API: APIMCP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Run(t.Context(), time.Millisecond); err == nil {
-		t.Fatal("an MCP load ran without its sessions")
-	}
+func TestUnknownAPIRefused(t *testing.T) {
 	if _, err := NewLoad(LoadConfig{URLs: []string{"http://127.0.0.1:1"}, Mode: ModeFresh, API: "grpc"}); err == nil {
 		t.Fatal("an unknown API was accepted")
+	}
+}
+
+// TestMCPAnswersAreVerified sends the load's raw tools/call to servers
+// that answer wrongly: each answer that is not the JSON-RPC answer of the
+// request sent, or a gateway result without its executionId or replayed
+// flag, is counted as an error, never as a success.
+func TestMCPAnswersAreVerified(t *testing.T) {
+	for name, answer := range map[string]string{
+		"other id":       `{"jsonrpc":"2.0","id":999,"result":{"content":[{"type":"text","text":"{}"}],"_meta":{"io.github.toolgateway/executionId":"x","io.github.toolgateway/replayed":false}}}`,
+		"no executionId": `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{}"}],"_meta":{"io.github.toolgateway/replayed":false}}}`,
+		"no replayed":    `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{}"}],"_meta":{"io.github.toolgateway/executionId":"x"}}}`,
+		"no content":     `{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.github.toolgateway/executionId":"x","io.github.toolgateway/replayed":false}}}`,
+		"not JSON-RPC":   `Bad Request`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, answer)
+			}))
+			defer srv.Close()
+			l, err := NewLoad(LoadConfig{URLs: []string{srv.URL}, Mode: ModeFresh, API: APIMCP, Workers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := l.Run(t.Context(), 50*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Errors == 0 || res.Requests != 0 {
+				t.Fatalf("%d answers counted, %d errors; want every answer an error", res.Requests, res.Errors)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 // Package benchtool is the library behind cmd/gatewaybench: a tool that
 // counts its executions in Redis (one round trip per call), the in-process
-// servers a benchmark compares (gateway replicas and a plain chi baseline
-// serving the same tool), a go-redis hook counting store round trips, and
-// the load generator with its fresh, replay and dup modes.
+// servers a benchmark compares (gateway replicas, a plain chi baseline and
+// a plain go-sdk MCP server serving the same tool), a go-redis hook
+// counting store round trips, Redis CPU and command counters, and the load
+// generator with its fresh, replay and dup modes over REST or raw JSON-RPC
+// MCP.
 package benchtool

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -71,10 +69,15 @@ type LoadConfig struct {
 	Rate float64
 	// API is the gateway API the load calls (default APIREST): REST posts
 	// to /api/tools/v1/{tool} with the identity in headers; APIMCP sends
-	// each request as one MCP tools/call to /mcp with the identity in
-	// params._meta, through go-sdk's client (one client session per
-	// worker, connected by Prepare).
+	// each request as one raw JSON-RPC tools/call POST to /mcp with the
+	// identity in params._meta (mcpload.go).
 	API API
+	// MCPProtocolVersion is the protocol version of the MCP requests
+	// (default DefaultMCPProtocolVersion).
+	MCPProtocolVersion string
+	// NoIdempotency: the target is a plain MCP server, whose results carry
+	// no executionId or replayed flag to verify.
+	NoIdempotency bool
 	// Client defaults to NewClient(Workers).
 	Client *http.Client
 }
@@ -96,9 +99,6 @@ type Load struct {
 	cfg     LoadConfig
 	runID   string
 	payload string
-
-	// sessions are the MCP client sessions, one per sending slot (APIMCP).
-	sessions []*mcp.ClientSession
 
 	mu       sync.Mutex
 	nextStep []uint64 // per worker (fresh) or group (dup)
@@ -129,6 +129,7 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 		return nil, err
 	}
 	cfg.Tool = orString(cfg.Tool, DefaultToolName)
+	cfg.MCPProtocolVersion = orString(cfg.MCPProtocolVersion, DefaultMCPProtocolVersion)
 	cfg.Workers = orInt(cfg.Workers, 32)
 	cfg.DupK = orInt(cfg.DupK, 4)
 	cfg.PoolSize = orInt(cfg.PoolSize, 1000)
@@ -164,15 +165,9 @@ func (l *Load) newRequest(session string, step uint64) (*request, error) {
 	}, nil
 }
 
-// Prepare readies the load: over MCP it connects the client sessions, and
-// in replay mode it executes every step of the pool once, so the measured
-// requests are all retries.
+// Prepare readies the load: in replay mode it executes every step of the
+// pool once, so the measured requests are all retries.
 func (l *Load) Prepare(ctx context.Context) error {
-	if l.cfg.API == APIMCP && l.sessions == nil {
-		if err := l.connectMCP(ctx); err != nil {
-			return err
-		}
-	}
 	if l.cfg.Mode != ModeReplay || len(l.pool) > 0 {
 		return nil
 	}
@@ -187,15 +182,12 @@ func (l *Load) Prepare(ctx context.Context) error {
 	jobs := make(chan int)
 	errs := make(chan error, l.cfg.Workers)
 	var wg sync.WaitGroup
-	for w := range l.cfg.Workers {
+	for range l.cfg.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				send := l.sender(w)
-				if l.cfg.API == APIREST {
-					send = l.restSender(l.cfg.URLs[i%len(l.cfg.URLs)])
-				}
+				send := l.urlSender(l.cfg.URLs[i%len(l.cfg.URLs)])
 				status, _, err := send(ctx, pool[i])
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
@@ -233,9 +225,6 @@ feed:
 func (l *Load) Run(ctx context.Context, d time.Duration) (*Result, error) {
 	if l.cfg.Mode == ModeReplay && len(l.pool) == 0 {
 		return nil, errors.New("benchtool: replay mode: Prepare first")
-	}
-	if l.cfg.API == APIMCP && l.sessions == nil {
-		return nil, errors.New("benchtool: MCP load: Prepare first")
 	}
 	start := time.Now()
 	stop := start.Add(d)
@@ -395,10 +384,15 @@ type sendFunc func(ctx context.Context, r *request) (status int, replayed bool, 
 // slot g*DupK+j) sends: to the URL of the slot, over the load's API. In
 // dup mode the copies of one step go to different URLs.
 func (l *Load) sender(slot int) sendFunc {
+	return l.urlSender(l.slotURL(slot))
+}
+
+// urlSender sends to url over the load's API.
+func (l *Load) urlSender(url string) sendFunc {
 	if l.cfg.API == APIMCP {
-		return l.mcpSender(l.sessions[slot])
+		return l.mcpSender(url)
 	}
-	return l.restSender(l.slotURL(slot))
+	return l.restSender(url)
 }
 
 // slotURL is the URL sending slot i talks to.
@@ -408,14 +402,6 @@ func (l *Load) slotURL(slot int) string {
 		return l.cfg.URLs[(group+j)%len(l.cfg.URLs)]
 	}
 	return l.cfg.URLs[slot%len(l.cfg.URLs)]
-}
-
-// slots is the number of sending slots a run uses.
-func (l *Load) slots() int {
-	if l.cfg.Mode == ModeDup {
-		return max(1, l.cfg.Workers/l.cfg.DupK) * l.cfg.DupK
-	}
-	return max(l.cfg.Workers, 1)
 }
 
 // timed sends r and records the answer and its latency.

@@ -30,13 +30,19 @@ type Result struct {
 	// ProcessCPU is the CPU time of this process during the run: the load
 	// generator, plus the servers when they run in process.
 	ProcessCPU time.Duration
+	// ServerCPU is the CPU time of the servers' process during the run,
+	// when they run in another process than the load (-1 otherwise).
+	ServerCPU time.Duration
+	// RedisCommands counts the Redis commands run during the run, by name,
+	// when known (nil otherwise).
+	RedisCommands map[string]int64
 	// latencies of the answered requests, sorted once read.
 	latencies []time.Duration
 	sorted    bool
 }
 
 func newResult() *Result {
-	return &Result{Statuses: make(map[int]int64), RoundTrips: -1, RedisCPU: -1}
+	return &Result{Statuses: make(map[int]int64), RoundTrips: -1, RedisCPU: -1, ServerCPU: -1}
 }
 
 func (r *Result) record(status int, replayed bool, latency time.Duration) {
@@ -62,6 +68,17 @@ func (r *Result) Merge(o *Result) {
 		r.RoundTrips = max(r.RoundTrips, 0) + o.RoundTrips
 	}
 	r.ProcessCPU += o.ProcessCPU
+	if o.ServerCPU >= 0 {
+		r.ServerCPU = max(r.ServerCPU, 0) + o.ServerCPU
+	}
+	if o.RedisCommands != nil {
+		if r.RedisCommands == nil {
+			r.RedisCommands = make(map[string]int64)
+		}
+		for name, n := range o.RedisCommands {
+			r.RedisCommands[name] += n
+		}
+	}
 	if o.RedisCPU >= 0 {
 		r.RedisCPU = max(r.RedisCPU, 0) + o.RedisCPU
 	}
@@ -76,6 +93,32 @@ func (r *Result) ProcessMicrosPerRequest() float64 {
 		return math.NaN()
 	}
 	return float64(r.ProcessCPU) / float64(time.Microsecond) / float64(r.Requests)
+}
+
+// ServerMicrosPerRequest is the servers' CPU time per answered request in
+// microseconds when they ran in another process, else this process's
+// (load generator included).
+func (r *Result) ServerMicrosPerRequest() float64 {
+	if r.ServerCPU < 0 {
+		return r.ProcessMicrosPerRequest()
+	}
+	if r.Requests == 0 {
+		return math.NaN()
+	}
+	return float64(r.ServerCPU) / float64(time.Microsecond) / float64(r.Requests)
+}
+
+// RedisCommandsPerRequest is each Redis command's calls per answered
+// request, or nil when they were not counted.
+func (r *Result) RedisCommandsPerRequest() map[string]float64 {
+	if r.RedisCommands == nil || r.Requests == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(r.RedisCommands))
+	for name, n := range r.RedisCommands {
+		out[name] = float64(n) / float64(r.Requests)
+	}
+	return out
 }
 
 // RedisMicrosPerRequest is Redis CPU time per answered request in

@@ -59,6 +59,9 @@ type Servers struct {
 	GatewayURLs []string
 	// BaselineURL is the base URL of the plain chi server.
 	BaselineURL string
+	// PlainMCPURL is the base URL of the plain go-sdk MCP server
+	// (PlainMCPHandler at /mcp).
+	PlainMCPURL string
 	// Prefix starts every Redis key of this run.
 	Prefix string
 
@@ -146,6 +149,11 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 		return nil, fmt.Errorf("benchtool: registry: %w", err)
 	}
 	if s.BaselineURL, err = s.serve(BaselineHandler(reg)); err != nil {
+		return nil, err
+	}
+	plain := http.NewServeMux()
+	plain.Handle("POST /mcp", PlainMCPHandler(s.Tool))
+	if s.PlainMCPURL, err = s.serve(plain); err != nil {
 		return nil, err
 	}
 	return s, nil
