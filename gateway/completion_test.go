@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
@@ -30,17 +29,7 @@ type privateStore struct {
 
 func privatePostgres(t *testing.T) privateStore {
 	srv := pgtest.Start(t)
-	cfg, err := pgxpool.ParseConfig(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.ConnectTimeout = time.Second // fail fast while the server is down
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := pgstore.New(t.Context(), pool, pgstore.Options{SweepInterval: -1})
+	s, err := pgstore.New(t.Context(), srv.Pool(t), pgstore.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // SharedUsers are tried in order on the shared server (trust auth).
@@ -281,6 +282,24 @@ func (s *Server) Kill() {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	<-s.done
 	s.cmd, s.done = nil, nil
+}
+
+// Pool opens a pool on the server that fails fast while it is down (a
+// connect timeout of 1 s), closed when the test ends: what a test that
+// kills and restarts the server puts its store on.
+func (s *Server) Pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // childrenOf lists the processes whose parent is pid (Linux /proc).

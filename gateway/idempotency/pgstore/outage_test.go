@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -38,17 +37,7 @@ func claimRequest(key string) idempotency.ClaimRequest {
 // openPrivate opens a store on a private server that the test may kill.
 func openPrivate(t *testing.T, srv *pgtest.Server) *pgstore.Store {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.ConnectTimeout = time.Second // fail fast while the server is down
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := pgstore.New(t.Context(), pool, pgstore.Options{SweepInterval: -1})
+	s, err := pgstore.New(t.Context(), srv.Pool(t), pgstore.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
