@@ -22,7 +22,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { generateText, jsonSchema, stepCountIs, streamText, type ModelMessage } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 
-import { aiSdkGateway, type DiscoveredTool } from "../src/ai-sdk.js";
+import { aiSdkGateway } from "../src/ai-sdk.js";
 import { Client } from "../src/index.js";
 
 interface Config {
@@ -108,18 +108,12 @@ const model = new MockLanguageModelV3({
   },
 });
 
-/** The gateway's discovery list (GET /api/tools/v1). */
-async function discovered(): Promise<DiscoveredTool[]> {
-  const response = await fetch(`${config.gateway}/api/tools/v1`, { headers: { Authorization: `Bearer ${config.token}` } });
-  return ((await response.json()) as { tools: DiscoveredTool[] }).tools;
-}
-
 const client = new Client(config.gateway, { token: config.token, initialBackoff: 20 });
 const gw = aiSdkGateway(
   client,
   config.conversation,
   config.discover
-    ? await discovered()
+    ? await client.tools() // the gateway's discovery list (GET /api/tools/v1)
     : {
         provision: {
           description: "allocates a resource",

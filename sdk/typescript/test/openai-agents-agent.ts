@@ -36,7 +36,7 @@ import {
 } from "@openai/agents";
 
 import { Client } from "../src/index.js";
-import { openaiAgentsGateway, type DiscoveredTool } from "../src/openai-agents.js";
+import { openaiAgentsGateway } from "../src/openai-agents.js";
 
 interface Config {
   gateway: string;
@@ -110,18 +110,12 @@ const scripted: Model = {
   },
 };
 
-/** The gateway's discovery list (GET /api/tools/v1). */
-async function discovered(): Promise<DiscoveredTool[]> {
-  const response = await fetch(`${config.gateway}/api/tools/v1`, { headers: { Authorization: `Bearer ${config.token}` } });
-  return ((await response.json()) as { tools: DiscoveredTool[] }).tools;
-}
-
 const client = new Client(config.gateway, { token: config.token, initialBackoff: 20 });
 const gw = openaiAgentsGateway(
   client,
   config.conversation,
   config.discover
-    ? await discovered()
+    ? await client.tools() // the gateway's discovery list (GET /api/tools/v1)
     : {
         provision: {
           description: "allocates a resource",
