@@ -196,7 +196,7 @@ type callState struct {
 	result Result
 
 	// Set by check. unprotected is ResultReadOnly or ResultUnkeyed for a
-	// call that runs without a record (claim and record pass it by); the
+	// call that runs without a record (claim passes it by, run ends it); the
 	// rest is for a call with a record.
 	unprotected ResultKind
 	id          Identity // with the derived key filled in

@@ -14,7 +14,8 @@ import (
 // 408, 425, 429) is completed for replay; an uncertain outcome of a
 // lease_expiry: unknown tool leaves the record UNKNOWN; everything else
 // releases the record so a retry runs the tool again. It ends the call
-// with the tool's answer, or the problem of its failure.
+// with the tool's answer, or the problem of its failure. Only a claimed
+// call whose tool ran gets here: run ends every other one.
 func (s *Server) record(ctx context.Context, st *callState) bool {
 	x, name := &st.exec, st.call.Entry.Spec.Name
 	// At least a whole lease to ride out a store restart (Redis answers
