@@ -171,7 +171,7 @@ func (m identityMember) missing(src identitySource) *Problem {
 	if src.api == APIMCP {
 		where = "_meta \"" + m.meta + "\" (or the " + m.header + " header)"
 	}
-	return newProblem(m.missingCode, "send "+m.what+" as "+where)
+	return NewProblem(m.missingCode, "send "+m.what+" as "+where)
 }
 
 // memberValue is one member as the carriers gave it.
@@ -194,7 +194,7 @@ func (m identityMember) read(src identitySource, parse func(string) (string, boo
 func readMember[T comparable](m identityMember, src identitySource, parse func(string) (T, bool), metaNumber func(json.RawMessage) (T, bool), mode KeyMode) memberValue[T] {
 	var out memberValue[T]
 	malformed := func(detail string) memberValue[T] {
-		out.present, out.problem = true, newProblem(m.badCode, detail)
+		out.present, out.problem = true, NewProblem(m.badCode, detail)
 		return out
 	}
 	var fromMeta T
@@ -241,7 +241,7 @@ func readMember[T comparable](m identityMember, src identitySource, parse func(s
 	}
 	switch {
 	case inMeta && inHeader && fromMeta != fromHeader:
-		out.problem = newProblem(wire.CodeIdempotencyMetadataConflict,
+		out.problem = NewProblem(wire.CodeIdempotencyMetadataConflict,
 			"_meta \""+m.meta+"\" and the "+m.header+" header differ; send the identity one way, or the same both ways")
 	case inMeta:
 		out.value, out.present = fromMeta, true
@@ -353,7 +353,7 @@ func hostCallID(src identitySource) (id, name string, p *Problem) {
 			continue // empty counts as missing
 		}
 		if !isString || len(id) > maxHostCallIDBytes {
-			return "", "", newProblem(wire.CodeIdempotencyKeyMalformed,
+			return "", "", NewProblem(wire.CodeIdempotencyKeyMalformed,
 				"_meta \""+name+"\", the host's id of this call, must be a string of 1-"+strconv.Itoa(maxHostCallIDBytes)+" bytes")
 		}
 		return id, name, nil

@@ -106,9 +106,9 @@ func (s *Server) mountMCP(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Use(markMCP)
 		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-			p := newProblem(wire.CodeMethodNotAllowed, "the MCP endpoint is stateless: send every JSON-RPC message with POST")
+			p := NewProblem(wire.CodeMethodNotAllowed, "the MCP endpoint is stateless: send every JSON-RPC message with POST")
 			p.allow = http.MethodPost
-			writeProblem(w, p)
+			WriteProblem(w, p)
 		})
 		r.Post("/", e.guard(sdk).ServeHTTP)
 	})
@@ -199,7 +199,7 @@ func (e *mcpEndpoint) dispatchCall(listed map[string]bool) mcp.Middleware {
 			}
 			if !found {
 				setLabel(ctx, "", labelNotFound)
-				return nil, rpcError(newProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
+				return nil, rpcError(NewProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
 			}
 			// A stand-in, or a retired tool that still replays
 			// (retired.go): answered outside go-sdk's tool handlers, so

@@ -52,10 +52,10 @@ func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
 		p         *Problem
 		retryable bool
 	}{
-		{newProblem(wire.CodeUpstreamResponseTooLarge, "too large"), false},
-		{newProblem(wire.CodeToolTimeout, "timed out"), true},
-		{newProblem(wire.CodeToolTimeout, "timed out; the outcome is unknown").WithRetryable(false), false},
-		{newProblem(wire.CodeUpstreamUnreachable, "lost").WithRetryable(false), false},
+		{NewProblem(wire.CodeUpstreamResponseTooLarge, "too large"), false},
+		{NewProblem(wire.CodeToolTimeout, "timed out"), true},
+		{NewProblem(wire.CodeToolTimeout, "timed out; the outcome is unknown").WithRetryable(false), false},
+		{NewProblem(wire.CodeUpstreamUnreachable, "lost").WithRetryable(false), false},
 	} {
 		res, err := render(tc.p)
 		if err != nil || !res.IsError {
@@ -69,12 +69,12 @@ func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
 			t.Fatalf("%s: _meta %v lacks the execution and identity", tc.p.Code, res.Meta)
 		}
 	}
-	_, err := render(newProblem(wire.CodeRequestInProgress, "running").WithRetryable(false))
+	_, err := render(NewProblem(wire.CodeRequestInProgress, "running").WithRetryable(false))
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != wire.RPCRequestInProgress || !strings.Contains(string(rpcErr.Data), `"retryable":false`) {
 		t.Fatalf("an overridden retryable in a JSON-RPC error: %v", err)
 	}
-	_, err = render(newProblem(wire.CodeUpstreamUnavailable, "not listed").WithRetryAfter(1))
+	_, err = render(NewProblem(wire.CodeUpstreamUnavailable, "not listed").WithRetryAfter(1))
 	if !errors.As(err, &rpcErr) || rpcErr.Code != wire.RPCUpstreamUnavailable || !strings.Contains(string(rpcErr.Data), `"retryable":true`) {
 		t.Fatalf("upstream_unavailable: %v", err)
 	}

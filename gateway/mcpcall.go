@@ -124,7 +124,7 @@ func mcpRender(c *Call, res Result) (*mcp.CallToolResult, error) {
 	}
 	p := res.Problem
 	if p == nil {
-		p = newProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
+		p = NewProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
 	}
 	switch {
 	case isMCPToolFailure(p.Code):

@@ -75,7 +75,7 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 			refuse(p.Status, req, &jsonrpc.Error{Code: rpcCode, Message: truncateEcho(p.Detail), Data: problemData(p)})
 		}
 		if !isJSONContentType(requestContentType(r.Header)) {
-			refuseProblem(nil, rpcInvalidRequest, newProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
+			refuseProblem(nil, rpcInvalidRequest, NewProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
 			return
 		}
 		limit := e.s.opts.MaxBodyBytes + mcpEnvelopeBytes
@@ -83,16 +83,16 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				refuseProblem(nil, rpcInvalidRequest, newProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
+				refuseProblem(nil, rpcInvalidRequest, NewProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
 				return
 			}
-			refuseProblem(nil, rpcParseError, newProblem(wire.CodeInvalidJSON, "the request body could not be read"))
+			refuseProblem(nil, rpcParseError, NewProblem(wire.CodeInvalidJSON, "the request body could not be read"))
 			return
 		}
 		// One JSON value and nothing after it: trailing data is a parse
 		// error, never run with the rest dropped.
 		if !json.Valid(body) {
-			refuseProblem(nil, rpcParseError, newProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
+			refuseProblem(nil, rpcParseError, NewProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
 			return
 		}
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
@@ -135,7 +135,7 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 		// The arguments of a call have REST's limit, so a call accepted
 		// over MCP is accepted over REST.
 		if req.Method == "tools/call" && int64(env.argumentBytes) > e.s.opts.MaxBodyBytes {
-			refuseProblem(req, wire.RPCInvalidParams, newProblem(wire.CodePayloadTooLarge,
+			refuseProblem(req, wire.RPCInvalidParams, NewProblem(wire.CodePayloadTooLarge,
 				"the arguments may be at most "+strconv.FormatInt(e.s.opts.MaxBodyBytes, 10)+" bytes, as over REST"))
 			return
 		}

@@ -3,8 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,8 +10,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -75,100 +71,6 @@ func TestFreshCallThenReplayIsByteForByte(t *testing.T) {
 		}
 		if h.counter("provision", "executed") != 1 || h.counter("provision", "replayed") != 4 {
 			t.Fatalf("metrics executed=%v replayed=%v", h.counter("provision", "executed"), h.counter("provision", "replayed"))
-		}
-	})
-}
-
-func TestOutcomesThatAreNotRecordedRunAgain(t *testing.T) {
-	cases := []struct {
-		name       string
-		behave     func(ctx context.Context, req *tools.Request) (*tools.Response, error)
-		wantStatus int
-		wantCode   string // problem code, "" when the tool's own body passes through
-	}{
-		{"500 from the tool", func(context.Context, *tools.Request) (*tools.Response, error) {
-			return &tools.Response{Status: 503, Body: []byte(`{"busy":true}`)}, nil
-		}, 503, ""},
-		{"429 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
-			return &tools.Response{Status: 429, Body: []byte(`{"slow":"down"}`)}, nil
-		}, 429, ""},
-		{"408 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
-			return &tools.Response{Status: 408, Body: []byte(`{}`)}, nil
-		}, 408, ""},
-		{"425 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
-			return &tools.Response{Status: 425, Body: []byte(`{}`)}, nil
-		}, 425, ""},
-		{"error", func(context.Context, *tools.Request) (*tools.Response, error) {
-			return nil, context.Canceled
-		}, 500, wire.CodeToolFailed},
-		{"panic", func(context.Context, *tools.Request) (*tools.Response, error) {
-			panic("boom")
-		}, 500, wire.CodeToolFailed},
-		{"upstream unreachable", func(context.Context, *tools.Request) (*tools.Response, error) {
-			return nil, tools.ErrUpstreamUnreachable
-		}, 502, wire.CodeUpstreamUnreachable},
-		{"timeout", func(ctx context.Context, _ *tools.Request) (*tools.Response, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}, 504, wire.CodeToolTimeout},
-	}
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				tool := newTestTool("flaky")
-				tool.behave = tc.behave
-				h := newHarness(t, kind, []tools.Tool{tool}, withPolicy("flaky", tools.Policy{Timeout: 200 * time.Millisecond}))
-				c := callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":1}`}
-				var execIDs []string
-				for i := 0; i < 2; i++ {
-					r := h.do(c)
-					if r.status != tc.wantStatus {
-						t.Fatalf("attempt %d: status %d, want %d: %s", i, r.status, tc.wantStatus, r.body)
-					}
-					if tc.wantCode != "" {
-						p := wantProblem(t, r, tc.wantStatus, tc.wantCode)
-						if p["retryable"] != true {
-							t.Fatalf("%s must be retryable", tc.wantCode)
-						}
-					}
-					if r.header.Get("Idempotent-Replayed") != "false" || r.header.Get("Tool-Execution-Id") == "" {
-						t.Fatalf("executed response lacks execution headers: %v", r.header)
-					}
-					execIDs = append(execIDs, r.header.Get("Tool-Execution-Id"))
-				}
-				if n := tool.total.Load(); n != 2 {
-					t.Fatalf("tool ran %d times, want 2 (nothing recorded)", n)
-				}
-				if execIDs[0] == execIDs[1] {
-					t.Fatal("a new claim must mint a new execution id")
-				}
-				// After the release the step is free again: no step_conflict
-				// for another call of the same step.
-				tool.behave = nil
-				other := h.do(callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":2}`})
-				if other.status != 200 {
-					t.Fatalf("step not freed after release: %d %s", other.status, other.body)
-				}
-			})
-		}
-	})
-}
-
-func TestFourXXIsRecordedAndReplayed(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("strict")
-		tool.behave = func(context.Context, *tools.Request) (*tools.Response, error) {
-			return &tools.Response{Status: 404, Body: []byte(`{"error":"no such zone"}`)}, nil
-		}
-		h := newHarness(t, kind, []tools.Tool{tool})
-		c := callSpec{tool: "strict", session: "s", step: 9, args: `{"zone":"x"}`}
-		first := h.do(c)
-		second := h.do(c)
-		if first.status != 404 || second.status != 404 || !bytes.Equal(first.body, second.body) {
-			t.Fatalf("want the 404 replayed: %d %s / %d %s", first.status, first.body, second.status, second.body)
-		}
-		if second.header.Get("Idempotent-Replayed") != "true" || tool.total.Load() != 1 {
-			t.Fatalf("4xx not replayed: replayed=%q runs=%d", second.header.Get("Idempotent-Replayed"), tool.total.Load())
 		}
 	})
 }
@@ -346,25 +248,6 @@ func TestPreferWaitReplaysTheOutcome(t *testing.T) {
 	})
 }
 
-func TestReadOnlyToolsNeedNoKey(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool := newTestTool("lookup")
-		tool.readOnly = true
-		tool.schema = `{"type":"object","required":["id"]}`
-		h := newHarness(t, kind, []tools.Tool{tool})
-		for i := 0; i < 3; i++ {
-			r := h.do(callSpec{tool: "lookup", args: `{"id":"x"}`})
-			if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || r.header.Get("Tool-Execution-Id") != "" {
-				t.Fatalf("read-only call: %d %v", r.status, r.header)
-			}
-		}
-		if tool.total.Load() != 3 {
-			t.Fatalf("read-only tool ran %d times, want every call", tool.total.Load())
-		}
-		wantProblem(t, h.do(callSpec{tool: "lookup", args: `{}`}), 400, wire.CodeInvalidArguments)
-	})
-}
-
 func metricValue(t *testing.T, h *harness, name, tool string) float64 {
 	t.Helper()
 	families, err := h.reg.Gather()
@@ -457,52 +340,5 @@ func TestPreferWait(t *testing.T) {
 				t.Fatalf("Prefer: wait=%s: %d %s, want the replay of %s", n, r.status, r.body, a.body)
 			}
 		})
-	}
-}
-
-// TestReadOnlyToolsIgnoreKeyHeaders checks read-only tools ignore even malformed key
-// headers, store nothing, carry no execution headers and are marked in
-// discovery.
-func TestReadOnlyToolsIgnoreKeyHeaders(t *testing.T) {
-	lookup := newTestTool("lookup")
-	lookup.readOnly = true
-	h := newHarness(t, storeEmbedded, []tools.Tool{lookup, newTestTool("mutate")})
-	for i := 0; i < 2; i++ {
-		r := h.do(callSpec{tool: "lookup", args: `{}`, headers: map[string]string{
-			"Idempotency-Key": "not a key", "Agent-Session-Id": "a:b", "Agent-Step-Index": "-1"}})
-		if r.status != 200 {
-			t.Fatalf("read-only call with malformed key headers: %d %s", r.status, r.body)
-		}
-		for _, name := range []string{"Idempotent-Replayed", "Tool-Execution-Id"} {
-			if _, present := r.header[name]; present {
-				t.Fatalf("read-only response carries %s", name)
-			}
-		}
-		wantRequestID(t, r.header)
-	}
-	if lookup.total.Load() != 2 {
-		t.Fatalf("read-only tool ran %d times, want 2", lookup.total.Load())
-	}
-	key := derivedKey(t, "ro", 1, "lookup", `{}`)
-	h.do(callSpec{tool: "lookup", session: "ro", step: 1, args: `{}`})
-	if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "lookup", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
-		t.Fatalf("a read-only call stored something: %v", err)
-	}
-
-	one := h.get("/api/tools/v1/lookup", "")
-	var bare map[string]any
-	if err := json.Unmarshal(one.body, &bare); err != nil || bare["read_only"] != true || bare["name"] != "lookup" {
-		t.Fatalf("GET one read-only tool: %s", one.body)
-	}
-	var list struct {
-		Tools []map[string]any `json:"tools"`
-	}
-	if err := json.Unmarshal(h.get("/api/tools/v1", "").body, &list); err != nil || len(list.Tools) != 2 {
-		t.Fatalf("list: %v %v", err, list)
-	}
-	for _, tool := range list.Tools {
-		if ro := tool["read_only"] == true; ro != (tool["name"] == "lookup") {
-			t.Fatalf("read_only marking wrong: %v", tool)
-		}
 	}
 }

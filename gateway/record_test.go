@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -298,4 +299,98 @@ func TestOversizedResultOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 	if n := ran("provision"); n != 2 {
 		t.Fatalf("the rerun tool ran %d times, want 2 (released, once per attempt)", n)
 	}
+}
+
+func TestOutcomesThatAreNotRecordedRunAgain(t *testing.T) {
+	cases := []struct {
+		name       string
+		behave     func(ctx context.Context, req *tools.Request) (*tools.Response, error)
+		wantStatus int
+		wantCode   string // problem code, "" when the tool's own body passes through
+	}{
+		{"500 from the tool", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 503, Body: []byte(`{"busy":true}`)}, nil
+		}, 503, ""},
+		{"429 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 429, Body: []byte(`{"slow":"down"}`)}, nil
+		}, 429, ""},
+		{"408 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 408, Body: []byte(`{}`)}, nil
+		}, 408, ""},
+		{"425 is transient", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 425, Body: []byte(`{}`)}, nil
+		}, 425, ""},
+		{"error", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return nil, context.Canceled
+		}, 500, wire.CodeToolFailed},
+		{"panic", func(context.Context, *tools.Request) (*tools.Response, error) {
+			panic("boom")
+		}, 500, wire.CodeToolFailed},
+		{"upstream unreachable", func(context.Context, *tools.Request) (*tools.Response, error) {
+			return nil, tools.ErrUpstreamUnreachable
+		}, 502, wire.CodeUpstreamUnreachable},
+		{"timeout", func(ctx context.Context, _ *tools.Request) (*tools.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, 504, wire.CodeToolTimeout},
+	}
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				tool := newTestTool("flaky")
+				tool.behave = tc.behave
+				h := newHarness(t, kind, []tools.Tool{tool}, withPolicy("flaky", tools.Policy{Timeout: 200 * time.Millisecond}))
+				c := callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":1}`}
+				var execIDs []string
+				for i := 0; i < 2; i++ {
+					r := h.do(c)
+					if r.status != tc.wantStatus {
+						t.Fatalf("attempt %d: status %d, want %d: %s", i, r.status, tc.wantStatus, r.body)
+					}
+					if tc.wantCode != "" {
+						p := wantProblem(t, r, tc.wantStatus, tc.wantCode)
+						if p["retryable"] != true {
+							t.Fatalf("%s must be retryable", tc.wantCode)
+						}
+					}
+					if r.header.Get("Idempotent-Replayed") != "false" || r.header.Get("Tool-Execution-Id") == "" {
+						t.Fatalf("executed response lacks execution headers: %v", r.header)
+					}
+					execIDs = append(execIDs, r.header.Get("Tool-Execution-Id"))
+				}
+				if n := tool.total.Load(); n != 2 {
+					t.Fatalf("tool ran %d times, want 2 (nothing recorded)", n)
+				}
+				if execIDs[0] == execIDs[1] {
+					t.Fatal("a new claim must mint a new execution id")
+				}
+				// After the release the step is free again: no step_conflict
+				// for another call of the same step.
+				tool.behave = nil
+				other := h.do(callSpec{tool: "flaky", session: "s", step: 1, args: `{"a":2}`})
+				if other.status != 200 {
+					t.Fatalf("step not freed after release: %d %s", other.status, other.body)
+				}
+			})
+		}
+	})
+}
+
+func TestFourXXIsRecordedAndReplayed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool := newTestTool("strict")
+		tool.behave = func(context.Context, *tools.Request) (*tools.Response, error) {
+			return &tools.Response{Status: 404, Body: []byte(`{"error":"no such zone"}`)}, nil
+		}
+		h := newHarness(t, kind, []tools.Tool{tool})
+		c := callSpec{tool: "strict", session: "s", step: 9, args: `{"zone":"x"}`}
+		first := h.do(c)
+		second := h.do(c)
+		if first.status != 404 || second.status != 404 || !bytes.Equal(first.body, second.body) {
+			t.Fatalf("want the 404 replayed: %d %s / %d %s", first.status, first.body, second.status, second.body)
+		}
+		if second.header.Get("Idempotent-Replayed") != "true" || tool.total.Load() != 1 {
+			t.Fatalf("4xx not replayed: replayed=%q runs=%d", second.header.Get("Idempotent-Replayed"), tool.total.Load())
+		}
+	})
 }
