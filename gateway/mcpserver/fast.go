@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -35,7 +36,7 @@ import (
 // differently (missing or mismatched SEP-2575 headers or _meta, an Accept,
 // Host or Last-Event-ID go-sdk checks, params members beyond name,
 // arguments and _meta, arguments that are not an object). The call itself
-// is mcpEndpoint.call, as from go-sdk's tool handler.
+// is endpoint.call, as from go-sdk's tool handler.
 
 // fastCallVersions are the Mcp-Protocol-Version values the fast path
 // serves: every version go-sdk v1.8.0 serves. A request without the header
@@ -72,8 +73,8 @@ var gatewayImplementation = sync.OnceValue(mcpImplementation)
 // the size limit, not a batch), when it is a tools/call the fast path
 // serves, and reports true; or reports false, having written nothing, for
 // the guard to read the message its own way and go-sdk to serve it.
-func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if e.s.opts.MCP.fastPathOff() {
+func (e *endpoint) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if e.opts.fastPathOff() {
 		return false
 	}
 	version := r.Header.Get(protocolVersionHeader)
@@ -82,7 +83,7 @@ func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	msg, ok := scanToolsCall(body)
-	if !ok || int64(msg.env.argumentBytes) > e.s.opts.MaxBodyBytes || !fastProtocolOK(r.Header, msg.env.meta, version, msg.name) {
+	if !ok || int64(msg.env.argumentBytes) > e.gw.MaxBodyBytes() || !fastProtocolOK(r.Header, msg.env.meta, version, msg.name) {
 		return false
 	}
 	id, ok := fastID(msg.id)
@@ -101,7 +102,7 @@ func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, body []b
 	res, err := e.callWith(r.Context(), entry, &mcp.CallToolRequest{
 		Params: &mcp.CallToolParamsRaw{Name: msg.name, Arguments: msg.arguments},
 		Extra:  &mcp.RequestExtra{Header: r.Header},
-	}, MultiRoundTrip{AcceptsInputRequests: version >= mcpProtocolMultiRoundTrip})
+	}, gateway.MultiRoundTrip{AcceptsInputRequests: version >= mcpProtocolMultiRoundTrip})
 	// From here the call has run: the answer is this path's, never go-sdk's
 	// (which would run an unkeyed call a second time).
 	answer, status := fastResponse(id, res, err, newProtocol)
@@ -112,24 +113,25 @@ func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, body []b
 		w.WriteHeader(status)
 	}
 	_, _ = w.Write(answer)
-	e.s.opts.MCP.countFast()
+	e.opts.countFast()
 	return true
 }
 
 // fastPathSwitch turns the fast path off and on and counts the calls it
-// served (MCPOptions.fastPath; tests only).
+// served (Options.fastPath; tests only).
 type fastPathSwitch struct {
 	off    atomic.Bool
 	served atomic.Int64
 }
 
-// fastPathOff reports whether the fast path is turned off (tests).
-func (o MCPOptions) fastPathOff() bool {
-	return o.fastPath != nil && o.fastPath.off.Load()
+// fastPathOff reports whether the fast path is turned off: by the
+// operator (mcp.fast_path: false) or, at run time, by a test.
+func (o Options) fastPathOff() bool {
+	return o.FastPathOff || (o.fastPath != nil && o.fastPath.off.Load())
 }
 
 // countFast counts a call the fast path served (tests).
-func (o MCPOptions) countFast() {
+func (o Options) countFast() {
 	if o.fastPath != nil {
 		o.fastPath.served.Add(1)
 	}
@@ -138,8 +140,8 @@ func (o MCPOptions) countFast() {
 // listedEntry returns the registry's tool of that name when the go-sdk
 // server lists it, and it declares no parameter headers (x-mcp-header,
 // which go-sdk checks against the request's headers).
-func (e *mcpEndpoint) listedEntry(name string) (*tools.Entry, bool) {
-	entry, found := e.s.tools.Lookup(name)
+func (e *endpoint) listedEntry(name string) (*tools.Entry, bool) {
+	entry, found := e.gw.Tools().Lookup(name)
 	if !found || bytes.Contains(entry.Spec.InputSchema, []byte("x-mcp-header")) {
 		return nil, false
 	}

@@ -1,4 +1,4 @@
-package gateway_test
+package mcpserver_test
 
 import (
 	"bytes"
