@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
@@ -31,7 +32,7 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// The differential test of the tools/call fast path (mcpfast.go): every
+// The differential test of the tools/call fast path (fast.go): every
 // request is sent twice to the same gateway, once through go-sdk (the
 // fast path switched off) and once through the fast path, and the two
 // answers must be the same: HTTP status, every response header but Date
@@ -96,12 +97,12 @@ type diffGateway struct {
 	store idempotency.Store
 }
 
-func newDiffGateway(t *testing.T, store idempotency.Store, mcp MCPOptions, policies map[string]tools.Policy, ts ...tools.Tool) *diffGateway {
+func newDiffGateway(t *testing.T, store idempotency.Store, mcp Options, policies map[string]tools.Policy, ts ...tools.Tool) *diffGateway {
 	return newDiffGatewayWith(t, nil, store, mcp, policies, ts...)
 }
 
 // newDiffGatewayWith is newDiffGateway with tune applied to the options.
-func newDiffGatewayWith(t *testing.T, tune func(*Options), store idempotency.Store, mcp MCPOptions, policies map[string]tools.Policy, ts ...tools.Tool) *diffGateway {
+func newDiffGatewayWith(t *testing.T, tune func(*gateway.Options), store idempotency.Store, mcp Options, policies map[string]tools.Policy, ts ...tools.Tool) *diffGateway {
 	t.Helper()
 	reg, err := tools.NewRegistryOf(ts...)
 	if err != nil {
@@ -111,8 +112,8 @@ func newDiffGatewayWith(t *testing.T, tune func(*Options), store idempotency.Sto
 	mcp.fastPath = fast
 	mcp.InProgressWait = -1 // a running call answers -32001 at once
 	prom := prometheus.NewRegistry()
-	opts := Options{
-		Store: store, Tools: reg, MCP: mcp,
+	opts := gateway.Options{
+		Store: store, Tools: reg, Mounts: []gateway.Mount{Mount(mcp)},
 		Policies:   policies,
 		Logger:     slog.New(slog.DiscardHandler),
 		Registerer: prom, Gatherer: prom,
@@ -120,7 +121,7 @@ func newDiffGatewayWith(t *testing.T, tune func(*Options), store idempotency.Sto
 	if tune != nil {
 		tune(&opts)
 	}
-	gw, err := NewServer(opts)
+	gw, err := gateway.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,16 +328,16 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 	pay := &diffTool{spec: tools.Spec{Name: "pay"}}
 	hold := &blockingTool{started: make(chan struct{}, 1), release: make(chan struct{})}
 	defer close(hold.release)
-	g := newDiffGateway(t, newBoltStore(t), MCPOptions{}, map[string]tools.Policy{"pay": {LeaseExpiry: idempotency.LeaseExpiryUnknown}},
+	g := newDiffGateway(t, newBoltStore(t), Options{}, map[string]tools.Policy{"pay": {LeaseExpiry: idempotency.LeaseExpiryUnknown}},
 		echo, strict, look, pay, hold)
-	unkeyed := newDiffGateway(t, newBoltStore(t), MCPOptions{AllowUnkeyed: true}, nil, echo)
+	unkeyed := newDiffGateway(t, newBoltStore(t), Options{AllowUnkeyed: true}, nil, echo)
 	// max_body_bytes 256: arguments over it are refused over MCP as over REST.
-	small := newDiffGatewayWith(t, func(o *Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), MCPOptions{}, nil, look)
+	small := newDiffGatewayWith(t, func(o *gateway.Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), Options{}, nil, look)
 	gw := g
 	// A store whose Redis client is gone: every decision fails at once.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	_ = down.Close()
-	storeDown := newDiffGateway(t, redisstore.New(down, redisstore.Options{Prefix: "never:"}), MCPOptions{}, nil, echo)
+	storeDown := newDiffGateway(t, redisstore.New(down, redisstore.Options{Prefix: "never:"}), Options{}, nil, echo)
 
 	// A call a gateway that died left running: its lease is over, and the
 	// tool's lease_expiry is unknown.
@@ -350,7 +351,7 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := g.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: AnonymousTenant, Tool: "pay", Key: unknownKey},
+		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: unknownKey},
 		Fingerprint: keyderive.Fingerprint(canonical), StepGuard: true, StepBoundKey: true,
 		Step:        &idempotency.Step{SessionID: "unknown", Index: 0},
 		ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM", Owner: "dead-gateway",
@@ -534,7 +535,7 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 // and replayed alike, and tools/list stays go-sdk's.
 func TestMCPFastPathServesTheGoSDKClient(t *testing.T) {
 	echo := &diffTool{spec: tools.Spec{Name: "echo", InputSchema: []byte(`{"type":"object"}`)}}
-	g := newDiffGateway(t, newBoltStore(t), MCPOptions{}, nil, echo)
+	g := newDiffGateway(t, newBoltStore(t), Options{}, nil, echo)
 	client := mcp.NewClient(&mcp.Implementation{Name: "fast-path-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.srv.URL + "/mcp"}, nil)
 	if err != nil {
