@@ -51,7 +51,8 @@ const envelopeParams = `{"name":"provision","arguments":{"size":1},"_meta":{"io.
 // TestMCPStrictEnvelope posts raw messages (the envelope is what is under
 // test): trailing data is a parse error, duplicate member names in the
 // envelope, params or _meta are an invalid request, a request id must be a
-// string or an integer within ±(2^53−1), and none of them runs the tool.
+// string or an integer within ±(2^53−1) other than -0 (so the answer's id
+// is the request's as sent), and none of them runs the tool.
 func TestMCPStrictEnvelope(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
@@ -71,6 +72,8 @@ func TestMCPStrictEnvelope(t *testing.T) {
 		{"id with an exponent", callBody("1e3", envelopeParams), -32600},
 		{"id 2^53", callBody("9007199254740992", envelopeParams), -32600},
 		{"id -2^53", callBody("-9007199254740992", envelopeParams), -32600},
+		// go-sdk reads an id number as an integer: -0 would come back as 0.
+		{"id -0", callBody("-0", envelopeParams), -32600},
 		{"id true", callBody("true", envelopeParams), -32600},
 		{"id null", callBody("null", envelopeParams), -32600},
 		{"id an object", callBody(`{"a":1}`, envelopeParams), -32600},

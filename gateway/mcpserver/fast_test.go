@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,6 +23,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"golang.org/x/tools/txtar"
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -321,6 +324,68 @@ func gatewayIdentity(step int) func(string) map[string]string {
 	}
 }
 
+// scenariosValidatedWith is the go-sdk version the scenarios of
+// testdata/fastpath were last run against, and gosdk.go copied from.
+const scenariosValidatedWith = "v1.8.0"
+
+// goSDKModule is go-sdk's module path.
+const goSDKModule = "github.com/modelcontextprotocol/go-sdk"
+
+// TestFastPathScenariosMatchGoSDK fails when go.mod requires (or replaces)
+// another go-sdk than the one the fast path was validated against: the
+// fast path copies go-sdk's behaviour (gosdk.go), and an upgrade that
+// adds a check would leave it accepting what go-sdk refuses, with no other
+// test failing.
+func TestFastPathScenariosMatchGoSDK(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkValidatedGoSDK(gomod); err != nil {
+		t.Fatal(err)
+	}
+	// The check itself: another version, or a replacement, fails it.
+	for _, other := range []string{
+		"require (\n\t" + goSDKModule + " v1.9.0\n)\n",
+		"require " + goSDKModule + " v1.8.1\n",
+		"require " + goSDKModule + " " + scenariosValidatedWith + "\nreplace " + goSDKModule + " => ../go-sdk\n",
+	} {
+		if checkValidatedGoSDK([]byte(other)) == nil {
+			t.Errorf("go.mod %q passed the check", other)
+		}
+	}
+}
+
+// checkValidatedGoSDK says what to re-validate when go.mod requires (or
+// replaces) another go-sdk than scenariosValidatedWith.
+func checkValidatedGoSDK(gomod []byte) error {
+	required, replaced := "", false
+	for line := range strings.Lines(string(gomod)) {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && (fields[0] == "require" || fields[0] == "replace") {
+			replaced = replaced || fields[0] == "replace" && slices.Contains(fields, goSDKModule)
+			fields = fields[1:]
+		}
+		if len(fields) >= 2 && fields[0] == goSDKModule {
+			required = fields[1]
+			replaced = replaced || slices.Contains(fields, "=>")
+		}
+	}
+	if required == scenariosValidatedWith && !replaced {
+		return nil
+	}
+	return fmt.Errorf("go.mod requires %s %s (replaced: %v), but the fast path was validated against %s. Before changing scenariosValidatedWith: "+
+		"read go-sdk's changes to the streamable HTTP handler's checks (protocol versions, methods, Accept/Host/Last-Event-ID, "+
+		"the SEP-2575 headers and _meta), the capabilities it decodes, its error-to-status mapping and the results it writes "+
+		"(resultType, serverInfo); update gosdk.go to match; add a scenario in testdata/fastpath for every new check; "+
+		"and run TestMCPFastPathAnswersAsGoSDK (or set mcp.fast_path: false until then)",
+		goSDKModule, required, replaced, scenariosValidatedWith)
+}
+
+// fastPathVersions are the protocol versions the scenarios run on by
+// default: every one go-sdk v1.8.0 serves (fastCallVersions).
+var fastPathVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
 func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 	echo := &diffTool{spec: tools.Spec{Name: "echo", InputSchema: []byte(`{"type":"object"}`)}}
 	strict := &diffTool{spec: tools.Spec{Name: "strict", InputSchema: []byte(`{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`)}}
@@ -330,204 +395,224 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 	defer close(hold.release)
 	g := newDiffGateway(t, newBoltStore(t), Options{}, map[string]tools.Policy{"pay": {LeaseExpiry: idempotency.LeaseExpiryUnknown}},
 		echo, strict, look, pay, hold)
-	unkeyed := newDiffGateway(t, newBoltStore(t), Options{AllowUnkeyed: true}, nil, echo)
-	// max_body_bytes 256: arguments over it are refused over MCP as over REST.
-	small := newDiffGatewayWith(t, func(o *gateway.Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), Options{}, nil, look)
-	gw := g
 	// A store whose Redis client is gone: every decision fails at once.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	_ = down.Close()
-	storeDown := newDiffGateway(t, redisstore.New(down, redisstore.Options{Prefix: "never:"}), Options{}, nil, echo)
+	gateways := map[string]*diffGateway{
+		"default": g,
+		"unkeyed": newDiffGateway(t, newBoltStore(t), Options{AllowUnkeyed: true}, nil, echo),
+		// max_body_bytes 256: arguments over it are refused over MCP as over REST.
+		"small": newDiffGatewayWith(t, func(o *gateway.Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), Options{}, nil, look),
+		"down":  newDiffGateway(t, redisstore.New(down, redisstore.Options{Prefix: "never:"}), Options{}, nil, echo),
+	}
+	leaveUnknownRecord(t, g.store, "unknown", "pay", `{"amount":5}`)
+	startHeldCall(t, g, hold, "held")
 
-	// A call a gateway that died left running: its lease is over, and the
-	// tool's lease_expiry is unknown.
-	unknownArgs := `{"amount":5}`
-	canonical, err := keyderive.Canonicalize([]byte(unknownArgs))
+	files, err := filepath.Glob(filepath.Join("testdata", "fastpath", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in testdata/fastpath: %v", err)
+	}
+	for _, file := range files {
+		archive, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range archive.Files {
+			sc, err := parseScenario(f.Data)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", file, f.Name, err)
+			}
+			gw := gateways[sc.gateway]
+			if gw == nil {
+				t.Fatalf("%s: %s: no gateway %q", file, f.Name, sc.gateway)
+			}
+			for _, version := range sc.versions {
+				// The name is the sessions' too: no spaces.
+				what := strings.ReplaceAll(strings.TrimSuffix(filepath.Base(file), ".txtar")+"/"+f.Name+"/"+version, " ", "_")
+				gw.run(t, what, sc.request(version))
+			}
+		}
+	}
+	if echo.runs == 0 || look.runs == 0 {
+		t.Fatalf("the tools did not run (echo %d, look %d)", echo.runs, look.runs)
+	}
+}
+
+// scenario is one section of a testdata/fastpath archive (README.md there
+// says what each key means).
+type scenario struct {
+	versions []string
+	gateway  string
+	req      diffRequest
+	served   bool
+	want     string
+	// fresh, then: a new call per path under identity, replayed, and
+	// (when thenArguments is set) sent again with other arguments.
+	fresh         string
+	noReplay      bool
+	thenArguments string
+	thenWant      string
+}
+
+// parseScenario reads one section: key: value lines, a blank line, then
+// an optional raw message.
+func parseScenario(data []byte) (*scenario, error) {
+	sc := &scenario{versions: fastPathVersions, gateway: "default", req: diffRequest{meta: map[string]string{}, header: map[string]string{}}}
+	text := string(data)
+	head, body, _ := strings.Cut(text, "\n\n")
+	sc.req.rawBody = strings.TrimSuffix(body, "\n")
+	for line := range strings.Lines(head) {
+		key, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key: value", line)
+		}
+		value = strings.TrimSpace(value)
+		if err := sc.set(key, value); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+// set sets one key of the scenario.
+func (sc *scenario) set(key, value string) error {
+	if name, ok := strings.CutPrefix(key, "meta "); ok {
+		sc.req.meta[name] = value
+		return nil
+	}
+	if name, ok := strings.CutPrefix(key, "header "); ok {
+		sc.req.header[name] = value
+		return nil
+	}
+	switch key {
+	case "versions":
+		sc.versions = map[string][]string{"all": fastPathVersions, "new": fastPathVersions[:1], "old": fastPathVersions[1:], "none": {""}}[value]
+		if sc.versions == nil {
+			sc.versions = strings.Fields(value)
+		}
+	case "gateway":
+		sc.gateway = value
+	case "tool":
+		sc.req.tool = value
+	case "id":
+		sc.req.id = value
+	case "arguments":
+		sc.req.arguments = value
+	case "params":
+		sc.req.rawParams = value
+	case "bare-meta":
+		sc.req.bareMeta = value == "true"
+	case "served":
+		sc.served = value == "true"
+	case "want":
+		sc.want = value
+	case "fresh":
+		sc.fresh = value
+	case "replay":
+		sc.noReplay = value == "false"
+	case "then-arguments":
+		sc.thenArguments = value
+	case "then-want":
+		sc.thenWant = value
+	default:
+		return fmt.Errorf("unknown key %q", key)
+	}
+	return nil
+}
+
+// request is the scenario's request on a protocol version ($v in _meta
+// values is the version).
+func (sc *scenario) request(version string) scenarioRun {
+	r := sc.req
+	r.version = version
+	r.meta = make(map[string]string, len(sc.req.meta))
+	for name, value := range sc.req.meta {
+		r.meta[name] = strings.ReplaceAll(value, "$v", version)
+	}
+	return scenarioRun{scenario: sc, req: r}
+}
+
+// scenarioRun is a scenario on one version.
+type scenarioRun struct {
+	*scenario
+	req diffRequest
+}
+
+// run sends the scenario through both paths and compares the answers.
+func (g *diffGateway) run(t *testing.T, what string, sc scenarioRun) {
+	t.Helper()
+	if sc.fresh == "" {
+		answer := g.same(t, what, sc.req, sc.served)
+		if sc.want != "" {
+			want(t, what, answer, sc.want)
+		}
+		return
+	}
+	kind, arg, _ := strings.Cut(sc.fresh, " ")
+	identity := func(session string) map[string]string {
+		return map[string]string{"claudecode/toolUseId": strconv.Quote(session + arg)}
+	}
+	if kind == "gateway" {
+		step, _ := strconv.Atoi(arg)
+		identity = gatewayIdentity(step)
+	}
+	slowReq, fastReq := g.fresh(t, what, sc.req, identity)
+	if sc.noReplay {
+		return
+	}
+	g.same(t, what+" replay of go-sdk's", slowReq, true)
+	g.same(t, what+" replay of the fast path's", fastReq, true)
+	if sc.thenArguments != "" {
+		again := fastReq
+		again.arguments = sc.thenArguments
+		want(t, what+" again", g.same(t, what+" again", again, true), sc.thenWant)
+	}
+}
+
+// leaveUnknownRecord leaves the record of a call a gateway that died left
+// running, its lease over and the tool's lease_expiry unknown: the next
+// call of it meets outcome_unknown.
+func leaveUnknownRecord(t *testing.T, store idempotency.Store, session, tool, args string) {
+	t.Helper()
+	canonical, err := keyderive.Canonicalize([]byte(args))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unknownKey, _, err := keyderive.Derive("unknown", 0, "pay", []byte(unknownArgs))
+	key, _, err := keyderive.Derive(session, 0, tool, []byte(args))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: unknownKey},
+	if _, err := store.Claim(context.Background(), idempotency.ClaimRequest{
+		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: tool, Key: key},
 		Fingerprint: keyderive.Fingerprint(canonical), StepGuard: true, StepBoundKey: true,
-		Step:        &idempotency.Step{SessionID: "unknown", Index: 0},
+		Step:        &idempotency.Step{SessionID: session, Index: 0},
 		ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM", Owner: "dead-gateway",
 		LockTTL: 50 * time.Millisecond, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
 	}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
+}
 
-	// A call running now (through REST), for request_in_progress.
-	holdKey, _, err := keyderive.Derive("held", 0, "hold", []byte(`{}`))
+// startHeldCall starts a call of hold (through REST) under session, step
+// 0, and returns once it runs: its duplicates meet request_in_progress.
+func startHeldCall(t *testing.T, g *diffGateway, hold *blockingTool, session string) {
+	t.Helper()
+	key, _, err := keyderive.Derive(session, 0, "hold", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, g.srv.URL+"/api/tools/v1/hold", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(wire.HeaderSessionID, "held")
+		req.Header.Set(wire.HeaderSessionID, session)
 		req.Header.Set(wire.HeaderStepIndex, "0")
-		req.Header.Set(wire.HeaderIdempotencyKey, holdKey)
+		req.Header.Set(wire.HeaderIdempotencyKey, key)
 		if resp, err := g.srv.Client().Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
 	<-hold.started
-
-	for _, version := range []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
-		t.Run(version, func(t *testing.T) {
-			v := func(r diffRequest) diffRequest { r.version = version; return r }
-			name := func(s string) string { return version + "-" + s }
-
-			// Executed, then replayed: a JSON object body, a text body,
-			// HTML characters, absent arguments, a string request id.
-			for label, args := range map[string]string{
-				"object": `{"n":1,"s":"<b>&amp;</b> \u2028"}`, "text": `{"text":true}`, "absent": "", "string-id": `{"n":2}`,
-			} {
-				r := v(diffRequest{tool: "echo", arguments: args})
-				if label == "string-id" {
-					r.id = `"req-1"`
-				}
-				slowReq, fastReq := g.fresh(t, name(label), r, gatewayIdentity(0))
-				g.same(t, name(label)+" replay of go-sdk's", slowReq, true)
-				g.same(t, name(label)+" replay of the fast path's", fastReq, true)
-			}
-			// A recorded 4xx (isError, replayed as such); a failure that
-			// is not recorded (isError, retryable).
-			slowReq, _ := g.fresh(t, name("4xx"), v(diffRequest{tool: "echo", arguments: `{"status":409}`}), gatewayIdentity(0))
-			g.same(t, name("4xx replay"), slowReq, true)
-			g.fresh(t, name("5xx"), v(diffRequest{tool: "echo", arguments: `{"status":500}`}), gatewayIdentity(0))
-
-			// Host call ids: executed, replayed, reused with other arguments.
-			host := func(id string) func(string) map[string]string {
-				return func(session string) map[string]string {
-					return map[string]string{"claudecode/toolUseId": strconv.Quote(session + id)}
-				}
-			}
-			slowReq, fastReq := g.fresh(t, name("host"), v(diffRequest{tool: "echo", arguments: `{"n":3}`}), host("tu"))
-			g.same(t, name("host replay"), slowReq, true)
-			reused := fastReq
-			reused.arguments = `{"n":4}`
-			want(t, name("host reused"), g.same(t, name("host reused"), reused, true), `"code":"idempotency_key_reused"`)
-
-			// Refusals about the request.
-			step := func(meta map[string]string) diffRequest {
-				return v(diffRequest{tool: "echo", arguments: `{"n":5}`, meta: meta})
-			}
-			g.same(t, name("bad step"), step(map[string]string{wire.MetaSessionID: `"s"`, wire.MetaStepIndex: `"x"`}), true)
-			g.same(t, name("fractional step"), step(map[string]string{wire.MetaSessionID: `"s"`, wire.MetaStepIndex: `3.0`}), true)
-			want(t, name("no identity"), g.same(t, name("no identity"), step(nil), true), `"code":"agent_session_missing"`)
-			g.same(t, name("key mismatch"), step(map[string]string{wire.MetaSessionID: `"s"`, wire.MetaStepIndex: `1`,
-				wire.MetaIdempotencyKey: `"` + strings.Repeat("ab", 32) + `"`}), true)
-			g.same(t, name("metadata conflict"), diffRequest{version: version, tool: "echo", arguments: `{"n":5}`,
-				meta:   map[string]string{wire.MetaSessionID: `"s"`, wire.MetaStepIndex: `1`},
-				header: map[string]string{wire.HeaderSessionID: "other"}}, true)
-			// The step guard: the same step with other arguments.
-			conflicted, _ := g.fresh(t, name("step"), v(diffRequest{tool: "echo", arguments: `{"n":6}`}), gatewayIdentity(4))
-			conflicted.arguments = `{"n":7}`
-			want(t, name("step conflict"), g.same(t, name("step conflict"), conflicted, true), `"code":"step_conflict"`)
-			// Schema violations: a tool result the model can act on.
-			g.same(t, name("invalid arguments"), v(diffRequest{tool: "strict", arguments: `{"x":"one"}`,
-				meta: gatewayIdentity(0)(name("strict"))}), true)
-			g.same(t, name("duplicate argument names"), v(diffRequest{tool: "echo", arguments: `{"n":1,"n":2}`,
-				meta: gatewayIdentity(0)(name("dup"))}), true)
-			// Still running; an outcome nobody knows; a store that is down.
-			want(t, name("in progress"), g.same(t, name("in progress"), v(diffRequest{tool: "hold", arguments: `{}`, meta: gatewayIdentity(0)("held")}), true), `"code":-32001`)
-			want(t, name("outcome unknown"), g.same(t, name("outcome unknown"), v(diffRequest{tool: "pay", arguments: unknownArgs, meta: gatewayIdentity(0)("unknown")}), true), `"code":-32002`)
-			want(t, name("store down"), storeDown.same(t, name("store down"), v(diffRequest{tool: "echo", arguments: `{}`, meta: gatewayIdentity(0)(name("down"))}), true), `"code":-32003`)
-			// A read-only tool needs no identity; allow_unkeyed runs a
-			// mutating tool without one, unprotected.
-			g.same(t, name("read-only"), v(diffRequest{tool: "look", arguments: `{"q":1}`}), true)
-			want(t, name("unkeyed"), unkeyed.same(t, name("unkeyed"), v(diffRequest{tool: "echo", arguments: `{"n":8}`}), true), `"io.github.toolgateway/idempotency":"none"`)
-
-			// Left to go-sdk (and dispatchCall): an unknown tool, arguments
-			// that are not an object, params the fast path does not read.
-			want(t, name("unknown tool"), g.same(t, name("unknown tool"), v(diffRequest{tool: "nope", arguments: `{}`}), false), `"code":"tool_not_found"`)
-			g.same(t, name("array arguments"), v(diffRequest{tool: "echo", arguments: `[1]`, meta: gatewayIdentity(0)(name("arr"))}), false)
-			g.same(t, name("null arguments"), v(diffRequest{tool: "echo", arguments: `null`, meta: gatewayIdentity(0)(name("null"))}), false)
-			extra := v(diffRequest{tool: "echo"})
-			extra.rawParams = `{"name":"echo","arguments":{},"task":{"ttl":5}}`
-			g.same(t, name("extra params"), extra, false)
-			g.same(t, name("Last-Event-ID"), v(diffRequest{tool: "look", arguments: `{}`, header: map[string]string{headerLastEventID: "1"}}), false)
-			g.same(t, name("Accept JSON only"), v(diffRequest{tool: "look", arguments: `{}`, header: map[string]string{"Accept": "application/json"}}), false)
-			g.same(t, name("Accept */*"), v(diffRequest{tool: "look", arguments: `{}`, header: map[string]string{"Accept": "*/*"}}), true)
-			g.same(t, name("foreign Host"), v(diffRequest{tool: "look", arguments: `{}`, header: map[string]string{"Host": "evil.example"}}), false)
-			if version >= newestProtocolEra {
-				g.same(t, name("no Mcp-Name"), v(diffRequest{tool: "look", arguments: `{}`, header: map[string]string{headerMCPName: ""}}), false)
-				g.same(t, name("other Mcp-Name"), v(diffRequest{tool: "look", arguments: `{}`, header: map[string]string{headerMCPName: "echo"}}), false)
-				g.same(t, name("bare _meta"), v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true}), false)
-				noCaps := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{metaProtocolVersion: `"2026-07-28"`}})
-				g.same(t, name("no clientCapabilities"), noCaps, false)
-				badCaps := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
-					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{"sampling":5}`}})
-				g.same(t, name("bad clientCapabilities"), badCaps, false)
-				badRoots := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
-					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{"roots":{"listChanged":"yes"}}`}})
-				g.same(t, name("bad roots capability"), badRoots, false)
-				badInfo := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
-					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{}`, metaClientInfo: `{"name":5}`}})
-				g.same(t, name("bad clientInfo"), badInfo, false)
-				nullInfo := v(diffRequest{tool: "look", arguments: `{}`, bareMeta: true, meta: map[string]string{
-					metaProtocolVersion: `"2026-07-28"`, metaClientCapabilities: `{}`, metaClientInfo: `null`}})
-				g.same(t, name("null clientInfo"), nullInfo, false)
-			} else {
-				withVersion := v(diffRequest{tool: "look", arguments: `{}`, meta: map[string]string{metaProtocolVersion: `"` + version + `"`}})
-				g.same(t, name("_meta protocolVersion"), withVersion, false)
-			}
-		})
-	}
-	// The envelope as sent: what the guard refuses is refused alike (the
-	// fast path leaves it to the guard); odd but valid spelling is served.
-	t.Run("envelope", func(t *testing.T) {
-		const version = "2025-11-25"
-		raw := func(body string) diffRequest {
-			return diffRequest{version: version, tool: "look", rawBody: body}
-		}
-		for what, tc := range map[string]struct {
-			body   string
-			served bool
-		}{
-			"spaced":              {" {\n \"jsonrpc\" : \"2.0\" ,\t\"id\":-3, \"method\":\"tools/call\",\"params\":{ \"name\" : \"look\" , \"arguments\" : { \"q\" : [ 1 , { } ] } } }\n", true},
-			"members reordered":   {`{"params":{"arguments":{},"name":"look"},"method":"tools/call","id":"x\"y","jsonrpc":"2.0"}`, true},
-			"escaped tool name":   {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"l\u006fok","arguments":{}}}`, true},
-			"duplicate id":        {`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"look"}}`, false},
-			"duplicate name":      {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","name":"echo"}}`, false},
-			"escaped duplicate":   {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","n\u0061me":"echo"}}`, false},
-			"duplicate _meta":     {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","_meta":{"a":1,"a":2}}}`, false},
-			"fractional id":       {`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"look"}}`, false},
-			"id too large":        {`{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/call","params":{"name":"look"}}`, false},
-			"null id":             {`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"look"}}`, false},
-			"no id":               {`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"look"}}`, false},
-			"JSON-RPC 1.0":        {`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"look"}}`, false},
-			"extra member":        {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look"},"x":1}`, false},
-			"no params":           {`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, false},
-			"tool name not text":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, false},
-			"other method":        {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false},
-			"arguments too large": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"look","arguments":{"s":"` + strings.Repeat("x", 300) + `"}}}`, false},
-		} {
-			g := small
-			if what != "arguments too large" {
-				g = gw
-			}
-			answer := g.same(t, what, raw(tc.body), tc.served)
-			if what == "arguments too large" {
-				want(t, what, answer, `"code":"payload_too_large"`)
-			}
-		}
-	})
-	t.Run("no protocol version header", func(t *testing.T) {
-		g.same(t, "no header", diffRequest{tool: "look", arguments: `{}`}, false)
-	})
-	t.Run("unknown newer version", func(t *testing.T) {
-		g.same(t, "2027-01-01", diffRequest{version: "2027-01-01", tool: "look", arguments: `{}`}, false)
-	})
-	if echo.runs == 0 || look.runs == 0 {
-		t.Fatalf("the tools did not run (echo %d, look %d)", echo.runs, look.runs)
-	}
 }
 
 // TestMCPFastPathServesTheGoSDKClient: the official Go client's calls
@@ -558,5 +643,34 @@ func TestMCPFastPathServesTheGoSDKClient(t *testing.T) {
 	}
 	if echo.runs != 1 {
 		t.Fatalf("the tool ran %d times, want 1", echo.runs)
+	}
+}
+
+// TestMCPFastPathOff: with mcp.fast_path: false (Options.FastPathOff)
+// every tools/call, the official client's included, is served by go-sdk's
+// own path, with the same exactly-once answers.
+func TestMCPFastPathOff(t *testing.T) {
+	echo := &diffTool{spec: tools.Spec{Name: "echo", InputSchema: []byte(`{"type":"object"}`)}}
+	g := newDiffGateway(t, newBoltStore(t), Options{FastPathOff: true}, nil, echo)
+	r := diffRequest{version: "2026-07-28", tool: "echo", arguments: `{"n":1}`, meta: gatewayIdentity(0)("off")}
+	first := g.send(t, r, true) // the test's switch says on; the operator's says off
+	want(t, "fast path off", first, `"io.github.toolgateway/replayed":false`)
+	want(t, "fast path off, replay", g.send(t, r, true), `"io.github.toolgateway/replayed":true`)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fast-path-off", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.srv.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": 2},
+		Meta: mcp.Meta{wire.MetaSessionID: "off-client", wire.MetaStepIndex: 0}})
+	if err != nil || res.IsError || res.Meta[wire.MetaReplayed] != false {
+		t.Fatalf("the client's call: %v %+v", err, res)
+	}
+	if served := g.fast.served.Load(); served != 0 {
+		t.Fatalf("the fast path served %d calls with mcp.fast_path: false", served)
+	}
+	if echo.runs != 2 {
+		t.Fatalf("the tool ran %d times, want 2", echo.runs)
 	}
 }
