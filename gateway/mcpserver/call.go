@@ -39,7 +39,7 @@ func (e *endpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.CallTo
 }
 
 // callWith is call with the multi round-trip fields given: the fast path
-// (mcpfast.go) knows the client's protocol from its header, not from a
+// (fast.go) knows the client's protocol from its header, not from a
 // go-sdk session.
 func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest, mrt gateway.MultiRoundTrip) (*mcp.CallToolResult, error) {
 	var header http.Header

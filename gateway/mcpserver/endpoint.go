@@ -222,7 +222,7 @@ func (e *endpoint) dispatchCall(listed map[string]bool) mcp.Middleware {
 				return nil, rpcError(gateway.NewProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
 			}
 			// A stand-in, or a retired tool that still replays
-			// (retired.go): answered outside go-sdk's tool handlers, so
+			// (gateway's retired.go): answered outside go-sdk's tool handlers, so
 			// the resultType they would set is set here.
 			res, err := e.call(ctx, entry, call)
 			if err != nil {

@@ -15,32 +15,6 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// mcpServerMethods are the methods an MCP client may send to this server
-// (go-sdk v1.8.0 answers each). Anything else is -32601 before go-sdk
-// sees it: go-sdk answers an unknown method of the older protocol
-// versions with a plain-text 400, which a client cannot read as JSON-RPC.
-var mcpServerMethods = map[string]bool{
-	"initialize":                       true,
-	"ping":                             true,
-	"server/discover":                  true,
-	"tools/list":                       true,
-	"tools/call":                       true,
-	"prompts/list":                     true,
-	"prompts/get":                      true,
-	"resources/list":                   true,
-	"resources/templates/list":         true,
-	"resources/read":                   true,
-	"resources/subscribe":              true,
-	"resources/unsubscribe":            true,
-	"subscriptions/listen":             true,
-	"completion/complete":              true,
-	"logging/setLevel":                 true,
-	"notifications/initialized":        true,
-	"notifications/cancelled":          true,
-	"notifications/progress":           true,
-	"notifications/roots/list_changed": true,
-}
-
 // JSON-RPC codes of messages that are not a request the server can read.
 const (
 	rpcParseError     = -32700
@@ -48,16 +22,9 @@ const (
 	rpcMethodNotFound = -32601
 )
 
-// protocolVersionHeader carries the client's MCP protocol version.
-const protocolVersionHeader = "Mcp-Protocol-Version"
-
-// newestProtocolEra is the first protocol version (SEP-2575) that gives
-// JSON-RPC errors their own HTTP status (404 for an unknown method).
-const newestProtocolEra = "2026-07-28"
-
 // guard lets through to go-sdk only what is one JSON-RPC request or
 // notification of a method the server has, as application/json within
-// the size limit, with the strict envelope of mcpenvelope.go, and answers
+// the size limit, with the strict envelope of envelope.go, and answers
 // everything else itself with a JSON-RPC error (never plain text).
 // Nothing it refuses reaches a tool or the store. Batches are refused
 // whatever the protocol version: go-sdk would run the calls of a batch
@@ -101,7 +68,7 @@ func (e *endpoint) guard(next http.Handler) http.Handler {
 				Message: "JSON-RPC batches are not supported: send one message per POST"})
 			return
 		}
-		// A plain tools/call is served from one pass over body (mcpfast.go).
+		// A plain tools/call is served from one pass over body (fast.go).
 		if fast := (&plainTextCatcher{ResponseWriter: w}); e.serveFast(fast, r, body) {
 			fast.finish(nil)
 			return
@@ -125,11 +92,7 @@ func (e *endpoint) guard(next http.Handler) http.Handler {
 			return
 		}
 		if !mcpServerMethods[req.Method] {
-			status := http.StatusOK // the older protocols answer errors in a 200
-			if r.Header.Get(protocolVersionHeader) >= newestProtocolEra {
-				status = http.StatusNotFound
-			}
-			refuse(status, req, &jsonrpc.Error{Code: rpcMethodNotFound,
+			refuse(unknownMethodStatus(r.Header.Get(protocolVersionHeader)), req, &jsonrpc.Error{Code: rpcMethodNotFound,
 				Message: "method not found: this server serves tools (tools/list, tools/call)"})
 			return
 		}
