@@ -31,7 +31,6 @@ var (
 	allStores           = gatewaytest.AllStores
 	mcpProtocolVersions = gatewaytest.MCPProtocolVersions
 	newTestTool         = gatewaytest.NewTool
-	newStore            = gatewaytest.NewStore
 	identityMeta        = gatewaytest.IdentityMeta
 	mcpCall             = gatewaytest.MCPCall
 	wantRPCError        = gatewaytest.WantRPCError
@@ -43,7 +42,6 @@ var (
 	resultText          = gatewaytest.ResultText
 	jsonEqual           = gatewaytest.JSONEqual
 	mustMarshal         = gatewaytest.MustMarshal
-	mustJSON            = gatewaytest.MustJSON
 	derivedKey          = gatewaytest.DerivedKey
 	eventually          = gatewaytest.Eventually
 	withTenants         = gatewaytest.WithTenants
