@@ -125,6 +125,28 @@ func (p parsedIdentity) applyTo(c *Call) {
 	c.Identity, c.IdentityProblem, c.NoIdentity = p.id, p.problem, p.none
 }
 
+// IdentitySource is where one call's identity can come from, for an
+// adapter outside this package: the door, the request's headers and (a
+// tools/call over MCP) params._meta with each member's raw JSON, so a
+// step index 3.0 is told from 3.
+type IdentitySource struct {
+	API    API
+	Header http.Header
+	Meta   map[string]json.RawMessage
+	// HostCallIDs are the _meta members (mcp.host_call_ids, in order of
+	// preference) that key a call carrying none of the gateway's identity.
+	HostCallIDs []string
+}
+
+// ReadIdentity reads c's identity from src under key mode mode with the
+// one identity parser (the rules at the top of this file) and sets c's
+// Identity, IdentityProblem and NoIdentity; a read-only tool (c.Entry)
+// gets its session and step alone.
+func ReadIdentity(c *Call, src IdentitySource, mode KeyMode) {
+	parsed := parseIdentity(identitySource{api: src.API, header: src.Header, meta: src.Meta, hostCallIDs: src.HostCallIDs}, mode)
+	parsed.applyTo(c)
+}
+
 // identityMember is one member of the gateway's identity: its names in
 // each carrier and its codes. The messages of every carrier are built
 // from it, so they say the same thing everywhere.
@@ -250,6 +272,10 @@ func readMember[T comparable](m identityMember, src identitySource, parse func(s
 	}
 	return out
 }
+
+// MetaString reads a raw _meta value (a trace context, an identity
+// member) as a JSON string; false when it is none.
+func MetaString(raw json.RawMessage) (string, bool) { return metaStringValue(raw) }
 
 // metaStringValue reads a raw _meta value as a JSON string.
 func metaStringValue(raw json.RawMessage) (string, bool) {
@@ -382,9 +408,10 @@ func hostCallStep(name, id, tool string) (sessionID string, index uint64) {
 	return wire.MetaIdentityHostPrefix + hex.EncodeToString(sum[:]), 0
 }
 
-// identityLabel is the value of _meta "io.github.toolgateway/identity"
-// of a keyed call's result.
-func identityLabel(id Identity) string {
+// IdentityLabel is the value of _meta "io.github.toolgateway/identity"
+// of a keyed call's result: "gateway", or "host:" and the _meta member
+// of the host call id the call was keyed on.
+func IdentityLabel(id Identity) string {
 	if id.HostMeta != "" {
 		return wire.MetaIdentityHostPrefix + id.HostMeta
 	}

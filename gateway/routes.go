@@ -15,7 +15,7 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// routes wires the tool API, /mcp and (unless Options.SeparateOperations)
+// routes wires the tool API, the Options.Mounts (/mcp) and (unless Options.SeparateOperations)
 // the operations endpoints; auth guards the tool API only.
 func (s *Server) routes() http.Handler {
 	r := s.newRouter()
@@ -38,7 +38,9 @@ func (s *Server) routes() http.Handler {
 		r.HandleFunc("/{tool}", s.handleTool)
 	})
 
-	s.mountMCP(r)
+	for _, mount := range s.opts.Mounts {
+		mount(s, r)
+	}
 	return r
 }
 

@@ -76,8 +76,9 @@ type Options struct {
 	// AdminPreviousTokenSHA256, when set, is the admin token being rotated
 	// out, accepted beside AdminTokenSHA256.
 	AdminPreviousTokenSHA256 *[sha256.Size]byte
-	// MCP configures the MCP endpoint, POST /mcp (served by default).
-	MCP MCPOptions
+	// Mounts add routes beside the tool API (the MCP endpoint: package
+	// mcpserver), with the middleware every endpoint has ([Mount]).
+	Mounts []Mount
 	// Limiter keeps the tenants' limit state; nil means in process
 	// (ratelimit.Memory), which is right for the embedded store only:
 	// replicas sharing a store must share a Limiter on it.

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 )
 
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
@@ -122,13 +123,18 @@ type MCPConfig struct {
 	// identity (default claudecode/toolUseId, agent-tool-call-request-id;
 	// [] turns host call ids off).
 	HostCallIDs *[]string `yaml:"host_call_ids"`
+	// FastPath answers a plain tools/call without go-sdk's decoding, as
+	// go-sdk would (default true); false serves every message through
+	// go-sdk.
+	FastPath *bool `yaml:"fast_path"`
 }
 
 // mcpOptions converts the mcp section.
-func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
-	o := gateway.MCPOptions{
+func (c *Config) mcpOptions() (mcpserver.Options, error) {
+	o := mcpserver.Options{
 		Disabled:     c.MCP.Enabled != nil && !*c.MCP.Enabled,
 		AllowUnkeyed: c.MCP.AllowUnkeyed,
+		FastPathOff:  c.MCP.FastPath != nil && !*c.MCP.FastPath,
 	}
 	if ids := c.MCP.HostCallIDs; ids != nil {
 		if err := gateway.ValidateMCPHostCallIDs(*ids); err != nil {
@@ -138,8 +144,8 @@ func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
 	}
 	if w := c.MCP.InProgressWait; w != nil {
 		wait := time.Duration(*w)
-		if wait > gateway.MaxMCPInProgressWait {
-			return o, fmt.Errorf("mcp.in_progress_wait: %s: at most %s", wait, gateway.MaxMCPInProgressWait)
+		if wait > mcpserver.MaxInProgressWait {
+			return o, fmt.Errorf("mcp.in_progress_wait: %s: at most %s", wait, mcpserver.MaxInProgressWait)
 		}
 		o.InProgressWait = wait
 		if wait == 0 {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -339,7 +340,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		Tenants:                  tenants,
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
-		MCP:                      mcpOpts,
+		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},
 	}, nil
 }
 

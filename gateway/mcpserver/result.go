@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -23,9 +24,9 @@ import (
 // errors of invalid_arguments, ...), plus retry_after_ms where REST would
 // send Retry-After. The message repeats at most maxEcho bytes of the
 // request.
-func rpcError(p *Problem) *jsonrpc.Error {
-	code := codeOf(p.Code).mcp
-	if code == mcpToolResult {
+func rpcError(p *gateway.Problem) *jsonrpc.Error {
+	code, toolResult := gateway.MCPCode(p.Code)
+	if toolResult {
 		code = wire.RPCInvalidParams // only invalid_arguments gets here: not an object
 	}
 	message := p.Detail
@@ -38,7 +39,7 @@ func rpcError(p *Problem) *jsonrpc.Error {
 // problemData is the problem document without what only HTTP needs (type,
 // title, status, detail), so data carries exactly the members a REST
 // client would act on.
-func problemData(p *Problem) json.RawMessage {
+func problemData(p *gateway.Problem) json.RawMessage {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return json.RawMessage(`{"code":"` + p.Code + `","retryable":false}`)
@@ -67,7 +68,7 @@ func problemData(p *Problem) json.RawMessage {
 // of the request): the canonical arguments of idempotency_key_mismatch and
 // the locations and messages of schema violations, which may quote names
 // and values of the arguments. REST's problem body keeps them whole.
-func capEchoes(members map[string]json.RawMessage, p *Problem) {
+func capEchoes(members map[string]json.RawMessage, p *gateway.Problem) {
 	if len(p.CanonicalArguments) > maxEcho {
 		members["canonical_arguments"], _ = json.Marshal(truncateEcho(p.CanonicalArguments))
 	}
@@ -81,11 +82,12 @@ func capEchoes(members map[string]json.RawMessage, p *Problem) {
 }
 
 // isMCPToolFailure reports whether a problem is about the tool's run rather
-// than the request (the code table's mcpToolResult): the contract renders
+// than the request (the code table's tool results, gateway.MCPCode): the contract renders
 // those as tool results with isError, which the model sees and may act on,
 // not as protocol errors.
 func isMCPToolFailure(code string) bool {
-	return code != wire.CodeInvalidArguments && codeOf(code).mcp == mcpToolResult
+	_, toolResult := gateway.MCPCode(code)
+	return code != wire.CodeInvalidArguments && toolResult
 }
 
 // mcpErrorMeta is _meta["io.github.toolgateway/error"] of a failed call.
@@ -107,14 +109,14 @@ func mcpFailure(code string, retryable bool, text string) *mcp.CallToolResult {
 }
 
 // mcpProblemFailure renders a tool-failure problem as a tool result.
-func mcpProblemFailure(p *Problem) *mcp.CallToolResult {
+func mcpProblemFailure(p *gateway.Problem) *mcp.CallToolResult {
 	return mcpFailure(p.Code, p.Retryable, p.Detail)
 }
 
 // mcpSchemaFailure renders schema violations as a tool result, one line
 // per violation, so the model can correct its arguments. Nothing was
 // stored, so the corrected call is a new call.
-func mcpSchemaFailure(p *Problem) *mcp.CallToolResult {
+func mcpSchemaFailure(p *gateway.Problem) *mcp.CallToolResult {
 	var b strings.Builder
 	b.WriteString("The arguments do not match the tool's input schema:")
 	for _, v := range p.Errors {
@@ -149,13 +151,13 @@ func mcpOutcome(entry *tools.Entry, status int, body []byte) *mcp.CallToolResult
 // withExecution marks the result of call c that reached a claim
 // (executed, replayed, or failed after the claim): its execution id,
 // whether it is a replay, and the identity it was keyed on.
-func withExecution(res *mcp.CallToolResult, c *Call, executionID string, replayed bool) *mcp.CallToolResult {
+func withExecution(res *mcp.CallToolResult, c *gateway.Call, executionID string, replayed bool) *mcp.CallToolResult {
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
 	res.Meta[wire.MetaExecutionID] = executionID
 	res.Meta[wire.MetaReplayed] = replayed
-	res.Meta[wire.MetaIdentity] = identityLabel(c.Identity)
+	res.Meta[wire.MetaIdentity] = gateway.IdentityLabel(c.Identity)
 	return res
 }
 

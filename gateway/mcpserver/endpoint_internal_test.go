@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -30,8 +31,8 @@ func TestMCPInputSchema(t *testing.T) {
 }
 
 func TestMCPInProgressWait(t *testing.T) {
-	for in, want := range map[int64]int64{0: int64(DefaultMCPInProgressWait), -1: 0, 5e9: 5e9, 120e9: int64(MaxMCPInProgressWait)} {
-		if got := (MCPOptions{InProgressWait: time.Duration(in)}).mcpInProgressWait(); int64(got) != want {
+	for in, want := range map[int64]int64{0: int64(DefaultInProgressWait), -1: 0, 5e9: 5e9, 120e9: int64(MaxInProgressWait)} {
+		if got := (Options{InProgressWait: time.Duration(in)}).inProgressWait(); int64(got) != want {
 			t.Errorf("InProgressWait %d: effective %v, want %d", in, got, want)
 		}
 	}
@@ -44,18 +45,18 @@ func TestMCPInProgressWait(t *testing.T) {
 // (WithRetryable) carries false both in _meta and in a JSON-RPC error's
 // data; upstream_unavailable is the retryable -32053.
 func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
-	c := &Call{Entry: &tools.Entry{Spec: tools.Spec{Name: "ship"}}, Arguments: []byte(`{}`)}
-	render := func(p *Problem) (*mcp.CallToolResult, error) {
-		return mcpRender(c, Result{Kind: ResultProblem, Problem: p, ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM"})
+	c := &gateway.Call{Entry: &tools.Entry{Spec: tools.Spec{Name: "ship"}}, Arguments: []byte(`{}`)}
+	render := func(p *gateway.Problem) (*mcp.CallToolResult, error) {
+		return mcpRender(c, gateway.Result{Kind: gateway.ResultProblem, Problem: p, ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM"})
 	}
 	for _, tc := range []struct {
-		p         *Problem
+		p         *gateway.Problem
 		retryable bool
 	}{
-		{NewProblem(wire.CodeUpstreamResponseTooLarge, "too large"), false},
-		{NewProblem(wire.CodeToolTimeout, "timed out"), true},
-		{NewProblem(wire.CodeToolTimeout, "timed out; the outcome is unknown").WithRetryable(false), false},
-		{NewProblem(wire.CodeUpstreamUnreachable, "lost").WithRetryable(false), false},
+		{gateway.NewProblem(wire.CodeUpstreamResponseTooLarge, "too large"), false},
+		{gateway.NewProblem(wire.CodeToolTimeout, "timed out"), true},
+		{gateway.NewProblem(wire.CodeToolTimeout, "timed out; the outcome is unknown").WithRetryable(false), false},
+		{gateway.NewProblem(wire.CodeUpstreamUnreachable, "lost").WithRetryable(false), false},
 	} {
 		res, err := render(tc.p)
 		if err != nil || !res.IsError {
@@ -69,19 +70,14 @@ func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
 			t.Fatalf("%s: _meta %v lacks the execution and identity", tc.p.Code, res.Meta)
 		}
 	}
-	_, err := render(NewProblem(wire.CodeRequestInProgress, "running").WithRetryable(false))
+	_, err := render(gateway.NewProblem(wire.CodeRequestInProgress, "running").WithRetryable(false))
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != wire.RPCRequestInProgress || !strings.Contains(string(rpcErr.Data), `"retryable":false`) {
 		t.Fatalf("an overridden retryable in a JSON-RPC error: %v", err)
 	}
-	_, err = render(NewProblem(wire.CodeUpstreamUnavailable, "not listed").WithRetryAfter(1))
+	_, err = render(gateway.NewProblem(wire.CodeUpstreamUnavailable, "not listed").WithRetryAfter(1))
 	if !errors.As(err, &rpcErr) || rpcErr.Code != wire.RPCUpstreamUnavailable || !strings.Contains(string(rpcErr.Data), `"retryable":true`) {
 		t.Fatalf("upstream_unavailable: %v", err)
-	}
-	for code, pc := range problemCodes {
-		if pc.mcp != mcpToolResult && pc.mcp >= 0 {
-			t.Errorf("%s: MCP rendering %d is neither a JSON-RPC error code nor a tool result", code, pc.mcp)
-		}
 	}
 }
 

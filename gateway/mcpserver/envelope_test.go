@@ -1,4 +1,4 @@
-package gateway_test
+package mcpserver_test
 
 import (
 	"context"
@@ -34,8 +34,8 @@ type rpcAnswer struct {
 func decodeAnswer(t *testing.T, r response) rpcAnswer {
 	t.Helper()
 	var a rpcAnswer
-	if err := json.Unmarshal(r.body, &a); err != nil {
-		t.Fatalf("answer is not JSON-RPC: %d %s", r.status, r.body)
+	if err := json.Unmarshal(r.Body, &a); err != nil {
+		t.Fatalf("answer is not JSON-RPC: %d %s", r.Status, r.Body)
 	}
 	return a
 }
@@ -51,7 +51,8 @@ const envelopeParams = `{"name":"provision","arguments":{"size":1},"_meta":{"io.
 // TestMCPStrictEnvelope posts raw messages (the envelope is what is under
 // test): trailing data is a parse error, duplicate member names in the
 // envelope, params or _meta are an invalid request, a request id must be a
-// string or an integer within ±(2^53−1), and none of them runs the tool.
+// string or an integer within ±(2^53−1) other than -0 (so the answer's id
+// is the request's as sent), and none of them runs the tool.
 func TestMCPStrictEnvelope(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
@@ -71,29 +72,31 @@ func TestMCPStrictEnvelope(t *testing.T) {
 		{"id with an exponent", callBody("1e3", envelopeParams), -32600},
 		{"id 2^53", callBody("9007199254740992", envelopeParams), -32600},
 		{"id -2^53", callBody("-9007199254740992", envelopeParams), -32600},
+		// go-sdk reads an id number as an integer: -0 would come back as 0.
+		{"id -0", callBody("-0", envelopeParams), -32600},
 		{"id true", callBody("true", envelopeParams), -32600},
 		{"id null", callBody("null", envelopeParams), -32600},
 		{"id an object", callBody(`{"a":1}`, envelopeParams), -32600},
 		{"id a 257-byte string", callBody(`"`+strings.Repeat("i", 257)+`"`, envelopeParams), -32600},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := h.rawMCP(c.body, "2025-11-25", nil)
+			r := h.RawMCP(c.body, "2025-11-25", nil)
 			a := decodeAnswer(t, r)
-			if r.status != http.StatusBadRequest || a.Error == nil || a.Error.Code != c.code || string(a.ID) != "null" {
-				t.Fatalf("answer %d %s, want HTTP 400, error %d, id null", r.status, r.body, c.code)
+			if r.Status != http.StatusBadRequest || a.Error == nil || a.Error.Code != c.code || string(a.ID) != "null" {
+				t.Fatalf("answer %d %s, want HTTP 400, error %d, id null", r.Status, r.Body, c.code)
 			}
 		})
 	}
-	if n := tool.total.Load(); n != 0 {
+	if n := tool.Total.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times on refused messages", n)
 	}
 	// The ids at the edges come back exactly as sent.
 	for step, id := range []string{"9007199254740991", "-9007199254740991", "0", `"req-1"`} {
 		params := strings.Replace(envelopeParams, `"stepIndex":1`, `"stepIndex":`+string(rune('2'+step)), 1)
-		r := h.rawMCP(callBody(id, params), "2025-11-25", nil)
+		r := h.RawMCP(callBody(id, params), "2025-11-25", nil)
 		a := decodeAnswer(t, r)
 		if a.Error != nil || string(a.ID) != id {
-			t.Fatalf("id %s: answer %s", id, r.body)
+			t.Fatalf("id %s: answer %s", id, r.Body)
 		}
 	}
 }
@@ -104,19 +107,19 @@ func TestMCPStepIndexIntegerOnly(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	for _, step := range []string{"3.0", "3.5", "3e0", "-0"} {
-		r := h.rawMCP(callBody("1", `{"name":"provision","arguments":{},"_meta":{"io.github.toolgateway/sessionId":"int","io.github.toolgateway/stepIndex":`+step+`}}`), "2025-11-25", nil)
+		r := h.RawMCP(callBody("1", `{"name":"provision","arguments":{},"_meta":{"io.github.toolgateway/sessionId":"int","io.github.toolgateway/stepIndex":`+step+`}}`), "2025-11-25", nil)
 		a := decodeAnswer(t, r)
 		if a.Error == nil || a.Error.Code != wire.RPCInvalidParams || !strings.Contains(string(a.Error.Data), wire.CodeAgentStepMalformed) {
-			t.Fatalf("stepIndex %s: %s", step, r.body)
+			t.Fatalf("stepIndex %s: %s", step, r.Body)
 		}
 	}
 	for _, step := range []string{"3", `"3"`} {
-		r := h.rawMCP(callBody("1", `{"name":"provision","arguments":{},"_meta":{"io.github.toolgateway/sessionId":"int","io.github.toolgateway/stepIndex":`+step+`}}`), "2025-11-25", nil)
+		r := h.RawMCP(callBody("1", `{"name":"provision","arguments":{},"_meta":{"io.github.toolgateway/sessionId":"int","io.github.toolgateway/stepIndex":`+step+`}}`), "2025-11-25", nil)
 		if a := decodeAnswer(t, r); a.Error != nil {
-			t.Fatalf("stepIndex %s: %s", step, r.body)
+			t.Fatalf("stepIndex %s: %s", step, r.Body)
 		}
 	}
-	if n := tool.total.Load(); n != 1 {
+	if n := tool.Total.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1 (step 3, then its replay)", n)
 	}
 }
@@ -135,17 +138,17 @@ func TestMCPErrorsEchoAtMost256Bytes(t *testing.T) {
 		"a long unknown tool name":   callBody("1", `{"name":"`+big+`","arguments":{}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := h.rawMCP(body, "2025-11-25", nil)
+			r := h.RawMCP(body, "2025-11-25", nil)
 			a := decodeAnswer(t, r)
 			if a.Error == nil {
-				t.Fatalf("no error: %.300s", r.body)
+				t.Fatalf("no error: %.300s", r.Body)
 			}
-			if strings.Contains(string(r.body), strings.Repeat("x", 257)) || len(r.body) > 2048 {
-				t.Fatalf("the error repeats the request (%d bytes): %.600s", len(r.body), r.body)
+			if strings.Contains(string(r.Body), strings.Repeat("x", 257)) || len(r.Body) > 2048 {
+				t.Fatalf("the error repeats the request (%d bytes): %.600s", len(r.Body), r.Body)
 			}
 		})
 	}
-	if n := tool.total.Load(); n != 0 {
+	if n := tool.Total.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
 }
@@ -163,24 +166,24 @@ func TestMCPArgumentsHaveTheRESTLimit(t *testing.T) {
 	}
 	atLimit, over := args(limit), args(limit+1)
 
-	r := h.rawMCP(callBody("1", `{"name":"provision","arguments":`+atLimit+`,"_meta":{"io.github.toolgateway/sessionId":"lim","io.github.toolgateway/stepIndex":1}}`), "2025-11-25", nil)
+	r := h.RawMCP(callBody("1", `{"name":"provision","arguments":`+atLimit+`,"_meta":{"io.github.toolgateway/sessionId":"lim","io.github.toolgateway/stepIndex":1}}`), "2025-11-25", nil)
 	if a := decodeAnswer(t, r); a.Error != nil {
-		t.Fatalf("arguments of max_body_bytes over MCP: %.300s", r.body)
+		t.Fatalf("arguments of max_body_bytes over MCP: %.300s", r.Body)
 	}
-	if rest := h.do(callSpec{tool: "provision", session: "lim", step: 1, args: atLimit}); rest.status != 200 || rest.header.Get(wire.HeaderReplayed) != "true" {
-		t.Fatalf("the same call over REST: %d %s", rest.status, rest.body)
+	if rest := h.Do(callSpec{Tool: "provision", Session: "lim", Step: 1, Args: atLimit}); rest.Status != 200 || rest.Header.Get(wire.HeaderReplayed) != "true" {
+		t.Fatalf("the same call over REST: %d %s", rest.Status, rest.Body)
 	}
 
-	r = h.rawMCP(callBody("2", `{"name":"provision","arguments":`+over+`,"_meta":{"io.github.toolgateway/sessionId":"lim","io.github.toolgateway/stepIndex":2}}`), "2025-11-25", nil)
+	r = h.RawMCP(callBody("2", `{"name":"provision","arguments":`+over+`,"_meta":{"io.github.toolgateway/sessionId":"lim","io.github.toolgateway/stepIndex":2}}`), "2025-11-25", nil)
 	a := decodeAnswer(t, r)
-	if r.status != http.StatusRequestEntityTooLarge || a.Error == nil || a.Error.Code != wire.RPCInvalidParams ||
+	if r.Status != http.StatusRequestEntityTooLarge || a.Error == nil || a.Error.Code != wire.RPCInvalidParams ||
 		!strings.Contains(string(a.Error.Data), wire.CodePayloadTooLarge) || string(a.ID) != "2" {
-		t.Fatalf("arguments one byte over max_body_bytes over MCP: %d %s", r.status, r.body)
+		t.Fatalf("arguments one byte over max_body_bytes over MCP: %d %s", r.Status, r.Body)
 	}
-	if rest := h.do(callSpec{tool: "provision", session: "lim", step: 2, args: over}); rest.status != http.StatusRequestEntityTooLarge {
-		t.Fatalf("the same over REST: %d", rest.status)
+	if rest := h.Do(callSpec{Tool: "provision", Session: "lim", Step: 2, Args: over}); rest.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("the same over REST: %d", rest.Status)
 	}
-	if n := tool.total.Load(); n != 1 {
+	if n := tool.Total.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
 }
@@ -226,7 +229,7 @@ func TestMCPToolOfUpstreamNotListedYet(t *testing.T) {
 	if err := mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 	for step, name := range []string{"a_" + mcptest.ToolCreate, "p_" + mcptest.ToolCreate} {
 		_, err := mcpCall(t, cs, name, `{"title":"early"}`, identityMeta("nl-"+name, step))
 		data := wantRPCError(t, err, wire.RPCUpstreamUnavailable, wire.CodeUpstreamUnavailable)

@@ -1,4 +1,4 @@
-package gateway_test
+package mcpserver_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -29,12 +30,12 @@ var mcpFuzzVersions = []string{"", "2025-11-25", "2026-07-28", "2025-03-26", "19
 // response (a result or an error, never plain text); and a tool runs only
 // for a tools/call whose answer is a result.
 //
-//	go test -run '^$' -fuzz '^FuzzMCPHandler$' -fuzztime 30s ./gateway/
+//	go test -run '^$' -fuzz '^FuzzMCPHandler$' -fuzztime 30s ./gateway/mcpserver/
 func FuzzMCPHandler(f *testing.F) {
 	provision := newTestTool("provision")
-	provision.schema = hostileSchema
+	provision.Schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"required":["size"]}`
 	lookup := newTestTool("lookup")
-	lookup.readOnly = true
+	lookup.ReadOnly = true
 	registry := tools.NewRegistry()
 	for _, tool := range []tools.Tool{provision, lookup} {
 		if err := registry.Add(tool); err != nil {
@@ -47,7 +48,8 @@ func FuzzMCPHandler(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = store.Close() })
 	reg := prometheus.NewRegistry()
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, MaxBodyBytes: 4096, Registerer: reg, Gatherer: reg})
+	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, MaxBodyBytes: 4096, Registerer: reg, Gatherer: reg,
+		Mounts: []gateway.Mount{mcpserver.Mount(mcpserver.Options{})}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func FuzzMCPHandler(f *testing.F) {
 			Host:          "gateway.test",
 			RemoteAddr:    "192.0.2.1:1234",
 		}).WithContext(context.Background())
-		before := provision.total.Load() + lookup.total.Load()
+		before := provision.Total.Load() + lookup.Total.Load()
 		rec := httptest.NewRecorder()
 		gw.ServeHTTP(rec, req)
 
@@ -104,7 +106,7 @@ func FuzzMCPHandler(f *testing.F) {
 		if rec.Header().Get("X-Request-Id") == "" {
 			t.Fatal("response without X-Request-Id")
 		}
-		ran := provision.total.Load() + lookup.total.Load() - before
+		ran := provision.Total.Load() + lookup.Total.Load() - before
 		if rec.Body.Len() == 0 {
 			if rec.Code != http.StatusAccepted || ran != 0 {
 				t.Fatalf("empty %d answer, %d tool runs", rec.Code, ran)

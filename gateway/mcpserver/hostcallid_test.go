@@ -1,4 +1,4 @@
-package gateway_test
+package mcpserver_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -36,8 +37,8 @@ func TestMCPHostCallIDs(t *testing.T) {
 		h := newHarness(t, kind, []tools.Tool{tool})
 		for _, host := range gateway.DefaultMCPHostCallIDs() {
 			t.Run(host, func(t *testing.T) {
-				before := tool.total.Load()
-				cs := h.mcpSession(mcpClientOptions{})
+				before := tool.Total.Load()
+				cs := h.MCPSession(mcpClientOptions{})
 				id := "toolu_01A09q90qw90lq917835lq9-" + string(kind)
 
 				first, err := mcpCall(t, cs, "ship", `{"to": "berlin", "n": 1}`, hostMeta(host, id))
@@ -46,13 +47,13 @@ func TestMCPHostCallIDs(t *testing.T) {
 					t.Fatalf("_meta identity = %v, want host:%s", got, host)
 				}
 				sum := sha256.Sum256([]byte(host + ":" + id + `:ship:{"n":1,"to":"berlin"}`))
-				if n := tool.runs(hex.EncodeToString(sum[:])); n != 1 {
+				if n := tool.Runs(hex.EncodeToString(sum[:])); n != 1 {
 					t.Fatalf("the tool saw the contract's host key %d times, want 1", n)
 				}
 
 				// The host (or its transport) sends the call again, from a
 				// new connection, arguments reordered: a replay.
-				again, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"n": 1, "to": "berlin"}`, hostMeta(host, id))
+				again, err := mcpCall(t, h.MCPSession(mcpClientOptions{}), "ship", `{"n": 1, "to": "berlin"}`, hostMeta(host, id))
 				if wantExecuted(t, again, err, true) != executionID {
 					t.Fatal("the replay has another execution id")
 				}
@@ -72,7 +73,7 @@ func TestMCPHostCallIDs(t *testing.T) {
 				if wantExecuted(t, other, err, false) == executionID {
 					t.Fatal("a second host id replayed the first call")
 				}
-				if n := tool.total.Load() - before; n != 2 {
+				if n := tool.Total.Load() - before; n != 2 {
 					t.Fatalf("the tool ran %d times, want 2 (one per host id)", n)
 				}
 			})
@@ -90,25 +91,25 @@ func TestMCPHostCallIDsUnreachableFromREST(t *testing.T) {
 	tool := newTestTool("ship")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	const host, id, args = "claudecode/toolUseId", "toolu_rest", `{"to":"berlin"}`
-	res, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", args, hostMeta(host, id))
+	res, err := mcpCall(t, h.MCPSession(mcpClientOptions{}), "ship", args, hostMeta(host, id))
 	hostExecution := wantExecuted(t, res, err, false)
 
 	for _, c := range []callSpec{
-		{tool: "ship", session: host, step: 0, args: args},
-		{tool: "ship", session: id, step: 0, args: args},
-		{tool: "ship", session: "s", step: 0, args: args},
+		{Tool: "ship", Session: host, Step: 0, Args: args},
+		{Tool: "ship", Session: id, Step: 0, Args: args},
+		{Tool: "ship", Session: "s", Step: 0, Args: args},
 	} {
-		r := h.do(c)
-		if r.status != http.StatusOK || r.header.Get(wire.HeaderReplayed) != "false" || r.header.Get(wire.HeaderExecutionID) == hostExecution {
-			t.Fatalf("REST %+v: %d replayed=%s execution %s, want its own execution", c, r.status, r.header.Get(wire.HeaderReplayed), r.header.Get(wire.HeaderExecutionID))
+		r := h.Do(c)
+		if r.Status != http.StatusOK || r.Header.Get(wire.HeaderReplayed) != "false" || r.Header.Get(wire.HeaderExecutionID) == hostExecution {
+			t.Fatalf("REST %+v: %d replayed=%s execution %s, want its own execution", c, r.Status, r.Header.Get(wire.HeaderReplayed), r.Header.Get(wire.HeaderExecutionID))
 		}
 	}
 	// The host id's entry is named by a session with ':'.
-	r := h.do(callSpec{tool: "ship", session: "host:x", step: 0, args: args, key: strings.Repeat("ab", 32)})
-	if r.status != http.StatusBadRequest || r.problem(t)["code"] != wire.CodeAgentSessionMalformed {
-		t.Fatalf("a REST session with ':' answered %d %s", r.status, r.body)
+	r := h.Do(callSpec{Tool: "ship", Session: "host:x", Step: 0, Args: args, Key: strings.Repeat("ab", 32)})
+	if r.Status != http.StatusBadRequest || r.Problem(t)["code"] != wire.CodeAgentSessionMalformed {
+		t.Fatalf("a REST session with ':' answered %d %s", r.Status, r.Body)
 	}
-	if n := tool.total.Load(); n != 4 {
+	if n := tool.Total.Load(); n != 4 {
 		t.Fatalf("the tool ran %d times, want 4 (the host call and three REST calls)", n)
 	}
 }
@@ -118,10 +119,8 @@ func TestMCPHostCallIDsUnreachableFromREST(t *testing.T) {
 // the gateway's identity says so in _meta.
 func TestMCPHostCallIDsConfig(t *testing.T) {
 	tool := newTestTool("ship")
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, func(o *gateway.Options) {
-		o.MCP.HostCallIDs = []string{"myhost/callId"}
-	})
-	cs := h.mcpSession(mcpClientOptions{})
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withMCP(mcpserver.Options{HostCallIDs: []string{"myhost/callId"}}))
+	cs := h.MCPSession(mcpClientOptions{})
 
 	_, err := mcpCall(t, cs, "ship", `{}`, hostMeta("claudecode/toolUseId", "toolu_x"))
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeAgentSessionMissing)
@@ -139,7 +138,7 @@ func TestMCPHostCallIDsConfig(t *testing.T) {
 	if got := resultMeta(res, wire.MetaIdentity); got != wire.MetaIdentityGateway {
 		t.Fatalf("_meta identity = %v, want gateway", got)
 	}
-	if n := tool.total.Load(); n != 2 {
+	if n := tool.Total.Load(); n != 2 {
 		t.Fatalf("the tool ran %d times, want 2", n)
 	}
 }
@@ -150,9 +149,9 @@ func TestMCPHostCallIDsConfig(t *testing.T) {
 // idempotency_key_reused while the first still runs.
 func TestMCPHostCallIDsConcurrent(t *testing.T) {
 	tool := newTestTool("ship")
-	tool.started = make(chan *tools.Request, 4)
+	tool.Started = make(chan *tools.Request, 4)
 	release := make(chan struct{})
-	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	tool.Behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 		<-release
 		return tools.JSON(200, map[string]any{"shipped": true})
 	}
@@ -161,13 +160,13 @@ func TestMCPHostCallIDsConcurrent(t *testing.T) {
 	first := make(chan error, 1)
 	var firstRes *mcp.CallToolResult
 	go func() {
-		res, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"to":"oslo"}`, hostMeta(host, id))
+		res, err := mcpCall(t, h.MCPSession(mcpClientOptions{}), "ship", `{"to":"oslo"}`, hostMeta(host, id))
 		firstRes = res
 		first <- err
 	}()
-	<-tool.started // the first call runs
+	<-tool.Started // the first call runs
 
-	_, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"to":"rome"}`, hostMeta(host, id))
+	_, err := mcpCall(t, h.MCPSession(mcpClientOptions{}), "ship", `{"to":"rome"}`, hostMeta(host, id))
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeIdempotencyKeyReused)
 
 	var wg sync.WaitGroup
@@ -177,7 +176,7 @@ func TestMCPHostCallIDsConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dupes[i], dupeErrs[i] = mcpCall(t, h.mcpSession(mcpClientOptions{}), "ship", `{"to":"oslo"}`, hostMeta(host, id))
+			dupes[i], dupeErrs[i] = mcpCall(t, h.MCPSession(mcpClientOptions{}), "ship", `{"to":"oslo"}`, hostMeta(host, id))
 		}()
 	}
 	time.Sleep(100 * time.Millisecond) // the duplicates are waiting on the running call
@@ -190,7 +189,7 @@ func TestMCPHostCallIDsConcurrent(t *testing.T) {
 			t.Fatalf("duplicate %d replayed another execution", i)
 		}
 	}
-	if n := tool.total.Load(); n != 1 {
+	if n := tool.Total.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
 }

@@ -1,41 +1,77 @@
-package gateway
+package mcpserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgateway/toolgateway/tools"
 )
 
-// The fast path of tools/call. go-sdk stays the MCP implementation, but
-// serving a tools/call through it decodes the message the guard already
-// read several more times, each through a decoder that allocates a 32 KiB
-// buffer, and connects a session per POST: more CPU than the call path
-// itself costs. The guard hands every message it has read (valid JSON
-// within the size limit, not a batch) to serveFast first. serveFast reads
-// it in one pass with the guard's own member scanner and serves it when
-// it is a tools/call it can answer exactly as go-sdk v1.8.0 would (the
-// same status, headers and bytes: mcpfast_test.go sends the same requests
-// through both and compares them); everything else goes on to the guard's
-// own reading and to go-sdk: other methods, protocol versions it does not
-// know, tools the go-sdk server does not list, anything the strict
-// envelope refuses, and any request go-sdk would refuse or read
-// differently (missing or mismatched SEP-2575 headers or _meta, an Accept,
-// Host or Last-Event-ID go-sdk checks, params members beyond name,
-// arguments and _meta, arguments that are not an object). The call itself
-// is mcpEndpoint.call, as from go-sdk's tool handler.
+// What the MCP endpoint copies of go-sdk v1.8.0
+// (github.com/modelcontextprotocol/go-sdk, the version go.mod requires):
+// the protocol versions and methods it serves, the transport and protocol
+// checks it makes on a POST, the shape in which it decodes the client's
+// capabilities, how it maps a JSON-RPC error to an HTTP status, and the
+// members it adds to a result (resultType, serverInfo), some of them
+// unexported in go-sdk. The guard and the fast path (fast.go) must agree
+// with go-sdk on every one; the differential scenarios in
+// testdata/fastpath show they do, and TestFastPathScenariosMatchGoSDK
+// fails when go.mod names another go-sdk, so an upgrade re-validates this
+// file before the fast path runs against it (mcp.fast_path: false serves
+// everything through go-sdk meanwhile).
+
+// mcpServerMethods are the methods an MCP client may send to this server
+// (go-sdk v1.8.0 answers each). Anything else is -32601 before go-sdk
+// sees it: go-sdk answers an unknown method of the older protocol
+// versions with a plain-text 400, which a client cannot read as JSON-RPC.
+var mcpServerMethods = map[string]bool{
+	"initialize":                       true,
+	"ping":                             true,
+	"server/discover":                  true,
+	"tools/list":                       true,
+	"tools/call":                       true,
+	"prompts/list":                     true,
+	"prompts/get":                      true,
+	"resources/list":                   true,
+	"resources/templates/list":         true,
+	"resources/read":                   true,
+	"resources/subscribe":              true,
+	"resources/unsubscribe":            true,
+	"subscriptions/listen":             true,
+	"completion/complete":              true,
+	"logging/setLevel":                 true,
+	"notifications/initialized":        true,
+	"notifications/cancelled":          true,
+	"notifications/progress":           true,
+	"notifications/roots/list_changed": true,
+}
+
+// protocolVersionHeader carries the client's MCP protocol version.
+const protocolVersionHeader = "Mcp-Protocol-Version"
+
+// newestProtocolEra is the first protocol version (SEP-2575) that gives
+// JSON-RPC errors their own HTTP status (404 for an unknown method).
+const newestProtocolEra = "2026-07-28"
+
+// unknownMethodStatus is the HTTP status of the -32601 answer to a method
+// the server does not have, as go-sdk gives it on the client's protocol
+// version: 404 from newestProtocolEra on, a 200 before it.
+func unknownMethodStatus(version string) int {
+	if version >= newestProtocolEra {
+		return http.StatusNotFound
+	}
+	return http.StatusOK
+}
+
+// mcpProtocolMultiRoundTrip is the first MCP protocol version with multi
+// round-trip requests.
+const mcpProtocolMultiRoundTrip = "2026-07-28"
 
 // fastCallVersions are the Mcp-Protocol-Version values the fast path
 // serves: every version go-sdk v1.8.0 serves. A request without the header
@@ -63,90 +99,6 @@ const (
 	headerMCPName     = "Mcp-Name"
 	headerLastEventID = "Last-Event-ID"
 )
-
-// gatewayImplementation is the serverInfo go-sdk adds to every 2026-07-28
-// result: the gateway's (read once; the build does not change).
-var gatewayImplementation = sync.OnceValue(mcpImplementation)
-
-// serveFast answers body, a message the guard has read (valid JSON within
-// the size limit, not a batch), when it is a tools/call the fast path
-// serves, and reports true; or reports false, having written nothing, for
-// the guard to read the message its own way and go-sdk to serve it.
-func (e *mcpEndpoint) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if e.s.opts.MCP.fastPathOff() {
-		return false
-	}
-	version := r.Header.Get(protocolVersionHeader)
-	newProtocol := version >= newestProtocolEra
-	if !fastCallVersions[version] || !fastTransportOK(r) {
-		return false
-	}
-	msg, ok := scanToolsCall(body)
-	if !ok || int64(msg.env.argumentBytes) > e.s.opts.MaxBodyBytes || !fastProtocolOK(r.Header, msg.env.meta, version, msg.name) {
-		return false
-	}
-	id, ok := fastID(msg.id)
-	if !ok {
-		return false
-	}
-	r = r.WithContext(withEnvelope(r.Context(), &msg.env))
-	e.serverFor(r) // as go-sdk would: the server (and tools) of the current registry
-	entry, listed := e.listedEntry(msg.name)
-	if !listed {
-		return false // tool_not_found and not-listed tools: go-sdk's path and dispatchCall
-	}
-	// A continuation (inputResponses, requestState) is go-sdk's to read
-	// (scanToolsCall leaves it); a first round may get an upstream's input
-	// requests back when the client's protocol has them.
-	res, err := e.callWith(r.Context(), entry, &mcp.CallToolRequest{
-		Params: &mcp.CallToolParamsRaw{Name: msg.name, Arguments: msg.arguments},
-		Extra:  &mcp.RequestExtra{Header: r.Header},
-	}, MultiRoundTrip{AcceptsInputRequests: version >= mcpProtocolMultiRoundTrip})
-	// From here the call has run: the answer is this path's, never go-sdk's
-	// (which would run an unkeyed call a second time).
-	answer, status := fastResponse(id, res, err, newProtocol)
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
-	if status != 0 {
-		w.WriteHeader(status)
-	}
-	_, _ = w.Write(answer)
-	e.s.opts.MCP.countFast()
-	return true
-}
-
-// fastPathSwitch turns the fast path off and on and counts the calls it
-// served (MCPOptions.fastPath; tests only).
-type fastPathSwitch struct {
-	off    atomic.Bool
-	served atomic.Int64
-}
-
-// fastPathOff reports whether the fast path is turned off (tests).
-func (o MCPOptions) fastPathOff() bool {
-	return o.fastPath != nil && o.fastPath.off.Load()
-}
-
-// countFast counts a call the fast path served (tests).
-func (o MCPOptions) countFast() {
-	if o.fastPath != nil {
-		o.fastPath.served.Add(1)
-	}
-}
-
-// listedEntry returns the registry's tool of that name when the go-sdk
-// server lists it, and it declares no parameter headers (x-mcp-header,
-// which go-sdk checks against the request's headers).
-func (e *mcpEndpoint) listedEntry(name string) (*tools.Entry, bool) {
-	entry, found := e.s.tools.Lookup(name)
-	if !found || bytes.Contains(entry.Spec.InputSchema, []byte("x-mcp-header")) {
-		return nil, false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return entry, slices.Contains(e.entries, entry)
-}
 
 // fastTransportOK reports whether go-sdk's transport would take the POST
 // as it is: JSON content, an Accept of both JSON and an event stream, no
@@ -306,4 +258,38 @@ func internalErrorBody(id jsonrpc.ID) []byte {
 		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
 	}
 	return body
+}
+
+// withResultType gives res the resultType go-sdk's server sets on the
+// results of its own tool handlers for a client of protocol 2026-07-28 or
+// later ("complete", or "input_required" when it asks for input), for a
+// result answered outside them (a retired tool's replay, answered by
+// middleware), so both render alike. go-sdk keeps the field unexported and
+// reads it from JSON only.
+func withResultType(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if !mcpMultiRoundTrip(req).AcceptsInputRequests {
+		return res
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return res
+	}
+	kind := "complete"
+	if len(res.InputRequests) > 0 {
+		kind = "input_required"
+	}
+	fields["resultType"], _ = json.Marshal(kind)
+	raw, err = json.Marshal(fields)
+	if err != nil {
+		return res
+	}
+	var typed mcp.CallToolResult
+	if json.Unmarshal(raw, &typed) != nil {
+		return res
+	}
+	return &typed
 }

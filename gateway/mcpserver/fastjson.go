@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -21,7 +22,7 @@ import (
 // toolHandler is the go-sdk handler of one registry tool. (tools/call
 // reaches e.call through e.dispatchCall before go-sdk's own dispatch; the
 // handler is what go-sdk needs to list the tool.)
-func (e *mcpEndpoint) toolHandler(entry *tools.Entry) mcp.ToolHandler {
+func (e *endpoint) toolHandler(entry *tools.Entry) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return e.call(ctx, entry, req)
 	}
@@ -31,29 +32,29 @@ func (e *mcpEndpoint) toolHandler(entry *tools.Entry) mcp.ToolHandler {
 var emptyArguments = []byte("{}")
 
 // call runs one tools/call of go-sdk's through the call path.
-func (e *mcpEndpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (e *endpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// An upstream's input requests go back to the client, whose
 	// continuation comes back here with the same identity.
 	return e.callWith(ctx, entry, req, mcpMultiRoundTrip(req))
 }
 
 // callWith is call with the multi round-trip fields given: the fast path
-// (mcpfast.go) knows the client's protocol from its header, not from a
+// (fast.go) knows the client's protocol from its header, not from a
 // go-sdk session.
-func (e *mcpEndpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest, mrt MultiRoundTrip) (*mcp.CallToolResult, error) {
+func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest, mrt gateway.MultiRoundTrip) (*mcp.CallToolResult, error) {
 	var header http.Header
 	if req.Extra != nil {
 		header = req.Extra.Header
 	}
-	c := e.s.mcpCall(ctx, entry, req.Params.Arguments, rawMeta(ctx, req.Params.Meta), header)
+	c := e.newCall(ctx, entry, req.Params.Arguments, rawMeta(ctx, req.Params.Meta), header)
 	c.MultiRoundTrip = mrt
-	return mcpRender(c, e.s.Call(ctx, c))
+	return mcpRender(c, e.gw.Call(ctx, c))
 }
 
-// mcpCall builds the Call of one tools/call from its raw parts: the
+// newCall builds the Call of one tools/call from its raw parts: the
 // arguments as sent, params._meta with each member's raw JSON, and the
 // POST's headers. It needs nothing of go-sdk, so any MCP front can use it.
-func (s *Server) mcpCall(ctx context.Context, entry *tools.Entry, arguments json.RawMessage, meta map[string]json.RawMessage, header http.Header) *Call {
+func (e *endpoint) newCall(ctx context.Context, entry *tools.Entry, arguments json.RawMessage, meta map[string]json.RawMessage, header http.Header) *gateway.Call {
 	// The raw bytes of params.arguments: the call path checks them as
 	// I-JSON (duplicate names included) and derives the key from exactly
 	// what the client sent.
@@ -61,22 +62,22 @@ func (s *Server) mcpCall(ctx context.Context, entry *tools.Entry, arguments json
 	if len(args) == 0 {
 		args = emptyArguments
 	}
-	c := &Call{
-		API:       APIMCP,
-		Tenant:    tenantFrom(ctx),
+	c := &gateway.Call{
+		API:       gateway.APIMCP,
+		Tenant:    gateway.TenantFrom(ctx),
 		Entry:     entry,
 		Arguments: args,
-		Wait:      s.opts.MCP.mcpInProgressWait(),
-		Received:  requestStart(ctx),
+		Wait:      e.opts.inProgressWait(),
+		Received:  gateway.RequestStart(ctx),
 	}
 	// The MCP convention carries the trace context in _meta; it wins over
 	// the POST's traceparent header (a client may reuse one HTTP session
 	// for the calls of many traces).
-	c.Traceparent, _ = metaStringValue(meta["traceparent"])
-	c.Tracestate, _ = metaStringValue(meta["tracestate"])
-	src := identitySource{api: APIMCP, header: header, meta: meta, hostCallIDs: s.opts.MCP.hostCallIDs()}
-	parseIdentity(src, s.opts.KeyMode).applyTo(c)
-	c.AllowUnkeyed = s.opts.MCP.AllowUnkeyed && !entry.Spec.ReadOnly
+	c.Traceparent, _ = gateway.MetaString(meta["traceparent"])
+	c.Tracestate, _ = gateway.MetaString(meta["tracestate"])
+	src := gateway.IdentitySource{API: gateway.APIMCP, Header: header, Meta: meta, HostCallIDs: e.opts.hostCallIDs()}
+	gateway.ReadIdentity(c, src, e.gw.KeyMode())
+	c.AllowUnkeyed = e.opts.AllowUnkeyed && !entry.Spec.ReadOnly
 	return c
 }
 
@@ -101,7 +102,7 @@ func rawMeta(ctx context.Context, decoded map[string]any) map[string]json.RawMes
 
 // mcpRender turns the call path's Result for c into the contract's MCP
 // answer.
-func mcpRender(c *Call, res Result) (*mcp.CallToolResult, error) {
+func mcpRender(c *gateway.Call, res gateway.Result) (*mcp.CallToolResult, error) {
 	entry := c.Entry
 	if res.InputRequired {
 		// Not an outcome: passed on as the upstream sent it, without an
@@ -109,12 +110,12 @@ func mcpRender(c *Call, res Result) (*mcp.CallToolResult, error) {
 		return mcpAnswer(entry, res), nil
 	}
 	switch res.Kind {
-	case ResultExecuted, ResultReplayed:
+	case gateway.ResultExecuted, gateway.ResultReplayed:
 		out := mcpAnswer(entry, res)
 		return withExecution(out, c, res.ExecutionID, res.Replayed), nil
-	case ResultReadOnly:
+	case gateway.ResultReadOnly:
 		return mcpAnswer(entry, res), nil
-	case ResultUnkeyed:
+	case gateway.ResultUnkeyed:
 		out := mcpAnswer(entry, res)
 		if out.Meta == nil {
 			out.Meta = mcp.Meta{}
@@ -124,7 +125,7 @@ func mcpRender(c *Call, res Result) (*mcp.CallToolResult, error) {
 	}
 	p := res.Problem
 	if p == nil {
-		p = NewProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
+		p = gateway.NewProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
 	}
 	switch {
 	case isMCPToolFailure(p.Code):
@@ -145,8 +146,8 @@ func mcpRender(c *Call, res Result) (*mcp.CallToolResult, error) {
 // mcpAnswer renders a tool's answer. One that was not recorded (5xx, or
 // the transient 408, 425, 429) is a failure the same call may retry: a
 // tool result with isError and the tool's body as text.
-func mcpAnswer(entry *tools.Entry, res Result) *mcp.CallToolResult {
-	if !recordable(res.Status) {
+func mcpAnswer(entry *tools.Entry, res gateway.Result) *mcp.CallToolResult {
+	if !gateway.Recordable(res.Status) {
 		return mcpFailure(wire.CodeToolFailed, true, string(res.Body))
 	}
 	return mcpOutcome(entry, res.Status, res.Body)

@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"bytes"
@@ -78,7 +78,9 @@ func readParams(env *mcpEnvelope, params json.RawMessage) error {
 }
 
 // checkRequestID accepts a JSON string (of at most maxEcho bytes as sent),
-// or an integer literal (no fraction, no exponent) within ±(2^53−1).
+// or an integer literal (no fraction, no exponent) within ±(2^53−1), but
+// -0: go-sdk reads every id number as an integer, so -0 would come back
+// as 0, not as sent.
 func checkRequestID(raw json.RawMessage) error {
 	text := bytes.TrimSpace(raw)
 	if len(text) > 0 && text[0] == '"' {
@@ -94,11 +96,11 @@ func checkRequestID(raw json.RawMessage) error {
 		digits = digits[1:]
 	}
 	if len(digits) > 0 && len(digits) <= 16 && bytes.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) < 0 {
-		if n, err := strconv.ParseUint(string(digits), 10, 64); err == nil && n <= maxJSONRPCID {
+		if n, err := strconv.ParseUint(string(digits), 10, 64); err == nil && n <= maxJSONRPCID && (n != 0 || len(digits) == len(text)) {
 			return nil
 		}
 	}
-	return &envelopeError{"the request id must be a string or an integer within ±(2^53-1)"}
+	return &envelopeError{"the request id must be a string or an integer within ±(2^53-1), not -0"}
 }
 
 // eachMember calls fn with each member of the JSON object text and

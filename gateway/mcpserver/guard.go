@@ -1,4 +1,4 @@
-package gateway
+package mcpserver
 
 import (
 	"bytes"
@@ -11,34 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/wire"
 )
-
-// mcpServerMethods are the methods an MCP client may send to this server
-// (go-sdk v1.8.0 answers each). Anything else is -32601 before go-sdk
-// sees it: go-sdk answers an unknown method of the older protocol
-// versions with a plain-text 400, which a client cannot read as JSON-RPC.
-var mcpServerMethods = map[string]bool{
-	"initialize":                       true,
-	"ping":                             true,
-	"server/discover":                  true,
-	"tools/list":                       true,
-	"tools/call":                       true,
-	"prompts/list":                     true,
-	"prompts/get":                      true,
-	"resources/list":                   true,
-	"resources/templates/list":         true,
-	"resources/read":                   true,
-	"resources/subscribe":              true,
-	"resources/unsubscribe":            true,
-	"subscriptions/listen":             true,
-	"completion/complete":              true,
-	"logging/setLevel":                 true,
-	"notifications/initialized":        true,
-	"notifications/cancelled":          true,
-	"notifications/progress":           true,
-	"notifications/roots/list_changed": true,
-}
 
 // JSON-RPC codes of messages that are not a request the server can read.
 const (
@@ -47,52 +22,45 @@ const (
 	rpcMethodNotFound = -32601
 )
 
-// protocolVersionHeader carries the client's MCP protocol version.
-const protocolVersionHeader = "Mcp-Protocol-Version"
-
-// newestProtocolEra is the first protocol version (SEP-2575) that gives
-// JSON-RPC errors their own HTTP status (404 for an unknown method).
-const newestProtocolEra = "2026-07-28"
-
 // guard lets through to go-sdk only what is one JSON-RPC request or
 // notification of a method the server has, as application/json within
-// the size limit, with the strict envelope of mcpenvelope.go, and answers
+// the size limit, with the strict envelope of envelope.go, and answers
 // everything else itself with a JSON-RPC error (never plain text).
 // Nothing it refuses reaches a tool or the store. Batches are refused
 // whatever the protocol version: go-sdk would run the calls of a batch
 // sent without a protocol version header, and the contract refuses them.
-func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
+func (e *endpoint) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		refuse := func(status int, req *jsonrpc.Request, rpcErr *jsonrpc.Error) {
-			setLabel(ctx, "", labelInvalid)
+			gateway.MarkInvalid(ctx)
 			writeRPCError(w, status, req, rpcErr)
 		}
 		// A refusal with a problem code has the code's HTTP status (the
 		// code table's); rpcCode is the level refused: the message
 		// (-32700, -32600) or the params (-32602).
-		refuseProblem := func(req *jsonrpc.Request, rpcCode int64, p *Problem) {
+		refuseProblem := func(req *jsonrpc.Request, rpcCode int64, p *gateway.Problem) {
 			refuse(p.Status, req, &jsonrpc.Error{Code: rpcCode, Message: truncateEcho(p.Detail), Data: problemData(p)})
 		}
-		if !isJSONContentType(requestContentType(r.Header)) {
-			refuseProblem(nil, rpcInvalidRequest, NewProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
+		if !gateway.IsJSONRequest(r.Header) {
+			refuseProblem(nil, rpcInvalidRequest, gateway.NewProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
 			return
 		}
-		limit := e.s.opts.MaxBodyBytes + mcpEnvelopeBytes
-		body, err := io.ReadAll(http.MaxBytesReader(innermostWriter(w), r.Body, limit))
+		limit := e.gw.MaxBodyBytes() + envelopeBytes
+		body, err := io.ReadAll(http.MaxBytesReader(gateway.InnermostWriter(w), r.Body, limit))
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				refuseProblem(nil, rpcInvalidRequest, NewProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
+				refuseProblem(nil, rpcInvalidRequest, gateway.NewProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
 				return
 			}
-			refuseProblem(nil, rpcParseError, NewProblem(wire.CodeInvalidJSON, "the request body could not be read"))
+			refuseProblem(nil, rpcParseError, gateway.NewProblem(wire.CodeInvalidJSON, "the request body could not be read"))
 			return
 		}
 		// One JSON value and nothing after it: trailing data is a parse
 		// error, never run with the rest dropped.
 		if !json.Valid(body) {
-			refuseProblem(nil, rpcParseError, NewProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
+			refuseProblem(nil, rpcParseError, gateway.NewProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
 			return
 		}
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
@@ -100,7 +68,7 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 				Message: "JSON-RPC batches are not supported: send one message per POST"})
 			return
 		}
-		// A plain tools/call is served from one pass over body (mcpfast.go).
+		// A plain tools/call is served from one pass over body (fast.go).
 		if fast := (&plainTextCatcher{ResponseWriter: w}); e.serveFast(fast, r, body) {
 			fast.finish(nil)
 			return
@@ -124,19 +92,15 @@ func (e *mcpEndpoint) guard(next http.Handler) http.Handler {
 			return
 		}
 		if !mcpServerMethods[req.Method] {
-			status := http.StatusOK // the older protocols answer errors in a 200
-			if r.Header.Get(protocolVersionHeader) >= newestProtocolEra {
-				status = http.StatusNotFound
-			}
-			refuse(status, req, &jsonrpc.Error{Code: rpcMethodNotFound,
+			refuse(unknownMethodStatus(r.Header.Get(protocolVersionHeader)), req, &jsonrpc.Error{Code: rpcMethodNotFound,
 				Message: "method not found: this server serves tools (tools/list, tools/call)"})
 			return
 		}
 		// The arguments of a call have REST's limit, so a call accepted
 		// over MCP is accepted over REST.
-		if req.Method == "tools/call" && int64(env.argumentBytes) > e.s.opts.MaxBodyBytes {
-			refuseProblem(req, wire.RPCInvalidParams, NewProblem(wire.CodePayloadTooLarge,
-				"the arguments may be at most "+strconv.FormatInt(e.s.opts.MaxBodyBytes, 10)+" bytes, as over REST"))
+		if req.Method == "tools/call" && int64(env.argumentBytes) > e.gw.MaxBodyBytes() {
+			refuseProblem(req, wire.RPCInvalidParams, gateway.NewProblem(wire.CodePayloadTooLarge,
+				"the arguments may be at most "+strconv.FormatInt(e.gw.MaxBodyBytes(), 10)+" bytes, as over REST"))
 			return
 		}
 		r = r.WithContext(withEnvelope(ctx, env))

@@ -1,4 +1,4 @@
-package gateway_test
+package mcpserver_test
 
 import (
 	"context"
@@ -14,64 +14,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// resultJSON is a tool result as the client received it, as a JSON value.
-func resultJSON(t testing.TB, res *mcp.CallToolResult) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mustJSON(t, b)
-}
-
-// resultMeta returns a member of the result's _meta.
-func resultMeta(res *mcp.CallToolResult, name string) any {
-	return res.Meta[name]
-}
-
-// resultText is the text of a result's one content item.
-func resultText(t testing.TB, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("result has %d content items: %+v", len(res.Content), res)
-	}
-	text, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content is %T, want text", res.Content[0])
-	}
-	return text.Text
-}
-
-// wantExecuted asserts a result of an executed (or replayed) call and
-// returns its execution id.
-func wantExecuted(t testing.TB, res *mcp.CallToolResult, err error, replayed bool) string {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("tools/call: %v", err)
-	}
-	if got := resultMeta(res, wire.MetaReplayed); got != replayed {
-		t.Fatalf("_meta replayed = %v, want %v: %+v", got, replayed, resultJSON(t, res))
-	}
-	id, _ := resultMeta(res, wire.MetaExecutionID).(string)
-	if len(id) != 26 {
-		t.Fatalf("_meta executionId %q is not a ULID", id)
-	}
-	return id
-}
-
 func TestMCPCallAndReplay(t *testing.T) {
 	tool := newTestTool("provision")
-	tool.schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"required":["size"]}`
+	tool.Schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"required":["size"]}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	for i, version := range mcpProtocolVersions {
 		t.Run(version, func(t *testing.T) {
-			cs := h.mcpSession(mcpClientOptions{version: version})
+			cs := h.MCPSession(mcpClientOptions{Version: version})
 			session := "mcp-replay-" + version
 			args := `{"size": 2, "name": "db"}`
 
@@ -91,7 +48,7 @@ func TestMCPCallAndReplay(t *testing.T) {
 
 			// A retry, from a new client as after a crash, with the step
 			// index as a string this time: the same call.
-			cs2 := h.mcpSession(mcpClientOptions{version: version})
+			cs2 := h.MCPSession(mcpClientOptions{Version: version})
 			again, err := mcpCall(t, cs2, "provision", `{"name":"db","size":2.0}`, identityMeta(session, "4"))
 			if wantExecuted(t, again, err, true) != id {
 				t.Fatalf("replay has another execution id")
@@ -104,25 +61,16 @@ func TestMCPCallAndReplay(t *testing.T) {
 			}
 		})
 	}
-	if n := tool.total.Load(); n != int64(len(mcpProtocolVersions)) {
+	if n := tool.Total.Load(); n != int64(len(mcpProtocolVersions)) {
 		t.Fatalf("tool ran %d times, want once per protocol version", n)
 	}
-}
-
-func mustMarshal(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func TestMCPStepConflict(t *testing.T) {
 	provision := newTestTool("provision")
 	teardown := newTestTool("teardown")
 	h := newHarness(t, storeEmbedded, []tools.Tool{provision, teardown})
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 	res, err := mcpCall(t, cs, "provision", `{"size":1}`, identityMeta("conflict", 3))
 	id := wantExecuted(t, res, err, false)
 
@@ -133,8 +81,8 @@ func TestMCPStepConflict(t *testing.T) {
 			t.Fatalf("step_conflict data %v, want tool provision and execution_id %s", data, id)
 		}
 	}
-	if provision.total.Load() != 1 || teardown.total.Load() != 0 {
-		t.Fatalf("runs: provision %d, teardown %d", provision.total.Load(), teardown.total.Load())
+	if provision.Total.Load() != 1 || teardown.Total.Load() != 0 {
+		t.Fatalf("runs: provision %d, teardown %d", provision.Total.Load(), teardown.Total.Load())
 	}
 }
 
@@ -145,7 +93,7 @@ func TestMCPConcurrentDuplicates(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			tool := newTestTool("provision")
 			release := make(chan struct{})
-			tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			tool.Behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 				<-release
 				return tools.JSON(201, map[string]any{"id": "vm-1", "execution_id": req.ExecutionID})
 			}
@@ -153,7 +101,7 @@ func TestMCPConcurrentDuplicates(t *testing.T) {
 			const n = 20
 			sessions := make([]*mcp.ClientSession, n)
 			for i := range sessions {
-				sessions[i] = h.mcpSession(mcpClientOptions{version: mcpProtocolVersions[i%2]})
+				sessions[i] = h.MCPSession(mcpClientOptions{Version: mcpProtocolVersions[i%2]})
 			}
 			var wg sync.WaitGroup
 			results := make([]*mcp.CallToolResult, n)
@@ -163,7 +111,7 @@ func TestMCPConcurrentDuplicates(t *testing.T) {
 					results[i], errs[i] = mcpCall(t, sessions[i], "provision", `{"size":1}`, identityMeta("dup", 0))
 				})
 			}
-			eventually(t, 10*time.Second, "the first call to start", func() bool { return tool.total.Load() == 1 })
+			eventually(t, 10*time.Second, "the first call to start", func() bool { return tool.Total.Load() == 1 })
 			time.Sleep(100 * time.Millisecond) // let the duplicates reach the store
 			close(release)
 			wg.Wait()
@@ -178,7 +126,7 @@ func TestMCPConcurrentDuplicates(t *testing.T) {
 				}
 				ids[results[i].Meta[wire.MetaExecutionID].(string)] = true
 			}
-			if n := tool.total.Load(); n != 1 || executed != 1 || len(ids) != 1 {
+			if n := tool.Total.Load(); n != 1 || executed != 1 || len(ids) != 1 {
 				t.Fatalf("tool ran %d times, %d results say executed, %d execution ids; want 1, 1, 1", n, executed, len(ids))
 			}
 		})
@@ -189,37 +137,37 @@ func TestMCPConcurrentDuplicates(t *testing.T) {
 // record, whichever comes first, and one step guard.
 func TestMCPAndRESTShareRecords(t *testing.T) {
 	tool := newTestTool("provision")
-	h := newHarness(t, storeRedis, []tools.Tool{tool})
-	cs := h.mcpSession(mcpClientOptions{})
+	h := newHarness(t, gatewaytest.Redis, []tools.Tool{tool})
+	cs := h.MCPSession(mcpClientOptions{})
 	args := `{"size":3,"region":"eu"}`
 
 	// REST first, then MCP.
-	rest := h.do(callSpec{tool: "provision", session: "shared", step: 1, args: args})
-	if rest.status != 200 || rest.header.Get("Idempotent-Replayed") != "false" {
-		t.Fatalf("REST call: %d %v", rest.status, rest.header)
+	rest := h.Do(callSpec{Tool: "provision", Session: "shared", Step: 1, Args: args})
+	if rest.Status != 200 || rest.Header.Get("Idempotent-Replayed") != "false" {
+		t.Fatalf("REST call: %d %v", rest.Status, rest.Header)
 	}
 	res, err := mcpCall(t, cs, "provision", `{"region":"eu","size":3}`, identityMeta("shared", 1))
-	if id := wantExecuted(t, res, err, true); id != rest.header.Get("Tool-Execution-Id") {
-		t.Fatalf("MCP replay has execution id %s, REST %s", id, rest.header.Get("Tool-Execution-Id"))
+	if id := wantExecuted(t, res, err, true); id != rest.Header.Get("Tool-Execution-Id") {
+		t.Fatalf("MCP replay has execution id %s, REST %s", id, rest.Header.Get("Tool-Execution-Id"))
 	}
-	if resultText(t, res) != string(rest.body) {
-		t.Fatalf("MCP text %q differs from the REST body %q", resultText(t, res), rest.body)
+	if resultText(t, res) != string(rest.Body) {
+		t.Fatalf("MCP text %q differs from the REST body %q", resultText(t, res), rest.Body)
 	}
 
 	// MCP first, then REST.
 	res, err = mcpCall(t, cs, "provision", args, identityMeta("shared", 2))
 	id := wantExecuted(t, res, err, false)
-	rest = h.do(callSpec{tool: "provision", session: "shared", step: 2, args: args})
-	if rest.status != 200 || rest.header.Get("Idempotent-Replayed") != "true" || rest.header.Get("Tool-Execution-Id") != id {
-		t.Fatalf("REST after MCP: %d %v", rest.status, rest.header)
+	rest = h.Do(callSpec{Tool: "provision", Session: "shared", Step: 2, Args: args})
+	if rest.Status != 200 || rest.Header.Get("Idempotent-Replayed") != "true" || rest.Header.Get("Tool-Execution-Id") != id {
+		t.Fatalf("REST after MCP: %d %v", rest.Status, rest.Header)
 	}
-	if string(rest.body) != resultText(t, res) {
-		t.Fatalf("REST body %q differs from the MCP text %q", rest.body, resultText(t, res))
+	if string(rest.Body) != resultText(t, res) {
+		t.Fatalf("REST body %q differs from the MCP text %q", rest.Body, resultText(t, res))
 	}
 
 	// One step guard: step 2 over REST with other arguments, step 1 over
 	// MCP with other arguments.
-	wantProblem(t, h.do(callSpec{tool: "provision", session: "shared", step: 2, args: `{"size":4}`}), 422, wire.CodeStepConflict)
+	wantProblem(t, h.Do(callSpec{Tool: "provision", Session: "shared", Step: 2, Args: `{"size":4}`}), 422, wire.CodeStepConflict)
 	_, err = mcpCall(t, cs, "provision", `{"size":4}`, identityMeta("shared", 1))
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeStepConflict)
 
@@ -229,7 +177,7 @@ func TestMCPAndRESTShareRecords(t *testing.T) {
 	meta[wire.MetaIdempotencyKey] = key
 	res, err = mcpCall(t, cs, "provision", args, meta)
 	wantExecuted(t, res, err, true)
-	if n := tool.total.Load(); n != 2 {
+	if n := tool.Total.Load(); n != 2 {
 		t.Fatalf("tool ran %d times, want 2", n)
 	}
 }
@@ -239,11 +187,11 @@ func TestMCPAndRESTShareRecords(t *testing.T) {
 func TestMCPIdentityFromHeaders(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
-	byHeader := h.mcpSession(mcpClientOptions{header: http.Header{"Agent-Session-Id": {"hdr"}, "Agent-Step-Index": {"9"}}})
+	byHeader := h.MCPSession(mcpClientOptions{Header: http.Header{"Agent-Session-Id": {"hdr"}, "Agent-Step-Index": {"9"}}})
 	res, err := mcpCall(t, byHeader, "provision", `{}`, nil)
 	id := wantExecuted(t, res, err, false)
 
-	byMeta := h.mcpSession(mcpClientOptions{})
+	byMeta := h.MCPSession(mcpClientOptions{})
 	res, err = mcpCall(t, byMeta, "provision", `{}`, identityMeta("hdr", 9))
 	if wantExecuted(t, res, err, true) != id {
 		t.Fatal("a call by _meta did not replay the same call by headers")
@@ -252,7 +200,7 @@ func TestMCPIdentityFromHeaders(t *testing.T) {
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeIdempotencyMetadataConflict)
 	_, err = mcpCall(t, byHeader, "provision", `{}`, identityMeta("other", 9))
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeIdempotencyMetadataConflict)
-	if n := tool.total.Load(); n != 1 {
+	if n := tool.Total.Load(); n != 1 {
 		t.Fatalf("tool ran %d times, want 1", n)
 	}
 }
@@ -261,9 +209,9 @@ func TestMCPIdentityFromHeaders(t *testing.T) {
 // nothing is stored or run: afterwards the same step is still free.
 func TestMCPBadInput(t *testing.T) {
 	tool := newTestTool("provision")
-	tool.schema = `{"type":"object","properties":{"size":{"type":"integer"}}}`
+	tool.Schema = `{"type":"object","properties":{"size":{"type":"integer"}}}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 	good := identityMeta("bad", 1)
 	withMeta := func(change func(mcp.Meta)) mcp.Meta {
 		m := identityMeta("bad", 1)
@@ -313,11 +261,11 @@ func TestMCPBadInput(t *testing.T) {
 	}
 	// go-sdk's client cannot send a number beyond the double range (it
 	// fails building its own Mcp-* headers), so this one goes raw.
-	r := h.rawMCP(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"provision","arguments":{"size":1e400},"_meta":{"io.github.toolgateway/sessionId":"bad","io.github.toolgateway/stepIndex":1}}}`, "2025-11-25", nil)
+	r := h.RawMCP(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"provision","arguments":{"size":1e400},"_meta":{"io.github.toolgateway/sessionId":"bad","io.github.toolgateway/stepIndex":1}}}`, "2025-11-25", nil)
 	if code, data := rpcErrorOf(t, r); code != wire.RPCInvalidParams || data["code"] != wire.CodeInvalidJSON {
-		t.Fatalf("1e400: %d %s", r.status, r.body)
+		t.Fatalf("1e400: %d %s", r.Status, r.Body)
 	}
-	if n := tool.total.Load(); n != 0 {
+	if n := tool.Total.Load(); n != 0 {
 		t.Fatalf("tool ran %d times on bad input", n)
 	}
 	res, err := mcpCall(t, cs, "provision", `{"size":1}`, good)
@@ -329,9 +277,9 @@ func TestMCPBadInput(t *testing.T) {
 // on the same step runs.
 func TestMCPSchemaViolation(t *testing.T) {
 	tool := newTestTool("provision")
-	tool.schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"required":["size"]}`
+	tool.Schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"required":["size"]}`
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 	res, err := mcpCall(t, cs, "provision", `{"size":0}`, identityMeta("schema", 0))
 	if err != nil {
 		t.Fatalf("schema violation as a protocol error: %v", err)
@@ -345,17 +293,8 @@ func TestMCPSchemaViolation(t *testing.T) {
 	}
 	res, err = mcpCall(t, cs, "provision", `{"size":2}`, identityMeta("schema", 0))
 	wantExecuted(t, res, err, false)
-	if n := tool.total.Load(); n != 1 {
+	if n := tool.Total.Load(); n != 1 {
 		t.Fatalf("tool ran %d times, want 1", n)
-	}
-}
-
-func wantErrorMeta(t testing.TB, res *mcp.CallToolResult, code string, retryable bool) {
-	t.Helper()
-	got := resultJSON(t, res)["_meta"].(map[string]any)[wire.MetaError]
-	want := map[string]any{"code": code, "retryable": retryable}
-	if !jsonEqual(t, mustMarshal(t, got), mustMarshal(t, want)) {
-		t.Fatalf("_meta error = %v, want %v", got, want)
 	}
 }
 
@@ -364,7 +303,7 @@ func wantErrorMeta(t testing.TB, res *mcp.CallToolResult, code string, retryable
 // not recorded, so the same call runs again.
 func TestMCPToolOutcomes(t *testing.T) {
 	tool := newTestTool("provision")
-	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	tool.Behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 		var args struct{ Mode string }
 		_ = json.Unmarshal(req.Arguments, &args)
 		switch args.Mode {
@@ -383,7 +322,7 @@ func TestMCPToolOutcomes(t *testing.T) {
 		return tools.JSON(200, map[string]any{"ok": true})
 	}
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withPolicy("provision", tools.Policy{Timeout: 200 * time.Millisecond}))
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 
 	res, err := mcpCall(t, cs, "provision", `{"mode":"missing"}`, identityMeta("outcomes", 0))
 	wantExecuted(t, res, err, false)
@@ -404,7 +343,7 @@ func TestMCPToolOutcomes(t *testing.T) {
 	} {
 		step := i + 1
 		args := `{"mode":"` + c.mode + `"}`
-		before := tool.total.Load()
+		before := tool.Total.Load()
 		for attempt := range 2 {
 			res, err := mcpCall(t, cs, "provision", args, identityMeta("outcomes", step))
 			if err != nil {
@@ -416,7 +355,7 @@ func TestMCPToolOutcomes(t *testing.T) {
 				t.Fatalf("%s attempt %d: %+v", c.mode, attempt, resultJSON(t, res))
 			}
 		}
-		if runs := tool.total.Load() - before; runs != 2 {
+		if runs := tool.Total.Load() - before; runs != 2 {
 			t.Fatalf("%s: the tool ran %d times for 2 attempts; a failure must not be recorded", c.mode, runs)
 		}
 	}
@@ -427,18 +366,18 @@ func TestMCPToolOutcomes(t *testing.T) {
 func TestMCPInProgress(t *testing.T) {
 	tool := newTestTool("provision")
 	release := make(chan struct{})
-	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+	tool.Behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 		<-release
 		return tools.JSON(200, map[string]any{"done": true})
 	}
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withMCP(func(o *mcpOptions) { o.InProgressWait = 300 * time.Millisecond }))
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withMCP(mcpserver.Options{InProgressWait: 300 * time.Millisecond}))
 	first := make(chan error, 1)
 	go func() {
-		_, err := mcpCall(t, h.mcpSession(mcpClientOptions{}), "provision", `{}`, identityMeta("wait", 0))
+		_, err := mcpCall(t, h.MCPSession(mcpClientOptions{}), "provision", `{}`, identityMeta("wait", 0))
 		first <- err
 	}()
-	eventually(t, 10*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
-	cs := h.mcpSession(mcpClientOptions{})
+	eventually(t, 10*time.Second, "the tool to start", func() bool { return tool.Total.Load() == 1 })
+	cs := h.MCPSession(mcpClientOptions{})
 	_, err := mcpCall(t, cs, "provision", `{}`, identityMeta("wait", 0))
 	data := wantRPCError(t, err, wire.RPCRequestInProgress, wire.CodeRequestInProgress)
 	if ms, _ := data["retry_after_ms"].(float64); ms < 1000 || data["retryable"] != true {
@@ -460,7 +399,7 @@ func TestMCPInProgress(t *testing.T) {
 	if res == nil || res.Meta[wire.MetaReplayed] != true {
 		t.Fatalf("the waiting duplicate did not get the replay: %+v", res)
 	}
-	if n := tool.total.Load(); n != 1 {
+	if n := tool.Total.Load(); n != 1 {
 		t.Fatalf("tool ran %d times", n)
 	}
 }
@@ -475,7 +414,7 @@ func TestMCPOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A gateway claims the call and dies: its lease runs out.
-	_, err = h.store.Claim(context.Background(), idempotency.ClaimRequest{
+	_, err = h.Store.Claim(context.Background(), idempotency.ClaimRequest{
 		Scope:        idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: derivedKey(t, "unknown", 0, "pay", args)},
 		Fingerprint:  keyderive.Fingerprint(canonical),
 		StepGuard:    true,
@@ -491,14 +430,14 @@ func TestMCPOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 	for range 2 {
 		_, err := mcpCall(t, cs, "pay", args, identityMeta("unknown", 0))
 		if data := wantRPCError(t, err, wire.RPCOutcomeUnknown, wire.CodeOutcomeUnknown); data["retryable"] != false {
 			t.Fatalf("outcome_unknown retryable: %v", data)
 		}
 	}
-	if n := tool.total.Load(); n != 0 {
+	if n := tool.Total.Load(); n != 0 {
 		t.Fatalf("a tool whose outcome is unknown ran %d times", n)
 	}
 }
@@ -508,31 +447,31 @@ func TestMCPOutcomeUnknown(t *testing.T) {
 // call, marked unprotected.
 func TestMCPWithoutIdentity(t *testing.T) {
 	lookup := newTestTool("lookup")
-	lookup.readOnly = true
+	lookup.ReadOnly = true
 	provision := newTestTool("provision")
 	strict := newHarness(t, storeEmbedded, []tools.Tool{lookup, provision})
-	cs := strict.mcpSession(mcpClientOptions{})
+	cs := strict.MCPSession(mcpClientOptions{})
 	for range 2 {
 		res, err := mcpCall(t, cs, "lookup", `{"q":"x"}`, nil)
 		if err != nil || res.IsError || res.Meta[wire.MetaExecutionID] != nil || res.Meta[wire.MetaReplayed] != nil {
 			t.Fatalf("read-only call: %v %+v", err, res)
 		}
 	}
-	if n := lookup.total.Load(); n != 2 {
+	if n := lookup.Total.Load(); n != 2 {
 		t.Fatalf("read-only tool ran %d times, want every call", n)
 	}
 	_, err := mcpCall(t, cs, "provision", `{}`, nil)
 	wantRPCError(t, err, wire.RPCInvalidParams, wire.CodeAgentSessionMissing)
 
-	lenient := newHarness(t, storeEmbedded, []tools.Tool{provision}, withMCP(func(o *mcpOptions) { o.AllowUnkeyed = true }))
-	cs = lenient.mcpSession(mcpClientOptions{})
+	lenient := newHarness(t, storeEmbedded, []tools.Tool{provision}, withMCP(mcpserver.Options{AllowUnkeyed: true}))
+	cs = lenient.MCPSession(mcpClientOptions{})
 	for range 2 {
 		res, err := mcpCall(t, cs, "provision", `{}`, nil)
 		if err != nil || res.Meta[wire.MetaIdempotency] != wire.MetaIdempotencyNone || res.Meta[wire.MetaReplayed] != nil {
 			t.Fatalf("unkeyed call: %v %+v", err, res)
 		}
 	}
-	if n := provision.total.Load(); n != 2 {
+	if n := provision.Total.Load(); n != 2 {
 		t.Fatalf("unkeyed tool ran %d times, want every call", n)
 	}
 	// Part of an identity is still refused, and a keyed call is protected.
@@ -542,7 +481,7 @@ func TestMCPWithoutIdentity(t *testing.T) {
 		res, err := mcpCall(t, cs, "provision", `{}`, identityMeta("s", 0))
 		wantExecuted(t, res, err, i == 1)
 	}
-	if n := provision.total.Load(); n != 3 {
+	if n := provision.Total.Load(); n != 3 {
 		t.Fatalf("tool ran %d times, want 3", n)
 	}
 }
@@ -553,7 +492,7 @@ func TestMCPTenants(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withTenants(map[string]string{"acme": "acme-token", "umbrella": "umbrella-token"}))
 	ids := map[string]string{}
 	for _, token := range []string{"acme-token", "umbrella-token"} {
-		cs := h.mcpSession(mcpClientOptions{token: token})
+		cs := h.MCPSession(mcpClientOptions{Token: token})
 		for i := range 2 {
 			res, err := mcpCall(t, cs, "provision", `{}`, identityMeta("same", 0))
 			id := wantExecuted(t, res, err, i == 1)
@@ -564,10 +503,10 @@ func TestMCPTenants(t *testing.T) {
 			}
 		}
 	}
-	if ids["acme-token"] == ids["umbrella-token"] || tool.total.Load() != 2 {
-		t.Fatalf("tenants shared a record: %v, tool ran %d times", ids, tool.total.Load())
+	if ids["acme-token"] == ids["umbrella-token"] || tool.Total.Load() != 2 {
+		t.Fatalf("tenants shared a record: %v, tool ran %d times", ids, tool.Total.Load())
 	}
-	rec, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: "umbrella", Tool: "provision", Key: derivedKey(t, "same", 0, "provision", `{}`)})
+	rec, err := h.Store.Get(context.Background(), idempotency.Scope{Tenant: "umbrella", Tool: "provision", Key: derivedKey(t, "same", 0, "provision", `{}`)})
 	if err != nil || rec.ExecutionID != ids["umbrella-token"] {
 		t.Fatalf("umbrella's record: %+v %v", rec, err)
 	}
@@ -578,21 +517,21 @@ func TestMCPTenants(t *testing.T) {
 // headers; a malformed step hands it nothing; neither is refused.
 func TestMCPReadOnlyIdentityAsREST(t *testing.T) {
 	lookup := newTestTool("lookup")
-	lookup.readOnly = true
-	lookup.started = make(chan *tools.Request, 8)
+	lookup.ReadOnly = true
+	lookup.Started = make(chan *tools.Request, 8)
 	h := newHarness(t, storeEmbedded, []tools.Tool{lookup})
-	cs := h.mcpSession(mcpClientOptions{})
+	cs := h.MCPSession(mcpClientOptions{})
 	badKey := mcp.Meta{wire.MetaSessionID: "ro", wire.MetaStepIndex: 4, wire.MetaIdempotencyKey: "NOT-A-KEY"}
 	res, err := mcpCall(t, cs, "lookup", `{}`, badKey)
 	if err != nil || res.IsError {
 		t.Fatalf("read-only call with a malformed key: %v %+v", err, res)
 	}
-	overREST := h.do(callSpec{tool: "lookup", args: `{}`, key: "NOT-A-KEY", headers: map[string]string{"Agent-Session-Id": "ro", "Agent-Step-Index": "4"}})
-	if overREST.status != 200 {
-		t.Fatalf("the same over REST: %d %s", overREST.status, overREST.body)
+	overREST := h.Do(callSpec{Tool: "lookup", Args: `{}`, Key: "NOT-A-KEY", Headers: map[string]string{"Agent-Session-Id": "ro", "Agent-Step-Index": "4"}})
+	if overREST.Status != 200 {
+		t.Fatalf("the same over REST: %d %s", overREST.Status, overREST.Body)
 	}
 	for door := range 2 {
-		req := <-lookup.started
+		req := <-lookup.Started
 		if !req.HasStep || req.SessionID != "ro" || req.StepIndex != 4 {
 			t.Fatalf("door %d: the tool got session %q step %d (has %v), want ro/4", door, req.SessionID, req.StepIndex, req.HasStep)
 		}
@@ -601,7 +540,7 @@ func TestMCPReadOnlyIdentityAsREST(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("read-only call with a malformed step: %v %+v", err, res)
 	}
-	if req := <-lookup.started; req.HasStep || req.SessionID != "" {
+	if req := <-lookup.Started; req.HasStep || req.SessionID != "" {
 		t.Fatalf("a malformed step handed the tool session %q", req.SessionID)
 	}
 }

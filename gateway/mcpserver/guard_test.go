@@ -1,4 +1,4 @@
-package gateway_test
+package mcpserver_test
 
 import (
 	"net/http"
@@ -42,19 +42,19 @@ func TestMCPRefusesWhatIsNotOneRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := h.rawMCP(c.body, c.version, c.header)
-			if r.status != c.status {
-				t.Fatalf("status %d, want %d: %s", r.status, c.status, r.body)
+			r := h.RawMCP(c.body, c.version, c.header)
+			if r.Status != c.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, c.status, r.Body)
 			}
-			if ct := r.header.Get("Content-Type"); ct != "application/json" {
-				t.Fatalf("Content-Type %q: %s", ct, r.body)
+			if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q: %s", ct, r.Body)
 			}
 			if code, _ := rpcErrorOf(t, r); code != c.code {
-				t.Fatalf("JSON-RPC code %d, want %d: %s", code, c.code, r.body)
+				t.Fatalf("JSON-RPC code %d, want %d: %s", code, c.code, r.Body)
 			}
 		})
 	}
-	if n := tool.total.Load(); n != 0 {
+	if n := tool.Total.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
 }
