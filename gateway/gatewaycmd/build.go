@@ -44,7 +44,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			return nil, nil, fmt.Errorf("%s: configured twice", field)
 		}
 		configured[t.Name] = true
-		if err := tools.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
+		if err := t.LeaseExpiry.Validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
 		schema, err := c.toolSchema(i, t)
@@ -94,11 +94,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := registry.Add(tool, opts...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", field, err)
 		}
-		policies[t.Name] = tools.Policy{
-			Timeout:     time.Duration(t.Timeout),
-			ReplayTTL:   time.Duration(t.ReplayTTL),
-			LeaseExpiry: tools.LeaseExpiry(t.LeaseExpiry),
-		}
+		policies[t.Name] = t.Policy()
 	}
 	for _, p := range plugins {
 		if configured[p.Spec().Name] {

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
@@ -181,15 +182,28 @@ type TenantEntry struct {
 // ToolEntry configures one tool: an HTTP upstream (with http), or settings
 // for an in-process plugin of the same name.
 type ToolEntry struct {
-	Name        string          `yaml:"name"`
-	Description string          `yaml:"description"`
-	Schema      string          `yaml:"schema"`
-	InputSchema map[string]any  `yaml:"input_schema"`
-	Timeout     Duration        `yaml:"timeout"`
-	ReplayTTL   Duration        `yaml:"replay_ttl"`
-	LeaseExpiry string          `yaml:"lease_expiry"`
-	ReadOnly    *bool           `yaml:"read_only"`
-	HTTP        *HTTPToolConfig `yaml:"http"`
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Schema      string         `yaml:"schema"`
+	InputSchema map[string]any `yaml:"input_schema"`
+	// PolicyConfig is the tool's timeout, replay_ttl and lease_expiry.
+	PolicyConfig `yaml:",inline"`
+	ReadOnly     *bool           `yaml:"read_only"`
+	HTTP         *HTTPToolConfig `yaml:"http"`
+}
+
+// PolicyConfig is the execution policy as a tools: or an mcp_servers:
+// entry writes it (both embed it), parsed once into a [tools.Policy]. A
+// field left out takes the gateway's default ([tools.Policy.Resolve]).
+type PolicyConfig struct {
+	Timeout     Duration          `yaml:"timeout"`
+	ReplayTTL   Duration          `yaml:"replay_ttl"`
+	LeaseExpiry tools.LeaseExpiry `yaml:"lease_expiry"`
+}
+
+// Policy converts p.
+func (p PolicyConfig) Policy() tools.Policy {
+	return tools.Policy{Timeout: time.Duration(p.Timeout), ReplayTTL: time.Duration(p.ReplayTTL), LeaseExpiry: p.LeaseExpiry}
 }
 
 // HTTPToolConfig declares an HTTP upstream tool.

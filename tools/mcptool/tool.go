@@ -33,6 +33,9 @@ var (
 // when configured so or marked readOnlyHint, and the server's policy.
 func (t *Tool) Spec() tools.Spec { return t.spec }
 
+// Server is the name of the tool's server (its mcp_servers: entry).
+func (t *Tool) Server() string { return t.up.cfg.Name }
+
 // Provenance names the server and the tool's name there.
 func (t *Tool) Provenance() string {
 	return fmt.Sprintf("MCP server %q, tool %q", t.up.cfg.Name, t.upstreamName)

@@ -76,7 +76,7 @@ func TestForwardsExactArgumentsAndIdentityMeta(t *testing.T) {
 func TestOutcomeClasses(t *testing.T) {
 	up := newHTTPUpstream(t, mcptest.Options{})
 	reg := tools.NewRegistry()
-	startManager(t, reg, mcptool.ServerConfig{Name: "rec", URL: up.http.URL, Prefix: "r_", RecordIsError: true, Timeout: 300 * time.Millisecond}, mcptool.Options{})
+	startManager(t, reg, mcptool.ServerConfig{Name: "rec", URL: up.http.URL, Prefix: "r_", RecordIsError: true, Policy: tools.Policy{Timeout: 300 * time.Millisecond}}, mcptool.Options{})
 	// No keep-alive for this one: a request to the server once it is gone
 	// is refused before anything is written. (On a kept-alive connection
 	// the server closed, the request counts as written: an uncertain
