@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -251,6 +252,15 @@ func LoadConfig(path string) (*Config, error) {
 
 // ParseConfig parses YAML (or JSON) config text.
 func ParseConfig(raw []byte) (*Config, error) {
+	// yaml.v3 truncates 0.5 into an int field silently: read the text as a
+	// tree first to refuse such a number, naming the field.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, oneLine(err)
+	}
+	if err := refuseFractions(&doc, reflect.TypeFor[Config](), ""); err != nil {
+		return nil, err
+	}
 	cfg := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
