@@ -201,13 +201,31 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 }
 
 // openStore opens Redis (single node or cluster), PostgreSQL or the
-// embedded store.
+// embedded store; with store.migrate false it refuses a store whose layout
+// is behind (migratecmd.go) before it says anything else about it, so such
+// a store is named for what it is, not as one that does not answer yet. A
+// shared store that does not answer is not fatal: the gateway answers 503
+// until it does, and /readyz says so.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
 	store, desc, err := c.openStoreAnyLayout(ctx, log)
-	if err == nil {
-		err = c.refuseBehindLayout(ctx, store, desc, log) // migratecmd.go
+	if err != nil {
+		return store, desc, err
 	}
-	return store, desc, err
+	if err := c.refuseBehindLayout(ctx, store, desc); err != nil {
+		return store, desc, err
+	}
+	if kind, _ := c.storeChoice(); kind.kind != storeKindEmbedded {
+		pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := store.Ping(pingCtx); err != nil {
+			name := "redis"
+			if kind.kind == storeKindPostgres {
+				name = "postgres"
+			}
+			log.Warn(name+" does not answer yet; calls get 503 until it does", "store", desc, "error", err)
+		}
+	}
+	return store, desc, nil
 }
 
 // openStoreAnyLayout opens the store without judging its layout version.
@@ -218,7 +236,7 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 	}
 	switch choice.kind {
 	case storeKindPostgres:
-		return c.openPostgres(ctx, log)
+		return c.openPostgres(ctx)
 	case storeKindEmbedded:
 		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates()})
 		if err != nil {
@@ -232,13 +250,6 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 	redis.SetLogger(redisLogger{log: log})
 	client := c.redisClient()
 	s := redisstore.New(client, c.redisOptions())
-	// A Redis that is down at start is not fatal: the gateway answers 503
-	// until it is back, and /readyz says so.
-	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := s.Ping(pingCtx); err != nil {
-		log.Warn("redis does not answer yet; calls get 503 until it does", "store", choice.desc, "error", err)
-	}
 	return clientOwningStore{Store: s, client: client}, choice.desc, nil
 }
 
