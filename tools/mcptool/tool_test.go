@@ -97,8 +97,11 @@ func TestOutcomeClasses(t *testing.T) {
 		t.Fatalf("isError, record_is_error false: %v %+v, want status 500 with the result", err, resp)
 	}
 	_, err = lookup(t, reg, "r_fail_rpc").Tool.Call(ctx, req())
-	if !errors.Is(err, tools.ErrUpstreamUnreachable) || !strings.Contains(err.Error(), "backend exploded") {
-		t.Fatalf("JSON-RPC error: %v, want ErrUpstreamUnreachable", err)
+	// The server answered: said so (and with what), while it still counts
+	// as unreachable for the gateway's outcome (released, not recorded).
+	if !errors.Is(err, tools.ErrUpstreamRejected) || !errors.Is(err, tools.ErrUpstreamUnreachable) ||
+		!strings.Contains(err.Error(), "upstream answered with an error, not a result: JSON-RPC error ") || !strings.Contains(err.Error(), "backend exploded") {
+		t.Fatalf("JSON-RPC error: %v, want ErrUpstreamRejected naming the server's error", err)
 	}
 	_, err = lookup(t, reg, "r_create_ticket").Tool.Call(ctx, req())
 	if !errors.Is(err, context.DeadlineExceeded) {
