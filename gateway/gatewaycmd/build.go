@@ -254,12 +254,18 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 }
 
 // redisClient is the client of a Redis store section that storeChoice
-// accepted (single node or cluster).
+// accepted (single node or cluster). Its commands end at their context's
+// deadline (ContextTimeoutEnabled): without it go-redis waits out its own
+// socket timeouts (3 s a read, each retry again), so a store that hangs
+// rather than refuses (a frozen process, a network that drops packets)
+// kept a completion's last attempt, and the client's answer, seconds past
+// the max(5 s, lock_ttl) the gateway gives it.
 func (c *Config) redisClient() redis.UniversalClient {
 	if len(c.Store.ClusterAddrs) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs, ContextTimeoutEnabled: true})
 	}
 	opts, _ := redis.ParseURL(c.Store.RedisURL) // storeChoice parsed it
+	opts.ContextTimeoutEnabled = true
 	return redis.NewClient(opts)
 }
 
