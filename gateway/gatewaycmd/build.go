@@ -214,12 +214,12 @@ func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.S
 	if err := c.refuseBehindLayout(ctx, store, desc); err != nil {
 		return store, desc, err
 	}
-	if kind, _ := c.storeChoice(); kind.kind != storeKindEmbedded {
+	if choice, _ := c.storeChoice(); choice.kind != storeKindEmbedded { // openStoreAnyLayout checked it
 		pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		if err := store.Ping(pingCtx); err != nil {
 			name := "redis"
-			if kind.kind == storeKindPostgres {
+			if choice.kind == storeKindPostgres {
 				name = "postgres"
 			}
 			log.Warn(name+" does not answer yet; calls get 503 until it does", "store", desc, "error", err)
