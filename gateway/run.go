@@ -196,6 +196,8 @@ func (s *Server) toolErrorProblem(ctx context.Context, err error) *Problem {
 		return NewProblem(wire.CodeToolFailed, "the gateway lost the lease on this call while the tool ran; retry to get the outcome")
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 		return NewProblem(wire.CodeToolTimeout, "the tool did not finish within its timeout")
+	case errors.Is(err, tools.ErrUpstreamRejected): // before ErrUpstreamUnreachable, which it counts as
+		return NewProblem(wire.CodeUpstreamUnreachable, "the tool's upstream answered with an error instead of a result; retrying runs it again")
 	case errors.Is(err, tools.ErrUpstreamUnreachable):
 		return NewProblem(wire.CodeUpstreamUnreachable, "the tool's upstream could not be reached")
 	case errors.Is(err, tools.ErrOutcomeUncertain):
