@@ -122,8 +122,10 @@ export class AiSdkGateway {
   /**
    * The model, wrapped so that the gateway tools learn each call's position
    * in the model's turn (the order of the `tool-call` parts of its response,
-   * streamed or not). Required for {@link tools}; no effect on the model's
-   * requests or answers.
+   * streamed or not). Required for {@link tools}: a call made by a model
+   * that is not wrapped is not sent, and fails `generateText` (with
+   * `streamText`, the error is thrown from the stream); no effect on the
+   * model's requests or answers.
    */
   model(model: AiSdkModel): AiSdkModel {
     const core = this.#core;

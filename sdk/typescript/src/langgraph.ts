@@ -4,7 +4,7 @@
  * exactly once however often the graph resumes, replays or regenerates it.
  *
  *     const tools = await gatewayTools(new Client(url, { token }));
- *     const agent = createReactAgent({ llm, tools, checkpointer });
+ *     const agent = createReactAgent({ llm, tools: new ToolNode(tools, { handleToolErrors: false }), checkpointer });
  *
  * Every call's identity comes from the graph's own checkpointed state
  * (docs/runtimes.md): the session is the thread id (plus the node path of a
