@@ -30,7 +30,8 @@ import {
 } from "@openai/agents";
 
 import { ConversationTools } from "./adapter-core.js";
-import type { Client, Session, ToolDefinition } from "./client.js";
+import { NetworkError, type Client, type Session, type ToolDefinition } from "./client.js";
+import { GatewayError } from "./errors.js";
 import { runStateItems } from "./openai-agents-run-state.js";
 import { openaiAgentsCallIds } from "./runtimes.js";
 import { unconfirmedText } from "./tool-outcome.js";
@@ -66,9 +67,11 @@ export interface OpenAIAgentsToolDefinition {
  *   the failed call is recorded; the app resumes later from what it stored
  *   (the history, or the RunState stored at approval), and the call goes
  *   out again with the same step and key.
- * - `"tell-model"`: the model reads a text that says the call may have run
- *   and not to make it again (a call made again is a new step, a new
- *   action), and the run goes on.
+ * - `"tell-model"`: for the gateway's failures (unreachable, an error
+ *   answer), the model reads a text that says the call may have run and
+ *   not to make it again (a call made again is a new step, a new action),
+ *   and the run goes on. The app's own mistakes (a model that is not
+ *   wrapped, arguments the SDK refuses) still stop the run.
  * - a function: its text is the call's output, and the run goes on.
  */
 export type OpenAIAgentsFailure = "stop" | "tell-model" | ((tool: string, error: unknown) => string | Promise<string>);
@@ -82,7 +85,12 @@ export interface OpenAIAgentsGatewayOptions {
 /** The SDK's `errorFunction` of a tool for a failure mode: null makes the tool's error stop the run. */
 function errorFunction(name: string, onFailure: OpenAIAgentsFailure) {
   if (onFailure === "stop") return null;
-  if (onFailure === "tell-model") return (_context: unknown, error: unknown) => unconfirmedText(name, error);
+  if (onFailure === "tell-model") {
+    return (_context: unknown, error: unknown) => {
+      if (!(error instanceof NetworkError || error instanceof GatewayError)) throw error;
+      return unconfirmedText(name, error);
+    };
+  }
   return (_context: unknown, error: unknown) => onFailure(name, error);
 }
 

@@ -23,6 +23,7 @@
 //   toolsGateway     the gateway the tools call, if not `gateway` (a dead
 //                    one: the gateway down)
 //   onFailure        the adapter's onFailure option
+//   unwrapped        give the agent the model itself, not gw.model(model)
 // A run that rejects prints { error: { name, cause } } (the SDK's error and
 // the gateway error it wraps) and exits with 3, the app's "stop, resume
 // later": it persists nothing more.
@@ -57,6 +58,7 @@ interface Config {
   discover?: boolean;
   toolsGateway?: string;
   onFailure?: "stop" | "tell-model";
+  unwrapped?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -133,7 +135,7 @@ const gw = openaiAgentsGateway(
       },
   config.onFailure ? { onFailure: config.onFailure } : {},
 );
-const agent = new Agent({ name: "ops", instructions: "provision what the plan says", model: gw.model(scripted), tools: gw.tools });
+const agent = new Agent({ name: "ops", instructions: "provision what the plan says", model: config.unwrapped ? scripted : gw.model(scripted), tools: gw.tools });
 
 async function runOnce(input: AgentInputItem[] | RunState<any, any>) {
   if (config.stream) {

@@ -162,3 +162,11 @@ test('onFailure "tell-model", the gateway down: the model reads that the call ma
   );
   assert.doesNotMatch(text(outcome.seen[0]), /try again/i);
 });
+
+test('onFailure "tell-model", a model that is not wrapped: the app\'s mistake still stops the run, the call is not sent', { timeout }, async () => {
+  const chat = conversation();
+  const turns = [[provision("unwrapped-told")]];
+  const exited = await stack.agent("openai-agents-agent", { ...chat, mode: "history", turns, onFailure: "tell-model", unwrapped: true }).exited;
+  assert.deepEqual(stopped(exited).error, { name: "ToolCallError", cause: "Error" });
+  assert.equal(stack.executions.get("unwrapped-told"), undefined);
+});
