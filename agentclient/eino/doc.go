@@ -33,8 +33,11 @@
 // compose.WithInterruptBeforeNodes naming the tools node, so that the
 // model's turn is checkpointed before any tool runs.
 //
-// A step_conflict (a regenerated turn that asks for other arguments at a
-// step that already ran) and invalid_arguments reach the model as the tool's
-// result, the problem document as text, and the run goes on; other failures
-// are errors of the tool, which end the graph run.
+// A refusal the model can act on reaches it as the tool's result, in the
+// words the TypeScript adapters use (RefusalText), and the run goes on:
+// step_conflict (a regenerated turn that asks other arguments at a step
+// that already ran), invalid_arguments (with the violations),
+// idempotency_key_reused, outcome_unknown, payload_too_large and
+// upstream_response_too_large. Other failures are errors of the tool,
+// which end the graph run.
 package eino
