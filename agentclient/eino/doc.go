@@ -11,7 +11,9 @@
 //	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
 //
 // with gw.Tools(infos...) as the tools of the graph's compose.ToolsNode and
-// ctx passed to the graph's Invoke or Stream.
+// ctx passed to the graph's Invoke or Stream. docs/runtimes-go.md shows a
+// whole agent (the model → tools loop as a compose graph), the one the
+// package's crash test runs.
 //
 // Identity:
 //
@@ -29,7 +31,8 @@
 //
 // The graph must append the assistant message to its state before the tools
 // node runs (a state pre-handler of the tools node, as Eino's ReAct agent
-// does), and should be compiled with compose.WithCheckPointStore and
+// does), and should be compiled with compose.WithCheckPointStore (a store
+// that outlives the process, such as [FileCheckPointStore]) and
 // compose.WithInterruptBeforeNodes naming the tools node, so that the
 // model's turn is checkpointed before any tool runs.
 //
