@@ -27,7 +27,7 @@ var _ compose.CheckPointStore = (*FileCheckPointStore)(nil)
 // returns the newest and Get(id + "@" + n) version n, which is how an
 // application forks a run from an earlier checkpoint (read "thread@1",
 // write another id with compose.WithWriteToCheckPointID). Versions lists
-// them. Nothing is ever deleted: remove a finished run's directory when
+// them. Nothing is deleted but by Delete: call it for a finished run when
 // nothing will fork from it any more.
 //
 // A version is written whole to a temporary file, synced, and renamed into
@@ -123,6 +123,21 @@ func (s *FileCheckPointStore) Versions(id string) ([]int, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// Delete removes every version of the checkpoint id; an id with none is
+// not an error.
+func (s *FileCheckPointStore) Delete(id string) error {
+	dir, err := s.idDir(id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("toolgateway eino: delete checkpoints of %s: %w", id, err)
+	}
+	return nil
 }
 
 // idDir is the directory of the checkpoint id: one path element, whatever

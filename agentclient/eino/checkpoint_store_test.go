@@ -61,6 +61,18 @@ func TestFileCheckPointStoreReadsBackWhatItWrote(t *testing.T) {
 	if got := mustGet(t, store, "thread-1"); string(got) != "third" {
 		t.Errorf("Get(thread-1) after a write of thread-2 = %q", got)
 	}
+	// A finished run's checkpoints are deleted; the other run's stay.
+	for range 2 {
+		if err := store.Delete("thread-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data, ok, err := store.Get(ctx, "thread-1"); ok || err != nil {
+		t.Errorf("Get after Delete = %q, %v, %v; want nothing", data, ok, err)
+	}
+	if got := mustGet(t, store, "thread-2"); string(got) != "other" {
+		t.Errorf("Get(thread-2) after deleting thread-1 = %q", got)
+	}
 }
 
 func TestFileCheckPointStoreOutlivesItsWriter(t *testing.T) {
