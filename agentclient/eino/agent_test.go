@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/agentclient/eino"
 )
 
@@ -47,8 +45,8 @@ type agentConfig struct {
 	// Thread is the run's thread id: its session, and the checkpoint it
 	// resumes from and writes to unless the fields below say otherwise.
 	Thread string `json:"thread"`
-	// ReadCheckpoint and WriteCheckpoint fork a run: resume from one
-	// checkpoint (id@version), write to another.
+	// ReadCheckpoint and WriteCheckpoint, when set, fork the thread:
+	// resume from one checkpoint (id@version), write to another.
 	ReadCheckpoint  string `json:"read_checkpoint,omitempty"`
 	WriteCheckpoint string `json:"write_checkpoint,omitempty"`
 	// Script is the scripted model's tool calls per turn (the tool is
@@ -60,98 +58,56 @@ type agentConfig struct {
 	HangAtTurn int `json:"hang_at_turn,omitempty"`
 }
 
-// State is the graph's state: the run's messages, as an application
-// keeps them (Eino checkpoints it).
-type State struct {
-	Messages []*schema.Message
-}
-
-func init() {
-	schema.RegisterName[*State]("toolgateway_eino_test_run_state")
-}
-
 // provisionTool is the gateway tool the scripted model calls.
 const provisionTool = "provision"
 
-// runAgent is the agent process: a model → tools loop as a compose graph,
-// checkpointed before each tools node run, resumed until it ends.
+// runAgent is the agent process: the example's agent (example_test.go)
+// with the scripted model and a file checkpoint store, run to its end.
 func runAgent(configJSON string) error {
 	var config agentConfig
 	if err := json.Unmarshal([]byte(configJSON), &config); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	ctx := context.Background()
-	gatewayURL, threadID := config.Gateway, config.Thread
-
-	// The adapter's lines, as docs/runtimes-go.md shows them.
-	gw := eino.New(agentclient.New(gatewayURL), eino.StateHistory(func(s *State) []*schema.Message { return s.Messages }))
-	infos, err := eino.Discover(ctx, nil, gatewayURL, "") // or your own []*schema.ToolInfo
-	if err != nil {
-		return err
-	}
-	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
-
-	toolsNode, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: gw.Tools(infos...)})
-	if err != nil {
-		return err
-	}
-	graph := compose.NewGraph[[]*schema.Message, *schema.Message](compose.WithGenLocalState(func(context.Context) *State { return &State{} }))
-	err = errors.Join(
-		graph.AddChatModelNode("model", &scriptedModel{config: config}, compose.WithStatePreHandler(
-			func(_ context.Context, in []*schema.Message, s *State) ([]*schema.Message, error) {
-				s.Messages = append(s.Messages, in...)
-				return s.Messages, nil
-			})),
-		graph.AddToolsNode("tools", toolsNode, compose.WithStatePreHandler(
-			func(_ context.Context, in *schema.Message, s *State) (*schema.Message, error) {
-				// The model's turn joins the history before any tool runs.
-				s.Messages = append(s.Messages, in)
-				return in, nil
-			})),
-		graph.AddEdge(compose.START, "model"),
-		graph.AddBranch("model", compose.NewGraphBranch(func(_ context.Context, m *schema.Message) (string, error) {
-			if len(m.ToolCalls) > 0 {
-				return "tools", nil
-			}
-			return compose.END, nil
-		}, map[string]bool{"tools": true, compose.END: true})),
-		graph.AddEdge("tools", "model"),
+	const question = "provision what the script says"
+	var (
+		answer *schema.Message
+		err    error
 	)
+	if config.ReadCheckpoint == "" {
+		answer, err = ask(ctx, config.Gateway, &scriptedModel{config: config}, config.CheckpointDir, config.Thread, question)
+	} else {
+		answer, err = runFork(ctx, config, question)
+	}
 	if err != nil {
 		return err
 	}
-	run, err := graph.Compile(ctx,
-		compose.WithNodeTriggerMode(compose.AnyPredecessor),
-		compose.WithMaxRunSteps(50),
-		compose.WithCheckPointStore(fileCheckPointStore{dir: config.CheckpointDir}),
-		// The model's turn is checkpointed before its tools run.
-		compose.WithInterruptBeforeNodes([]string{"tools"}),
-	)
-	if err != nil {
-		return err
-	}
+	fmt.Println(lineFinal + answer.Content)
+	return nil
+}
 
-	read, write := threadID, threadID
-	if config.ReadCheckpoint != "" {
-		read = config.ReadCheckpoint
+// runFork is ask for a fork of the thread: the first Invoke reads the
+// checkpoint config.ReadCheckpoint (an earlier one, "thread@1") and writes
+// config.WriteCheckpoint, the resumes go on from there; the session stays
+// the thread's.
+func runFork(ctx context.Context, config agentConfig, question string) (*schema.Message, error) {
+	store, err := eino.NewFileCheckPointStore(config.CheckpointDir)
+	if err != nil {
+		return nil, err
 	}
-	if config.WriteCheckpoint != "" {
-		write = config.WriteCheckpoint
+	agent, err := newAgent(ctx, config.Gateway, &scriptedModel{config: config}, store)
+	if err != nil {
+		return nil, err
 	}
-	input := []*schema.Message{schema.UserMessage("provision what the script says")}
-	for range 20 {
-		out, err := run.Invoke(ctx, input, compose.WithCheckPointID(read), compose.WithWriteToCheckPointID(write))
-		if _, interrupted := compose.ExtractInterruptInfo(err); interrupted {
-			read = write // resume from the checkpoint just written
-			continue
+	ctx = eino.WithSession(ctx, config.Thread)
+	read, write := config.ReadCheckpoint, config.WriteCheckpoint
+	for {
+		answer, err := agent.Invoke(ctx, []*schema.Message{schema.UserMessage(question)}, compose.WithCheckPointID(read), compose.WithWriteToCheckPointID(write))
+		if _, interrupted := compose.ExtractInterruptInfo(err); !interrupted {
+			return answer, err
 		}
-		if err != nil {
-			return err
-		}
-		fmt.Println(lineFinal + out.Content)
-		return nil
+		read = write // resume from the checkpoint just written
 	}
-	return errors.New("the run did not end")
 }
 
 // scriptedModel is a chat model without network: at turn n (the number of
@@ -213,4 +169,10 @@ func randomHex() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// WithTools implements model.ToolCallingChatModel: the script names the
+// tools it calls.
+func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	return m, nil
 }

@@ -295,7 +295,7 @@ func TestCrashedAgentsRunEachToolCallOnce(t *testing.T) {
 		other.ReadCheckpoint, other.WriteCheckpoint = thread+"@1", thread+"-fork-other"
 		results = startAgent(t, other).finish(t)
 		checkExecutions(t, upstream, thread, want...)
-		if len(results) != 2 || !strings.Contains(results[1], wire.CodeStepConflict) {
+		if len(results) != 2 || !strings.HasPrefix(results[1], wire.CodeStepConflict+": this call of provision was NOT run. Step 1 of this conversation already ran a call of provision (execution ") {
 			t.Errorf("the model was shown %q, want a step_conflict for the changed call", results)
 		}
 	})
