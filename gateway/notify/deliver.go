@@ -3,9 +3,11 @@ package notify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -61,6 +63,12 @@ func (n *Notifier) attempt(m message) error {
 	req.Header.Set(SignatureHeader, Sign(n.cfg.Secret, time.Now(), m.body))
 	resp, err := n.cfg.Client.Do(req)
 	if err != nil {
+		// Not the *url.Error itself: its message holds the URL, and a
+		// webhook URL often carries a token in its path or query.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
 		return fmt.Errorf("notify: post: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseDrain))

@@ -50,7 +50,9 @@ type Config struct {
 	InitialBackoff, MaxBackoff time.Duration
 	// AttemptTimeout bounds one attempt, response included.
 	AttemptTimeout time.Duration
-	// Client sends the requests; nil is a plain [http.Client].
+	// Client sends the requests; nil is an [http.Client] that does not
+	// follow redirects (a redirected POST may arrive as a GET without its
+	// body: a 3xx is a final answer instead).
 	Client *http.Client
 	// Logger records notifications given up; nil discards.
 	Logger *slog.Logger
@@ -129,7 +131,9 @@ func withDefaults(cfg Config) Config {
 		cfg.AttemptTimeout = DefaultAttemptTimeout
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
+		cfg.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

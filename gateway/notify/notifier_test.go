@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -227,4 +229,59 @@ func TestNewRefuses(t *testing.T) {
 	if st := closeAll(t, n); st != (notify.Stats{}) {
 		t.Errorf("stats %+v, want nothing sent", st)
 	}
+}
+
+// TestNotifyLogsNoURL checks a failure is logged without the webhook URL,
+// whose path or query often holds a token.
+func TestNotifyLogsNoURL(t *testing.T) {
+	var log strings.Builder
+	var mu sync.Mutex
+	n, err := notify.New(notify.Config{
+		URL: "http://127.0.0.1:1/hooks/T0K3N-s3cr3t", Secret: secret, MaxAttempts: 1,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Notify(pending("01JF")); err != nil {
+		t.Fatal(err)
+	}
+	if st := closeAll(t, n); st.Failed != 1 {
+		t.Fatalf("stats %+v, want 1 failed", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if out := log.String(); !strings.Contains(out, "01JF") || strings.Contains(out, "T0K3N") {
+		t.Errorf("log %q: want the approval id and not the URL", out)
+	}
+}
+
+// TestNotifyNoRedirect checks a redirect is a final answer, not followed.
+func TestNotifyNoRedirect(t *testing.T) {
+	rc := &receiver{t: t}
+	target := httptest.NewServer(rc)
+	defer target.Close()
+	redirect := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusFound))
+	defer redirect.Close()
+	n, err := notify.New(notify.Config{URL: redirect.URL, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Notify(pending("01JG")); err != nil {
+		t.Fatal(err)
+	}
+	if st := closeAll(t, n); st != (notify.Stats{Failed: 1}) || rc.requests() != 0 {
+		t.Errorf("stats %+v, %d requests at the redirect's target; want 1 failed, none followed", st, rc.requests())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
