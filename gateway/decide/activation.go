@@ -13,6 +13,7 @@ import (
 // goroutines.
 type activation struct {
 	in     *Input
+	tool   string
 	args   ref.Val
 	parsed bool
 }
@@ -26,7 +27,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.args, true
 	case varTool:
-		return types.String(a.in.Tool), true
+		return types.String(a.tool), true
 	case varTenant:
 		return types.String(a.in.Tenant), true
 	case varSession:

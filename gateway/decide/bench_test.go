@@ -19,7 +19,7 @@ func benchDecide(b *testing.B, rules []decide.Rule, args string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := &decide.Input{Arguments: []byte(args), Tool: "refund", Tenant: "acme", Session: "s-1", Step: 7, HasStep: true, API: "rest"}
+	in := &decide.Input{Arguments: []byte(args), Tenant: "acme", Session: "s-1", Step: 7, HasStep: true, API: "rest"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu := processCPU()

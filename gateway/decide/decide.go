@@ -13,9 +13,9 @@ type Input struct {
 	// Arguments is the call's canonical (JCS) arguments, a JSON object. It
 	// is parsed only if a rule reads `args`, and then once per call.
 	Arguments []byte
-	// Tool, Tenant and Session name the call; Session is "" when the call
-	// carries none.
-	Tool, Tenant, Session string
+	// Tenant and Session name the caller; Session is "" when the call
+	// carries none. (Rules see the policy's own tool as `tool`.)
+	Tenant, Session string
 	// Step is the agent step, read only when HasStep; rules see -1 without.
 	Step    uint64
 	HasStep bool
@@ -54,7 +54,7 @@ func (p *Policy) Decide(ctx context.Context, in *Input) (Verdict, error) {
 	if p == nil || len(p.rules) == 0 {
 		return Verdict{Decision: Allow, Rule: -1}, nil
 	}
-	act := &activation{in: in}
+	act := &activation{in: in, tool: p.tool}
 	for i := range p.rules {
 		r := &p.rules[i]
 		if r.program != nil {

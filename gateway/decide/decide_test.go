@@ -27,7 +27,7 @@ func mustCompile(t testing.TB, tool string, rules []decide.Rule) *decide.Policy 
 }
 
 func restCall(args string) *decide.Input {
-	return &decide.Input{Arguments: []byte(args), Tool: "refund", Tenant: "acme", Session: "s-1", Step: 3, HasStep: true, API: "rest"}
+	return &decide.Input{Arguments: []byte(args), Tenant: "acme", Session: "s-1", Step: 3, HasStep: true, API: "rest"}
 }
 
 // TestDecideFirstMatchWins checks the ordered rules of the refund policy.
@@ -147,7 +147,7 @@ func TestDecideIdentity(t *testing.T) {
 	if v, _ := p.Decide(context.Background(), in); v.Decision != decide.Deny {
 		t.Errorf("api rest: %+v, want deny", v)
 	}
-	opaque := &decide.Input{Arguments: []byte(`{}`), Tool: "refund", Tenant: "acme", Step: 3, API: "rest"}
+	opaque := &decide.Input{Arguments: []byte(`{}`), Tenant: "acme", Step: 3, API: "rest"}
 	if v, _ := p.Decide(context.Background(), opaque); v.Decision != decide.Approve {
 		t.Errorf("no session or step: %+v, want approve (step is -1 without HasStep)", v)
 	}

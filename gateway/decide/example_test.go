@@ -20,7 +20,7 @@ func ExampleCompile() {
 	}
 	for _, args := range []string{`{"amount":250}`, `{"amount":2000}`, `{"amount":20000}`} {
 		v, err := policy.Decide(context.Background(), &decide.Input{
-			Arguments: []byte(args), Tool: "refund", Tenant: "acme",
+			Arguments: []byte(args), Tenant: "acme",
 			Session: "s-1", Step: 4, HasStep: true, API: "rest",
 		})
 		fmt.Println(args, v.Decision, v.Rule, v.Approver, v.Reason, err)
@@ -48,7 +48,7 @@ func ExampleCompile_refused() {
 // In observe mode a decision is reported but the call runs.
 func ExampleMode_Apply() {
 	policy, _ := decide.Compile("refund", []decide.Rule{{Decision: decide.Deny, Reason: "not yet"}})
-	v, _ := policy.Decide(context.Background(), &decide.Input{Arguments: []byte(`{}`), Tool: "refund", API: "mcp"})
+	v, _ := policy.Decide(context.Background(), &decide.Input{Arguments: []byte(`{}`), API: "mcp"})
 	v = decide.ModeObserve.Apply(v)
 	fmt.Println(v.Decision, v.Enforced(), v.Effective())
 	// Output: deny false allow

@@ -20,7 +20,7 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			return
 		}
-		v, err := p.Decide(context.Background(), &decide.Input{Arguments: args, Tool: "fuzz", API: "rest"})
+		v, err := p.Decide(context.Background(), &decide.Input{Arguments: args, API: "rest"})
 		switch {
 		case err != nil && (v.Decision != decide.Deny || v.Rule != 0):
 			t.Fatalf("error %v with verdict %+v; want a deny by rule 0", err, v)
