@@ -26,8 +26,8 @@ func newTxn(tx *bolt.Tx, now time.Time) (*txn, error) {
 		return nil, err
 	}
 	t := &txn{
-		records: tx.Bucket(recordsBucket),
-		steps:   tx.Bucket(stepsBucket),
+		records:   tx.Bucket(recordsBucket),
+		steps:     tx.Bucket(stepsBucket),
 		fencing:   tx.Bucket(fencingBucket),
 		approvals: tx.Bucket(approvalsBucket),
 		now:       now,
