@@ -48,7 +48,7 @@ type packed struct {
 	status   int   // 'C' only
 	ctype    string
 	body     []byte
-	args     []byte // 'P', 'U' and approvals: the canonical arguments (the rest)
+	args     []byte                // 'P', 'U' and approvals: the canonical arguments (the rest)
 	approval *idempotency.Approval // 'A', 'Y', 'N'
 }
 
