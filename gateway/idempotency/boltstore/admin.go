@@ -230,8 +230,10 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		case r == nil:
 			answer = idempotency.ErrNotFound
 			return nil
-		case idempotency.State(r.State) == idempotency.StateCompleted,
+		case idempotency.State(r.State) != idempotency.StateUnknown && idempotency.State(r.State) != idempotency.StateInProgress,
 			idempotency.State(r.State) == idempotency.StateInProgress && r.leaseAlive(t.now):
+			// COMPLETED, an approval (nothing ran: there is no effect to
+			// resolve), or a claim still running.
 			answer = idempotency.ErrNotResolvable
 			return nil
 		}

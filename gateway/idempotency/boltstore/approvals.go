@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -103,6 +104,24 @@ func (t *txn) decideApproval(key []byte, r *storedRecord, req idempotency.ClaimR
 	}
 	decision.Approval = approval
 	return decision, true, nil
+}
+
+// dropExpiredApproval removes the index entry of an expired record under
+// key that the sweeper has not removed yet, before a new record replaces
+// it: the entry would otherwise outlive its record.
+func (t *txn) dropExpiredApproval(key []byte) error {
+	value := t.records.Get(key)
+	if value == nil || !bytes.Contains(value, []byte(`"ap":`)) {
+		return nil
+	}
+	r, err := decodeRecord(value)
+	if err != nil || r.Approval == nil {
+		return err
+	}
+	if err := t.approvals.Delete([]byte(r.Approval.ID)); err != nil {
+		return fmt.Errorf("delete approval entry: %w", err)
+	}
+	return nil
 }
 
 // approvalRecord returns the live record carrying approval id and its

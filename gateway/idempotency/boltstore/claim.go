@@ -89,6 +89,9 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 	if req.Step != nil {
 		r.Step = &storedStep{SessionID: req.Step.SessionID, Index: req.Step.Index}
 	}
+	if err := t.dropExpiredApproval(key); err != nil {
+		return idempotency.Decision{}, false, err
+	}
 	var decision idempotency.Decision
 	if req.Approval != nil {
 		decision, err = t.newPending(key, r, req)

@@ -30,6 +30,8 @@ func approvalCases() []testCase {
 		{"ApprovalApprovedExpires", testApprovalApprovedExpires},
 		{"ApprovalDecideTwice", testApprovalDecideTwice},
 		{"ApprovalUnknownID", testApprovalUnknownID},
+		{"ApprovalNotResolvable", testApprovalNotResolvable},
+		{"ApprovalRecordDeleted", testApprovalRecordDeleted},
 		{"ApprovalList", testApprovalList},
 		{"ApprovalListPagination", testApprovalListPagination},
 		{"ApprovalConcurrentClaimsOfApproved", testApprovalConcurrentClaimsOfApproved},
@@ -313,6 +315,43 @@ func testApprovalUnknownID(f *fixture) {
 	// An ordinary record is no approval.
 	f.claimed(f.request(f.scope("refund", "plain"), fingerprintA, nil))
 	f.expectApprovals(idempotency.ApprovalFilter{})
+}
+
+// testApprovalNotResolvable: nothing ran for an approval record, so an
+// operator has no effect to resolve it with, whatever its state.
+func testApprovalNotResolvable(f *fixture) {
+	pending := f.approvalRequest(f.scope("refund", "resolve-pending"), fingerprintA, nil)
+	f.pending(pending)
+	approved := f.approvalRequest(f.scope("refund", "resolve-approved"), fingerprintA, nil)
+	f.decide(f.pending(approved).ID, true, "alice", "")
+	for _, scope := range []idempotency.Scope{pending.Scope, approved.Scope} {
+		before := f.get(scope)
+		if _, err := f.admin().Resolve(f.ctx, scope, jsonResponse(`{}`), replayTTL); !errors.Is(err, idempotency.ErrNotResolvable) {
+			f.t.Errorf("Resolve(%s %s) = %v, want ErrNotResolvable", scope.Key, before.State, err)
+		}
+		if after := f.get(scope); after.State != before.State {
+			f.t.Errorf("Resolve changed %s from %s to %s", scope.Key, before.State, after.State)
+		}
+	}
+}
+
+// testApprovalRecordDeleted: an operator's Delete takes the approval and
+// the step with the record; the call asks again, under a new approval.
+func testApprovalRecordDeleted(f *fixture) {
+	req := f.approvalRequest(f.scope("refund", "deleted"), fingerprintA, f.step("deleted", 1))
+	a := f.pending(req)
+	f.delete(req.Scope)
+	if _, err := f.approvals().GetApproval(f.ctx, a.ID); !errors.Is(err, idempotency.ErrNotFound) {
+		f.t.Errorf("GetApproval after Delete = %v, want ErrNotFound", err)
+	}
+	if _, err := f.approvals().DecideApproval(f.ctx, a.ID, idempotency.ApprovalDecision{Approve: true, By: "alice"}); !errors.Is(err, idempotency.ErrNotFound) {
+		f.t.Errorf("DecideApproval after Delete = %v, want ErrNotFound", err)
+	}
+	next := f.again(req)
+	if b := f.pending(next); b.ID == a.ID {
+		f.t.Errorf("the call asked again under the deleted approval %s", a.ID)
+	}
+	f.expectApprovals(idempotency.ApprovalFilter{}, next.Approval.ID)
 }
 
 // expectApprovals fails unless listing filter yields exactly the
