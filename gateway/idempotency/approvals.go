@@ -87,6 +87,14 @@ func (a ApprovalClaim) Validate() error {
 	return a.Approver.Validate()
 }
 
+// OrDefault is a, or ApproverOperator for "" (what every store records).
+func (a Approver) OrDefault() Approver {
+	if a == "" {
+		return ApproverOperator
+	}
+	return a
+}
+
 // Validate checks an approver kind.
 func (a Approver) Validate() error {
 	switch a {

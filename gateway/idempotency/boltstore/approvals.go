@@ -66,7 +66,7 @@ func (t *txn) newPending(key []byte, r *storedRecord, req idempotency.ClaimReque
 	r.ReplayTTL = int64(req.ReplayTTL)
 	r.ExpiresAt = expires + r.ReplayTTL
 	r.Approval = &storedApproval{
-		ID: a.ID, Rule: a.Rule, Reason: a.Reason, Approver: string(a.Approver),
+		ID: a.ID, Rule: a.Rule, Reason: a.Reason, Approver: string(a.Approver.OrDefault()),
 		Requested: t.now.UnixNano(), Expires: expires, UseWithin: int64(a.UseWithin),
 	}
 	if err := t.putRecord(key, r); err != nil {

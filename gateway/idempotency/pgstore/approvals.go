@@ -59,7 +59,7 @@ var claimFunctionV6 = mustReplace(claimFunctionV5,
 	"\tOUT resp_body bytea, OUT holder_tool text)\n",
 	"\tOUT resp_body bytea, OUT holder_tool text,\n"+
 		"\tOUT a_id text, OUT a_rule integer, OUT a_reason text, OUT a_approver text, OUT a_requested timestamptz,\n"+
-		"\tOUT a_expires timestamptz, OUT a_by text, OUT a_decided timestamptz, OUT a_note text)\n",
+		"\tOUT a_expires timestamptz, OUT a_by text, OUT a_decided timestamptz, OUT a_note text, OUT a_use_us bigint)\n",
 
 	"\t\tnow_ts := clock_timestamp();\n",
 	"\t\tnow_ts := clock_timestamp();\n\t\ta_id := NULL;\n",
@@ -69,7 +69,7 @@ var claimFunctionV6 = mustReplace(claimFunctionV5,
 				a_id := rec.approval_id; a_rule := rec.approval_rule; a_reason := rec.approval_reason;
 				a_approver := rec.approver; a_requested := rec.approval_requested_at;
 				a_expires := rec.approval_expires_at; a_by := rec.decided_by; a_decided := rec.decided_at;
-				a_note := rec.decision_note;
+				a_note := rec.decision_note; a_use_us := rec.approval_use_us;
 				IF rec.state = 'DENIED' THEN
 					outcome := 'approval_denied';
 					RETURN;
@@ -118,6 +118,7 @@ var claimFunctionV6 = mustReplace(claimFunctionV5,
 				exec_id := p_execution_id;
 				a_id := p_approval_id; a_rule := p_rule; a_reason := p_reason; a_approver := p_approver;
 				a_requested := now_ts; a_expires := now_ts + p_timeout_us * interval '1 microsecond';
+				a_use_us := p_use_us;
 				RETURN;
 			END IF;
 			CONTINUE;
@@ -145,7 +146,7 @@ func approvalArgs(a *idempotency.ApprovalClaim) []any {
 	if a == nil {
 		return []any{nil, nil, nil, nil, nil, nil}
 	}
-	return []any{a.ID, a.Rule, a.Reason, string(a.Approver), micros(a.Timeout), micros(a.UseWithin)}
+	return []any{a.ID, a.Rule, a.Reason, string(a.Approver.OrDefault()), micros(a.Timeout), micros(a.UseWithin)}
 }
 
 // scannedApproval receives the claim function's a_* columns.

@@ -37,13 +37,14 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		status              *int32
 		body                []byte
 		approval            scannedApproval
+		useUS               *int64
 	)
 	args := append([]any{req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
 		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments)},
 		approvalArgs(req.Approval)...)
 	err := s.pool.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
-		approval.dest()...)...)
+		append(approval.dest(), &useUS)...)...)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
@@ -54,9 +55,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		return *p
 	}
 	d := idempotency.Decision{ExecutionID: str(execID)}
-	// The claim function does not answer the use-within window: the
-	// approval of a decision names who decided, not how long it may wait.
-	d.Approval = approval.approval(nil)
+	d.Approval = approval.approval(useUS)
 	if o, ok := approvalOutcomes[outcome]; ok {
 		d.Outcome = o
 		if o != idempotency.OutcomeAwaitingApproval {

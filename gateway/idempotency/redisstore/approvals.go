@@ -40,12 +40,8 @@ func approvalClaimArgsOf(a *idempotency.ApprovalClaim) approvalClaimArgs {
 	if a == nil {
 		return approvalClaimArgs{}
 	}
-	approver := a.Approver
-	if approver == "" {
-		approver = idempotency.ApproverOperator
-	}
 	return approvalClaimArgs{
-		Approval: packID(a.ID), Rule: int64(a.Rule), Reason: a.Reason, Approver: string(approver),
+		Approval: packID(a.ID), Rule: int64(a.Rule), Reason: a.Reason, Approver: string(a.Approver.OrDefault()),
 		TimeoutMS: millis(a.Timeout), UseMS: millis(a.UseWithin),
 	}
 }

@@ -85,7 +85,7 @@ func (f *fixture) pending(req idempotency.ClaimRequest) idempotency.Approval {
 	before := time.Now()
 	d := f.expect(req, idempotency.OutcomeAwaitingApproval)
 	a := d.Approval
-	if a == nil || a.ID != req.Approval.ID {
+	if a == nil || a.ID != req.Approval.ID || a.UseWithin != req.Approval.UseWithin || a.Approver != req.Approval.Approver.OrDefault() {
 		f.t.Fatalf("pending approval = %+v, want id %q", a, req.Approval.ID)
 	}
 	if !within(a.ExpiresAt, before.Add(req.Approval.Timeout), clockSlack) || !within(a.RequestedAt, before, clockSlack) {
@@ -164,6 +164,7 @@ func testApprovalPendingStepConflict(f *fixture) {
 
 func testApprovalKeyReused(f *fixture) {
 	req := f.approvalRequest(f.scope("refund", "reused"), fingerprintA, nil)
+	req.Approval.Approver = "" // recorded as the default, operator
 	a := f.pending(req)
 	f.expect(f.approvalRequest(req.Scope, fingerprintB, nil), idempotency.OutcomeKeyReused)
 	f.decide(a.ID, true, "finance", "")
