@@ -46,4 +46,8 @@ var (
 	//go:embed lua/resolve.lua
 	resolveLua    string
 	resolveScript = redis.NewScript(resolveLua)
+
+	//go:embed lua/approve.lua
+	approveLua    string
+	approveScript = redis.NewScript(approveLua)
 )

@@ -20,6 +20,7 @@ var scriptArgTypes = map[string]interface{ argv() []any }{
 	"resolve":      resolveArgs{},
 	"point":        pointArgs{},
 	"layout":       layoutArgs{},
+	"approve":      approveArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.
@@ -27,6 +28,7 @@ func scriptTexts() map[string]string {
 	return map[string]string{
 		"claim": claimLua, "renew": renewLua, "complete": completeLua, "mark_unknown": markUnknownLua,
 		"release": releaseLua, "delete": deleteLua, "resolve": resolveLua, "point": pointLua, "layout": layoutLua,
+		"approve": approveLua,
 	}
 }
 
@@ -130,7 +132,7 @@ func TestScriptHeaders(t *testing.T) {
 // its layout strings at the top, each equal to record.go's constant, and
 // packs or unpacks with those names only (no layout literal inline).
 func TestScriptLayouts(t *testing.T) {
-	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep}
+	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep, "APPROVAL": layoutApproval}
 	for name, text := range scriptTexts() {
 		declared := map[string]bool{}
 		for _, m := range layoutDef.FindAllStringSubmatch(text, -1) {
