@@ -80,7 +80,7 @@ func absoluteURL(s string) error {
 // Defaults of [Options].
 const (
 	DefaultMaxTokenBytes      = 16 << 10
-	DefaultMinRefreshInterval = 10 * time.Second
+	DefaultMinRefreshInterval = time.Second
 	DefaultRediscoverInterval = 5 * time.Second
 	DefaultExpirySkew         = 30 * time.Second
 	DefaultCacheEntries       = 10000
