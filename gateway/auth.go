@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -82,39 +83,47 @@ func ValidateAuth(tenants []Tenant, admin ...*[sha256.Size]byte) error {
 // tools.NamePattern, which has no parentheses).
 const AdminCaller = "(admin)"
 
-// bearerTokenHash returns SHA-256 of the request's bearer token.
-func bearerTokenHash(r *http.Request) ([sha256.Size]byte, bool) {
+// bearerToken returns the request's bearer token and its SHA-256.
+func bearerToken(r *http.Request) (string, [sha256.Size]byte, bool) {
 	values := r.Header.Values(wire.HeaderAuthorization)
 	if len(values) != 1 {
-		return [sha256.Size]byte{}, false
+		return "", [sha256.Size]byte{}, false
 	}
 	scheme, token, ok := strings.Cut(values[0], " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return [sha256.Size]byte{}, false
+		return "", [sha256.Size]byte{}, false
 	}
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return [sha256.Size]byte{}, false
+		return "", [sha256.Size]byte{}, false
 	}
-	return sha256.Sum256([]byte(token)), true
+	return token, sha256.Sum256([]byte(token)), true
+}
+
+// bearerTokenHash returns SHA-256 of the request's bearer token.
+func bearerTokenHash(r *http.Request) ([sha256.Size]byte, bool) {
+	_, sum, ok := bearerToken(r)
+	return sum, ok
 }
 
 // authenticate resolves the tenant from the bearer token (when auth is
 // configured) before anything else of the tool API runs, so a request
 // without a valid token touches nothing. The tenants are the current
-// settings' (Reload), loaded once per request.
+// settings' (Reload), loaded once per request. A token that is no static
+// tenant's goes to the identity provider, when one is configured.
 func (s *Server) authenticate(next http.Handler) http.Handler {
-	if len(s.opts.Tenants) == 0 {
+	if !authOn(s.settings.Load()) {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sum, ok := bearerTokenHash(r)
+		token, sum, ok := bearerToken(r)
 		tenant, previous := "", false
+		set := s.settings.Load()
 		if ok {
 			// Compare against every token of every tenant, in constant
 			// time each, so the time taken says nothing about which hash
 			// was close.
-			for _, t := range s.settings.Load().tenants {
+			for _, t := range set.tenants {
 				if subtle.ConstantTimeCompare(sum[:], t.TokenSHA256[:]) == 1 && tenant == "" {
 					tenant = t.Name
 				}
@@ -123,8 +132,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				}
 			}
 		}
+		var refused error
+		if tenant == "" && ok && set.oidc != nil {
+			tenant, refused = s.verifyProviderToken(r, set.oidc, token)
+		}
 		if tenant == "" {
-			s.unauthorized(w, r)
+			s.unauthorizedBecause(w, r, refused)
 			return
 		}
 		setTenant(r.Context(), tenant)
@@ -161,8 +174,19 @@ func (s *Server) authenticateAdmin(next http.Handler) http.Handler {
 }
 
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	s.unauthorizedBecause(w, r, nil)
+}
+
+// unauthorizedBecause answers 401. With an identity provider its challenge
+// names the RFC 9728 metadata (so MCP hosts find where to sign in) and,
+// when a provider token was refused (reason), error="invalid_token".
+func (s *Server) unauthorizedBecause(w http.ResponseWriter, r *http.Request, reason error) {
 	p := NewProblem(wire.CodeUnauthorized, "send a valid bearer token")
 	setLabel(r.Context(), "", p.label())
-	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgateway"`)
+	challenge := `Bearer realm="toolgateway"`
+	if v := s.settings.Load().oidc; v != nil {
+		challenge = oidcauth.Challenge(v.MetadataURL(), reason)
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
 	WriteProblem(w, p)
 }

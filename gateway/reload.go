@@ -34,6 +34,9 @@ type Settings struct {
 	Policies map[string]tools.Policy
 	// ReplayTTL replaces Options.ReplayTTL (0: the default).
 	ReplayTTL time.Duration
+	// OIDC replaces Options.OIDC (auth with only an identity provider
+	// counts as auth on: it must stay on).
+	OIDC TokenVerifier
 }
 
 // settings is one immutable snapshot of the reloadable state. The call path
@@ -51,7 +54,13 @@ type settings struct {
 	limits    map[string]TenantLimits
 	policies  map[string]tools.Policy
 	replayTTL time.Duration
+	// oidc checks the identity provider's tokens (nil: none).
+	oidc TokenVerifier
 }
+
+// authOn reports whether callers must authenticate: static tenants, an
+// identity provider, or both.
+func authOn(s *settings) bool { return len(s.tenants) > 0 || s.oidc != nil }
 
 // newSettings checks set and builds its snapshot (copies, so the caller may
 // reuse what it passed).
@@ -80,6 +89,7 @@ func newSettings(set Settings) (*settings, error) {
 		limits:    tenantLimits(set.Tenants),
 		policies:  maps.Clone(set.Policies),
 		replayTTL: orDefault(set.ReplayTTL, DefaultReplayTTL),
+		oidc:      set.OIDC,
 	}, nil
 }
 
@@ -115,7 +125,7 @@ var wiredAtStart = []struct {
 	on      func(*settings) bool
 }{
 	{"auth (turning auth on or off)", "auth cannot be turned on or off at run time (restart the gateway)",
-		func(s *settings) bool { return len(s.tenants) > 0 }},
+		authOn},
 	{"admin (enabling or disabling the admin API)", "the admin API cannot be enabled or disabled at run time (restart the gateway)",
 		func(s *settings) bool { return len(s.admin) > 0 }},
 }
@@ -125,7 +135,7 @@ var wiredAtStart = []struct {
 // its own fixed fields before applying anything.
 func FixedChanges(running, next Settings) []string {
 	shape := func(set Settings) *settings {
-		s := &settings{tenants: set.Tenants}
+		s := &settings{tenants: set.Tenants, oidc: set.OIDC}
 		if set.AdminTokenSHA256 != nil {
 			s.admin = []*[sha256.Size]byte{set.AdminTokenSHA256}
 		}

@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 		r.HandleFunc("/{tool}", s.handleTool)
 	})
 
+	s.mountProtectedResourceMetadata(r)
 	for _, mount := range s.opts.Mounts {
 		mount(s, r)
 	}

@@ -71,6 +71,11 @@ type Options struct {
 
 	// Tenants enables bearer auth when non-empty.
 	Tenants []Tenant
+	// OIDC, when set, enables bearer auth with the access tokens of the
+	// operator's identity provider too (beside Tenants, or alone): a token
+	// that is no static tenant's is verified by it, and its tenant is the
+	// one the token names.
+	OIDC TokenVerifier
 	// AdminTokenSHA256 enables the admin API when non-nil.
 	AdminTokenSHA256 *[sha256.Size]byte
 	// AdminPreviousTokenSHA256, when set, is the admin token being rotated
@@ -171,7 +176,7 @@ func NewServer(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
-		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL})
+		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
@@ -121,8 +122,8 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
 	var tenants []gateway.Tenant
 	if c.Auth != nil {
-		if len(c.Auth.Tenants) == 0 {
-			return nil, nil, errors.New("auth.tenants: list at least one tenant, or remove auth")
+		if len(c.Auth.Tenants) == 0 && c.Auth.OIDC == nil {
+			return nil, nil, errors.New("auth.tenants: list at least one tenant, or configure auth.oidc, or remove auth")
 		}
 		for i, t := range c.Auth.Tenants {
 			sum, err := decodeHash(fmt.Sprintf("auth.tenants[%d].token_sha256", i), t.TokenSHA256)
@@ -158,6 +159,19 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
 		return nil, nil, err
 	}
 	return tenants, &adminHashes{current: admin, previous: adminPrevious}, nil
+}
+
+// buildOIDC returns the verifier of auth.oidc (nil without it). It makes no
+// request: discovery happens on the first token or at Start.
+func (c *Config) buildOIDC() (*oidcauth.Authenticator, error) {
+	if c.Auth == nil || c.Auth.OIDC == nil {
+		return nil, nil
+	}
+	a, err := oidcauth.New(*c.Auth.OIDC, oidcauth.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("auth.oidc.%w", err)
+	}
+	return a, nil
 }
 
 // adminHashes are the admin API's accepted token hashes (current is nil

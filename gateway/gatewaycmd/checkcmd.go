@@ -32,9 +32,11 @@ type CheckReport struct {
 	// Store names the store start-up would open (never with a password),
 	// after the environment overrides: "redis:host:port",
 	// "redis-cluster:...", "postgres:host/db schema s", "embedded:/path".
-	Store      string             `json:"store"`
-	KeyMode    string             `json:"key_mode"`
-	Tenants    int                `json:"tenants"`
+	Store   string `json:"store"`
+	KeyMode string `json:"key_mode"`
+	Tenants int    `json:"tenants"`
+	// OIDCIssuer is auth.oidc's issuer ("" without one).
+	OIDCIssuer string             `json:"oidc_issuer,omitempty"`
 	Admin      bool               `json:"admin"`
 	Tools      []CheckedTool      `json:"tools"`
 	MCPServers []CheckedMCPServer `json:"mcp_servers,omitempty"`
@@ -117,6 +119,9 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 		Tenants:     len(opts.Tenants),
 		Admin:       opts.AdminTokenSHA256 != nil,
 	}
+	if cfg.Auth != nil && cfg.Auth.OIDC != nil {
+		report.OIDCIssuer = cfg.Auth.OIDC.Issuer
+	}
 	for _, e := range cfg.MCPServers {
 		target := redactURL(e.URL)
 		if len(e.Command) > 0 {
@@ -128,6 +133,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 		report.Dial = append(report.Dial, dialStore(ctx, cfg, st.store, st.log))
 		report.Dial = append(report.Dial, dialMCP(ctx, st, logs)...)
 		report.Dial = append(report.Dial, dialHTTPTools(ctx, cfg)...)
+		report.Dial = append(report.Dial, dialOIDC(ctx, opts.OIDC)...)
 	}
 	report.Tools = checkedTools(cfg, opts)
 	return report, nil
@@ -222,7 +228,12 @@ func (r *CheckReport) writeText(w io.Writer) error {
 		admin = "on"
 	}
 	auth := "off (every caller is tenant anonymous)"
-	if r.Tenants > 0 {
+	switch {
+	case r.Tenants > 0 && r.OIDCIssuer != "":
+		auth = fmt.Sprintf("%d tenants and tokens of %s", r.Tenants, r.OIDCIssuer)
+	case r.OIDCIssuer != "":
+		auth = "tokens of " + r.OIDCIssuer
+	case r.Tenants > 0:
 		auth = fmt.Sprintf("%d tenants", r.Tenants)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

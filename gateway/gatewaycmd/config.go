@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
+	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -165,9 +166,14 @@ type AdminConfig struct {
 	PreviousTokenSHA256 string `yaml:"previous_token_sha256"`
 }
 
-// AuthConfig lists the tenants allowed in.
+// AuthConfig lists the tenants allowed in: static tenants with their
+// token hashes, the operator's identity provider whose access tokens name
+// their tenant, or both.
 type AuthConfig struct {
 	Tenants []TenantEntry `yaml:"tenants"`
+	// OIDC makes the gateway a resource server of this issuer's access
+	// tokens (docs/security.md, "Identity provider").
+	OIDC *oidcauth.Config `yaml:"oidc"`
 }
 
 // TenantEntry is one tenant, the SHA-256 of its bearer token and its

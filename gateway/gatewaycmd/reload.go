@@ -1,6 +1,7 @@
 package gatewaycmd
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -68,7 +69,7 @@ type reloader struct {
 // settingsOf is the part of opts that gateway.Server.Reload takes.
 func settingsOf(opts gateway.Options) gateway.Settings {
 	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
-		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL}
+		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -94,6 +95,9 @@ func (r *reloader) reload() {
 	if err != nil {
 		refuse("invalid config", "error", err.Error())
 		return
+	}
+	if opts.OIDC = keepRunningOIDC(r.applied.OIDC, opts.OIDC); opts.OIDC != r.applied.OIDC {
+		startOIDC(context.Background(), opts.OIDC)
 	}
 	// Auth and the admin API turned on or off: the gateway's one rule
 	// (gateway.Server.Reload refuses the same), named before anything applies.

@@ -224,12 +224,13 @@ func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal
 	}
 	srv := cfg.httpServer(handler, log)
 	logAttrs := []any{"addr", ln.Addr().String(), "tls", cfg.TLS.enabled(), "store", b.storeDesc,
-		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0,
+		"tools", opts.Tools.Len(), "mcp_servers", len(cfg.MCPServers), "key_mode", string(opts.KeyMode), "auth", len(opts.Tenants) > 0 || opts.OIDC != nil,
 		"admin", opts.AdminTokenSHA256 != nil, "version", buildinfo.Version()}
 	if opsLn != nil {
 		logAttrs = append(logAttrs, "admin_addr", opsLn.Addr().String())
 	}
 	log.Info("gateway listening", logAttrs...)
+	startOIDC(ctx, opts.OIDC)
 
 	// Clients waiting with Prefer: wait get their 409 as soon as shutdown
 	// begins instead of holding it up.
@@ -311,6 +312,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	provider, err := c.buildOIDC()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	mode := gateway.KeyMode(c.Idempotency.KeyMode)
 	if err := mode.Validate(); err != nil {
 		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %w", err)
@@ -340,6 +345,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		StepGuardOff:             c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
 		SeparateOperations:       c.AdminListen != "",
 		Tenants:                  tenants,
+		OIDC:                     verifier(provider),
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
 		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},

@@ -1,0 +1,187 @@
+// Package oidctest starts a real OpenID provider for tests: zitadel/oidc's
+// example OP (built on its certified op package) on a loopback listener,
+// configured the way an operator configures theirs for the gateway — JWT
+// access tokens for the gateway's audience, a tenant claim, keys that
+// rotate. Tokens come from its token endpoint through a real OAuth client
+// (golang.org/x/oauth2's client credentials flow); nothing here signs a
+// token itself.
+package oidctest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// The example OP's service user for the client credentials grant.
+const (
+	clientID     = "sid1"
+	clientSecret = "verysecret"
+)
+
+// Scope prefixes the provider maps to claims, as an operator's provider
+// maps a user's organisation: scope "org:acme" puts org_id "acme" in the
+// access token, "name:Ada" puts name "Ada".
+const (
+	OrgScopePrefix  = "org:"
+	NameScopePrefix = "name:"
+	TenantClaim     = "org_id"
+)
+
+// Provider is a running OpenID provider.
+type Provider struct {
+	// Issuer is its issuer URL (with the trailing slash it serves).
+	Issuer string
+	// Server is the listener; Close it to make the issuer unreachable.
+	Server *httptest.Server
+	store  *store
+}
+
+// Start runs a provider whose access tokens are JWTs for audience; it
+// stops when the test ends.
+func Start(t testing.TB, audience string) *Provider {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	issuer := "http://" + srv.Listener.Addr().(*net.TCPAddr).String() + "/"
+	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), audience: audience}
+	st.rotate()
+	// SetupServer makes its logger the process's default (the example's
+	// request log): a discarding one keeps test output readable.
+	srv.Config.Handler = exampleop.SetupServer(issuer, st, slog.New(slog.DiscardHandler), false, op.WithAllowInsecure())
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &Provider{Issuer: issuer, Server: srv, store: st}
+}
+
+// Token gets an access token from the provider's token endpoint with the
+// given scopes (see OrgScopePrefix).
+func (p *Provider) Token(t testing.TB, scopes ...string) string {
+	t.Helper()
+	cfg := clientcredentials.Config{
+		ClientID: clientID, ClientSecret: clientSecret,
+		TokenURL: strings.TrimSuffix(p.Issuer, "/") + "/oauth/token",
+		Scopes:   scopes,
+	}
+	tok, err := cfg.Token(context.Background())
+	if err != nil {
+		t.Fatalf("oidctest: token: %v", err)
+	}
+	return tok.AccessToken
+}
+
+// RotateKeys makes the provider sign with a new key (a new key id) and
+// publish only that one, as a provider does after retiring a key.
+func (p *Provider) RotateKeys() { p.store.rotate() }
+
+// KeyID is the id of the key the provider signs with now.
+func (p *Provider) KeyID() string { return p.store.signing().id }
+
+// store is the example OP's storage, with JWT access tokens, the gateway's
+// audience, claims from scopes and a rotating signing key.
+type store struct {
+	*storage.Storage
+	audience string
+
+	mu  sync.Mutex
+	key *signingKey
+}
+
+func (s *store) rotate() {
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = &signingKey{id: rand.Text()[:12], key: priv}
+}
+
+func (s *store) signing() *signingKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.key
+}
+
+// ClientCredentials returns the service user as a client whose access
+// tokens are JWTs.
+func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Client, error) {
+	c, err := s.Storage.ClientCredentials(ctx, id, secret)
+	if err != nil {
+		return nil, err
+	}
+	return jwtClient{c}, nil
+}
+
+// ClientCredentialsTokenRequest addresses the token to the gateway.
+func (s *store) ClientCredentialsTokenRequest(ctx context.Context, id string, scopes []string) (op.TokenRequest, error) {
+	req, err := s.Storage.ClientCredentialsTokenRequest(ctx, id, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if jr, ok := req.(*oidc.JWTTokenRequest); ok {
+		jr.Audience = []string{s.audience}
+	}
+	return req, nil
+}
+
+// GetPrivateClaimsFromScopes adds the claims the scopes name.
+func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID string, scopes []string) (map[string]any, error) {
+	claims, err := s.Storage.GetPrivateClaimsFromScopes(ctx, userID, clientID, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if claims == nil {
+		claims = map[string]any{}
+	}
+	for _, scope := range scopes {
+		if org, ok := strings.CutPrefix(scope, OrgScopePrefix); ok {
+			claims[TenantClaim] = org
+		}
+		if name, ok := strings.CutPrefix(scope, NameScopePrefix); ok {
+			claims["name"] = name
+		}
+	}
+	return claims, nil
+}
+
+func (s *store) SigningKey(context.Context) (op.SigningKey, error) { return s.signing(), nil }
+
+func (s *store) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
+	return []jose.SignatureAlgorithm{jose.RS256}, nil
+}
+
+func (s *store) KeySet(context.Context) ([]op.Key, error) {
+	return []op.Key{publicKey{s.signing()}}, nil
+}
+
+type jwtClient struct{ op.Client }
+
+func (jwtClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
+
+type signingKey struct {
+	id  string
+	key *rsa.PrivateKey
+}
+
+func (k *signingKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (k *signingKey) Key() any                                    { return k.key }
+func (k *signingKey) ID() string                                  { return k.id }
+
+type publicKey struct{ *signingKey }
+
+func (k publicKey) Algorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (k publicKey) Use() string                        { return "sig" }
+func (k publicKey) Key() any                           { return &k.key.PublicKey }
