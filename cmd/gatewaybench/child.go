@@ -28,6 +28,7 @@ type childInfo struct {
 	GatewayURLs []string `json:"gateway_urls"`
 	BaselineURL string   `json:"baseline_url"`
 	PlainMCPURL string   `json:"plain_mcp_url"`
+	FloorURL    string   `json:"floor_url"`
 	Prefix      string   `json:"prefix"`
 	StatsURL    string   `json:"stats_url"`
 }
@@ -56,7 +57,7 @@ func serveChild(ctx context.Context, f *flags, out io.Writer) error {
 	go func() { _ = stats.Serve(l) }()
 	defer stats.Close()
 	info, _ := json.Marshal(childInfo{GatewayURLs: servers.GatewayURLs, BaselineURL: servers.BaselineURL,
-		PlainMCPURL: servers.PlainMCPURL, Prefix: servers.Prefix, StatsURL: "http://" + l.Addr().String()})
+		PlainMCPURL: servers.PlainMCPURL, FloorURL: servers.FloorURL, Prefix: servers.Prefix, StatsURL: "http://" + l.Addr().String()})
 	fmt.Fprintf(out, "%s\n", info)
 	parentGone := make(chan struct{})
 	go func() {
@@ -124,7 +125,7 @@ func startChild(args []string) (*childInfo, func(), error) {
 }
 
 // childTargets returns the targets the child serves: baseline, the
-// gateway under each API, and with MCP the plain go-sdk server.
+// exactly-once floor, the gateway under each API, and with MCP the plain go-sdk server.
 func childTargets(ctx context.Context, f *flags, apis []benchtool.API, info *childInfo) ([]benchtool.Target, func(), error) {
 	client := redis.NewClient(&redis.Options{Addr: f.redisAddr})
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -171,7 +172,9 @@ func childTargets(ctx context.Context, f *flags, apis []benchtool.API, info *chi
 	if f.bolt == "" {
 		gw.RoundTrips = roundTrips
 	}
-	targets := append([]benchtool.Target{base}, gatewayTargets(gw, apis)...)
+	floor := common
+	floor.Name, floor.URLs = benchtool.FloorName, []string{info.FloorURL}
+	targets := append([]benchtool.Target{base, floor}, gatewayTargets(gw, apis)...)
 	for _, api := range apis {
 		if api == benchtool.APIMCP {
 			plain := common

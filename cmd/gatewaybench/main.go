@@ -7,7 +7,11 @@
 // -inprocess keeps them in this process), the gateway (or -replicas of them
 // sharing one Redis store) and the baseline, all serving a tool whose only
 // side effect is one Redis write (INCR of a counter per idempotency key),
-// and runs each -mode against them in alternating rounds.
+// and runs each -mode against them in alternating rounds. Beside them runs
+// the exactly-once floor (target "floor", benchtool.FloorHandler): a
+// minimal server making the same store round trips as a gateway call and
+// nothing else, so "gateway ... throughput / floor" says what the product
+// costs beyond the protocol.
 // With -url it loads an external gateway instead; -upstream serves the
 // counting tool for such a gateway to call, so the dup check can read its
 // counters.
@@ -115,7 +119,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.IntVar(&f.protocol, "resp", 0, "in-process: RESP version of the Redis clients (0: go-redis default, 3)")
 	fs.StringVar(&f.bolt, "bolt", "", "in-process: the gateway uses the embedded store, a new bbolt file at this path (removed at exit), instead of Redis")
 	fs.StringVar(&f.apis, "api", "rest", "comma-separated gateway APIs to load: rest (POST /api/tools/v1/{tool}), mcp (tools/call at /mcp); each is a target next to the baseline")
-	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline, gateway: every -api, gateway-mcp, or plain-mcp), e.g. to profile it")
+	fs.StringVar(&f.only, "only", "", "in-process: load only this target (baseline, floor, gateway: every -api, gateway-mcp, or plain-mcp), e.g. to profile it")
 	fs.BoolVar(&f.inProcess, "inprocess", false, "run the servers in the load generator's process (then 'server us' is the whole process's CPU); default: a child process, measured apart")
 	fs.BoolVar(&f.serveChild, "serve-child", false, "internal: be the servers' child process")
 	if err := fs.Parse(args); err != nil {
@@ -275,7 +279,7 @@ func onlyTargets(targets []benchtool.Target, only string) ([]benchtool.Target, e
 		}
 	}
 	if len(kept) == 0 {
-		return nil, fmt.Errorf("-only %q: want baseline, gateway, gateway-mcp or %s", only, plainMCPName)
+		return nil, fmt.Errorf("-only %q: want baseline, %s, gateway, gateway-mcp or %s", only, benchtool.FloorName, plainMCPName)
 	}
 	return kept, nil
 }
@@ -310,6 +314,7 @@ func setUp(ctx context.Context, f *flags, apis []benchtool.API, args []string) (
 		}
 		targets := append([]benchtool.Target{
 			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU, NoIdempotency: true},
+			{Name: benchtool.FloorName, URLs: []string{servers.FloorURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU, RoundTrips: servers.FloorRoundTrips},
 		}, gatewayTargets(gw, apis)...)
 		if slices.Contains(apis, benchtool.APIMCP) {
 			targets = append(targets, benchtool.Target{Name: plainMCPName, API: benchtool.APIMCP, URLs: []string{servers.PlainMCPURL},

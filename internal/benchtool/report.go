@@ -15,6 +15,7 @@ const (
 	TargetFreshRatio    = 0.6
 	TargetReplayRatio   = 1.0
 	TargetP99AddedMS    = 2.0
+	TargetFloorRatio    = 0.8
 	TargetP99AtWorkers  = 32
 	TargetFreshTrips    = 2.0
 	TargetReplayTrips   = 1.0
@@ -30,13 +31,28 @@ type Check struct {
 	Pass bool    `json:"pass"`
 }
 
-func (r *Report) baseline() *TargetReport {
+func (r *Report) baseline() *TargetReport { return r.target(BaselineName) }
+
+// target is the target called name, or nil.
+func (r *Report) target(name string) *TargetReport {
 	for i := range r.Targets {
-		if r.Targets[i].Name == BaselineName {
+		if r.Targets[i].Name == name {
 			return &r.Targets[i]
 		}
 	}
 	return nil
+}
+
+// floorCheck is the gateway's throughput against the exactly-once floor
+// (FloorHandler) in fresh and replay mode, when the run loaded both.
+func (r *Report) floorCheck(t TargetReport) (Check, bool) {
+	floor := r.target(FloorName)
+	if floor == nil || t.Name == FloorName || t.NoIdempotency || floor.Result.RPS() <= 0 || r.Rate > 0 ||
+		(r.Mode != ModeFresh && r.Mode != ModeReplay) {
+		return Check{}, false
+	}
+	ratio := t.Result.RPS() / floor.Result.RPS()
+	return Check{fmt.Sprintf("%s %s throughput / floor", t.Name, r.Mode), fmt.Sprintf(">= %.1f", TargetFloorRatio), ratio, ratio >= TargetFloorRatio}, true
 }
 
 // Checks evaluates the issue's targets for every non-baseline target: the
@@ -50,7 +66,13 @@ func (r *Report) Checks() []Check {
 			continue
 		}
 		res := t.Result
-		if base != nil && base.Result.RPS() > 0 && r.Rate <= 0 {
+		if c, ok := r.floorCheck(t); ok {
+			out = append(out, c)
+		}
+		// The floor is a reference like the baseline: only its
+		// exactly-once and round trips are checked.
+		reference := t.Name == FloorName
+		if !reference && base != nil && base.Result.RPS() > 0 && r.Rate <= 0 {
 			// At a capped rate both keep up; the ratio says nothing.
 			ratio := res.RPS() / base.Result.RPS()
 			switch r.Mode {
@@ -60,7 +82,7 @@ func (r *Report) Checks() []Check {
 				out = append(out, Check{t.Name + " replay throughput / baseline", fmt.Sprintf(">= %.1f", TargetReplayRatio), ratio, ratio >= TargetReplayRatio})
 			}
 		}
-		if base != nil && base.Result.Requests > 0 {
+		if !reference && base != nil && base.Result.Requests > 0 {
 			if r.Workers == TargetP99AtWorkers && r.Mode != ModeDup {
 				added := ms(res.Percentile(0.99) - base.Result.Percentile(0.99))
 				out = append(out, Check{t.Name + " p99 added over baseline (ms)", fmt.Sprintf("<= %.1f", TargetP99AddedMS), added, added <= TargetP99AddedMS})

@@ -63,6 +63,10 @@ type Servers struct {
 	// PlainMCPURL is the base URL of the plain go-sdk MCP server
 	// (PlainMCPHandler at /mcp).
 	PlainMCPURL string
+	// FloorURL is the base URL of the minimal exactly-once server
+	// (FloorHandler at the gateway's call path), with a Redis client of
+	// its own, as a gateway replica has.
+	FloorURL string
 	// Prefix starts every Redis key of this run.
 	Prefix string
 
@@ -71,8 +75,10 @@ type Servers struct {
 	boltPath     string
 	storeClients []*redis.Client
 	roundTrips   []*RoundTrips
-	gateways     []*gateway.Server
-	httpServers  []*http.Server
+	// floorRoundTrips counts the floor's store round trips.
+	floorRoundTrips RoundTrips
+	gateways        []*gateway.Server
+	httpServers     []*http.Server
 }
 
 // StartServers starts the servers; Close stops them and deletes their keys.
@@ -152,6 +158,14 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 	if s.BaselineURL, err = s.serve(BaselineHandler(reg)); err != nil {
 		return nil, err
 	}
+	floorClient := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Protocol: cfg.Protocol})
+	floorClient.AddHook(&s.floorRoundTrips)
+	s.storeClients = append(s.storeClients, floorClient)
+	floor := http.NewServeMux()
+	floor.Handle("POST /api/tools/v1/{tool}", FloorHandler(floorClient, s.Prefix+"floor:", s.Tool))
+	if s.FloorURL, err = s.serve(floor); err != nil {
+		return nil, err
+	}
 	plain := http.NewServeMux()
 	plain.Handle("POST /mcp", PlainMCPHandler(s.Tool))
 	if s.PlainMCPURL, err = s.serve(plain); err != nil {
@@ -181,6 +195,10 @@ func (s *Servers) StoreRoundTrips() int64 {
 	}
 	return n
 }
+
+// FloorRoundTrips is the number of round trips the floor's store client
+// made so far.
+func (s *Servers) FloorRoundTrips() int64 { return s.floorRoundTrips.Count() }
 
 // RedisCPU reads the CPU time the Redis server has used so far (user +
 // system, from INFO cpu). Deltas around a run attribute Redis work to it,
