@@ -6,11 +6,11 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-// The ARGV of each script, as one typed struct per script. Each field's
-// lua tag is the name the script gives that argument in its header
-// (`local <name> = ARGV[i]`), fields in the header's order, and argv lists
-// the fields in that order. TestScriptHeaders holds every script, its
-// struct and argv equal.
+// The ARGV of each script, as one typed struct per script
+// ([redisscript.Args]): each field's lua tag is the name the script gives
+// that argument in its header, fields in the header's order, and Argv
+// lists the fields in that order. TestScriptHeaders holds every script,
+// its struct and Argv equal ([redisscript.CheckHeader]).
 
 // claimArgs are claim.lua's ARGV.
 type claimArgs struct {
@@ -26,7 +26,7 @@ type claimArgs struct {
 	Arguments   []byte `lua:"args"`         // canonical arguments, kept while open
 }
 
-func (a claimArgs) argv() []any {
+func (a claimArgs) Argv() []any {
 	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments}
 }
 
@@ -46,7 +46,7 @@ type renewArgs struct {
 	LockMS int64 `lua:"lock_ms"`
 }
 
-func (a renewArgs) argv() []any { return []any{a.Owner, a.Fence, a.LockMS} }
+func (a renewArgs) Argv() []any { return []any{a.Owner, a.Fence, a.LockMS} }
 
 // completeArgs are complete.lua's ARGV.
 type completeArgs struct {
@@ -57,7 +57,7 @@ type completeArgs struct {
 	Body     []byte `lua:"body"`
 }
 
-func (a completeArgs) argv() []any {
+func (a completeArgs) Argv() []any {
 	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body}
 }
 
@@ -67,14 +67,14 @@ type markUnknownArgs struct {
 	ReplayMS int64 `lua:"replay_ms"`
 }
 
-func (a markUnknownArgs) argv() []any { return []any{a.Owner, a.Fence, a.ReplayMS} }
+func (a markUnknownArgs) Argv() []any { return []any{a.Owner, a.Fence, a.ReplayMS} }
 
 // releaseArgs are release.lua's ARGV.
 type releaseArgs struct {
 	ownerCheck
 }
 
-func (a releaseArgs) argv() []any { return []any{a.Owner, a.Fence} }
+func (a releaseArgs) Argv() []any { return []any{a.Owner, a.Fence} }
 
 // resolveArgs are resolve.lua's ARGV.
 type resolveArgs struct {
@@ -84,7 +84,7 @@ type resolveArgs struct {
 	Body   []byte `lua:"body"`
 }
 
-func (a resolveArgs) argv() []any { return []any{a.TTLMS, a.Status, a.Ctype, a.Body} }
+func (a resolveArgs) Argv() []any { return []any{a.TTLMS, a.Status, a.Ctype, a.Body} }
 
 // pointArgs are point.lua's ARGV.
 type pointArgs struct {
@@ -92,19 +92,19 @@ type pointArgs struct {
 	TTLMS  int64  `lua:"ttl_ms"`
 }
 
-func (a pointArgs) argv() []any { return []any{a.Record, a.TTLMS} }
+func (a pointArgs) Argv() []any { return []any{a.Record, a.TTLMS} }
 
 // layoutArgs are layout.lua's ARGV.
 type layoutArgs struct {
 	Version int `lua:"version"`
 }
 
-func (a layoutArgs) argv() []any { return []any{a.Version} }
+func (a layoutArgs) Argv() []any { return []any{a.Version} }
 
 // deleteArgs are delete.lua's ARGV: none (the key name is the scope check).
 type deleteArgs struct{}
 
-func (deleteArgs) argv() []any { return nil }
+func (deleteArgs) Argv() []any { return nil }
 
 // flag is a boolean as the scripts read it.
 func flag(b bool) string {

@@ -88,7 +88,7 @@ func (s *Store) setUp(ctx context.Context) error {
 func (s *Store) raiseLayout(ctx context.Context) (int, error) {
 	// With wait_replicas the version waits for its replicas like a claim,
 	// so a failover does not bring back an older version.
-	cmds, acked, err := s.evalReplicated(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}.argv()})
+	cmds, acked, err := s.evalReplicated(ctx, call(layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}))
 	var found int
 	if err == nil {
 		found, err = cmds[0].Int()

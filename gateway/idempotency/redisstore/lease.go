@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
 // Renew extends the lease to ttl from now (Redis time) if the caller still
@@ -17,7 +18,7 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("renew", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, scriptCall{renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl)}.argv()})
+	ok, err := s.evalInt(ctx, call(renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl)}))
 	return ownedResult("renew", lease, ok, err)
 }
 
@@ -33,13 +34,13 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	}
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
-	calls := []scriptCall{{completeScript, []string{record},
-		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body}.argv()}}
+	calls := []redisscript.Call{call(completeScript, []string{record},
+		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})}
 	if err := checkResponse(resp); err != nil {
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
 	if s.keys.usesPointer(lease.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}.argv()})
+		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -65,9 +66,9 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 	}
 	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
-	calls := []scriptCall{{markUnknownScript, []string{record}, markUnknownArgs{ownerOf(lease), ttlMS}.argv()}}
+	calls := []redisscript.Call{call(markUnknownScript, []string{record}, markUnknownArgs{ownerOf(lease), ttlMS})}
 	if s.keys.usesPointer(lease.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}.argv()})
+		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -85,7 +86,7 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("release", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease)}.argv()})
+	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease)}))
 	return ownedResult("release", lease, ok, err)
 }
 
