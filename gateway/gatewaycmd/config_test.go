@@ -63,6 +63,7 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
 		{"bad tenant hash", "auth:\n  tenants:\n    - name: acme\n      token_sha256: abc\n", "auth.tenants[0].token_sha256"},
 		{"bad tenant name", "auth:\n  tenants:\n    - name: 'Acme Inc'\n      token_sha256: " + strings.Repeat("a", 64) + "\n", "auth.tenants[0].name"},
 		{"bad admin hash", "admin:\n  token_sha256: xyz\n", "admin.token_sha256"},
+		{"previous admin token alone", "admin:\n  previous_token_sha256: " + strings.Repeat("a", 64) + "\n", "admin.previous_token_sha256: set only beside admin.token_sha256"},
 		{"bad log level", "log_level: loud\n", "log_level"},
 	}
 	for _, tc := range cases {
