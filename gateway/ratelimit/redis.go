@@ -35,7 +35,7 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 
 // Allow counts one call with redis_rate.
 func (r *Redis) Allow(ctx context.Context, tenant string, l Limit) (Verdict, error) {
-	if err := l.check(); err != nil {
+	if err := l.Validate(); err != nil {
 		return Verdict{}, err
 	}
 	res, err := r.limiter.Allow(ctx, r.rateKey(tenant), redis_rate.Limit{Rate: l.Rate, Period: l.Period, Burst: l.Burst})
