@@ -81,9 +81,8 @@ type Store struct {
 	// knows (layout.go).
 	guard *idempotency.LayoutGuard
 
-	stopSweeper context.CancelFunc
-	sweeperDone chan struct{}
-	closeOnce   sync.Once
+	sweeper   *idempotency.Sweeper
+	closeOnce sync.Once
 }
 
 var (
@@ -108,12 +107,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	s := &Store{
-		pool:        pool,
-		schema:      opts.Schema,
-		sql:         newStatements(opts.Schema),
-		sweepBatch:  opts.SweepBatch,
-		sweeperDone: make(chan struct{}),
-		noMigrate:   opts.NoMigrate,
+		pool:       pool,
+		schema:     opts.Schema,
+		sql:        newStatements(opts.Schema),
+		sweepBatch: opts.SweepBatch,
+		noMigrate:  opts.NoMigrate,
 	}
 	s.guard = idempotency.NewLayoutGuard(storeKind, currentVersion, s.readVersion)
 	if s.sweepBatch <= 0 {
@@ -131,17 +129,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := s.setUp(ctx); err != nil && !IsConnectionError(err) && !errors.Is(err, idempotency.ErrLayoutBehind) {
 		return nil, err
 	}
-	interval := opts.SweepInterval
-	if interval == 0 {
-		interval = DefaultSweepInterval
-	}
-	sweepCtx, cancel := context.WithCancel(context.Background())
-	s.stopSweeper = cancel
-	if interval > 0 {
-		go s.sweepEvery(sweepCtx, interval)
-	} else {
-		close(s.sweeperDone)
-	}
+	// A failed sweep (the database is down) is tried again at the next tick.
+	s.sweeper = idempotency.StartSweeper(opts.SweepInterval, DefaultSweepInterval, func(ctx context.Context) { _, _ = s.Sweep(ctx) })
 	return s, nil
 }
 
@@ -261,8 +250,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // It is safe to call twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopSweeper()
-		<-s.sweeperDone
+		s.sweeper.Stop()
 		if s.ownsPool {
 			s.pool.Close()
 		}
