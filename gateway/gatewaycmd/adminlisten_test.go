@@ -14,7 +14,7 @@ func TestAdminListenSeparatesOperations(t *testing.T) {
 	g := startGateway(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+
 		"\nadmin:\n  token_sha256: "+tokenHash("adm")+"\n")
 	var opsAddr string
-	for _, l := range g.logs.lines() {
+	for _, l := range g.logs.JSONLines() {
 		if l["msg"] == "gateway listening" {
 			opsAddr, _ = l["admin_addr"].(string)
 		}

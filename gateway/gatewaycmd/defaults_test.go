@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/internal/testutil"
 )
 
 // runProgram starts Run with args and env and waits for "gateway listening";
@@ -21,7 +22,7 @@ import (
 func runProgram(t *testing.T, args []string, env map[string]string) (string, map[string]any) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testutil.LockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, args, func(k string) string { return env[k] }, logs) }()
 	t.Cleanup(func() {
@@ -30,7 +31,7 @@ func runProgram(t *testing.T, args []string, env map[string]string) (string, map
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		for _, l := range logs.lines() {
+		for _, l := range logs.JSONLines() {
 			if l["msg"] == "gateway listening" {
 				addr, _ := l["addr"].(string)
 				return addr, l

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -63,13 +64,13 @@ func startReloading(t *testing.T, configText string) *reloading {
 	t.Helper()
 	path := writeConfig(t, configText)
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &reloading{started: &started{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)},
+	g := &reloading{started: &started{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)},
 		path: path, reloads: make(chan os.Signal, 1)}
 	go func() {
 		g.done <- serveReloading(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, g.logs, g.reloads)
 	}()
 	waitFor(t, func() bool {
-		for _, l := range g.logs.lines() {
+		for _, l := range g.logs.JSONLines() {
 			if l["msg"] == "gateway listening" {
 				g.addr, _ = l["addr"].(string)
 			}
@@ -88,7 +89,7 @@ func startReloading(t *testing.T, configText string) *reloading {
 // reloadLines are the log lines of the reloads so far.
 func (g *reloading) reloadLines() []map[string]any {
 	var out []map[string]any
-	for _, l := range g.logs.lines() {
+	for _, l := range g.logs.JSONLines() {
 		if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "config reload") {
 			out = append(out, l)
 		}
@@ -220,7 +221,7 @@ func TestReloadSwapsTenantsTokensAndRateLimits(t *testing.T) {
 		t.Fatalf("gamma's second call at 1/h: %d, want 429", st)
 	}
 
-	raw, _ := json.Marshal(g.logs.lines())
+	raw, _ := json.Marshal(g.logs.JSONLines())
 	for _, secret := range []string{"acme-token", "beta-token", tokenHash("acme-token"), tokenHash("beta-token"), tokenHash("gamma-token")} {
 		if strings.Contains(string(raw), secret) {
 			t.Fatalf("the logs hold a token or its hash (%s...)", secret[:6])

@@ -55,7 +55,7 @@ func TestTokenRotationByReload(t *testing.T) {
 	}
 	// The access log tells who still uses an old token, and names the admin.
 	var previous, adminLines int
-	for _, l := range g.logs.lines() {
+	for _, l := range g.logs.JSONLines() {
 		if l["msg"] != "request" {
 			continue
 		}

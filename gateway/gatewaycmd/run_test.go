@@ -1,7 +1,6 @@
 package gatewaycmd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,43 +10,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
-
-// syncBuffer collects the gateway's log lines from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // started runs the gateway until the returned cancel is called.
 type started struct {
 	addr   string
-	logs   *syncBuffer
+	logs   *testutil.LockedBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -56,13 +29,13 @@ func startGateway(t *testing.T, configText string) *started {
 	t.Helper()
 	path := writeConfig(t, configText)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &started{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		s.done <- Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, s.logs)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.addr == "" {
-		for _, l := range s.logs.lines() {
+		for _, l := range s.logs.JSONLines() {
 			if l["msg"] == "gateway listening" {
 				s.addr, _ = l["addr"].(string)
 			}
@@ -160,7 +133,7 @@ func TestShutdownDrainsAndRecordsTheOutcome(t *testing.T) {
 	// One JSON log line per request, with the key's prefix only.
 	key, _ := keyderive.Key("drain", 1, "cmdtest-slow", []byte(`{}`))
 	var requests []map[string]any
-	for _, l := range g2.logs.lines() {
+	for _, l := range g2.logs.JSONLines() {
 		if l["msg"] == "request" && l["route"] == "/api/tools/v1/{tool}" {
 			requests = append(requests, l)
 		}
@@ -177,7 +150,7 @@ func TestShutdownDrainsAndRecordsTheOutcome(t *testing.T) {
 	if l["outcome"] != "replayed" || l["key_prefix"] != key[:8] || l["tenant"] != "anonymous" || l["tool"] != "cmdtest-slow" {
 		t.Fatalf("log line %v", l)
 	}
-	raw, _ := json.Marshal(g2.logs.lines())
+	raw, _ := json.Marshal(g2.logs.JSONLines())
 	if strings.Contains(string(raw), key) {
 		t.Fatal("the full idempotency key appears in the logs")
 	}
