@@ -18,7 +18,7 @@ func TestDocsShowTheCrashTestedLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := os.ReadFile("agent_test.go")
+	agent, err := os.ReadFile("crash_test.go") // the agent program the crash test runs
 	if err != nil {
 		t.Fatal(err)
 	}
