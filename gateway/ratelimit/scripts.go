@@ -1,23 +1,23 @@
 package ratelimit
 
 import (
-	_ "embed" // the Lua scripts live in lua/*.lua
+	"embed"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
-// The Redis backend's Lua scripts, one self-contained file each: KEYS and
-// ARGV are named at the top of the file, and each script's ARGV is a typed
-// struct ([redisscript.Args]) whose lua tags are those names, in order
-// (TestScriptHeaders holds them equal).
-var (
-	//go:embed lua/acquire.lua
-	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+// luaFiles are the Redis backend's Lua scripts, one self-contained file
+// each: KEYS and ARGV are named at the top of the file, and each script's
+// ARGV is a typed struct ([redisscript.Args]) whose lua tags are those
+// names, in order (TestScriptHeaders holds them equal).
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
-	//go:embed lua/renew.lua
-	renewLua    string
-	renewScript = redis.NewScript(renewLua)
+// The scripts, by file.
+var (
+	acquireScript = redisscript.MustLoad(luaFiles, "acquire")
+	renewScript   = redisscript.MustLoad(luaFiles, "renew")
 )
 
 // acquireArgs are acquire.lua's ARGV.

@@ -19,7 +19,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -72,11 +71,9 @@ type Store struct {
 	sql        statements
 	sweepBatch int
 
-	// migrated is set once the schema is known to be current; until then
-	// every operation runs the migration first (under migrateMu).
-	migrated  atomic.Bool
-	migrateMu sync.Mutex
-	noMigrate bool
+	// layout makes the schema current before the first operation (with
+	// NoMigrate: checks that it is).
+	layout *idempotency.LayoutSetUp
 	// guard refuses every operation on a schema newer than this code
 	// knows (layout.go).
 	guard *idempotency.LayoutGuard
@@ -111,9 +108,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		schema:     opts.Schema,
 		sql:        newStatements(opts.Schema),
 		sweepBatch: opts.SweepBatch,
-		noMigrate:  opts.NoMigrate,
 	}
 	s.guard = idempotency.NewLayoutGuard(storeKind, currentVersion, s.readVersion)
+	s.layout = idempotency.NewLayoutSetUp(storeKind, currentVersion, opts.NoMigrate, s.readVersion, func(ctx context.Context) error {
+		_, err := s.migrateAndWait(ctx)
+		return err
+	})
 	if s.sweepBatch <= 0 {
 		s.sweepBatch = DefaultSweepBatch
 	}
@@ -179,10 +179,8 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 // costs nothing) and that no newer gateway moved it since (the layout
 // guard: one read of the version per idempotency.LayoutRefresh).
 func (s *Store) ready(ctx context.Context) error {
-	if !s.migrated.Load() {
-		if err := s.setUp(ctx); err != nil {
-			return err
-		}
+	if err := s.setUp(ctx); err != nil {
+		return err
 	}
 	if err := s.guard.Check(ctx); err != nil {
 		return fmt.Errorf("pgstore: schema %s: %w", s.schema, err)
@@ -191,23 +189,9 @@ func (s *Store) ready(ctx context.Context) error {
 }
 
 func (s *Store) setUp(ctx context.Context) error {
-	s.migrateMu.Lock()
-	defer s.migrateMu.Unlock()
-	if s.migrated.Load() {
-		return nil
+	if err := s.layout.Ensure(ctx); err != nil {
+		return fmt.Errorf("pgstore: schema %s: %w", s.schema, err)
 	}
-	if s.noMigrate {
-		found, err := s.readVersion(ctx)
-		if err != nil {
-			return fmt.Errorf("pgstore: schema %s: read version: %w", s.schema, err)
-		}
-		if found < currentVersion {
-			return fmt.Errorf("pgstore: schema %s is at version %d, this gateway writes %d: %w; run `gateway migrate`", s.schema, found, currentVersion, idempotency.ErrLayoutBehind)
-		}
-	} else if _, err := s.migrateAndWait(ctx); err != nil {
-		return err
-	}
-	s.migrated.Store(true)
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
@@ -32,25 +34,12 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("complete", lease, 0, err)
 	}
-	record := s.keys.record(lease.Scope, lease.Step)
-	ttlMS := millis(ttl)
-	calls := []redisscript.Call{call(completeScript, []string{record},
-		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})}
 	if err := checkResponse(resp); err != nil {
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
-	if s.keys.usesPointer(lease.Step) {
-		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
-	}
-	cmds, acked, err := s.evalReplicated(ctx, calls...)
-	if err != nil {
-		return ownedResult("complete", lease, 0, err)
-	}
-	ok, err := cmds[0].Int()
-	if err == nil && ok == 1 {
-		err = s.wait.check(acked)
-	}
-	return ownedResult("complete", lease, ok, err)
+	ttlMS := millis(ttl)
+	return s.finish(ctx, "complete", lease, ttlMS, completeScript,
+		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})
 }
 
 // MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
@@ -64,21 +53,30 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("mark unknown", lease, 0, err)
 	}
-	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
-	calls := []redisscript.Call{call(markUnknownScript, []string{record}, markUnknownArgs{ownerOf(lease), ttlMS})}
+	return s.finish(ctx, "mark unknown", lease, ttlMS, markUnknownScript, markUnknownArgs{ownerOf(lease), ttlMS})
+}
+
+// finish runs a script that ends lease's record (complete.lua,
+// mark_unknown.lua: it now lives ttlMS) if the caller still owns it, and
+// for a record under a session tag, in the same pipeline, keeps the
+// scope's pointer alive as long. A record that too few replicas
+// acknowledged (WaitReplicas) is reported as an error.
+func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, ttlMS int64, script *redis.Script, args redisscript.Args) error {
+	record := s.keys.record(lease.Scope, lease.Step)
+	calls := []redisscript.Call{call(script, []string{record}, args)}
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
-		return ownedResult("mark unknown", lease, 0, err)
+		return ownedResult(op, lease, 0, err)
 	}
 	ok, err := cmds[0].Int()
 	if err == nil && ok == 1 {
 		err = s.wait.check(acked)
 	}
-	return ownedResult("mark unknown", lease, ok, err)
+	return ownedResult(op, lease, ok, err)
 }
 
 // Release deletes the record and frees its step if the caller still owns it.

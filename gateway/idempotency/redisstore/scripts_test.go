@@ -22,11 +22,16 @@ var scriptArgTypes = map[string]redisscript.Args{
 }
 
 // scriptTexts are the embedded scripts by name.
-func scriptTexts() map[string]string {
-	return map[string]string{
-		"claim": claimLua, "renew": renewLua, "complete": completeLua, "mark_unknown": markUnknownLua,
-		"release": releaseLua, "delete": deleteLua, "resolve": resolveLua, "point": pointLua, "layout": layoutLua,
+func scriptTexts(t *testing.T) map[string]string {
+	t.Helper()
+	texts, err := redisscript.Texts(luaFiles)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(texts) != len(scriptArgTypes) {
+		t.Errorf("%d scripts in lua/, %d ARGV structs in scriptArgTypes", len(texts), len(scriptArgTypes))
+	}
+	return texts
 }
 
 var (
@@ -38,7 +43,7 @@ var (
 // its top, in order, and reads them nowhere else; its Go struct's lua tags
 // are those names in that order, and Argv lists the fields in that order.
 func TestScriptHeaders(t *testing.T) {
-	for name, text := range scriptTexts() {
+	for name, text := range scriptTexts(t) {
 		args, ok := scriptArgTypes[name]
 		if !ok {
 			t.Errorf("%s.lua has no ARGV struct in scriptArgTypes", name)
@@ -55,7 +60,7 @@ func TestScriptHeaders(t *testing.T) {
 // packs or unpacks with those names only (no layout literal inline).
 func TestScriptLayouts(t *testing.T) {
 	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep}
-	for name, text := range scriptTexts() {
+	for name, text := range scriptTexts(t) {
 		declared := map[string]bool{}
 		for _, m := range layoutDef.FindAllStringSubmatch(text, -1) {
 			w, ok := want[m[1]]
