@@ -737,3 +737,24 @@ func checkRendered(t *testing.T, kustomize, dir string) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}
 }
+
+// TestSystemdUnitOrdersAfterTheStores: the unit starts after a Redis or a
+// PostgreSQL of the same host (Debian's unit names), so a boot does not
+// start the gateway before its store.
+func TestSystemdUnitOrdersAfterTheStores(t *testing.T) {
+	unit, err := os.ReadFile("systemd/toolgateway.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(line, "After="); ok {
+			after = append(after, strings.Fields(v)...)
+		}
+	}
+	for _, want := range []string{"network-online.target", "redis-server.service", "postgresql.service"} {
+		if !slices.Contains(after, want) {
+			t.Errorf("After= %v: want %s", after, want)
+		}
+	}
+}

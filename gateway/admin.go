@@ -74,7 +74,7 @@ func adminScope(r *http.Request, suffix string) (idempotency.Scope, bool) {
 func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r, "")
 	if !ok {
-		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	rec, err := s.store.Get(r.Context(), scope)
@@ -94,7 +94,7 @@ func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r, "")
 	if !ok {
-		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	err := s.store.Delete(r.Context(), scope)
@@ -111,14 +111,14 @@ func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err err
 	case err == nil:
 		return false
 	case errors.Is(err, idempotency.ErrNotFound):
-		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 	case errors.Is(err, idempotency.ErrNotResolvable):
-		writeProblem(w, newProblem(wire.CodeRecordNotResolvable, "only an UNKNOWN record, or an IN_PROGRESS one whose lease expired, can be resolved"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotResolvable, "only an UNKNOWN record, or an IN_PROGRESS one whose lease expired, can be resolved"))
 	case errors.Is(err, idempotency.ErrInvalidCursor):
-		writeProblem(w, newProblem(wire.CodeInvalidAdminRequest, "the cursor (or the filter) is not one this store serves: start again without a cursor"))
+		WriteProblem(w, NewProblem(wire.CodeInvalidAdminRequest, "the cursor (or the filter) is not one this store serves: start again without a cursor"))
 	default:
 		s.log.ErrorContext(r.Context(), "admin: store failed", "error", err)
-		writeProblem(w, newProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").withRetryAfter(1))
+		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 	}
 	return true
 }

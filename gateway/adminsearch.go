@@ -109,7 +109,7 @@ func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 
 // badAdminRequest answers 400 invalid_admin_request.
 func badAdminRequest(w http.ResponseWriter, detail string) {
-	writeProblem(w, newProblem(wire.CodeInvalidAdminRequest, detail))
+	WriteProblem(w, NewProblem(wire.CodeInvalidAdminRequest, detail))
 }
 
 // parseInclude reads ?include=: response, arguments, or both (comma
@@ -143,7 +143,7 @@ func parseInclude(w http.ResponseWriter, r *http.Request) (include adminInclude,
 // has none.
 func (s *Server) searchable(w http.ResponseWriter) (idempotency.Admin, bool) {
 	if s.admin == nil {
-		writeProblem(w, newProblem(wire.CodeAdminUnsupported, "this idempotency store cannot search or resolve records"))
+		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store cannot search or resolve records"))
 		return nil, false
 	}
 	return s.admin, true
@@ -224,7 +224,7 @@ func (s *Server) handleAdminExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "execution_id")
 	if id == "" || len(id) > maxExecutionIDLen || !printableASCII(id) {
-		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record of that execution id"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record of that execution id"))
 		return
 	}
 	admin, ok := s.searchable(w)
@@ -233,7 +233,7 @@ func (s *Server) handleAdminExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := admin.FindExecution(r.Context(), id)
 	if errors.Is(err, idempotency.ErrNotFound) {
-		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record of that execution id"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record of that execution id"))
 		return
 	}
 	if s.adminStoreError(w, r, err) {
@@ -305,7 +305,7 @@ func (in resolveRequest) storedResponse() (idempotency.StoredResponse, error) {
 func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r, "/resolve")
 	if !ok {
-		writeProblem(w, newProblem(wire.CodeRecordNotFound, "no record under that path"))
+		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	if len(r.URL.Query()) > 0 {
@@ -313,12 +313,12 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSONMediaType(ct) {
-		writeProblem(w, newProblem(wire.CodeUnsupportedMediaType, "send the resolution as application/json"))
+		WriteProblem(w, NewProblem(wire.CodeUnsupportedMediaType, "send the resolution as application/json"))
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
-		writeProblem(w, newProblem(wire.CodePayloadTooLarge, "the resolution is larger than max_body_bytes"))
+		WriteProblem(w, NewProblem(wire.CodePayloadTooLarge, "the resolution is larger than max_body_bytes"))
 		return
 	}
 	var in resolveRequest
@@ -329,7 +329,7 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			detail += ": " + err.Error()
 		}
-		writeProblem(w, newProblem(wire.CodeInvalidJSON, detail))
+		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, detail))
 		return
 	}
 	resp, err := in.storedResponse()

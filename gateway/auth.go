@@ -166,8 +166,8 @@ func (s *Server) authenticateAdmin(next http.Handler) http.Handler {
 }
 
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
-	p := newProblem(wire.CodeUnauthorized, "send a valid bearer token")
+	p := NewProblem(wire.CodeUnauthorized, "send a valid bearer token")
 	setLabel(r.Context(), "", p.label())
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgateway"`)
-	writeProblem(w, p)
+	WriteProblem(w, p)
 }

@@ -86,9 +86,9 @@ func (ps *pendingCompletions) get(scope idempotency.Scope) *pendingCompletion {
 
 // recordCompletion writes stored as the call's outcome; see the top of
 // this file for what happens when the store does not answer.
-func (s *Server) recordCompletion(ctx, storeCtx context.Context, cl *claim, lease idempotency.Lease, keeper *leaseKeeper, stored idempotency.StoredResponse) {
-	name := cl.call.Entry.Spec.Name
-	ttl := cl.policy.ReplayTTL
+func (s *Server) recordCompletion(ctx, storeCtx context.Context, st *callState, stored idempotency.StoredResponse) {
+	name, lease, keeper := st.call.Entry.Spec.Name, st.lease, st.exec.keeper
+	ttl := st.policy.ReplayTTL
 	err := keeper.finish(storeCtx, func() error { return s.store.Complete(storeCtx, lease, stored, ttl) })
 	if errors.Is(err, idempotency.ErrLeaseLost) && s.completedBy(storeCtx, lease) {
 		err = nil // an earlier attempt landed and only its reply was lost

@@ -84,7 +84,7 @@ func TestCompletionOutlivesAStoreOutage(t *testing.T) {
 
 			scope := idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "provision", Key: derivedKey(t, "outage", 1, "provision", `{}`)}
 			var rec idempotency.Record
-			eventually(t, 10*time.Second, "the completion to land after the restart", func() bool {
+			eventually(t, 30*time.Second, "the completion to land after the restart", func() bool {
 				var err error
 				rec, err = ps.store.Get(context.Background(), scope)
 				return err == nil && rec.State == idempotency.StateCompleted

@@ -20,9 +20,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	case "anthropic":
 		doc = tools.AnthropicList(entries)
 	default:
-		p := newProblem(wire.CodeInvalidArguments, "format must be native, openai or anthropic")
+		p := NewProblem(wire.CodeInvalidArguments, "format must be native, openai or anthropic")
 		p.Errors = []wire.Violation{{Location: "", Message: "unknown format"}}
-		writeProblem(w, p)
+		WriteProblem(w, p)
 		return
 	}
 	writeJSON(w, http.StatusOK, doc)
@@ -36,7 +36,7 @@ func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request, entry *t
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeProblem(w, newProblem(wire.CodeToolFailed, "could not encode the response"))
+		WriteProblem(w, NewProblem(wire.CodeToolFailed, "could not encode the response"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,36 +1,29 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
-	"github.com/toolgateway/toolgateway/internal/pgtest"
-	"github.com/toolgateway/toolgateway/internal/redistest"
-	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -77,66 +70,34 @@ func (t *testTool) runs(key string) int {
 	return t.perKey[key]
 }
 
-// storeKind names a store the gateway tests run against.
-type storeKind string
+// storeKind names a store the gateway tests run against (gatewaytest).
+type storeKind = gatewaytest.StoreKind
 
 const (
-	storeRedis    storeKind = "redis"
-	storeEmbedded storeKind = "embedded"
-	storePostgres storeKind = "postgres"
+	storeRedis    = gatewaytest.Redis
+	storeEmbedded = gatewaytest.Embedded
+	storePostgres = gatewaytest.Postgres
 )
 
-var allStores = []storeKind{storeRedis, storeEmbedded, storePostgres}
+var allStores = gatewaytest.AllStores
 
-// openPostgres opens a PostgreSQL store on schema (a schema of the test's
-// own, from pgtest.Schema); stores opened on one schema share records and
-// limits, as replicas do. The pool is small: the gateway tests run in
-// parallel on a server other tests share.
+// openPostgres opens a PostgreSQL store on schema (gatewaytest.OpenPostgres).
 func openPostgres(t testing.TB, url, schema string) *pgstore.Store {
 	t.Helper()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	s, err := pgstore.Open(t.Context(), url+sep+"pool_max_conns=8", pgstore.Options{Schema: schema, SweepInterval: -1})
-	if err != nil {
-		t.Fatalf("open postgres store: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return gatewaytest.OpenPostgres(t, url, schema)
 }
 
 // newStore opens a fresh, isolated store of the given kind.
 func newStore(t testing.TB, kind storeKind) idempotency.Store {
 	t.Helper()
-	switch kind {
-	case storeRedis:
-		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-		prefix := redistest.Prefix("gwtest")
-		s := redisstore.New(client, redisstore.Options{Prefix: prefix})
-		t.Cleanup(func() {
-			redistest.CleanPrefix(context.Background(), client, prefix)
-			_ = s.Close()
-			_ = client.Close()
-		})
-		return s
-	case storeEmbedded:
-		s, err := boltstore.Open(filepath.Join(t.TempDir(), "gw.db"), boltstore.Options{})
-		if err != nil {
-			t.Fatalf("open embedded store: %v", err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	case storePostgres:
-		url := pgtest.URL(t)
-		return openPostgres(t, url, pgtest.Schema(t, url))
-	}
-	t.Fatalf("unknown store %q", kind)
-	return nil
+	return gatewaytest.NewStore(t, kind)
 }
 
-// harness is a gateway served over real HTTP on loopback.
+// harness is a gateway served over real HTTP on loopback
+// (gatewaytest.Harness, with POST /mcp mounted as the program does), seen
+// through the names these tests use.
 type harness struct {
+	*gatewaytest.Harness
 	t      testing.TB
 	gw     *gateway.Server
 	srv    *httptest.Server
@@ -146,27 +107,18 @@ type harness struct {
 	tools  *tools.Registry
 }
 
-type harnessOption func(*gateway.Options)
+type harnessOption = gatewaytest.Option
 
 func withLockTTL(d time.Duration) harnessOption {
 	return func(o *gateway.Options) { o.LockTTL = d }
 }
 
 func withPolicy(tool string, p tools.Policy) harnessOption {
-	return func(o *gateway.Options) {
-		if o.Policies == nil {
-			o.Policies = map[string]tools.Policy{}
-		}
-		o.Policies[tool] = p
-	}
+	return gatewaytest.WithPolicy(tool, p)
 }
 
 func withTenants(tokens map[string]string) harnessOption {
-	return func(o *gateway.Options) {
-		for name, token := range tokens {
-			o.Tenants = append(o.Tenants, gateway.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token))})
-		}
-	}
+	return gatewaytest.WithTenants(tokens)
 }
 
 func withAdmin(token string) harnessOption {
@@ -190,33 +142,9 @@ func withStore(s idempotency.Store) harnessOption {
 
 func newHarness(t testing.TB, kind storeKind, toolset []tools.Tool, opts ...harnessOption) *harness {
 	t.Helper()
-	registry := tools.NewRegistry()
-	for _, tool := range toolset {
-		if err := registry.Add(tool); err != nil {
-			t.Fatalf("add tool: %v", err)
-		}
-	}
-	reg := prometheus.NewRegistry()
-	o := gateway.Options{Tools: registry, Registerer: reg, Gatherer: reg}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.Store == nil {
-		o.Store = newStore(t, kind)
-	}
-	if pg, ok := o.Store.(*pgstore.Store); ok && o.Limiter == nil {
-		o.Limiter = pg.Limiter() // as the program wires it (limiterFor)
-	}
-	gw, err := gateway.NewServer(o)
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	srv := httptest.NewServer(gw)
-	t.Cleanup(srv.Close)
-	return &harness{
-		t: t, gw: gw, srv: srv, store: o.Store, reg: reg, tools: registry,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
-	}
+	mountMCP := func(o *gateway.Options) { o.Mounts = []gateway.Mount{mcpserver.Mount(mcpserver.Options{})} }
+	h := gatewaytest.New(t, kind, toolset, append([]harnessOption{mountMCP}, opts...)...)
+	return &harness{Harness: h, t: t, gw: h.GW, srv: h.Srv, store: h.Store, client: h.Client, reg: h.Reg, tools: h.Tools}
 }
 
 // callSpec is one request to the tool API.
@@ -235,11 +163,7 @@ type callSpec struct {
 // derivedKey computes the contract's key for a call.
 func derivedKey(t testing.TB, session string, step uint64, tool, args string) string {
 	t.Helper()
-	k, err := keyderive.Key(session, step, tool, []byte(args))
-	if err != nil {
-		t.Fatalf("derive key: %v", err)
-	}
-	return k
+	return gatewaytest.DerivedKey(t, session, step, tool, args)
 }
 
 // response is a received response, body read.
@@ -271,50 +195,14 @@ func (h *harness) do(c callSpec) response {
 }
 
 func (h *harness) try(c callSpec) (response, error) {
-	if c.args == "" {
-		c.args = "{}"
-	}
-	if c.method == "" {
-		c.method = http.MethodPost
-	}
-	req, err := http.NewRequest(c.method, h.srv.URL+"/api/tools/v1/"+c.tool, bytes.NewBufferString(c.args))
-	if err != nil {
-		return response{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	key := c.key
-	if key == "" && c.session != "" {
-		k, err := keyderive.Key(c.session, c.step, c.tool, []byte(c.args))
-		if err == nil {
-			key = k
-		}
-	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	if c.session != "" {
-		req.Header.Set("Agent-Session-Id", c.session)
-		req.Header.Set("Agent-Step-Index", strconv.FormatUint(c.step, 10))
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	for k, v := range c.headers {
-		req.Header.Set(k, v)
-	}
-	for _, k := range c.omit {
-		req.Header.Del(k)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return response{}, err
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: body}, nil
+	r, err := h.Try(gatewaytest.Call{Tool: c.tool, Session: c.session, Step: c.step, Args: c.args, Key: c.key,
+		Headers: c.headers, Omit: c.omit, Token: c.token, Method: c.method})
+	return fromResponse(r), err
+}
+
+// fromResponse is a gatewaytest.Response under this file's names.
+func fromResponse(r gatewaytest.Response) response {
+	return response{status: r.Status, header: r.Header, body: r.Body}
 }
 
 // get sends a GET with an optional bearer token.
@@ -324,20 +212,7 @@ func (h *harness) get(path, token string) response {
 
 func (h *harness) send(method, path, token string) response {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.srv.URL+path, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: body}
+	return fromResponse(h.Send(method, path, token))
 }
 
 // counter reads gateway_requests_total{tool,outcome}, any door.
@@ -350,26 +225,7 @@ func (h *harness) counter(tool, outcome string) float64 {
 // both doors.
 func (h *harness) counterAPI(api, tool, outcome string) float64 {
 	h.t.Helper()
-	families, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != "gateway_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["tool"] == tool && labels["outcome"] == outcome && (api == "" || labels["api"] == api) {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return h.CounterAPI(api, tool, outcome)
 }
 
 // wantProblem asserts status and code of a problem response.
@@ -394,13 +250,7 @@ func wantProblem(t testing.TB, r response, status int, code string) map[string]a
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	gatewaytest.Eventually(t, within, what, cond)
 }
 
 // hookStore wraps a store to run callbacks around Complete, so a test can
@@ -440,11 +290,7 @@ func (s *hookStore) Complete(ctx context.Context, l idempotency.Lease, resp idem
 
 func mustJSON(t testing.TB, b []byte) map[string]any {
 	t.Helper()
-	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("json: %v: %s", err, b)
-	}
-	return v
+	return gatewaytest.MustJSON(t, b)
 }
 
 // wholeSeconds is the contract's Retry-After: whole seconds ≥ 1.
@@ -504,4 +350,34 @@ func scriptedTool(name string) *testTool {
 		return tools.JSON(200, map[string]any{"ok": true})
 	}
 	return tool
+}
+
+// The MCP client of the tests that count or trace calls over /mcp too
+// (gatewaytest's go-sdk client).
+
+type mcpClientOptions = gatewaytest.MCPClientOptions
+
+func (h *harness) mcpSession(o mcpClientOptions) *mcp.ClientSession {
+	h.t.Helper()
+	return h.MCPSession(o)
+}
+
+// rawMCP posts body to /mcp (gatewaytest.Harness.RawMCP).
+func (h *harness) rawMCP(body, version string, header http.Header) response {
+	h.t.Helper()
+	return fromResponse(h.RawMCP(body, version, header))
+}
+
+var (
+	identityMeta  = gatewaytest.IdentityMeta
+	mcpCall       = gatewaytest.MCPCall
+	wantRPCError  = gatewaytest.WantRPCError
+	wantExecuted  = gatewaytest.WantExecuted
+	wantErrorMeta = gatewaytest.WantErrorMeta
+)
+
+// rpcErrorOf decodes a JSON-RPC error response.
+func rpcErrorOf(t testing.TB, r response) (code int64, data map[string]any) {
+	t.Helper()
+	return gatewaytest.RPCErrorOf(t, gatewaytest.Response{Status: r.status, Header: r.header, Body: r.body})
 }

@@ -125,6 +125,28 @@ func (p parsedIdentity) applyTo(c *Call) {
 	c.Identity, c.IdentityProblem, c.NoIdentity = p.id, p.problem, p.none
 }
 
+// IdentitySource is where one call's identity can come from, for an
+// adapter outside this package: the door, the request's headers and (a
+// tools/call over MCP) params._meta with each member's raw JSON, so a
+// step index 3.0 is told from 3.
+type IdentitySource struct {
+	API    API
+	Header http.Header
+	Meta   map[string]json.RawMessage
+	// HostCallIDs are the _meta members (mcp.host_call_ids, in order of
+	// preference) that key a call carrying none of the gateway's identity.
+	HostCallIDs []string
+}
+
+// ReadIdentity reads c's identity from src under key mode mode with the
+// one identity parser (the rules at the top of this file) and sets c's
+// Identity, IdentityProblem and NoIdentity; a read-only tool (c.Entry)
+// gets its session and step alone.
+func ReadIdentity(c *Call, src IdentitySource, mode KeyMode) {
+	parsed := parseIdentity(identitySource{api: src.API, header: src.Header, meta: src.Meta, hostCallIDs: src.HostCallIDs}, mode)
+	parsed.applyTo(c)
+}
+
 // identityMember is one member of the gateway's identity: its names in
 // each carrier and its codes. The messages of every carrier are built
 // from it, so they say the same thing everywhere.
@@ -171,7 +193,7 @@ func (m identityMember) missing(src identitySource) *Problem {
 	if src.api == APIMCP {
 		where = "_meta \"" + m.meta + "\" (or the " + m.header + " header)"
 	}
-	return newProblem(m.missingCode, "send "+m.what+" as "+where)
+	return NewProblem(m.missingCode, "send "+m.what+" as "+where)
 }
 
 // memberValue is one member as the carriers gave it.
@@ -194,7 +216,7 @@ func (m identityMember) read(src identitySource, parse func(string) (string, boo
 func readMember[T comparable](m identityMember, src identitySource, parse func(string) (T, bool), metaNumber func(json.RawMessage) (T, bool), mode KeyMode) memberValue[T] {
 	var out memberValue[T]
 	malformed := func(detail string) memberValue[T] {
-		out.present, out.problem = true, newProblem(m.badCode, detail)
+		out.present, out.problem = true, NewProblem(m.badCode, detail)
 		return out
 	}
 	var fromMeta T
@@ -241,7 +263,7 @@ func readMember[T comparable](m identityMember, src identitySource, parse func(s
 	}
 	switch {
 	case inMeta && inHeader && fromMeta != fromHeader:
-		out.problem = newProblem(wire.CodeIdempotencyMetadataConflict,
+		out.problem = NewProblem(wire.CodeIdempotencyMetadataConflict,
 			"_meta \""+m.meta+"\" and the "+m.header+" header differ; send the identity one way, or the same both ways")
 	case inMeta:
 		out.value, out.present = fromMeta, true
@@ -250,6 +272,10 @@ func readMember[T comparable](m identityMember, src identitySource, parse func(s
 	}
 	return out
 }
+
+// MetaString reads a raw _meta value (a trace context, an identity
+// member) as a JSON string; false when it is none.
+func MetaString(raw json.RawMessage) (string, bool) { return metaStringValue(raw) }
 
 // metaStringValue reads a raw _meta value as a JSON string.
 func metaStringValue(raw json.RawMessage) (string, bool) {
@@ -353,7 +379,7 @@ func hostCallID(src identitySource) (id, name string, p *Problem) {
 			continue // empty counts as missing
 		}
 		if !isString || len(id) > maxHostCallIDBytes {
-			return "", "", newProblem(wire.CodeIdempotencyKeyMalformed,
+			return "", "", NewProblem(wire.CodeIdempotencyKeyMalformed,
 				"_meta \""+name+"\", the host's id of this call, must be a string of 1-"+strconv.Itoa(maxHostCallIDBytes)+" bytes")
 		}
 		return id, name, nil
@@ -382,9 +408,10 @@ func hostCallStep(name, id, tool string) (sessionID string, index uint64) {
 	return wire.MetaIdentityHostPrefix + hex.EncodeToString(sum[:]), 0
 }
 
-// identityLabel is the value of _meta "io.github.toolgateway/identity"
-// of a keyed call's result.
-func identityLabel(id Identity) string {
+// IdentityLabel is the value of _meta "io.github.toolgateway/identity"
+// of a keyed call's result: "gateway", or "host:" and the _meta member
+// of the host call id the call was keyed on.
+func IdentityLabel(id Identity) string {
 	if id.HostMeta != "" {
 		return wire.MetaIdentityHostPrefix + id.HostMeta
 	}

@@ -17,45 +17,102 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
+// leaseProbeStore wraps a store for the lease tests. It reports every
+// renewal that landed, so a test waits for renewals (events) instead of
+// guessing how far the keeper got in some wall-clock time; and while
+// restarting is set it fails completions as a Redis replaying its AOF
+// does. The lock TTLs stay long against the scheduling delays of a loaded
+// machine: a lease that lapses because its keeper was starved for a whole
+// lock_ttl may be taken over, rightly, and no test here is about that.
+type leaseProbeStore struct {
+	idempotency.Store
+	renewed          chan time.Time // when each renewal that landed started
+	restarting       atomic.Bool
+	completeAttempts atomic.Int32
+}
+
+func newLeaseProbe(s idempotency.Store) *leaseProbeStore {
+	return &leaseProbeStore{Store: s, renewed: make(chan time.Time, 1024)}
+}
+
+func (s *leaseProbeStore) Renew(ctx context.Context, l idempotency.Lease, ttl time.Duration) error {
+	start := time.Now()
+	err := s.Store.Renew(ctx, l, ttl)
+	if err == nil {
+		select {
+		case s.renewed <- start:
+		default: // nobody is waiting for that many; the test reads the latest
+		}
+	}
+	return err
+}
+
+func (s *leaseProbeStore) Complete(ctx context.Context, l idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) error {
+	s.completeAttempts.Add(1)
+	if s.restarting.Load() {
+		return errors.New("leaseprobe: LOADING Redis is loading the dataset in memory")
+	}
+	return s.Store.Complete(ctx, l, resp, ttl)
+}
+
+// waitRenewalAfter waits until a renewal that started after since has
+// landed: from then on the lease is good for a whole lock_ttl.
+func (s *leaseProbeStore) waitRenewalAfter(t *testing.T, since time.Time) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case start := <-s.renewed:
+			if start.After(since) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no lease renewal landed after %s", since.Format(time.StampMilli))
+		}
+	}
+}
+
+// TestLeaseIsRenewedWhileTheToolRuns: a tool that runs for several lock
+// TTLs keeps its lease; a duplicate meanwhile gets request_in_progress and
+// the tool runs once.
 func TestLeaseIsRenewedWhileTheToolRuns(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
+		const lockTTL = time.Second
 		tool := newTestTool("slow")
+		tool.started = make(chan *tools.Request, 1)
+		release := make(chan struct{})
 		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 			select {
-			case <-time.After(3 * time.Second): // 3× the lock TTL
+			case <-release:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
 			return tools.JSON(200, map[string]any{"done": true})
 		}
-		h := newHarness(t, kind, []tools.Tool{tool}, withLockTTL(time.Second))
+		store := newLeaseProbe(newStore(t, kind))
+		h := newHarness(t, kind, []tools.Tool{tool}, withStore(store), withLockTTL(lockTTL))
 		c := callSpec{tool: "slow", session: "lease", step: 1, args: `{}`}
 		done := make(chan response, 1)
 		go func() { done <- h.do(c) }()
-		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
-		duplicates := 0
-		for {
-			select {
-			case first := <-done:
-				if first.status != 200 {
-					t.Fatalf("slow call: %d %s", first.status, first.body)
-				}
-				if duplicates < 5 {
-					t.Fatalf("only %d duplicates observed", duplicates)
-				}
-				if tool.total.Load() != 1 {
-					t.Fatalf("tool ran %d times under a renewed lease", tool.total.Load())
-				}
-				return
-			case <-time.After(200 * time.Millisecond):
-				r := h.do(c)
-				p := wantProblem(t, r, 409, wire.CodeRequestInProgress)
-				_ = p
-				if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
-					t.Fatalf("Retry-After %q", ra)
-				}
-				duplicates++
+		<-tool.started
+		claimed := time.Now() // the claim's lease ran out by claimed + lockTTL at the latest
+
+		// Past one, two and three lock TTLs the tool still runs: after a
+		// renewal from then, a duplicate finds the call in progress.
+		for i := range 3 {
+			store.waitRenewalAfter(t, claimed.Add(time.Duration(i+1)*lockTTL))
+			r := h.do(c)
+			wantProblem(t, r, 409, wire.CodeRequestInProgress)
+			if ra := r.header.Get("Retry-After"); !wholeSeconds.MatchString(ra) {
+				t.Fatalf("Retry-After %q", ra)
 			}
+		}
+		close(release)
+		if first := <-done; first.status != 200 {
+			t.Fatalf("slow call: %d %s", first.status, first.body)
+		}
+		if tool.total.Load() != 1 {
+			t.Fatalf("tool ran %d times under a renewed lease", tool.total.Load())
 		}
 	})
 }
@@ -77,14 +134,14 @@ func TestLostLeaseCancelsTheToolAndNeverOverwrites(t *testing.T) {
 		c := callSpec{tool: "slow", session: "lost", step: 1, args: `{}`}
 		done := make(chan response, 1)
 		go func() { done <- h.do(c) }()
-		eventually(t, 2*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
+		eventually(t, 30*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
 		key := derivedKey(t, "lost", 1, "slow", `{}`)
 		if err := h.store.Delete(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); err != nil {
 			t.Fatalf("delete under the running tool: %v", err)
 		}
 		select {
 		case <-cancelled:
-		case <-time.After(3 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the tool's context was not cancelled after the lease was lost")
 		}
 		<-done
@@ -104,23 +161,31 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		h := newHarness(t, kind, []tools.Tool{rerun, once}, withAdmin("admin-secret"),
 			withPolicy("pay-once", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 		ctx := context.Background()
-		// A "dead" gateway: it claimed with a short lease and never came back.
-		abandon := func(tool, args string) (string, int64) {
+		// A "dead" gateway: it claimed, renewed its lease for the last time
+		// with lastTTL left, and never came back.
+		abandon := func(tool, args string, lastTTL time.Duration) idempotency.Lease {
 			key := derivedKey(t, "crash-"+tool, 1, tool, args)
 			d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
 				Scope: idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: tool, Key: key}, Fingerprint: fingerprintOf(t, args),
 				Step: &idempotency.Step{SessionID: "crash-" + tool, Index: 1}, StepGuard: true,
-				ExecutionID: ulid.Make().String(), Owner: "dead-gateway", LockTTL: 300 * time.Millisecond,
+				ExecutionID: ulid.Make().String(), Owner: "dead-gateway", LockTTL: lastTTL,
 				ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,
 			})
 			if err != nil || d.Outcome != idempotency.OutcomeClaimed {
 				t.Fatalf("dead gateway's claim: %v %v", d.Outcome, err)
 			}
-			return d.Lease.ExecutionID, d.Lease.FencingToken
+			return d.Lease
 		}
-		deadExec, deadFence := abandon("rerun-tool", `{"v":1}`)
+		// While its lease lives (a minute: no test run is that slow), the
+		// call is in progress; then its last renewal leaves 300ms, and the
+		// sleep outlasts them (however late it wakes, the lease is over).
+		dead := abandon("rerun-tool", `{"v":1}`, time.Minute)
+		deadExec, deadFence := dead.ExecutionID, dead.FencingToken
 		r := h.do(callSpec{tool: "rerun-tool", session: "crash-rerun-tool", step: 1, args: `{"v":1}`})
 		wantProblem(t, r, 409, wire.CodeRequestInProgress)
+		if err := h.store.Renew(ctx, dead, 300*time.Millisecond); err != nil {
+			t.Fatalf("dead gateway's last renewal: %v", err)
+		}
 		time.Sleep(400 * time.Millisecond)
 		var fence int64
 		rerun.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
@@ -135,8 +200,8 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 			t.Fatalf("takeover fencing token %d not larger than the dead owner's %d", fence, deadFence)
 		}
 
-		abandon("pay-once", `{"v":1}`)
-		time.Sleep(400 * time.Millisecond)
+		abandon("pay-once", `{"v":1}`, 300*time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // the lease is over, however late this wakes
 		c := callSpec{tool: "pay-once", session: "crash-pay-once", step: 1, args: `{"v":1}`}
 		for i := 0; i < 2; i++ {
 			r = h.do(c)
@@ -195,39 +260,49 @@ func TestCompletionIsRetriedThroughAStoreRestart(t *testing.T) {
 	})
 }
 
-// A tool that finishes just before its timeout, whose completion is then
-// retried through a store restart, must keep its lease until the outcome
-// lands: another request must not take the call over and run it again.
-// (The lease keeper's context was a child of the tool's timeout context, so
-// renewals stopped at the tool deadline while finish() still retried.)
+// A tool whose completion is retried through a store restart must keep its
+// lease until the outcome lands, past the tool's deadline: another request
+// must not take the call over and run it again. (The lease keeper's context
+// was a child of the tool's timeout context, so renewals stopped at the
+// tool deadline while finish() still retried.) The test waits for events,
+// not for time: the store keeps failing the completion until a renewal
+// has landed after the claim's own lease (and the tool's deadline) ran
+// out, and a second request then finds the call in progress.
 func TestLeaseHeldWhileCompletionRetriesPastToolTimeout(t *testing.T) {
 	for _, kind := range allStores {
 		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			const lockTTL, toolTimeout = 1500 * time.Millisecond, 300 * time.Millisecond
 			tool := newTestTool("review-slow")
-			var first atomic.Bool
-			tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-				if first.CompareAndSwap(false, true) {
-					time.Sleep(350 * time.Millisecond) // under the 400ms timeout
-				}
-				return tools.JSON(200, map[string]any{"ok": true})
-			}
-			hs := &hookStore{Store: newStore(t, kind)}
-			hs.failCompletes.Store(5) // completion attempts at ~0, 50, 150, 350, 750ms fail; ~1250ms lands
-			h := newHarness(t, kind, []tools.Tool{tool}, withStore(hs), withLockTTL(300*time.Millisecond),
-				withPolicy("review-slow", tools.Policy{Timeout: 400 * time.Millisecond}))
+			tool.started = make(chan *tools.Request, 2)
+			store := newLeaseProbe(newStore(t, kind))
+			store.restarting.Store(true)
+			h := newHarness(t, kind, []tools.Tool{tool}, withStore(store), withLockTTL(lockTTL),
+				withPolicy("review-slow", tools.Policy{Timeout: toolTimeout}))
 			spec := callSpec{tool: "review-slow", session: "s-review", step: 1, args: `{}`}
 			firstDone := make(chan response, 1)
 			go func() { firstDone <- h.do(spec) }()
+			<-tool.started // it answers at once; its completion fails meanwhile
+			claimed := time.Now()
 
-			// 1s in, the owner is still retrying its completion.
-			time.Sleep(time.Second)
-			second := h.do(spec)
-			if got := <-firstDone; got.status != http.StatusOK {
-				t.Fatalf("first call: %d %s", got.status, got.body)
+			// A renewal after the claim's lease and the tool's deadline both
+			// ran out: the keeper outlived the tool's deadline.
+			store.waitRenewalAfter(t, claimed.Add(max(lockTTL, toolTimeout)))
+			wantProblem(t, h.do(spec), http.StatusConflict, wire.CodeRequestInProgress)
+			if n := store.completeAttempts.Load(); n < 2 {
+				t.Fatalf("%d completion attempts while the store restarted, want the completion retried", n)
 			}
-			key := derivedKey(t, "s-review", 1, "review-slow", `{}`)
-			if n := tool.runs(key); n != 1 {
-				t.Fatalf("tool ran %d times (second call: %d %s): the lease lapsed while its owner was still recording the outcome", n, second.status, second.body)
+			store.restarting.Store(false)
+			first := <-firstDone
+			if first.status != http.StatusOK {
+				t.Fatalf("first call: %d %s", first.status, first.body)
+			}
+			again := h.do(spec)
+			if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+				t.Fatalf("after the restart: %d replayed=%q %s, want the replay of %s", again.status, again.header.Get("Idempotent-Replayed"), again.body, first.body)
+			}
+			if n := tool.runs(derivedKey(t, "s-review", 1, "review-slow", `{}`)); n != 1 {
+				t.Fatalf("tool ran %d times: the lease lapsed while its owner was still recording the outcome", n)
 			}
 		})
 	}

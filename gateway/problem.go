@@ -109,15 +109,10 @@ func codeOf(code string) problemCode {
 
 // NewProblem builds the problem for one of the contract's codes (wire.Code*)
 // with a detail for the reader; type, title, status and retryable come
-// from the gateway's one code table, so a problem built outside this
-// package (gatewaycmd's /readyz) reads exactly like the gateway's own.
+// from the gateway's one code table (problemCodes), so a problem built
+// outside this package (gatewaycmd's /readyz) reads exactly like the
+// gateway's own.
 func NewProblem(code, detail string) *Problem {
-	return newProblem(code, detail)
-}
-
-// newProblem builds the problem for code; everything but the detail comes
-// from problemCodes.
-func newProblem(code, detail string) *Problem {
 	pc := codeOf(code)
 	return &Problem{
 		Type:      wire.ProblemTypePrefix + code,
@@ -141,13 +136,8 @@ func (p *Problem) WithRetryable(retryable bool) *Problem {
 // WithRetryAfter sets the Retry-After seconds (at least 1): REST sends the
 // header, MCP data.retry_after_ms.
 func (p *Problem) WithRetryAfter(seconds int) *Problem {
-	return p.withRetryAfter(seconds)
-}
-
-// WriteProblem sends p as application/problem+json with its status (and
-// Retry-After when set).
-func WriteProblem(w http.ResponseWriter, p *Problem) {
-	writeProblem(w, p)
+	p.RetryAfter = max(seconds, 1)
+	return p
 }
 
 // label is the metrics outcome label of a request refused with p.
@@ -155,23 +145,9 @@ func (p *Problem) label() string {
 	return codeOf(p.Code).label
 }
 
-// withRetryAfter sets the Retry-After seconds (at least 1).
-func (p *Problem) withRetryAfter(seconds int) *Problem {
-	p.RetryAfter = max(seconds, 1)
-	return p
-}
-
-// withoutRetry marks this answer not retryable although its code usually
-// is: an uncertain outcome of a lease_expiry: unknown tool keeps its code
-// (tool_timeout, tool_failed, upstream_unreachable) but a retry would only
-// meet the UNKNOWN record.
-func (p *Problem) withoutRetry() *Problem {
-	p.Retryable = false
-	return p
-}
-
-// writeProblem sends p as application/problem+json.
-func writeProblem(w http.ResponseWriter, p *Problem) {
+// WriteProblem sends p as application/problem+json with its status (and
+// Retry-After and Allow when set).
+func WriteProblem(w http.ResponseWriter, p *Problem) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		// A Problem holds only strings and ints; this cannot fail, but never

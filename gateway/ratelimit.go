@@ -84,7 +84,7 @@ func tenantLimits(tenants []Tenant) map[string]TenantLimits {
 // rateLimited is the 429 of a call over one of its tenant's limits.
 func (s *Server) rateLimited(tenant, limit, detail string, retryAfter int) *Problem {
 	s.metrics.rateLimited.WithLabelValues(tenant, limit).Inc()
-	return newProblem(wire.CodeRateLimited, detail).withRetryAfter(retryAfter)
+	return NewProblem(wire.CodeRateLimited, detail).WithRetryAfter(retryAfter)
 }
 
 // admitRate counts the call against its tenant's rate; nil means go on.
@@ -97,7 +97,7 @@ func (s *Server) admitRate(ctx context.Context, c *Call) *Problem {
 	if err != nil {
 		s.metrics.storeErrors.WithLabelValues(opRateLimit).Inc()
 		s.log.ErrorContext(ctx, "rate limiter failed", "tool", c.Entry.Spec.Name, "tenant", c.Tenant, "error", err)
-		return newProblem(wire.CodeStoreUnavailable, "the rate limiter's store is unreachable; the tool was not run").withRetryAfter(1)
+		return NewProblem(wire.CodeStoreUnavailable, "the rate limiter's store is unreachable; the tool was not run").WithRetryAfter(1)
 	}
 	if v.Allowed {
 		return nil
@@ -118,7 +118,7 @@ func (s *Server) takeSlot(ctx context.Context, c *Call, holder string) (leave fu
 	if err != nil {
 		s.metrics.storeErrors.WithLabelValues(opInFlight).Inc()
 		s.log.ErrorContext(ctx, "in-flight limiter failed", "tool", c.Entry.Spec.Name, "tenant", c.Tenant, "error", err)
-		return nil, newProblem(wire.CodeStoreUnavailable, "the rate limiter's store is unreachable; the tool was not run").withRetryAfter(1)
+		return nil, NewProblem(wire.CodeStoreUnavailable, "the rate limiter's store is unreachable; the tool was not run").WithRetryAfter(1)
 	}
 	if !got {
 		return nil, s.rateLimited(c.Tenant, limitInFlight,

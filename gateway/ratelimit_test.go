@@ -383,7 +383,7 @@ func TestMCPRateLimited(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool},
 		withTenants(map[string]string{limitedTenant: limitedToken}),
 		withTenantLimits(limitedTenant, gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1}}))
-	cs := h.mcpSession(mcpClientOptions{token: limitedToken})
+	cs := h.mcpSession(mcpClientOptions{Token: limitedToken})
 
 	res, err := mcpCall(t, cs, "provision", `{}`, identityMeta("rl", 0))
 	wantExecuted(t, res, err, false)

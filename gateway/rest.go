@@ -32,9 +32,9 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		entry, ok = s.tools.Retired(chi.URLParam(r, "tool"))
 	}
 	if !ok {
-		p := newProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
+		p := NewProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
 		setLabel(r.Context(), "", p.label())
-		writeProblem(w, p)
+		WriteProblem(w, p)
 		return
 	}
 	switch r.Method {
@@ -44,10 +44,10 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		setLabel(r.Context(), entry.Spec.Name, "")
 		s.handleDescribe(w, r, entry)
 	default:
-		p := newProblem(wire.CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
+		p := NewProblem(wire.CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
 		setLabel(r.Context(), entry.Spec.Name, p.label())
 		p.allow = "GET, HEAD, POST"
-		writeProblem(w, p)
+		WriteProblem(w, p)
 	}
 }
 
@@ -59,10 +59,10 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	ctx := r.Context()
 	fail := func(p *Problem) {
 		setLabel(ctx, entry.Spec.Name, p.label())
-		writeProblem(w, p)
+		WriteProblem(w, p)
 	}
 	if !isJSONContentType(requestContentType(r.Header)) {
-		fail(newProblem(wire.CodeUnsupportedMediaType, "send the arguments as application/json"))
+		fail(NewProblem(wire.CodeUnsupportedMediaType, "send the arguments as application/json"))
 		return
 	}
 	body, p := s.readBody(w, r)
@@ -99,7 +99,7 @@ func writeResult(w http.ResponseWriter, res Result) {
 		if res.ExecutionID != "" {
 			setExecutionHeaders(w.Header(), res.Replayed, res.ExecutionID)
 		}
-		writeProblem(w, res.Problem)
+		WriteProblem(w, res.Problem)
 		return
 	}
 	h := w.Header()
@@ -189,7 +189,7 @@ func isJSONContentType(v string) bool {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Problem) {
 	limit := s.opts.MaxBodyBytes
 	tooLarge := func() *Problem {
-		return newProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
+		return NewProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
 	}
 	if r.ContentLength > limit {
 		return nil, tooLarge()
@@ -214,7 +214,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 			if errors.As(err, &maxErr) {
 				return nil, tooLarge()
 			}
-			return nil, newProblem(wire.CodeInvalidJSON, "the request body could not be read")
+			return nil, NewProblem(wire.CodeInvalidJSON, "the request body could not be read")
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -39,7 +39,7 @@ func (s *Server) retiredCall(ctx context.Context, c *Call, canonical []byte, arg
 		}
 	}
 	if removed {
-		return problemResult(newProblem(wire.CodeToolNotFound, "no tool of that name; its server no longer offers it")), true
+		return problemResult(NewProblem(wire.CodeToolNotFound, "no tool of that name; its server no longer offers it")), true
 	}
 	return Result{}, false
 }

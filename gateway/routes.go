@@ -15,7 +15,7 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// routes wires the tool API, /mcp and (unless Options.SeparateOperations)
+// routes wires the tool API, the Options.Mounts (/mcp) and (unless Options.SeparateOperations)
 // the operations endpoints; auth guards the tool API only.
 func (s *Server) routes() http.Handler {
 	r := s.newRouter()
@@ -29,16 +29,18 @@ func (s *Server) routes() http.Handler {
 		r.Head("/", s.handleList)
 		// The mount point answers every method to chi, so name its own.
 		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-			p := newProblem(wire.CodeMethodNotAllowed, "list the tools with GET")
+			p := NewProblem(wire.CodeMethodNotAllowed, "list the tools with GET")
 			p.allow = "GET, HEAD"
-			writeProblem(w, p)
+			WriteProblem(w, p)
 		})
 		// One handler for every method: the contract checks "tool exists"
 		// (404) before "method" (405), which a method router cannot do.
 		r.HandleFunc("/{tool}", s.handleTool)
 	})
 
-	s.mountMCP(r)
+	for _, mount := range s.opts.Mounts {
+		mount(s, r)
+	}
 	return r
 }
 
@@ -62,12 +64,12 @@ func (s *Server) newRouter() *chi.Mux {
 	// HEAD is served wherever GET is (health checks often use it).
 	r.Use(middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(wire.CodeNotFound, "no such endpoint"))
+		WriteProblem(w, NewProblem(wire.CodeNotFound, "no such endpoint"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		p := newProblem(wire.CodeMethodNotAllowed, "method not allowed on this endpoint")
+		p := NewProblem(wire.CodeMethodNotAllowed, "method not allowed on this endpoint")
 		p.allow = allowedMethods(r, req.URL.Path)
-		writeProblem(w, p)
+		WriteProblem(w, p)
 	})
 
 	return r
@@ -141,7 +143,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &layoutErr) {
 			detail = layoutErr.Error()
 		}
-		writeProblem(w, newProblem(wire.CodeStoreUnavailable, detail).withRetryAfter(1))
+		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, detail).WithRetryAfter(1))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -26,9 +26,9 @@ import (
 // Defaults of the contract, used where Options leaves a field zero.
 const (
 	DefaultLockTTL      = 30 * time.Second
-	DefaultReplayTTL    = 24 * time.Hour
+	DefaultReplayTTL    = tools.DefaultReplayTTL
 	DefaultMaxBodyBytes = 1 << 20
-	DefaultToolTimeout  = 30 * time.Second
+	DefaultToolTimeout  = tools.DefaultTimeout
 	// MaxPreferWait caps Prefer: wait=N.
 	MaxPreferWait = 60
 	// MinLockTTL is the shortest lease: renewals run every LockTTL/3, and a
@@ -76,8 +76,9 @@ type Options struct {
 	// AdminPreviousTokenSHA256, when set, is the admin token being rotated
 	// out, accepted beside AdminTokenSHA256.
 	AdminPreviousTokenSHA256 *[sha256.Size]byte
-	// MCP configures the MCP endpoint, POST /mcp (served by default).
-	MCP MCPOptions
+	// Mounts add routes beside the tool API (the MCP endpoint: package
+	// mcpserver), with the middleware every endpoint has ([Mount]).
+	Mounts []Mount
 	// Limiter keeps the tenants' limit state; nil means in process
 	// (ratelimit.Memory), which is right for the embedded store only:
 	// replicas sharing a store must share a Limiter on it.
@@ -300,13 +301,7 @@ func (s *Server) policyNamed(tool string) tools.Policy {
 // policyWith resolves the policy of tool, own being the one it brings.
 func (s *Server) policyWith(tool string, own tools.Policy) tools.Policy {
 	live := s.settings.Load()
-	p := live.policies[tool].Or(own)
-	p.Timeout = orDefault(p.Timeout, s.opts.ToolTimeout)
-	p.ReplayTTL = orDefault(p.ReplayTTL, live.replayTTL)
-	if p.LeaseExpiry == "" {
-		p.LeaseExpiry = tools.LeaseExpiryRerun
-	}
-	return p
+	return live.policies[tool].Resolve(own, tools.Policy{Timeout: s.opts.ToolTimeout, ReplayTTL: live.replayTTL})
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -48,26 +48,23 @@ func (s *Server) beginTx(ctx context.Context, name string, lease idempotency.Lea
 	}
 	s.log.ErrorContext(ctx, "could not begin the tool's transaction; the tool was not run", "tool", name, "error", err)
 	s.release(beginCtx, name, lease, keeper)
-	return nil, newProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable; the tool was not run").withRetryAfter(1)
+	return nil, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable; the tool was not run").WithRetryAfter(1)
 }
 
-// recordTx is runClaimed's record step for a transactional call: commit the
+// recordTx is the record stage of a transactional call: commit the
 // tool's writes with the completion, or roll them back and release.
-func (s *Server) recordTx(ctx, storeCtx, leaseCtx context.Context, cl *claim, lease idempotency.Lease, keeper *leaseKeeper,
-	txc idempotency.TxCall, resp *tools.Response, toolErr error) Result {
-	name := cl.call.Entry.Spec.Name
-	failed := func(p *Problem) Result {
-		return Result{Kind: ResultProblem, Problem: p, ExecutionID: lease.ExecutionID, Label: p.label()}
-	}
+func (s *Server) recordTx(ctx, storeCtx context.Context, st *callState) Result {
+	x, lease, name := &st.exec, st.lease, st.call.Entry.Spec.Name
+	keeper, txc, resp, toolErr := x.keeper, x.txc, x.resp, x.err
 	if toolErr != nil || !recordable(resp.Status) {
 		if err := txc.Rollback(storeCtx); err != nil {
 			s.log.WarnContext(ctx, "rollback of the tool's transaction failed", "tool", name, "error", err)
 		}
 		s.release(storeCtx, name, lease, keeper)
 		if toolErr != nil {
-			p := s.toolErrorProblem(leaseCtx, toolErr)
+			p := s.toolErrorProblem(x.leaseCtx, toolErr)
 			s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", toolErr)
-			return failed(p)
+			return st.failed(p)
 		}
 		return Result{Kind: ResultExecuted, Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body,
 			ExecutionID: lease.ExecutionID, Label: labelForStatus(resp.Status)}
@@ -75,7 +72,7 @@ func (s *Server) recordTx(ctx, storeCtx, leaseCtx context.Context, cl *claim, le
 	stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
 	// One attempt: a commit cannot be repeated, and the record tells
 	// whether a failed one landed.
-	_, err := keeper.finishOnce(func() error { return txc.Complete(storeCtx, stored, cl.policy.ReplayTTL) },
+	_, err := keeper.finishOnce(func() error { return txc.Complete(storeCtx, stored, st.policy.ReplayTTL) },
 		func(error) bool { return true })
 	switch {
 	case err == nil, s.completedBy(storeCtx, lease):
@@ -83,7 +80,7 @@ func (s *Server) recordTx(ctx, storeCtx, leaseCtx context.Context, cl *claim, le
 			ExecutionID: lease.ExecutionID, Label: labelForStatus(resp.Status)}
 	case errors.Is(err, idempotency.ErrLeaseLost):
 		s.completionNotRecorded(ctx, name, lease, err)
-		return failed(newProblem(wire.CodeToolFailed, "the gateway lost the lease on this call while the tool ran; its writes were rolled back; retry to get the outcome"))
+		return st.failed(NewProblem(wire.CodeToolFailed, "the gateway lost the lease on this call while the tool ran; its writes were rolled back; retry to get the outcome"))
 	default:
 		// Not committed (or not known to be): the writes are not visible
 		// unless the record is COMPLETED, which a retry then replays.
@@ -92,6 +89,6 @@ func (s *Server) recordTx(ctx, storeCtx, leaseCtx context.Context, cl *claim, le
 		if rerr := s.store.Release(storeCtx, lease); rerr != nil && !errors.Is(rerr, idempotency.ErrLeaseLost) {
 			s.log.ErrorContext(ctx, "release failed", "tool", name, "execution_id", lease.ExecutionID, "error", rerr)
 		}
-		return failed(newProblem(wire.CodeStoreUnavailable, "the idempotency store failed while committing the tool's transaction; its writes were rolled back; retry").withRetryAfter(1))
+		return st.failed(NewProblem(wire.CodeStoreUnavailable, "the idempotency store failed while committing the tool's transaction; its writes were rolled back; retry").WithRetryAfter(1))
 	}
 }

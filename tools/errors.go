@@ -27,3 +27,20 @@ var ErrUpstreamUnavailable = errors.New("upstream unavailable: its tools are not
 // upstream (released, a retry runs again); for lease_expiry: unknown the
 // record becomes UNKNOWN, because running the tool again might repeat it.
 var ErrOutcomeUncertain = errors.New("upstream outcome uncertain")
+
+// ErrUpstreamRejected is wrapped by the error a tool returns when its
+// upstream was reached and answered the call with an error instead of a
+// result (an MCP server's JSON-RPC error). It counts as
+// [ErrUpstreamUnreachable] too (errors.Is holds for both), so the gateway
+// treats it as one — 502 upstream_unreachable, nothing recorded, a retry
+// runs the tool again — while saying what happened: the upstream answered.
+var ErrUpstreamRejected error = upstreamRejected{}
+
+// upstreamRejected is [ErrUpstreamRejected]'s type: its Is makes it an
+// [ErrUpstreamUnreachable] as well.
+type upstreamRejected struct{}
+
+func (upstreamRejected) Error() string { return "upstream answered with an error, not a result" }
+
+// Is reports ErrUpstreamUnreachable as the same error.
+func (upstreamRejected) Is(target error) bool { return target == ErrUpstreamUnreachable }

@@ -2,14 +2,9 @@ package eino_test
 
 import (
 	"bufio"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudwego/eino/components/model"
-	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/agentclient/eino"
 	"github.com/toolgateway/toolgateway/internal/gatewayproc"
 	"github.com/toolgateway/toolgateway/wire"
@@ -303,7 +295,7 @@ func TestCrashedAgentsRunEachToolCallOnce(t *testing.T) {
 		other.ReadCheckpoint, other.WriteCheckpoint = thread+"@1", thread+"-fork-other"
 		results = startAgent(t, other).finish(t)
 		checkExecutions(t, upstream, thread, want...)
-		if len(results) != 2 || !strings.Contains(results[1], wire.CodeStepConflict) {
+		if len(results) != 2 || !strings.HasPrefix(results[1], wire.CodeStepConflict+": this call of provision was NOT run. Step 1 of this conversation already ran a call of provision (execution ") {
 			t.Errorf("the model was shown %q, want a step_conflict for the changed call", results)
 		}
 	})
@@ -328,278 +320,4 @@ func TestCrashedAgentsRunEachToolCallOnce(t *testing.T) {
 		checkExecutions(t, upstream, thread,
 			execution{thread, 0, "a"}, execution{thread, 1, "b"}, execution{thread, 2, "c"}, execution{thread, 3, "d"})
 	})
-}
-
-// agentEnv holds the agentConfig (JSON) when the test binary runs as the
-// agent process rather than as the tests.
-const agentEnv = "TOOLGATEWAY_EINO_AGENT"
-
-// Lines the agent process prints for the test to act on.
-const (
-	lineModelWaits = "MODEL-WAITS" // the model was called at agentConfig.HangAtTurn and never answers
-	lineFinal      = "FINAL "      // followed by the final answer
-)
-
-func TestMain(m *testing.M) {
-	if config := os.Getenv(agentEnv); config != "" {
-		if err := runAgent(config); err != nil {
-			fmt.Fprintln(os.Stderr, "agent:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// agentConfig is one agent process's run.
-type agentConfig struct {
-	Gateway       string `json:"gateway"`
-	CheckpointDir string `json:"checkpoint_dir"`
-	// Thread is the run's thread id: its session, and the checkpoint it
-	// resumes from and writes to unless the fields below say otherwise.
-	Thread string `json:"thread"`
-	// ReadCheckpoint and WriteCheckpoint fork a run: resume from one
-	// checkpoint (id@version), write to another.
-	ReadCheckpoint  string `json:"read_checkpoint,omitempty"`
-	WriteCheckpoint string `json:"write_checkpoint,omitempty"`
-	// Script is the scripted model's tool calls per turn (the tool is
-	// provision; each string is a name argument, or the whole arguments
-	// when it starts with "{"); the turn after the last
-	// one answers in text.
-	Script [][]string `json:"script"`
-	// HangAtTurn makes the model block at that turn (1-based; 0: never).
-	HangAtTurn int `json:"hang_at_turn,omitempty"`
-}
-
-// State is the graph's state: the run's messages, as an application
-// keeps them (Eino checkpoints it).
-type State struct {
-	Messages []*schema.Message
-}
-
-func init() {
-	schema.RegisterName[*State]("toolgateway_eino_test_run_state")
-}
-
-// provisionTool is the gateway tool the scripted model calls.
-const provisionTool = "provision"
-
-// runAgent is the agent process: a model → tools loop as a compose graph,
-// checkpointed before each tools node run, resumed until it ends.
-func runAgent(configJSON string) error {
-	var config agentConfig
-	if err := json.Unmarshal([]byte(configJSON), &config); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	ctx := context.Background()
-	gatewayURL, threadID := config.Gateway, config.Thread
-
-	// The adapter's lines, as docs/runtimes-go.md shows them.
-	gw := eino.New(agentclient.New(gatewayURL), eino.StateHistory(func(s *State) []*schema.Message { return s.Messages }))
-	infos, err := eino.Discover(ctx, nil, gatewayURL, "") // or your own []*schema.ToolInfo
-	if err != nil {
-		return err
-	}
-	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
-
-	toolsNode, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: gw.Tools(infos...)})
-	if err != nil {
-		return err
-	}
-	graph := compose.NewGraph[[]*schema.Message, *schema.Message](compose.WithGenLocalState(func(context.Context) *State { return &State{} }))
-	err = errors.Join(
-		graph.AddChatModelNode("model", &scriptedModel{config: config}, compose.WithStatePreHandler(
-			func(_ context.Context, in []*schema.Message, s *State) ([]*schema.Message, error) {
-				s.Messages = append(s.Messages, in...)
-				return s.Messages, nil
-			})),
-		graph.AddToolsNode("tools", toolsNode, compose.WithStatePreHandler(
-			func(_ context.Context, in *schema.Message, s *State) (*schema.Message, error) {
-				// The model's turn joins the history before any tool runs.
-				s.Messages = append(s.Messages, in)
-				return in, nil
-			})),
-		graph.AddEdge(compose.START, "model"),
-		graph.AddBranch("model", compose.NewGraphBranch(func(_ context.Context, m *schema.Message) (string, error) {
-			if len(m.ToolCalls) > 0 {
-				return "tools", nil
-			}
-			return compose.END, nil
-		}, map[string]bool{"tools": true, compose.END: true})),
-		graph.AddEdge("tools", "model"),
-	)
-	if err != nil {
-		return err
-	}
-	run, err := graph.Compile(ctx,
-		compose.WithNodeTriggerMode(compose.AnyPredecessor),
-		compose.WithMaxRunSteps(50),
-		compose.WithCheckPointStore(fileCheckPointStore{dir: config.CheckpointDir}),
-		// The model's turn is checkpointed before its tools run.
-		compose.WithInterruptBeforeNodes([]string{"tools"}),
-	)
-	if err != nil {
-		return err
-	}
-
-	read, write := threadID, threadID
-	if config.ReadCheckpoint != "" {
-		read = config.ReadCheckpoint
-	}
-	if config.WriteCheckpoint != "" {
-		write = config.WriteCheckpoint
-	}
-	input := []*schema.Message{schema.UserMessage("provision what the script says")}
-	for range 20 {
-		out, err := run.Invoke(ctx, input, compose.WithCheckPointID(read), compose.WithWriteToCheckPointID(write))
-		if _, interrupted := compose.ExtractInterruptInfo(err); interrupted {
-			read = write // resume from the checkpoint just written
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Println(lineFinal + out.Content)
-		return nil
-	}
-	return errors.New("the run did not end")
-}
-
-// scriptedModel is a chat model without network: at turn n (the number of
-// assistant messages in its input) it asks for the script's calls of turn
-// n, each with a fresh random call id as real models mint them; after the
-// script it answers with the tool results it was shown.
-type scriptedModel struct{ config agentConfig }
-
-func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, _ ...model.Option) (*schema.Message, error) {
-	turn := 0
-	var results []string
-	for _, message := range input {
-		switch message.Role {
-		case schema.Assistant:
-			turn++
-		case schema.Tool:
-			results = append(results, message.Content)
-		}
-	}
-	if m.config.HangAtTurn == turn+1 {
-		fmt.Println(lineModelWaits)
-		<-ctx.Done() // until the test kills the process
-		return nil, ctx.Err()
-	}
-	if turn >= len(m.config.Script) {
-		answer, err := json.Marshal(results)
-		if err != nil {
-			return nil, err
-		}
-		return schema.AssistantMessage(string(answer), nil), nil
-	}
-	var calls []schema.ToolCall
-	for _, name := range m.config.Script[turn] {
-		args := []byte(name)
-		if !strings.HasPrefix(name, "{") {
-			var err error
-			if args, err = json.Marshal(map[string]string{"name": name}); err != nil {
-				return nil, err
-			}
-		}
-		calls = append(calls, schema.ToolCall{
-			ID:       "call_" + randomHex(),
-			Type:     "function",
-			Function: schema.FunctionCall{Name: provisionTool, Arguments: string(args)},
-		})
-	}
-	return schema.AssistantMessage("", calls), nil
-}
-
-func (m *scriptedModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
-	message, err := m.Generate(ctx, input, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return schema.StreamReaderFromArray([]*schema.Message{message}), nil
-}
-
-func randomHex() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// fileCheckPointStore is an Eino compose.CheckPointStore on files, so a
-// checkpoint outlives the process that wrote it. Every Set keeps a new
-// version (<dir>/<id>/<n>); Get(id) returns the newest, Get("id@n") version
-// n, which is how a test forks a run from an earlier checkpoint (time
-// travel).
-type fileCheckPointStore struct{ dir string }
-
-func (s fileCheckPointStore) Get(_ context.Context, checkPointID string) ([]byte, bool, error) {
-	id, version, pinned := strings.Cut(checkPointID, "@")
-	if !pinned {
-		versions, err := s.versions(id)
-		if err != nil || len(versions) == 0 {
-			return nil, false, err
-		}
-		version = strconv.Itoa(versions[len(versions)-1])
-	}
-	data, err := os.ReadFile(filepath.Join(s.dir, id, version))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read checkpoint %s: %w", checkPointID, err)
-	}
-	return data, true, nil
-}
-
-func (s fileCheckPointStore) Set(_ context.Context, checkPointID string, checkPoint []byte) error {
-	versions, err := s.versions(checkPointID)
-	if err != nil {
-		return err
-	}
-	next := 1
-	if len(versions) > 0 {
-		next = versions[len(versions)-1] + 1
-	}
-	dir := filepath.Join(s.dir, checkPointID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("checkpoint directory: %w", err)
-	}
-	// Written whole, synced, then renamed: a kill -9 leaves the previous
-	// version or this one, never half of one.
-	tmp, err := os.CreateTemp(dir, "tmp-")
-	if err != nil {
-		return fmt.Errorf("checkpoint file: %w", err)
-	}
-	if _, err := tmp.Write(checkPoint); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("sync checkpoint: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close checkpoint: %w", err)
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, strconv.Itoa(next)))
-}
-
-// versions lists the stored versions of id, oldest first.
-func (s fileCheckPointStore) versions(id string) ([]int, error) {
-	entries, err := os.ReadDir(filepath.Join(s.dir, id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoints of %s: %w", id, err)
-	}
-	var out []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }

@@ -11,7 +11,9 @@
 //	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
 //
 // with gw.Tools(infos...) as the tools of the graph's compose.ToolsNode and
-// ctx passed to the graph's Invoke or Stream.
+// ctx passed to the graph's Invoke or Stream. docs/runtimes-go.md shows a
+// whole agent (the model → tools loop as a compose graph), the one the
+// package's crash test runs.
 //
 // Identity:
 //
@@ -29,12 +31,16 @@
 //
 // The graph must append the assistant message to its state before the tools
 // node runs (a state pre-handler of the tools node, as Eino's ReAct agent
-// does), and should be compiled with compose.WithCheckPointStore and
+// does), and should be compiled with compose.WithCheckPointStore (a store
+// that outlives the process, such as [FileCheckPointStore]) and
 // compose.WithInterruptBeforeNodes naming the tools node, so that the
 // model's turn is checkpointed before any tool runs.
 //
-// A step_conflict (a regenerated turn that asks for other arguments at a
-// step that already ran) and invalid_arguments reach the model as the tool's
-// result, the problem document as text, and the run goes on; other failures
-// are errors of the tool, which end the graph run.
+// A refusal the model can act on reaches it as the tool's result, in the
+// words the TypeScript adapters use (RefusalText), and the run goes on:
+// step_conflict (a regenerated turn that asks other arguments at a step
+// that already ran), invalid_arguments (with the violations),
+// idempotency_key_reused, outcome_unknown, payload_too_large and
+// upstream_response_too_large. Other failures are errors of the tool,
+// which end the graph run.
 package eino

@@ -2,7 +2,6 @@ package eino
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cloudwego/eino/components/tool"
@@ -10,7 +9,6 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/toolgateway/toolgateway/agentclient"
-	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Gateway makes Eino tools that call one gateway. It is safe for concurrent
@@ -57,8 +55,8 @@ func (t *gatewayTool) Info(context.Context) (*schema.ToolInfo, error) {
 
 // InvokableRun implements tool.InvokableTool: it calls the gateway with the
 // run's session and the call's step, and returns the tool's response body.
-// A step_conflict or invalid_arguments problem is returned as the result
-// (the problem document), for the model to read and act on.
+// A refusal the model can act on (RefusalText) is returned as the result,
+// for the model to read; any other failure is the tool's error.
 func (t *gatewayTool) InvokableRun(ctx context.Context, argumentsInJSON string, _ ...tool.Option) (string, error) {
 	session, ok := SessionFrom(ctx)
 	if !ok {
@@ -73,20 +71,11 @@ func (t *gatewayTool) InvokableRun(ctx context.Context, argumentsInJSON string, 
 		return "", fmt.Errorf("toolgateway eino: %s: %w", t.info.Name, err)
 	}
 	result, err := t.gateway.client.Session(session).Call(ctx, step, t.info.Name, []byte(argumentsInJSON))
-	var problem *agentclient.Error
-	if errors.As(err, &problem) && modelCanAct(problem.Code) {
-		return string(problem.Raw), nil
+	if text, ok := RefusalText(t.info.Name, step, err); ok {
+		return text, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("toolgateway eino: %s step %d: %w", t.info.Name, step, err)
 	}
 	return string(result.Body), nil
-}
-
-// modelCanAct tells the problems the model caused and can answer: it asked
-// a step that already ran for other arguments (a regenerated turn), or gave
-// arguments the tool's schema refuses. Everything else is the
-// application's to handle.
-func modelCanAct(code string) bool {
-	return code == wire.CodeStepConflict || code == wire.CodeInvalidArguments
 }

@@ -44,7 +44,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			return nil, nil, fmt.Errorf("%s: configured twice", field)
 		}
 		configured[t.Name] = true
-		if err := tools.LeaseExpiry(t.LeaseExpiry).Validate(); err != nil {
+		if err := t.LeaseExpiry.Validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
 		schema, err := c.toolSchema(i, t)
@@ -94,11 +94,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := registry.Add(tool, opts...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", field, err)
 		}
-		policies[t.Name] = tools.Policy{
-			Timeout:     time.Duration(t.Timeout),
-			ReplayTTL:   time.Duration(t.ReplayTTL),
-			LeaseExpiry: tools.LeaseExpiry(t.LeaseExpiry),
-		}
+		policies[t.Name] = t.Policy()
 	}
 	for _, p := range plugins {
 		if configured[p.Spec().Name] {
@@ -202,13 +198,31 @@ func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
 }
 
 // openStore opens Redis (single node or cluster), PostgreSQL or the
-// embedded store.
+// embedded store; with store.migrate false it refuses a store whose layout
+// is behind (migratecmd.go) before it says anything else about it, so such
+// a store is named for what it is, not as one that does not answer yet. A
+// shared store that does not answer is not fatal: the gateway answers 503
+// until it does, and /readyz says so.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
 	store, desc, err := c.openStoreAnyLayout(ctx, log)
-	if err == nil {
-		err = c.refuseBehindLayout(ctx, store, desc, log) // migratecmd.go
+	if err != nil {
+		return store, desc, err
 	}
-	return store, desc, err
+	if err := c.refuseBehindLayout(ctx, store, desc); err != nil {
+		return store, desc, err
+	}
+	if choice, _ := c.storeChoice(); choice.kind != storeKindEmbedded { // openStoreAnyLayout checked it
+		pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := store.Ping(pingCtx); err != nil {
+			name := "redis"
+			if choice.kind == storeKindPostgres {
+				name = "postgres"
+			}
+			log.Warn(name+" does not answer yet; calls get 503 until it does", "store", desc, "error", err)
+		}
+	}
+	return store, desc, nil
 }
 
 // openStoreAnyLayout opens the store without judging its layout version.
@@ -219,7 +233,7 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 	}
 	switch choice.kind {
 	case storeKindPostgres:
-		return c.openPostgres(ctx, log)
+		return c.openPostgres(ctx)
 	case storeKindEmbedded:
 		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates()})
 		if err != nil {
@@ -233,23 +247,22 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 	redis.SetLogger(redisLogger{log: log})
 	client := c.redisClient()
 	s := redisstore.New(client, c.redisOptions())
-	// A Redis that is down at start is not fatal: the gateway answers 503
-	// until it is back, and /readyz says so.
-	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := s.Ping(pingCtx); err != nil {
-		log.Warn("redis does not answer yet; calls get 503 until it does", "store", choice.desc, "error", err)
-	}
 	return clientOwningStore{Store: s, client: client}, choice.desc, nil
 }
 
 // redisClient is the client of a Redis store section that storeChoice
-// accepted (single node or cluster).
+// accepted (single node or cluster). Its commands end at their context's
+// deadline (ContextTimeoutEnabled): without it go-redis waits out its own
+// socket timeouts (3 s a read, each retry again), so a store that hangs
+// rather than refuses (a frozen process, a network that drops packets)
+// kept a completion's last attempt, and the client's answer, seconds past
+// the max(5 s, lock_ttl) the gateway gives it.
 func (c *Config) redisClient() redis.UniversalClient {
 	if len(c.Store.ClusterAddrs) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs})
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Store.ClusterAddrs, ContextTimeoutEnabled: true})
 	}
 	opts, _ := redis.ParseURL(c.Store.RedisURL) // storeChoice parsed it
+	opts.ContextTimeoutEnabled = true
 	return redis.NewClient(opts)
 }
 

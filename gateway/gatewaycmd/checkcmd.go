@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
 
 const checkUsage = "-config FILE [-dial] [-json]"
@@ -140,31 +141,30 @@ func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
 			upstreams[t.Name] = redactURL(t.HTTP.URL)
 		}
 	}
-	replayTTL := orDuration(opts.ReplayTTL, gateway.DefaultReplayTTL)
+	gatewayDefaults := tools.Policy{Timeout: opts.ToolTimeout, ReplayTTL: opts.ReplayTTL}
 	var out []CheckedTool
 	for _, e := range opts.Tools.Entries() {
-		p := opts.Policies[e.Spec.Name]
+		// The gateway's own rule (configured, then the tool's own, e.g. its
+		// mcp_servers: entry, then the defaults), not a copy of it.
+		p := opts.Policies[e.Spec.Name].Resolve(e.Spec.Policy, gatewayDefaults)
 		ct := CheckedTool{
 			Name:        e.Spec.Name,
 			Kind:        "plugin",
 			ReadOnly:    e.Spec.ReadOnly,
-			Timeout:     shortDuration(orDuration(p.Timeout, gateway.DefaultToolTimeout)),
+			Timeout:     shortDuration(p.Timeout),
 			URL:         upstreams[e.Spec.Name],
 			Description: e.Spec.Description,
 		}
 		switch t := e.Tool.(type) {
 		case *httptool.Tool:
 			ct.Kind = "http"
-		case interface{ Provenance() string }:
+		case *mcptool.Tool:
 			ct.Kind = "mcp"
-			ct.URL = t.Provenance()
+			ct.URL = "mcp:" + t.Server()
 		}
 		if !ct.ReadOnly {
-			ct.ReplayTTL = shortDuration(orDuration(p.ReplayTTL, replayTTL))
+			ct.ReplayTTL = shortDuration(p.ReplayTTL)
 			ct.LeaseExpiry = string(p.LeaseExpiry)
-			if ct.LeaseExpiry == "" {
-				ct.LeaseExpiry = string(idempotency.LeaseExpiryRerun)
-			}
 		}
 		out = append(out, ct)
 	}
@@ -272,13 +272,6 @@ func redactURL(raw string) string {
 	}
 	u.Fragment = ""
 	return u.String()
-}
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // shortDuration writes 24h rather than 24h0m0s.

@@ -151,3 +151,51 @@ func TestCheckDial(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckShowsMCPServerPolicies: an MCP server's tools are reported with
+// the policy of their mcp_servers: entry (timeout, replay_ttl,
+// lease_expiry), the one the gateway runs them with, and a server without
+// one with the gateway's defaults (idempotency.replay_ttl included), in the
+// JSON report and in the table. The tools are known once listed: -dial.
+func TestCheckShowsMCPServerPolicies(t *testing.T) {
+	up := newMCPUpstream(t)
+	config := "listen: 127.0.0.1:0\nstore:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n" +
+		"idempotency:\n  replay_ttl: 48h\n" +
+		"mcp_servers:\n" +
+		"  - name: payments\n    url: " + up.http.URL + "\n    prefix: p_\n    tools: [create_ticket]\n" +
+		"    timeout: 7s\n    replay_ttl: 2h\n    lease_expiry: unknown\n" +
+		"  - name: plain\n    url: " + up.http.URL + "\n    prefix: q_\n    tools: [create_ticket]\n"
+	path := writeConfig(t, config)
+	report, err := CheckDial(context.Background(), path, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]CheckedTool{}
+	for _, tool := range report.Tools {
+		got[tool.Name] = tool
+	}
+	want := map[string]CheckedTool{
+		"p_create_ticket": {Name: "p_create_ticket", Kind: "mcp", Timeout: "7s", ReplayTTL: "2h", LeaseExpiry: "unknown", URL: "mcp:payments"},
+		"q_create_ticket": {Name: "q_create_ticket", Kind: "mcp", Timeout: "30s", ReplayTTL: "48h", LeaseExpiry: "rerun", URL: "mcp:plain"},
+	}
+	for name, w := range want {
+		g := got[name]
+		g.Description = ""
+		if g != w {
+			t.Errorf("%s: %+v, want %+v", name, g, w)
+		}
+	}
+
+	var out strings.Builder
+	if err := RunIO(context.Background(), []string{"gateway", "check", "-dial", "-config", path}, envOf(nil), strings.NewReader(""), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 7 && f[0] == "p_create_ticket" && (f[3] != "7s" || f[4] != "2h" || f[5] != "unknown") {
+			t.Errorf("table row %q, want 7s 2h unknown", line)
+		}
+	}
+	if !strings.Contains(out.String(), "p_create_ticket") {
+		t.Errorf("table without the MCP tool:\n%s", out.String())
+	}
+}

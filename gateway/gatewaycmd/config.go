@@ -10,12 +10,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // Config is the gateway's configuration file (YAML; JSON is YAML too).
@@ -122,13 +125,18 @@ type MCPConfig struct {
 	// identity (default claudecode/toolUseId, agent-tool-call-request-id;
 	// [] turns host call ids off).
 	HostCallIDs *[]string `yaml:"host_call_ids"`
+	// FastPath answers a plain tools/call without go-sdk's decoding, as
+	// go-sdk would (default true); false serves every message through
+	// go-sdk.
+	FastPath *bool `yaml:"fast_path"`
 }
 
 // mcpOptions converts the mcp section.
-func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
-	o := gateway.MCPOptions{
+func (c *Config) mcpOptions() (mcpserver.Options, error) {
+	o := mcpserver.Options{
 		Disabled:     c.MCP.Enabled != nil && !*c.MCP.Enabled,
 		AllowUnkeyed: c.MCP.AllowUnkeyed,
+		FastPathOff:  c.MCP.FastPath != nil && !*c.MCP.FastPath,
 	}
 	if ids := c.MCP.HostCallIDs; ids != nil {
 		if err := gateway.ValidateMCPHostCallIDs(*ids); err != nil {
@@ -138,8 +146,8 @@ func (c *Config) mcpOptions() (gateway.MCPOptions, error) {
 	}
 	if w := c.MCP.InProgressWait; w != nil {
 		wait := time.Duration(*w)
-		if wait > gateway.MaxMCPInProgressWait {
-			return o, fmt.Errorf("mcp.in_progress_wait: %s: at most %s", wait, gateway.MaxMCPInProgressWait)
+		if wait > mcpserver.MaxInProgressWait {
+			return o, fmt.Errorf("mcp.in_progress_wait: %s: at most %s", wait, mcpserver.MaxInProgressWait)
 		}
 		o.InProgressWait = wait
 		if wait == 0 {
@@ -181,15 +189,28 @@ type TenantEntry struct {
 // ToolEntry configures one tool: an HTTP upstream (with http), or settings
 // for an in-process plugin of the same name.
 type ToolEntry struct {
-	Name        string          `yaml:"name"`
-	Description string          `yaml:"description"`
-	Schema      string          `yaml:"schema"`
-	InputSchema map[string]any  `yaml:"input_schema"`
-	Timeout     Duration        `yaml:"timeout"`
-	ReplayTTL   Duration        `yaml:"replay_ttl"`
-	LeaseExpiry string          `yaml:"lease_expiry"`
-	ReadOnly    *bool           `yaml:"read_only"`
-	HTTP        *HTTPToolConfig `yaml:"http"`
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Schema      string         `yaml:"schema"`
+	InputSchema map[string]any `yaml:"input_schema"`
+	// PolicyConfig is the tool's timeout, replay_ttl and lease_expiry.
+	PolicyConfig `yaml:",inline"`
+	ReadOnly     *bool           `yaml:"read_only"`
+	HTTP         *HTTPToolConfig `yaml:"http"`
+}
+
+// PolicyConfig is the execution policy as a tools: or an mcp_servers:
+// entry writes it (both embed it), parsed once into a [tools.Policy]. A
+// field left out takes the gateway's default ([tools.Policy.Resolve]).
+type PolicyConfig struct {
+	Timeout     Duration          `yaml:"timeout"`
+	ReplayTTL   Duration          `yaml:"replay_ttl"`
+	LeaseExpiry tools.LeaseExpiry `yaml:"lease_expiry"`
+}
+
+// Policy converts p.
+func (p PolicyConfig) Policy() tools.Policy {
+	return tools.Policy{Timeout: time.Duration(p.Timeout), ReplayTTL: time.Duration(p.ReplayTTL), LeaseExpiry: p.LeaseExpiry}
 }
 
 // HTTPToolConfig declares an HTTP upstream tool.
@@ -237,6 +258,15 @@ func LoadConfig(path string) (*Config, error) {
 
 // ParseConfig parses YAML (or JSON) config text.
 func ParseConfig(raw []byte) (*Config, error) {
+	// yaml.v3 truncates 0.5 into an int field silently: read the text as a
+	// tree first to refuse such a number, naming the field.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, oneLine(err)
+	}
+	if err := refuseFractions(&doc, reflect.TypeFor[Config](), ""); err != nil {
+		return nil, err
+	}
 	cfg := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)

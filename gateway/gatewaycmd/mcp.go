@@ -18,19 +18,19 @@ import (
 // MCPServerEntry is one entry of mcp_servers: an MCP server whose tools the
 // gateway lists and serves (package tools/mcptool).
 type MCPServerEntry struct {
-	Name           string            `yaml:"name"`
-	URL            string            `yaml:"url"`
-	Command        []string          `yaml:"command"`
-	Headers        map[string]string `yaml:"headers"`
-	Prefix         string            `yaml:"prefix"`
-	Tools          []string          `yaml:"tools"`
-	ReadOnly       []string          `yaml:"read_only"`
-	Timeout        Duration          `yaml:"timeout"`
-	LeaseExpiry    tools.LeaseExpiry `yaml:"lease_expiry"`
-	ReplayTTL      Duration          `yaml:"replay_ttl"`
-	RecordIsError  *bool             `yaml:"record_is_error"`
-	RelistInterval Duration          `yaml:"relist_interval"`
-	Sessions       int               `yaml:"sessions"`
+	Name     string            `yaml:"name"`
+	URL      string            `yaml:"url"`
+	Command  []string          `yaml:"command"`
+	Headers  map[string]string `yaml:"headers"`
+	Prefix   string            `yaml:"prefix"`
+	Tools    []string          `yaml:"tools"`
+	ReadOnly []string          `yaml:"read_only"`
+	// PolicyConfig is the timeout, replay_ttl and lease_expiry of every
+	// tool of the server.
+	PolicyConfig   `yaml:",inline"`
+	RecordIsError  *bool    `yaml:"record_is_error"`
+	RelistInterval Duration `yaml:"relist_interval"`
+	Sessions       int      `yaml:"sessions"`
 	// MaxResponseBytes caps one message from the server (default 4 MiB).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 }
@@ -60,9 +60,7 @@ func (c *Config) buildMCP(registry *tools.Registry, log *slog.Logger, getenv fun
 			Prefix:         e.Prefix,
 			Tools:          e.Tools,
 			ReadOnly:       e.ReadOnly,
-			Timeout:        time.Duration(e.Timeout),
-			ReplayTTL:      time.Duration(e.ReplayTTL),
-			LeaseExpiry:    e.LeaseExpiry,
+			Policy:         e.Policy(),
 			RecordIsError:  e.RecordIsError == nil || *e.RecordIsError,
 			RelistInterval: time.Duration(e.RelistInterval),
 			Sessions:       e.Sessions,

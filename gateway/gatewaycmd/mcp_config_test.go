@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -15,20 +15,22 @@ import (
 func TestMCPConfig(t *testing.T) {
 	cases := []struct {
 		name, yaml string
-		want       gateway.MCPOptions
+		want       mcpserver.Options
 	}{
-		{"defaults", "", gateway.MCPOptions{}},
-		{"disabled", "mcp:\n  enabled: false\n", gateway.MCPOptions{Disabled: true}},
-		{"enabled", "mcp:\n  enabled: true\n", gateway.MCPOptions{}},
-		{"wait", "mcp:\n  in_progress_wait: 25s\n", gateway.MCPOptions{InProgressWait: 25 * time.Second}},
-		{"no wait", "mcp:\n  in_progress_wait: 0s\n", gateway.MCPOptions{InProgressWait: -1}},
-		{"largest wait", "mcp:\n  in_progress_wait: 60s\n", gateway.MCPOptions{InProgressWait: 60 * time.Second}},
-		{"allow unkeyed", "mcp:\n  allow_unkeyed: true\n", gateway.MCPOptions{AllowUnkeyed: true}},
+		{"defaults", "", mcpserver.Options{}},
+		{"disabled", "mcp:\n  enabled: false\n", mcpserver.Options{Disabled: true}},
+		{"enabled", "mcp:\n  enabled: true\n", mcpserver.Options{}},
+		{"wait", "mcp:\n  in_progress_wait: 25s\n", mcpserver.Options{InProgressWait: 25 * time.Second}},
+		{"no wait", "mcp:\n  in_progress_wait: 0s\n", mcpserver.Options{InProgressWait: -1}},
+		{"largest wait", "mcp:\n  in_progress_wait: 60s\n", mcpserver.Options{InProgressWait: 60 * time.Second}},
+		{"allow unkeyed", "mcp:\n  allow_unkeyed: true\n", mcpserver.Options{AllowUnkeyed: true}},
 		{"host call ids: one added", "mcp:\n  host_call_ids: [claudecode/toolUseId, agent-tool-call-request-id, myhost/callId]\n",
-			gateway.MCPOptions{HostCallIDs: []string{"claudecode/toolUseId", "agent-tool-call-request-id", "myhost/callId"}}},
+			mcpserver.Options{HostCallIDs: []string{"claudecode/toolUseId", "agent-tool-call-request-id", "myhost/callId"}}},
 		{"host call ids: one removed", "mcp:\n  host_call_ids: [agent-tool-call-request-id]\n",
-			gateway.MCPOptions{HostCallIDs: []string{"agent-tool-call-request-id"}}},
-		{"host call ids: off", "mcp:\n  host_call_ids: []\n", gateway.MCPOptions{HostCallIDs: []string{}}},
+			mcpserver.Options{HostCallIDs: []string{"agent-tool-call-request-id"}}},
+		{"host call ids: off", "mcp:\n  host_call_ids: []\n", mcpserver.Options{HostCallIDs: []string{}}},
+		{"fast path", "mcp:\n  fast_path: true\n", mcpserver.Options{}},
+		{"fast path off", "mcp:\n  fast_path: false\n", mcpserver.Options{FastPathOff: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -37,12 +39,15 @@ func TestMCPConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.withDefaults()
-			opts, err := cfg.serverOptions(tools.Registered())
+			if _, err := cfg.serverOptions(tools.Registered()); err != nil {
+				t.Fatal(err)
+			}
+			opts, err := cfg.mcpOptions()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(opts.MCP, c.want) {
-				t.Fatalf("MCP options %+v, want %+v", opts.MCP, c.want)
+			if !reflect.DeepEqual(opts, c.want) {
+				t.Fatalf("MCP options %+v, want %+v", opts, c.want)
 			}
 		})
 	}

@@ -294,7 +294,8 @@ mcp_servers:
 	// JSON-RPC error: 502 upstream_unreachable, not recorded.
 	r1 = keyedCall(t, g.addr, "oc", 4, "r_fail_rpc", `{}`)
 	r2 = keyedCall(t, g.addr, "oc", 4, "r_fail_rpc", `{}`)
-	if r1.status != 502 || r1.problemCode() != wire.CodeUpstreamUnreachable || r2.status != 502 || runs(mcptest.ToolFailRPC) != 2 {
+	if r1.status != 502 || r1.problemCode() != wire.CodeUpstreamUnreachable || r2.status != 502 || runs(mcptest.ToolFailRPC) != 2 ||
+		!strings.Contains(string(r1.body), "upstream answered with an error instead of a result") {
 		t.Fatalf("JSON-RPC error: %d %s / %d, runs %d", r1.status, r1.body, r2.status, runs(mcptest.ToolFailRPC))
 	}
 	// Timeout: 504 tool_timeout, not recorded.

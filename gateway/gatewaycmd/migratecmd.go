@@ -25,9 +25,10 @@ func (s StoreConfig) migrates() bool {
 
 // refuseBehindLayout stops a start-up with store.migrate: false on a store
 // whose layout is older than this gateway writes, in one line naming
-// `gateway migrate`. A store that does not answer yet is not refused here:
-// its operations refuse the old layout until it is migrated (503).
-func (c *Config) refuseBehindLayout(ctx context.Context, store idempotency.Store, desc string, log *slog.Logger) error {
+// `gateway migrate`. A store that does not answer yet is not refused here
+// (openStore warns about it): its operations refuse the old layout until
+// it is migrated (503).
+func (c *Config) refuseBehindLayout(ctx context.Context, store idempotency.Store, desc string) error {
 	if c.Store.migrates() {
 		return nil
 	}
@@ -39,7 +40,6 @@ func (c *Config) refuseBehindLayout(ctx context.Context, store idempotency.Store
 	defer cancel()
 	v, err := layouts.LayoutVersion(readCtx)
 	if err != nil {
-		log.Warn("cannot read the store's layout version yet; calls get 503 until it is current", "store", desc, "error", err)
 		return nil
 	}
 	if v.Found < v.Writes {

@@ -3,9 +3,12 @@ package gatewaycmd
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -65,9 +68,22 @@ func TestMigrateCommand(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "gateway migrate") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("start-up on an empty store with migrate false = %v, want one line naming gateway migrate", err)
 			}
-			// The whole program exits with that error too.
-			if err := Run(t.Context(), []string{"gateway", "-config", path}, func(string) string { return "" }, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "gateway migrate") {
+			// The whole program exits with that error too, before it says
+			// anything else about the store and before it starts (here:
+			// connects to) an MCP server.
+			var mcpHits atomic.Int64
+			mcpServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				mcpHits.Add(1)
+				http.Error(w, "not an MCP server", http.StatusTeapot)
+			}))
+			defer mcpServer.Close()
+			withMCP := writeConfig(t, "listen: 127.0.0.1:0\nstore:\n"+section+"  migrate: false\nmcp_servers:\n  - name: m\n    url: "+mcpServer.URL+"\n")
+			var logs strings.Builder
+			if err := Run(t.Context(), []string{"gateway", "-config", withMCP}, func(string) string { return "" }, &logs); err == nil || !strings.Contains(err.Error(), "gateway migrate") {
 				t.Fatalf("gateway with migrate false on a store that is behind = %v", err)
+			}
+			if strings.Contains(logs.String(), "does not answer") || mcpHits.Load() != 0 {
+				t.Fatalf("before refusing the store: %d requests to the MCP server, logs:\n%s", mcpHits.Load(), logs.String())
 			}
 
 			var out strings.Builder

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
-	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
@@ -39,21 +37,17 @@ func (s StoreConfig) checkChoice() error {
 
 // openPostgres opens the PostgreSQL store, which creates or upgrades its
 // schema. As with Redis, a database that does not answer at start-up is
-// not fatal: the store migrates on first use, calls get 503 and /readyz
-// says so until it answers. A database that answers and refuses (a schema
-// newer than this gateway, missing rights) stops the start.
-func (c *Config) openPostgres(ctx context.Context, log *slog.Logger) (idempotency.Store, string, error) {
+// not fatal (openStore warns): the store migrates on first use, calls get
+// 503 and /readyz says so until it answers. A database that answers and
+// refuses (a schema newer than this gateway, missing rights) stops the
+// start.
+func (c *Config) openPostgres(ctx context.Context) (idempotency.Store, string, error) {
 	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema, NoMigrate: !c.Store.migrates()})
 	if err != nil {
 		// Name where the URL came from: the environment overrides the file.
 		return nil, "", fmt.Errorf("%s: %w", orString(c.postgresURLFrom, "store.postgres_url"), err)
 	}
 	desc := "postgres:" + redactedURL(c.Store.PostgresURL) + " schema " + s.Schema() // storeChoice's form
-	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := s.Ping(pingCtx); err != nil {
-		log.Warn("postgres does not answer yet; calls get 503 until it does", "store", desc, "error", err)
-	}
 	return s, desc, nil
 }
 

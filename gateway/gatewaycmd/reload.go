@@ -186,7 +186,8 @@ func fixedChanges(cur, next *Config) []string {
 }
 
 // fieldChanges names, as section.yaml_name, the exported fields of the
-// structs a and b (of one type) that differ.
+// structs a and b (of one type) that differ, an inline struct's fields as
+// the struct's own.
 func fieldChanges(section string, a, b any) []string {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	var out []string
@@ -196,7 +197,11 @@ func fieldChanges(section string, a, b any) []string {
 			continue
 		}
 		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if opts == "inline" { // PolicyConfig: its fields are the entry's own
+				out = append(out, fieldChanges(section, va.Field(i).Interface(), vb.Field(i).Interface())...)
+				continue
+			}
 			out = append(out, section+"."+name)
 		}
 	}

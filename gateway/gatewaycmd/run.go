@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
@@ -155,7 +156,7 @@ func (b *built) close() {
 	}
 }
 
-// build starts the MCP servers, opens the store, the limiter and the
+// build opens the store, starts the MCP servers, opens the limiter and the
 // tracer, and makes the gateway. On an error, what it opened is in the
 // closers of the returned value all the same.
 func (st *startup) build(ctx context.Context, getenv func(string) string) (*built, error) {
@@ -164,14 +165,16 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 	if st.mcp != nil {
 		b.closers = append(b.closers, func() { _ = st.mcp.Close() })
 	}
-	if err := startMCP(ctx, st.mcp, log); err != nil {
-		return b, err
-	}
+	// The store first: a store start-up refuses (store.migrate: false on a
+	// layout behind) stops it before any MCP server is started.
 	store, storeDesc, err := st.cfg.openStore(ctx, log)
 	if err != nil {
 		return b, err
 	}
 	b.closers = append(b.closers, func() { _ = store.Close() })
+	if err := startMCP(ctx, st.mcp, log); err != nil {
+		return b, err
+	}
 	opts.Store = store
 	opts.Limiter = st.cfg.limiterFor(store)
 	tp, err := st.cfg.tracerProvider(ctx, getenv)
@@ -339,7 +342,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		Tenants:                  tenants,
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
-		MCP:                      mcpOpts,
+		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},
 	}, nil
 }
 

@@ -117,6 +117,12 @@ type ClaimRequest struct {
 	// can check the effect before resolving; Complete and Resolve drop
 	// them. Nil stores none.
 	CanonicalArguments []byte
+	// Approval is the call's decision: nil when its rules allow it, the
+	// pending approval to write when they say approve. The caller answers
+	// a deny itself and never calls Claim for it; in particular a call
+	// whose rules now deny must not reach Claim, or an APPROVED record
+	// would be consumed (see Store.Claim for the approval rows).
+	Approval *ApprovalClaim
 }
 
 // Validate checks what every store needs of a claim, so the stores refuse
@@ -128,6 +134,11 @@ func (r ClaimRequest) Validate() error {
 		return fmt.Errorf("lock ttl %v and replay ttl %v must be positive", r.LockTTL, r.ReplayTTL)
 	case r.Owner == "" || r.ExecutionID == "":
 		return errors.New("owner and execution id are required")
+	}
+	if r.Approval != nil {
+		if err := r.Approval.Validate(); err != nil {
+			return err
+		}
 	}
 	return r.LeaseExpiry.Validate()
 }
@@ -154,6 +165,16 @@ const (
 	// OutcomeUnknown: the record is UNKNOWN (possibly just now, because the
 	// lease expired under LeaseExpiryUnknown).
 	OutcomeUnknown
+	// OutcomeAwaitingApproval: the call waits for a human's decision (its
+	// record was just written, or already was); Decision.Approval holds
+	// the stored approval (its id and expiry). Nothing runs.
+	OutcomeAwaitingApproval
+	// OutcomeApprovalDenied: the call's approval was denied;
+	// Decision.Approval says by whom and why.
+	OutcomeApprovalDenied
+	// OutcomeApprovalExpired: the call's approval expired, pending or
+	// approved but not used in time; Decision.Approval holds it.
+	OutcomeApprovalExpired
 )
 
 // String names the outcome for logs and tests.
@@ -171,6 +192,12 @@ func (o Outcome) String() string {
 		return "step_conflict"
 	case OutcomeUnknown:
 		return "unknown"
+	case OutcomeAwaitingApproval:
+		return "awaiting_approval"
+	case OutcomeApprovalDenied:
+		return "approval_denied"
+	case OutcomeApprovalExpired:
+		return "approval_expired"
 	}
 	return "invalid"
 }
@@ -213,6 +240,10 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Conflict is set for OutcomeStepConflict.
 	Conflict *StepHolder
+	// Approval is the record's approval for the approval outcomes, and
+	// for an OutcomeClaimed that consumed an approved record (who
+	// approved the run; nil for a claim without approval).
+	Approval *Approval
 }
 
 // Record is a stored record, as the admin API shows it.
@@ -231,8 +262,11 @@ type Record struct {
 	Step *Step
 	// CanonicalArguments are the claim's canonical arguments, for an
 	// IN_PROGRESS or UNKNOWN record (nil once COMPLETED, and in Admin.List
-	// pages, which stay small).
+	// pages, which stay small). An approval record keeps them too, so an
+	// approver sees what the call would do.
 	CanonicalArguments []byte
+	// Approval is set for a record in an approval state.
+	Approval *Approval
 }
 
 // MaxListLimit is the largest page Admin.List returns.
@@ -296,7 +330,22 @@ type Store interface {
 	// → takeover or UNKNOWN per LeaseExpiry). Without a record, the step
 	// guard applies: a step held by a live record under another key →
 	// StepConflict. Otherwise a new record is claimed and the step is bound
-	// to it.
+	// to it — or, when req.Approval is set, a new AWAITING_APPROVAL record
+	// is written (bound to the step the same way) and the answer is
+	// AwaitingApproval: nothing runs.
+	//
+	// Approval records (same fingerprint; another is KeyReused as ever):
+	// AWAITING_APPROVAL → AwaitingApproval with the stored approval (its
+	// id, not the request's); APPROVED → consumed: it becomes IN_PROGRESS
+	// exactly like a first claim (owner, lease, fencing token, the
+	// request's execution id; Claimed, with Decision.Approval), whatever
+	// req.Approval says; DENIED → ApprovalDenied; expired (pending past
+	// its timeout, approved past its use-within) → ApprovalExpired. A
+	// request without Approval (its rules allow it now) that finds a
+	// pending approval claims it and runs, as for an approved one: the
+	// rules no longer ask anyone, so waiting would only block the call,
+	// and the contract's "a rule that now allows just runs" holds for it
+	// too. The pending approval is gone then (GetApproval: ErrNotFound).
 	//
 	// Every claim (first or takeover) gets a fencing token larger than any
 	// earlier token of the same scope, even across deletions of the record.

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -131,7 +132,7 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 			// Records outlive the run only briefly if Close never runs.
 			ReplayTTL: 10 * time.Minute,
 			Logger:    logger,
-			MCP:       gateway.MCPOptions{InProgressWait: cfg.MCPInProgressWait},
+			Mounts:    []gateway.Mount{mcpserver.Mount(mcpserver.Options{InProgressWait: cfg.MCPInProgressWait})},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("benchtool: gateway: %w", err)

@@ -69,11 +69,10 @@ type ServerConfig struct {
 	// record, run on every call); tools the server marks readOnlyHint are
 	// read-only too.
 	ReadOnly []string
-	// Timeout, ReplayTTL and LeaseExpiry are the policy of every tool of
-	// the server (zero: the gateway's defaults).
-	Timeout     time.Duration
-	ReplayTTL   time.Duration
-	LeaseExpiry tools.LeaseExpiry
+	// Policy is the policy of every tool of the server, brought in each
+	// tool's Spec (zero fields: the gateway's defaults, see
+	// [tools.Policy.Resolve]); its Timeout also bounds the call here.
+	Policy tools.Policy
 	// RecordIsError says whether a result with isError: true is recorded
 	// and replayed like any other (true, the default in config) or treated
 	// like a 5xx: answered with status 500, not recorded, run again on retry.
@@ -170,8 +169,8 @@ func (c ServerConfig) check(getenv func(string) string) (http.Header, error) {
 			return nil, fmt.Errorf("read_only[%d]: empty name", i)
 		}
 	}
-	if err := c.LeaseExpiry.Validate(); err != nil {
-		return nil, fmt.Errorf("lease_expiry: %w", err)
+	if err := c.Policy.Validate(); err != nil {
+		return nil, err // names timeout, replay_ttl or lease_expiry
 	}
 	if c.Sessions < 0 {
 		return nil, fmt.Errorf("sessions: %d: must be positive", c.Sessions)

@@ -36,7 +36,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{mcptool.ServerConfig{Name: "a", URL: "ftp://x"}, "mcp_servers[0] (a).url"},
 		{mcptool.ServerConfig{Name: "a", URL: "http://x", Prefix: "T_"}, "mcp_servers[0] (a).prefix"},
 		{mcptool.ServerConfig{Name: "a", URL: "http://x", Tools: []string{"Create"}}, "mcp_servers[0] (a).tools[0]"},
-		{mcptool.ServerConfig{Name: "a", URL: "http://x", LeaseExpiry: "never"}, "mcp_servers[0] (a).lease_expiry"},
+		{mcptool.ServerConfig{Name: "a", URL: "http://x", Policy: tools.Policy{LeaseExpiry: "never"}}, "mcp_servers[0] (a).lease_expiry"},
 		{mcptool.ServerConfig{Name: "a", URL: "http://x", Headers: map[string]string{"Mcp-Session-Id": "x"}}, "mcp_servers[0] (a).headers.Mcp-Session-Id"},
 		{mcptool.ServerConfig{Name: "a", Command: []string{"x"}, Headers: map[string]string{"A": "b"}}, "mcp_servers[0] (a).headers"},
 	}

@@ -84,7 +84,7 @@ func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 func TestStdioServerKilledMidCall(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
 	reg := tools.NewRegistry()
-	startManager(t, reg, mcptool.ServerConfig{Name: "local", Command: []string{stdioBinary(t), "-log", logPath}, Timeout: 20 * time.Second}, mcptool.Options{})
+	startManager(t, reg, mcptool.ServerConfig{Name: "local", Command: []string{stdioBinary(t), "-log", logPath}, Policy: tools.Policy{Timeout: 20 * time.Second}}, mcptool.Options{})
 	errc := make(chan error, 1)
 	start := time.Now()
 	go func() {

@@ -33,6 +33,9 @@ var (
 // when configured so or marked readOnlyHint, and the server's policy.
 func (t *Tool) Spec() tools.Spec { return t.spec }
 
+// Server is the name of the tool's server (its mcp_servers: entry).
+func (t *Tool) Server() string { return t.up.cfg.Name }
+
 // Provenance names the server and the tool's name there.
 func (t *Tool) Provenance() string {
 	return fmt.Sprintf("MCP server %q, tool %q", t.up.cfg.Name, t.upstreamName)
@@ -54,8 +57,10 @@ func (t *Tool) Provenance() string {
 // tools.ErrResponseTooLarge for a message over max_response_bytes (the
 // session goes on); tools.ErrOutcomeUncertain when the request was written
 // and the session failed before an answer came (the server may have acted);
-// tools.ErrUpstreamUnreachable for a JSON-RPC error, a refused request or
-// one never written; ctx's error at the end of ctx (the tool's timeout).
+// tools.ErrUpstreamRejected (an ErrUpstreamUnreachable too) for a JSON-RPC
+// error the server answered; tools.ErrUpstreamUnreachable for a refused
+// request or one never written; ctx's error at the end of ctx (the tool's
+// timeout).
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 	if t.spec.Policy.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -124,7 +129,7 @@ func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, mark *sendMar
 	if errors.As(err, &rpcErr) && !transportSentinel(rpcErr) {
 		// The server answered, with an error instead of a result: the session
 		// is fine, the call did not produce an outcome to record.
-		return fmt.Errorf("%s: %w: JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamUnreachable, rpcErr.Code, rpcErr.Message)
+		return fmt.Errorf("%s: %w: JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamRejected, rpcErr.Code, rpcErr.Message)
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) {
 		// The session is over (its supervisor connects a new one); take it

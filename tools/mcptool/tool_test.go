@@ -78,7 +78,7 @@ func TestForwardsExactArgumentsAndIdentityMeta(t *testing.T) {
 func TestOutcomeClasses(t *testing.T) {
 	up := newHTTPUpstream(t, mcptest.Options{})
 	reg := tools.NewRegistry()
-	startManager(t, reg, mcptool.ServerConfig{Name: "rec", URL: up.http.URL, Prefix: "r_", RecordIsError: true, Timeout: 300 * time.Millisecond}, mcptool.Options{})
+	startManager(t, reg, mcptool.ServerConfig{Name: "rec", URL: up.http.URL, Prefix: "r_", RecordIsError: true, Policy: tools.Policy{Timeout: 300 * time.Millisecond}}, mcptool.Options{})
 	// No keep-alive for this one: a request to the server once it is gone
 	// is refused before anything is written. (On a kept-alive connection
 	// the server closed, the request counts as written: an uncertain
@@ -99,8 +99,11 @@ func TestOutcomeClasses(t *testing.T) {
 		t.Fatalf("isError, record_is_error false: %v %+v, want status 500 with the result", err, resp)
 	}
 	_, err = lookup(t, reg, "r_fail_rpc").Tool.Call(ctx, req())
-	if !errors.Is(err, tools.ErrUpstreamUnreachable) || !strings.Contains(err.Error(), "backend exploded") {
-		t.Fatalf("JSON-RPC error: %v, want ErrUpstreamUnreachable", err)
+	// The server answered: said so (and with what), while it still counts
+	// as unreachable for the gateway's outcome (released, not recorded).
+	if !errors.Is(err, tools.ErrUpstreamRejected) || !errors.Is(err, tools.ErrUpstreamUnreachable) ||
+		!strings.Contains(err.Error(), "upstream answered with an error, not a result: JSON-RPC error ") || !strings.Contains(err.Error(), "backend exploded") {
+		t.Fatalf("JSON-RPC error: %v, want ErrUpstreamRejected naming the server's error", err)
 	}
 	_, err = lookup(t, reg, "r_create_ticket").Tool.Call(ctx, req())
 	if !errors.Is(err, context.DeadlineExceeded) {

@@ -63,7 +63,7 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 		relist:  make(chan struct{}, 1),
 		listed:  make(chan struct{}),
 		settled: make(chan struct{}),
-		policy:  tools.Policy{Timeout: cfg.Timeout, ReplayTTL: cfg.ReplayTTL, LeaseExpiry: cfg.LeaseExpiry},
+		policy:  cfg.Policy,
 	}
 	if len(cfg.Tools) > 0 {
 		u.allow = make(map[string]bool, len(cfg.Tools))

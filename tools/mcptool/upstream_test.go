@@ -19,7 +19,7 @@ func TestListsEveryPageWithPrefixDescriptionSchemaAndReadOnly(t *testing.T) {
 	reg := tools.NewRegistry()
 	m := startManager(t, reg, mcptool.ServerConfig{
 		Name: "tickets", URL: up.http.URL, Prefix: "t_", ReadOnly: []string{"fail_tool"}, RecordIsError: true,
-		Timeout: 3 * time.Second, ReplayTTL: time.Hour, LeaseExpiry: tools.LeaseExpiryUnknown,
+		Policy: tools.Policy{Timeout: 3 * time.Second, ReplayTTL: time.Hour, LeaseExpiry: tools.LeaseExpiryUnknown},
 	}, mcptool.Options{})
 	if nr := m.NotReady(); len(nr) != 0 {
 		t.Fatalf("NotReady = %v after Start listed the server", nr)

@@ -25,7 +25,14 @@ const listScanBudget = 10_000
 // the order is not newest first). A tenant (and tool) filter seeks straight
 // to its range; other filters are applied while scanning, at most
 // listScanBudget records per page. The cursor is the last key examined.
+// An approval's state is matched as of now (EXPIRED once it ran out).
 func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error) {
+	return s.list(ctx, filter, false)
+}
+
+// list is List, of the records carrying an approval only when
+// approvalsOnly.
+func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approvalsOnly bool) (idempotency.Page, error) {
 	if filter.Limit < 1 || filter.Limit > idempotency.MaxListLimit {
 		return idempotency.Page{}, fmt.Errorf("boltstore: list: limit %d: want 1 … %d", filter.Limit, idempotency.MaxListLimit)
 	}
@@ -47,7 +54,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 	case filter.Tenant != "":
 		prefix = joinKey(filter.Tenant)
 	}
-	needles, err := listNeedles(filter)
+	needles, err := listNeedles(filter, approvalsOnly)
 	if err != nil {
 		return idempotency.Page{}, fmt.Errorf("boltstore: list: %w", err)
 	}
@@ -57,7 +64,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		if err != nil {
 			return err
 		}
-		page, err = t.list(filter, prefix, after, needles)
+		page, err = t.list(filter, prefix, after, needles, approvalsOnly)
 		return err
 	})
 	if err != nil {
@@ -70,9 +77,18 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 // contains (its state, tool and session as encode writes them), so the
 // scan skips most non-matching records without decoding them. A quote
 // inside a string value is escaped, so a needle cannot match inside one.
-func listNeedles(f idempotency.ListFilter) ([][]byte, error) {
+// EXPIRED is never stored (it is a pending or approved approval past its
+// expiry), so it narrows the scan to approvals only.
+func listNeedles(f idempotency.ListFilter, approvalsOnly bool) ([][]byte, error) {
 	var needles [][]byte
-	for _, field := range []struct{ name, value string }{{"st", string(f.State)}, {"tl", f.Tool}, {"s", f.SessionID}} {
+	if approvalsOnly || f.State.IsApproval() {
+		needles = append(needles, []byte(`"ap":`))
+	}
+	state := string(f.State)
+	if f.State == idempotency.StateExpired {
+		state = ""
+	}
+	for _, field := range []struct{ name, value string }{{"st", state}, {"tl", f.Tool}, {"s", f.SessionID}} {
 		if field.value == "" {
 			continue
 		}
@@ -94,7 +110,7 @@ func containsAll(v []byte, needles [][]byte) bool {
 	return true
 }
 
-func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles [][]byte) (idempotency.Page, error) {
+func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles [][]byte, approvalsOnly bool) (idempotency.Page, error) {
 	var page idempotency.Page
 	c := t.records.Cursor()
 	var k, v []byte
@@ -121,10 +137,10 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 		if err != nil {
 			return idempotency.Page{}, err
 		}
-		if r.expired(t.now) || !matches(r, filter) {
+		if r.expired(t.now) || !t.matches(r, filter) || (approvalsOnly && r.Approval == nil) {
 			continue
 		}
-		rec := r.toRecord()
+		rec := t.view(r)
 		rec.Response = nil
 		rec.CanonicalArguments = nil
 		page.Records = append(page.Records, rec)
@@ -132,9 +148,9 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 	return page, nil
 }
 
-func matches(r *storedRecord, f idempotency.ListFilter) bool {
+func (t *txn) matches(r *storedRecord, f idempotency.ListFilter) bool {
 	switch {
-	case f.State != "" && r.State != string(f.State),
+	case f.State != "" && r.state(t.now) != f.State,
 		f.Tenant != "" && r.Tenant != f.Tenant,
 		f.Tool != "" && r.Tool != f.Tool,
 		f.SessionID != "" && (r.Step == nil || r.Step.SessionID != f.SessionID):
@@ -177,7 +193,7 @@ func (s *Store) FindExecution(ctx context.Context, executionID string) (idempote
 				return err
 			}
 			if r.ExecutionID == executionID && !r.expired(t.now) {
-				rec, found = r.toRecord(), true
+				rec, found = t.view(r), true
 				return nil
 			}
 		}
@@ -214,8 +230,10 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		case r == nil:
 			answer = idempotency.ErrNotFound
 			return nil
-		case idempotency.State(r.State) == idempotency.StateCompleted,
+		case idempotency.State(r.State) != idempotency.StateUnknown && idempotency.State(r.State) != idempotency.StateInProgress,
 			idempotency.State(r.State) == idempotency.StateInProgress && r.leaseAlive(t.now):
+			// COMPLETED, an approval (nothing ran: there is no effect to
+			// resolve), or a claim still running.
 			answer = idempotency.ErrNotResolvable
 			return nil
 		}

@@ -89,7 +89,15 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 	if req.Step != nil {
 		r.Step = &storedStep{SessionID: req.Step.SessionID, Index: req.Step.Index}
 	}
-	decision, err := t.takeLease(key, r, req)
+	if err := t.dropExpiredApproval(key); err != nil {
+		return idempotency.Decision{}, false, err
+	}
+	var decision idempotency.Decision
+	if req.Approval != nil {
+		decision, err = t.newPending(key, r, req)
+	} else {
+		decision, err = t.takeLease(key, r, req)
+	}
 	if err != nil {
 		return idempotency.Decision{}, false, err
 	}
@@ -122,6 +130,8 @@ func (t *txn) decideExisting(key []byte, r *storedRecord, req idempotency.ClaimR
 	case idempotency.StateUnknown:
 		return idempotency.Decision{Outcome: idempotency.OutcomeUnknown, ExecutionID: r.ExecutionID}, false, nil
 	case idempotency.StateInProgress:
+	case idempotency.StateAwaitingApproval, idempotency.StateApproved, idempotency.StateDenied:
+		return t.decideApproval(key, r, req)
 	default:
 		return idempotency.Decision{}, false, fmt.Errorf("record in unexpected state %q", r.State)
 	}

@@ -80,6 +80,8 @@ type storedRecord struct {
 	// Arguments are the claim's canonical arguments (JSON text), kept
 	// while IN_PROGRESS or UNKNOWN.
 	Arguments string `json:"a,omitempty"`
+	// Approval is set while the record is an approval (layout 3).
+	Approval *storedApproval `json:"ap,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {
@@ -123,6 +125,9 @@ func (r *storedRecord) toRecord() idempotency.Record {
 	}
 	if r.Arguments != "" {
 		rec.CanonicalArguments = []byte(r.Arguments)
+	}
+	if r.Approval != nil {
+		rec.Approval = r.Approval.toApproval()
 	}
 	return rec
 }

@@ -27,7 +27,7 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 		if r == nil {
 			return idempotency.ErrNotFound
 		}
-		rec = r.toRecord()
+		rec = t.view(r)
 		return nil
 	})
 	if err != nil {

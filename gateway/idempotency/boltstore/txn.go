@@ -14,7 +14,9 @@ type txn struct {
 	records *bolt.Bucket
 	steps   *bolt.Bucket
 	fencing *bolt.Bucket
-	now     time.Time
+	// approvals maps approval ids to record keys (approvals.go).
+	approvals *bolt.Bucket
+	now       time.Time
 }
 
 // newTxn reads the file's layout version first: a transaction on a
@@ -24,12 +26,13 @@ func newTxn(tx *bolt.Tx, now time.Time) (*txn, error) {
 		return nil, err
 	}
 	t := &txn{
-		records: tx.Bucket(recordsBucket),
-		steps:   tx.Bucket(stepsBucket),
-		fencing: tx.Bucket(fencingBucket),
-		now:     now,
+		records:   tx.Bucket(recordsBucket),
+		steps:     tx.Bucket(stepsBucket),
+		fencing:   tx.Bucket(fencingBucket),
+		approvals: tx.Bucket(approvalsBucket),
+		now:       now,
 	}
-	if t.records == nil || t.steps == nil || t.fencing == nil {
+	if t.records == nil || t.steps == nil || t.fencing == nil || t.approvals == nil {
 		return nil, fmt.Errorf("boltstore: buckets missing")
 	}
 	return t, nil
@@ -70,6 +73,11 @@ func (t *txn) putRecord(key []byte, r *storedRecord) error {
 func (t *txn) deleteRecord(key []byte, r *storedRecord) error {
 	if err := t.records.Delete(key); err != nil {
 		return fmt.Errorf("delete record: %w", err)
+	}
+	if r.Approval != nil {
+		if err := t.approvals.Delete([]byte(r.Approval.ID)); err != nil {
+			return fmt.Errorf("delete approval entry: %w", err)
+		}
 	}
 	if r.Step == nil {
 		return nil

@@ -33,12 +33,15 @@ type scannedRecord struct {
 	contentType                                        *string
 	body                                               []byte
 	arguments                                          *string
+	approval                                           scannedApproval
+	approvalUseUS                                      *int64
 }
 
 func (r *scannedRecord) dest() []any {
-	return []any{&r.tenant, &r.tool, &r.key, &r.state, &r.fingerprint, &r.executionID,
+	dest := []any{&r.tenant, &r.tool, &r.key, &r.state, &r.fingerprint, &r.executionID,
 		&r.fencing, &r.createdAt, &r.leaseExpiresAt, &r.expiresAt, &r.sessionID, &r.stepIndex,
 		&r.status, &r.contentType, &r.body, &r.arguments}
+	return append(append(dest, r.approval.dest()...), &r.approvalUseUS)
 }
 
 func deref[T any](p *T) T {
@@ -73,6 +76,7 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 	if withResponse && rec.State == idempotency.StateCompleted && r.status != nil {
 		rec.Response = &idempotency.StoredResponse{Status: int(*r.status), ContentType: deref(r.contentType), Body: r.body}
 	}
+	rec.Approval = r.approval.approval(r.approvalUseUS)
 	return rec
 }
 
@@ -113,13 +117,18 @@ func decodeCursor(s string) (listCursor, error) {
 // scoped by tenant). The statement text depends only on which filters are
 // set, so each shape is prepared once and planned for its own index.
 func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error) {
+	return s.list(ctx, filter, false)
+}
+
+// list is List, of the rows carrying an approval only when approvalsOnly.
+func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approvalsOnly bool) (idempotency.Page, error) {
 	if filter.Limit < 1 || filter.Limit > idempotency.MaxListLimit {
 		return idempotency.Page{}, fmt.Errorf("pgstore: list: limit %d: want 1 … %d", filter.Limit, idempotency.MaxListLimit)
 	}
 	if filter.SessionID != "" && filter.Tenant == "" {
 		return idempotency.Page{}, fmt.Errorf("pgstore: list: a session filter requires a tenant: %w", idempotency.ErrInvalidCursor)
 	}
-	sql, args, err := s.listStatement(filter)
+	sql, args, err := s.listStatement(filter, approvalsOnly)
 	if err != nil {
 		return idempotency.Page{}, fmt.Errorf("pgstore: list: %w", err)
 	}
@@ -204,7 +213,7 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 
 // listStatement builds List's statement for filter: only the conditions of
 // the filters that are set, so the planner picks the index of each shape.
-func (s *Store) listStatement(filter idempotency.ListFilter) (string, []any, error) {
+func (s *Store) listStatement(filter idempotency.ListFilter, approvalsOnly bool) (string, []any, error) {
 	var (
 		where []string
 		args  []any
@@ -216,12 +225,16 @@ func (s *Store) listStatement(filter idempotency.ListFilter) (string, []any, err
 	where = append(where, "r.expires_at > clock_timestamp()")
 	switch filter.State {
 	case "":
-	case idempotency.StateInProgress, idempotency.StateCompleted, idempotency.StateUnknown:
-		// A literal, not a parameter: only then can a generic plan use the
+	case idempotency.StateInProgress, idempotency.StateCompleted, idempotency.StateUnknown,
+		idempotency.StateAwaitingApproval, idempotency.StateApproved, idempotency.StateDenied, idempotency.StateExpired:
+		// Literals, not parameters: only then can a generic plan use the
 		// partial index of the open states.
-		where = append(where, "r.state = '"+string(filter.State)+"'")
+		where = append(where, listState(filter.State))
 	default:
 		return "", nil, fmt.Errorf("unknown state %q: %w", filter.State, idempotency.ErrInvalidCursor)
+	}
+	if approvalsOnly {
+		where = append(where, "r.approval_id IS NOT NULL")
 	}
 	if filter.Tenant != "" {
 		where = append(where, "r.tenant = "+arg(filter.Tenant))

@@ -87,6 +87,8 @@ func TestAdminStatementsUseIndexes(t *testing.T) {
 		"all":            {},
 		"unknown":        {State: idempotency.StateUnknown},
 		"in progress":    {State: idempotency.StateInProgress},
+		"pending":        {State: idempotency.StateAwaitingApproval},
+		"expired":        {State: idempotency.StateExpired},
 		"tenant":         {Tenant: "acme"},
 		"tenant+tool":    {Tenant: "acme", Tool: "pay"},
 		"tool":           {Tool: "pay"},
@@ -95,7 +97,7 @@ func TestAdminStatementsUseIndexes(t *testing.T) {
 	}
 	for name, f := range filters {
 		f.Limit = 100
-		sql, args, err := s.listStatement(f)
+		sql, args, err := s.listStatement(f, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,12 +36,15 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		takenOver           bool
 		status              *int32
 		body                []byte
+		approval            scannedApproval
+		useUS               *int64
 	)
-	err := s.pool.QueryRow(ctx, s.sql.claim,
-		req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
+	args := append([]any{req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
-		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments),
-	).Scan(&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool)
+		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments)},
+		approvalArgs(req.Approval)...)
+	err := s.pool.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
+		append(approval.dest(), &useUS)...)...)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
@@ -52,6 +55,14 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		return *p
 	}
 	d := idempotency.Decision{ExecutionID: str(execID)}
+	d.Approval = approval.approval(useUS)
+	if o, ok := approvalOutcomes[outcome]; ok {
+		d.Outcome = o
+		if o != idempotency.OutcomeAwaitingApproval {
+			d.ExecutionID = ""
+		}
+		return d, nil
+	}
 	switch outcome {
 	case "claimed":
 		if fence == nil {

@@ -100,6 +100,9 @@ DROP FUNCTION IF EXISTS @.claim(text, text, text, text, text, text, bigint, bigi
 ` + claimFunctionV5 + `
 ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint, text)
 	SET plan_cache_mode = force_custom_plan;`,
+	// Version 6: approval records (approvals.go); claim takes the call's
+	// decision as six more arguments (19; the 13-argument one is dropped).
+	approvalsMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

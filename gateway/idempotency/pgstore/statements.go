@@ -12,6 +12,8 @@ type statements struct {
 	claim, renew, complete, markUnknown, release, get, delete, sweep string
 	// Admin statements (admin.go).
 	findExecution, resolve string
+	// Approval statements (approvals.go).
+	getApproval, decideApproval string
 }
 
 func newStatements(schema string) statements {
@@ -19,9 +21,12 @@ func newStatements(schema string) statements {
 	const owned = `r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3
 		AND r.state = 'IN_PROGRESS' AND r.owner = $4 AND r.fencing_token = $5 AND r.expires_at > c.now`
 	const clock = `(SELECT clock_timestamp() AS now) c`
+	getApproval, decideApproval := approvalStatements(q)
 	return statements{
-		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool
-			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`),
+		getApproval: getApproval, decideApproval: decideApproval,
+		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
+				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us
+			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`),
 		// $6: the new lease in µs; the record then lives the claim's replay
 		// TTL past it, so an expired lease stays visible for takeover.
 		renew: q(`UPDATE @.records r
@@ -77,7 +82,14 @@ func newStatements(schema string) statements {
 	}
 }
 
-// recordColumns are the columns scanRecord reads, in its order.
-const recordColumns = `r.tenant, r.tool, r.idempotency_key, r.state, r.fingerprint, r.execution_id,
+// recordColumns are the columns scanRecord reads, in its order. The state
+// is as idempotency.ApprovalState shows it: a pending or approved
+// approval past its expiry reads EXPIRED.
+const recordColumns = `r.tenant, r.tool, r.idempotency_key,
+	CASE WHEN r.state IN ('AWAITING_APPROVAL', 'APPROVED') AND r.approval_expires_at <= clock_timestamp()
+		THEN 'EXPIRED' ELSE r.state END AS state,
+	r.fingerprint, r.execution_id,
 	r.fencing_token, r.created_at, r.lease_expires_at, r.expires_at, r.session_id, r.step_index,
-	r.status, r.content_type, r.body, r.canonical_arguments`
+	r.status, r.content_type, r.body, r.canonical_arguments,
+	r.approval_id, r.approval_rule, r.approval_reason, r.approver, r.approval_requested_at,
+	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note, r.approval_use_us`

@@ -24,10 +24,12 @@ type claimArgs struct {
 	Session     string `lua:"session"`      // packed; "" without a step
 	Tool        string `lua:"tool"`         // for the step entry
 	Arguments   []byte `lua:"args"`         // canonical arguments, kept while open
+	approvalClaimArgs
 }
 
 func (a claimArgs) Argv() []any {
-	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments}
+	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments,
+		a.Approval, a.Rule, a.Reason, a.Approver, a.TimeoutMS, a.UseMS}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.

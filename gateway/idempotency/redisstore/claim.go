@@ -33,17 +33,19 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		StepGuard:   flag(req.StepGuard),
 		Tool:        req.Scope.Tool,
 		Arguments:   req.CanonicalArguments,
+		// The call's decision: approve writes a pending approval.
+		approvalClaimArgs: approvalClaimArgsOf(req.Approval),
 	}
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
 		args.Session = packID(req.Step.SessionID)
 	}
-	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id or owner above 255 bytes, or session id above 65535", req.Scope)
+	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
 	}
 	calls := []redisscript.Call{call(claimScript, keys, args)}
 	if s.keys.usesPointer(req.Step) {
-		calls = append(calls, call(pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: args.LockMS + args.ReplayMS}))
+		calls = append(calls, call(pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: max(args.LockMS, args.TimeoutMS+args.UseMS) + args.ReplayMS}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -65,6 +67,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.claimReplicated(ctx, d, acked); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+	}
+	if err := s.indexApproval(ctx, req, record, d); err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	return d, nil
@@ -102,6 +107,11 @@ func decodeReplay(scope idempotency.Scope, value string) (idempotency.Decision, 
 // decodeDecision turns the claim script's other replies into a Decision.
 // Execution ids and content types arrive packed (packID, packCtype).
 func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.Decision, error) {
+	if len(reply) > 0 {
+		if d, ok, err := decodeApprovalReply(req, reply); ok {
+			return d, err
+		}
+	}
 	want := map[string]int{"claimed": 4, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2}
 	if len(reply) == 0 || want[reply[0]] != len(reply) {
 		return idempotency.Decision{}, fmt.Errorf("%w: %d fields", errBadReply, len(reply)) // no raw reply: it may hold the key

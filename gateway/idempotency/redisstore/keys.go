@@ -18,6 +18,7 @@ import (
 //	<prefix>R{tag}<scope>        record (string: the packed record, see record.go)
 //	<prefix>S{H(tenant,session)}<step index>   step guard entry → record key name
 //	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
+//	<prefix>A{H(approval id)}<approval id>     approval index → record key name (approvals.go)
 //
 // <scope> is the scope, packed so that the key name alone names the record
 // exactly: uvarint length + tenant, uvarint length + tool, then the key

@@ -22,7 +22,9 @@ import (
 const (
 	// layoutVersion is the layout this code writes.
 	// Version 2 keeps an open record's canonical arguments (claim.lua).
-	layoutVersion = 2
+	// Version 3 adds approval records (states 'A', 'Y', 'N' with their
+	// APPROVAL block) and the approval index keys.
+	layoutVersion = 3
 	// newestKnownLayout is the newest layout this code reads.
 	newestKnownLayout = layoutVersion
 )

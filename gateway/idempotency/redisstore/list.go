@@ -90,6 +90,12 @@ func nameHash(name string) uint64 {
 // every record that lives throughout it, and may return one twice when
 // the keyspace is resized under it.
 func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error) {
+	return s.list(ctx, filter, false)
+}
+
+// list is List, of the records carrying an approval only when
+// approvalsOnly.
+func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approvalsOnly bool) (idempotency.Page, error) {
 	if filter.Limit < 1 || filter.Limit > idempotency.MaxListLimit {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: limit %d not in 1…%d", filter.Limit, idempotency.MaxListLimit)
 	}
@@ -97,7 +103,8 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: a session filter needs its tenant: %w", idempotency.ErrInvalidCursor)
 	}
 	switch filter.State {
-	case "", idempotency.StateInProgress, idempotency.StateCompleted, idempotency.StateUnknown:
+	case "", idempotency.StateInProgress, idempotency.StateCompleted, idempotency.StateUnknown,
+		idempotency.StateAwaitingApproval, idempotency.StateApproved, idempotency.StateDenied, idempotency.StateExpired:
 	default:
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: unknown state %q: %w", filter.State, idempotency.ErrInvalidCursor)
 	}
@@ -130,7 +137,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		}
 		var match []foundRecord
 		for _, f := range loaded {
-			if matches(f.record, filter) && !slices.Contains(cur.seen, nameHash(f.key)) {
+			if matches(f.record, filter) && (!approvalsOnly || f.record.Approval != nil) && !slices.Contains(cur.seen, nameHash(f.key)) {
 				match = append(match, f)
 			}
 		}

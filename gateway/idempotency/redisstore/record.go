@@ -28,6 +28,11 @@ const (
 	// layoutStep is a step entry's value: the holder's execution id; its
 	// tool is the rest.
 	layoutStep = ">Bc0"
+	// layoutApproval follows the header of a record in an approval state
+	// ('A', 'Y', 'N'): approval id, rule, reason, approver, requested,
+	// expires, use-within ms, replay ms, decided by, decided at, note; the
+	// canonical arguments are the rest.
+	layoutApproval = ">Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0"
 )
 
 // packed is a record value as claim.lua lays it out (one string).
@@ -43,7 +48,8 @@ type packed struct {
 	status   int   // 'C' only
 	ctype    string
 	body     []byte
-	args     []byte // 'P' and 'U': the canonical arguments (the rest)
+	args     []byte                // 'P', 'U' and approvals: the canonical arguments (the rest)
+	approval *idempotency.Approval // 'A', 'Y', 'N'
 }
 
 // reader walks a packed value; the first error sticks.
@@ -115,6 +121,9 @@ func decodePacked(v string) (packed, error) {
 		p.body = r.b
 	case 'U':
 		p.args = r.b
+	case 'A', 'Y', 'N':
+		p.approval = readApproval(r)
+		p.args = r.b
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("%w: record state %q", errBadReply, p.state)
@@ -123,7 +132,10 @@ func decodePacked(v string) (packed, error) {
 	return p, r.err
 }
 
-var packedStates = map[byte]idempotency.State{'P': idempotency.StateInProgress, 'C': idempotency.StateCompleted, 'U': idempotency.StateUnknown}
+var packedStates = map[byte]idempotency.State{
+	'P': idempotency.StateInProgress, 'C': idempotency.StateCompleted, 'U': idempotency.StateUnknown,
+	'A': idempotency.StateAwaitingApproval, 'Y': idempotency.StateApproved, 'N': idempotency.StateDenied,
+}
 
 // recordOf turns a packed value of scope into a Record; expires is when
 // the key expires (PEXPIRETIME: the value does not repeat it).
@@ -164,6 +176,16 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 	}
 	if len(p.args) > 0 {
 		rec.CanonicalArguments = p.args
+	}
+	if p.approval != nil {
+		if p.approval.ID == "" {
+			return idempotency.Record{}, fmt.Errorf("%w: approval id", errBadReply)
+		}
+		rec.Approval = p.approval
+		// The scripts decide on the Redis clock; a read shows expiry on the
+		// gateway's (replicas' clocks are assumed close, as for leases
+		// shown by the admin API).
+		rec.State = idempotency.ApprovalState(rec.State, p.approval.ExpiresAt, time.Now())
 	}
 	return rec, nil
 }

@@ -25,4 +25,5 @@ var (
 	layoutScript      = redisscript.MustLoad(luaFiles, "layout")
 	pointScript       = redisscript.MustLoad(luaFiles, "point")
 	resolveScript     = redisscript.MustLoad(luaFiles, "resolve")
+	approveScript     = redisscript.MustLoad(luaFiles, "approve")
 )

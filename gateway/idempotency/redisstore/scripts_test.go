@@ -19,6 +19,7 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"resolve":      resolveArgs{},
 	"point":        pointArgs{},
 	"layout":       layoutArgs{},
+	"approve":      approveArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.
@@ -59,7 +60,7 @@ func TestScriptHeaders(t *testing.T) {
 // its layout strings at the top, each equal to record.go's constant, and
 // packs or unpacks with those names only (no layout literal inline).
 func TestScriptLayouts(t *testing.T) {
-	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep}
+	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep, "APPROVAL": layoutApproval}
 	for name, text := range scriptTexts(t) {
 		declared := map[string]bool{}
 		for _, m := range layoutDef.FindAllStringSubmatch(text, -1) {

@@ -29,11 +29,10 @@ import {
   type ToolSet,
 } from "ai";
 
-import type { Client, Session } from "./client.js";
-import { sessionIdFromParts } from "./runtimes.js";
-import { definitionsByName, refusalText, resultOutcome, type DiscoveredTool, type ToolOutcome } from "./tool-outcome.js";
+import { ConversationTools } from "./adapter-core.js";
+import type { Client, Session, ToolDefinition } from "./client.js";
 
-export type { DiscoveredTool } from "./tool-outcome.js";
+export type { ToolDefinition } from "./client.js";
 
 /** A gateway tool as the model sees it: its description and the JSON Schema (or Zod schema) of its arguments. */
 export interface AiSdkToolDefinition {
@@ -91,23 +90,28 @@ export class AiSdkGateway {
    * then runs the calls with {@link runPendingToolCalls}.
    */
   readonly declarations: ToolSet;
-  readonly #definitions: Readonly<Record<string, AiSdkToolDefinition>>;
-  /** The position of each tool call in the model turn that made it, by tool call id, learnt from the model's responses. */
-  readonly #turnPosition = new Map<string, number>();
+  /** The definitions, the read-only tools, and each tool call's position in the model turn that made it (by tool call id, learnt from the model's responses). */
+  readonly #core: ConversationTools<AiSdkToolDefinition>;
 
-  constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly DiscoveredTool[]) {
-    this.session = client.session(sessionIdFromParts(conversationId));
-    this.#definitions = definitionsByName(definitions, (discovered) => ({
+  constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly ToolDefinition[]) {
+    this.#core = new ConversationTools(client, conversationId, definitions, (discovered) => ({
       description: discovered.description,
       inputSchema: jsonSchema(discovered.input_schema),
     }));
+    this.session = this.#core.session;
     const tools: ToolSet = {};
     const declarations: ToolSet = {};
-    for (const [name, definition] of Object.entries(this.#definitions)) {
+    for (const [name, definition] of Object.entries(this.#core.definitions)) {
       declarations[name] = tool({ description: definition.description, inputSchema: definition.inputSchema });
       tools[name] = tool({
         description: definition.description,
         inputSchema: definition.inputSchema,
+        // Before the call runs, outside the tool's own error handling: a
+        // model that is not wrapped fails generateText / streamText itself,
+        // instead of handing the model a tool error the app never sees.
+        onInputAvailable: ({ toolCallId }) => {
+          this.#position(name, toolCallId);
+        },
         execute: (input: unknown, options: ToolExecutionOptions<unknown>) => this.#execute(name, input, options),
       });
     }
@@ -118,16 +122,18 @@ export class AiSdkGateway {
   /**
    * The model, wrapped so that the gateway tools learn each call's position
    * in the model's turn (the order of the `tool-call` parts of its response,
-   * streamed or not). Required for {@link tools}; no effect on the model's
-   * requests or answers.
+   * streamed or not). Required for {@link tools}: a call made by a model
+   * that is not wrapped is not sent, and fails `generateText` (with
+   * `streamText`, the error is thrown from the stream); no effect on the
+   * model's requests or answers.
    */
   model(model: AiSdkModel): AiSdkModel {
-    const positions = this.#turnPosition;
+    const core = this.#core;
     const middleware: LanguageModelMiddleware = {
       async wrapGenerate({ doGenerate }) {
         const result = await doGenerate();
         let position = 0;
-        for (const part of result.content) if (part.type === "tool-call") positions.set(part.toolCallId, position++);
+        for (const part of result.content) if (part.type === "tool-call") core.remember(part.toolCallId, position++);
         return result;
       },
       async wrapStream({ doStream }) {
@@ -135,7 +141,7 @@ export class AiSdkGateway {
         let position = 0;
         const learn = new TransformStream<(typeof result.stream extends ReadableStream<infer P> ? P : never)>({
           transform(part, controller) {
-            if (part.type === "tool-call") positions.set(part.toolCallId, position++);
+            if (part.type === "tool-call") core.remember(part.toolCallId, position++);
             controller.enqueue(part);
           },
         });
@@ -145,29 +151,24 @@ export class AiSdkGateway {
     return wrapLanguageModel({ model, middleware });
   }
 
-  async #execute(tool: string, input: unknown, options: ToolExecutionOptions<unknown>): Promise<unknown> {
-    const position = this.#turnPosition.get(options.toolCallId);
+  /** The call's position in the model's turn (0 for a read-only tool, which needs no step); throws if the model was not wrapped. */
+  #position(tool: string, toolCallId: string): number {
+    if (this.#core.isReadOnly(tool)) return 0;
+    const position = this.#core.recall(toolCallId);
     if (position === undefined) {
       throw new Error(
-        `toolgateway: tool call ${JSON.stringify(options.toolCallId)} of ${tool} was not made by a model wrapped with ` +
+        `toolgateway: tool call ${JSON.stringify(toolCallId)} of ${tool} was not made by a model wrapped with ` +
           `gateway.model(...): pass generateText/streamText the wrapped model, so the call's step is known`,
       );
     }
-    const step = aiSdkToolCallCount(options.messages) + position;
-    const outcome = await this.#call(step, tool, input, options.abortSignal);
-    if (!outcome.ok) throw new Error(outcome.value);
-    return outcome.value;
+    return position;
   }
 
-  async #call(step: number, tool: string, input: unknown, signal: AbortSignal | undefined): Promise<ToolOutcome> {
-    try {
-      const result = await this.session.call(step, tool, input, signal ? { signal } : {});
-      return resultOutcome(tool, result);
-    } catch (err) {
-      const text = refusalText(tool, step, err);
-      if (text === undefined) throw err;
-      return { ok: false, value: text };
-    }
+  async #execute(tool: string, input: unknown, options: ToolExecutionOptions<unknown>): Promise<unknown> {
+    const step = aiSdkToolCallCount(options.messages) + this.#position(tool, options.toolCallId);
+    const outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
+    if (!outcome.ok) throw new Error(outcome.value);
+    return outcome.value;
   }
 
   /**
@@ -199,11 +200,11 @@ export class AiSdkGateway {
     const base = aiSdkToolCallCount(messages.slice(0, last));
     const pending = toolCallsOf(messages[last]!)
       .map((call, position) => ({ call, step: base + position }))
-      .filter(({ call }) => !call.providerExecuted && !answered.has(call.toolCallId) && Object.hasOwn(this.#definitions, call.toolName));
+      .filter(({ call }) => !call.providerExecuted && !answered.has(call.toolCallId) && Object.hasOwn(this.#core.definitions, call.toolName));
     if (pending.length === 0) return [];
     const parts = await Promise.all(
       pending.map(async ({ call, step }): Promise<ToolResultPart> => {
-        const outcome = await this.#call(step, call.toolName, call.input, options.signal);
+        const outcome = await this.#core.outcome(call.toolName, step, call.input, options.signal);
         return {
           type: "tool-result",
           toolCallId: call.toolCallId,
@@ -225,12 +226,14 @@ export class AiSdkGateway {
  * persists the conversation under, stable across restarts and regenerated
  * turns; made a valid session id as {@link sessionIdFromParts} does), with
  * the definitions the model sees, keyed by the gateway tool's name, or the
- * gateway's discovery list (each tool's description and JSON Schema).
+ * gateway's discovery list (each tool's description and JSON Schema; a tool
+ * it marks `read_only` runs without a step, so also with a model that is
+ * not wrapped).
  */
 export function aiSdkGateway(
   client: Client,
   conversationId: string,
-  definitions: Record<string, AiSdkToolDefinition> | readonly DiscoveredTool[],
+  definitions: Record<string, AiSdkToolDefinition> | readonly ToolDefinition[],
 ): AiSdkGateway {
   return new AiSdkGateway(client, conversationId, definitions);
 }

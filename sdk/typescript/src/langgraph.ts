@@ -4,7 +4,7 @@
  * exactly once however often the graph resumes, replays or regenerates it.
  *
  *     const tools = await gatewayTools(new Client(url, { token }));
- *     const agent = createReactAgent({ llm, tools, checkpointer });
+ *     const agent = createReactAgent({ llm, tools: new ToolNode(tools, { handleToolErrors: false }), checkpointer });
  *
  * Every call's identity comes from the graph's own checkpointed state
  * (docs/runtimes.md): the session is the thread id (plus the node path of a
@@ -24,11 +24,11 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { DynamicStructuredTool, type StructuredToolInterface, type ToolRunnableConfig } from "@langchain/core/tools";
 import { getCurrentTaskInput } from "@langchain/langgraph";
 
-import type { Client, Result, ToolDefinition } from "./client.js";
+import { callGateway, readOnlyIdentity } from "./adapter-core.js";
+import type { Client, ToolDefinition } from "./client.js";
 import { InvalidInputError } from "./errors.js";
 import { deriveKey } from "./key.js";
 import { langgraphIdentity } from "./runtimes.js";
-import { refusalText } from "./tool-outcome.js";
 
 /** The identity of one tool call: what the gateway's idempotency key is derived from. */
 export interface ToolCallIdentity {
@@ -159,18 +159,11 @@ export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToo
     schema: (definition ? definition.input_schema : (tool as StructuredToolInterface).schema) as Record<string, unknown>,
     func: async (args: unknown, _runManager, config?: RunnableConfig): Promise<ToolMessage> => {
       const callId = (config as ToolNodeConfig | undefined)?.toolCall?.id ?? "";
-      // A read-only tool runs on every call and ignores the identity
-      // (contract: its key headers are optional and ignored), so it needs no
-      // thread: any valid identity will do.
-      const { sessionId, stepIndex } = readOnly ? { sessionId: "read-only", stepIndex: 0 } : toolCallIdentity(config);
-      let result: Result;
-      try {
-        result = await client.session(sessionId).call(stepIndex, name, args ?? {}, config?.signal ? { signal: config.signal } : {});
-      } catch (err) {
-        const message = refusalText(name, stepIndex, err);
-        if (message === undefined) throw err;
-        return new ToolMessage({ status: "error", content: message, name, tool_call_id: callId });
-      }
+      // A read-only tool needs no thread (see readOnlyIdentity).
+      const identity = readOnly ? readOnlyIdentity : toolCallIdentity(config);
+      const answer = await callGateway(client, identity, name, args ?? {}, config?.signal);
+      if (answer.refused) return new ToolMessage({ status: "error", content: answer.text, name, tool_call_id: callId });
+      const result = answer.result;
       return new ToolMessage({
         status: result.status >= 400 ? "error" : "success",
         content: result.body,

@@ -29,11 +29,14 @@ import {
   type ToolInputParameters,
 } from "@openai/agents";
 
-import type { Client, Session } from "./client.js";
-import { sessionIdFromParts } from "./runtimes.js";
-import { definitionsByName, refusalText, resultOutcome, type DiscoveredTool } from "./tool-outcome.js";
+import { ConversationTools } from "./adapter-core.js";
+import { NetworkError, type Client, type Session, type ToolDefinition } from "./client.js";
+import { GatewayError } from "./errors.js";
+import { runStateItems } from "./openai-agents-run-state.js";
+import { openaiAgentsCallIds } from "./runtimes.js";
+import { unconfirmedText } from "./tool-outcome.js";
 
-export type { DiscoveredTool } from "./tool-outcome.js";
+export type { ToolDefinition } from "./client.js";
 
 /** A gateway tool as the model sees it. */
 export interface OpenAIAgentsToolDefinition {
@@ -52,32 +55,43 @@ export interface OpenAIAgentsToolDefinition {
   needsApproval?: boolean;
 }
 
-/** The function-call items of a list of items, in order: their call ids. */
-function functionCalls(items: readonly unknown[]): string[] {
-  const ids: string[] = [];
-  for (const item of items) {
-    if (item === null || typeof item !== "object") continue;
-    const { type, callId } = item as { type?: unknown; callId?: unknown };
-    if (type === "function_call" && typeof callId === "string") ids.push(callId);
-  }
-  return ids;
+/**
+ * What a gateway tool does when its call fails in a way the same call may
+ * still overcome (the gateway unreachable after the client's retries, a
+ * 5xx, an abort) or the app must fix (auth, an unknown tool, a model that
+ * is not wrapped). Refusals the model can act on (`step_conflict`, invalid
+ * arguments, ...) are the call's output in every case.
+ *
+ * - `"stop"` (the default): the tool throws, and the run rejects with the
+ *   SDK's `ToolCallError` (`err.error` is the gateway's error). Nothing of
+ *   the failed call is recorded; the app resumes later from what it stored
+ *   (the history, or the RunState stored at approval), and the call goes
+ *   out again with the same step and key.
+ * - `"tell-model"`: for the gateway's failures (unreachable, an error
+ *   answer), the model reads a text that says the call may have run and
+ *   not to make it again (a call made again is a new step, a new action),
+ *   and the run goes on. The app's own mistakes (a model that is not
+ *   wrapped, arguments the SDK refuses) still stop the run.
+ * - a function: its text is the call's output, and the run goes on.
+ */
+export type OpenAIAgentsFailure = "stop" | "tell-model" | ((tool: string, error: unknown) => string | Promise<string>);
+
+/** Options of {@link openaiAgentsGateway}. */
+export interface OpenAIAgentsGatewayOptions {
+  /** What a failed call does (the SDK's `errorFunction` of each tool); `"stop"` by default. */
+  onFailure?: OpenAIAgentsFailure;
 }
 
-/**
- * The items of a RunState in the order the model made them: the run's
- * input, then the items the run generated, the calls of an interrupted turn
- * included (its public `history` leaves out calls that have no output yet,
- * which are exactly the ones a resumed run is about to make).
- */
-function runItems(state: RunState<any, any>): unknown[] {
-  const generated: unknown = state._generatedItems;
-  const input: unknown = state._originalInput;
-  if (!Array.isArray(generated)) return state.history;
-  return [
-    ...(Array.isArray(input) ? input : []),
-    // A call appears as its tool_call_item; an approval item wraps the same call again.
-    ...generated.filter((item) => item?.type === "tool_call_item").map((item) => item.rawItem),
-  ];
+/** The SDK's `errorFunction` of a tool for a failure mode: null makes the tool's error stop the run. */
+function errorFunction(name: string, onFailure: OpenAIAgentsFailure) {
+  if (onFailure === "stop") return null;
+  if (onFailure === "tell-model") {
+    return (_context: unknown, error: unknown) => {
+      if (!(error instanceof NetworkError || error instanceof GatewayError)) throw error;
+      return unconfirmedText(name, error);
+    };
+  }
+  return (_context: unknown, error: unknown) => onFailure(name, error);
 }
 
 /**
@@ -86,7 +100,7 @@ function runItems(state: RunState<any, any>): unknown[] {
  * `result.history`, a session's items).
  */
 export function openaiAgentsCallCount(items: readonly AgentInputItem[]): number {
-  return functionCalls(items).length;
+  return openaiAgentsCallIds(items).length;
 }
 
 /**
@@ -98,28 +112,31 @@ export class OpenAIAgentsGateway {
   readonly session: Session;
   /** The function tools: each call goes through the gateway with the conversation's session and its step. */
   readonly tools: FunctionTool<any, any, string>[];
-  /** The step of each function call, by call id, learnt from the model's responses or from a resumed RunState. */
-  readonly #steps = new Map<string, number>();
+  /** The definitions, the read-only tools, and the step of each function call by call id (learnt from the model's responses or from a resumed RunState). */
+  readonly #core: ConversationTools<OpenAIAgentsToolDefinition>;
 
   constructor(
     client: Client,
     conversationId: string,
-    definitions: Record<string, OpenAIAgentsToolDefinition> | readonly DiscoveredTool[],
+    definitions: Record<string, OpenAIAgentsToolDefinition> | readonly ToolDefinition[],
+    options: OpenAIAgentsGatewayOptions = {},
   ) {
-    this.session = client.session(sessionIdFromParts(conversationId));
     // A discovered schema is whatever the operator configured: not strict mode's subset.
-    const byName = definitionsByName(definitions, (discovered) => ({
+    this.#core = new ConversationTools(client, conversationId, definitions, (discovered) => ({
       description: discovered.description ?? "",
       parameters: discovered.input_schema as ToolInputParameters,
       strict: false,
     }));
-    this.tools = Object.entries(byName).map(([name, definition]) =>
+    this.session = this.#core.session;
+    const onFailure = options.onFailure ?? "stop";
+    this.tools = Object.entries(this.#core.definitions).map(([name, definition]) =>
       tool({
         name,
         description: definition.description,
         parameters: definition.parameters as never,
         strict: (definition.strict ?? true) as never,
         needsApproval: definition.needsApproval ?? false,
+        errorFunction: errorFunction(name, onFailure),
         execute: async (_input: unknown, _context: unknown, details?: { toolCall?: { callId: string; arguments: string } }) =>
           this.#execute(name, details?.toolCall),
       }) as FunctionTool<any, any, string>,
@@ -135,10 +152,13 @@ export class OpenAIAgentsGateway {
    * sends only new items, so its calls cannot be counted: it is refused.
    */
   model(model: Model): Model {
-    const steps = this.#steps;
+    const core = this.#core;
     const learn = (request: ModelRequest, response: ModelResponse) => {
       let step = Array.isArray(request.input) ? openaiAgentsCallCount(request.input) : 0;
-      for (const callId of functionCalls(response.output)) steps.set(callId, step++);
+      for (const callId of openaiAgentsCallIds(response.output)) {
+        if (typeof callId === "string") core.remember(callId, step);
+        step++;
+      }
     };
     const check = (request: ModelRequest) => {
       if (request.conversationId || request.previousResponseId) {
@@ -172,15 +192,22 @@ export class OpenAIAgentsGateway {
    * persisted, e.g. at a tool approval, and loaded again with
    * `RunState.fromString`), so its pending calls run with the steps they had
    * when the model made them. Returns the state, for `run(agent, gw.resume(state))`.
+   *
+   * @throws Error: the state lacks the fields the calls are numbered from
+   *   (an `@openai/agents` version this adapter was not checked against).
    */
   resume<S extends RunState<any, any>>(state: S): S {
     let step = 0;
-    for (const callId of functionCalls(runItems(state))) this.#steps.set(callId, step++);
+    for (const callId of openaiAgentsCallIds(runStateItems(state))) {
+      if (typeof callId === "string") this.#core.remember(callId, step);
+      step++;
+    }
     return state;
   }
 
   async #execute(tool: string, call: { callId: string; arguments: string } | undefined): Promise<string> {
-    const step = call ? this.#steps.get(call.callId) : undefined;
+    // A read-only tool's calls need no step (see readOnlyIdentity).
+    const step = this.#core.isReadOnly(tool) ? 0 : call && this.#core.recall(call.callId);
     if (call === undefined || step === undefined) {
       throw new Error(
         `toolgateway: the step of this call of ${tool} is unknown: give the agent the model wrapped with gateway.model(...), ` +
@@ -189,14 +216,8 @@ export class OpenAIAgentsGateway {
     }
     // The arguments as the model wrote them: a regenerated identical call gives the same key.
     const args: unknown = JSON.parse(call.arguments || "{}");
-    try {
-      const outcome = resultOutcome(tool, await this.session.call(step, tool, args));
-      return outcome.ok && outcome.json ? JSON.stringify(outcome.value) : String(outcome.value);
-    } catch (err) {
-      const text = refusalText(tool, step, err);
-      if (text === undefined) throw err;
-      return text;
-    }
+    const outcome = await this.#core.outcome(tool, step, args);
+    return outcome.ok && outcome.json ? JSON.stringify(outcome.value) : String(outcome.value);
   }
 }
 
@@ -206,12 +227,15 @@ export class OpenAIAgentsGateway {
  * regenerated turns; made a valid session id as {@link sessionIdFromParts}
  * does), with the definitions the model sees, keyed by the gateway tool's
  * name, or the gateway's discovery list (each tool's description and JSON
- * Schema, used in non-strict mode).
+ * Schema, used in non-strict mode; a tool it marks `read_only` runs without
+ * a step). `options.onFailure` says what a failed call does (see
+ * {@link OpenAIAgentsFailure}): by default it stops the run.
  */
 export function openaiAgentsGateway(
   client: Client,
   conversationId: string,
-  definitions: Record<string, OpenAIAgentsToolDefinition> | readonly DiscoveredTool[],
+  definitions: Record<string, OpenAIAgentsToolDefinition> | readonly ToolDefinition[],
+  options: OpenAIAgentsGatewayOptions = {},
 ): OpenAIAgentsGateway {
-  return new OpenAIAgentsGateway(client, conversationId, definitions);
+  return new OpenAIAgentsGateway(client, conversationId, definitions, options);
 }

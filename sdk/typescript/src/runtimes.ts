@@ -322,13 +322,24 @@ function functionCallId(item: unknown): unknown {
  *   in `items`, or `callId` is not a non-empty string.
  */
 export function openaiAgentsStep(items: Iterable<unknown>, callId: string): number {
-  function* ids(): Iterable<unknown> {
-    for (const item of each(items, "items")) {
-      const id = functionCallId(item);
-      if (id !== undefined) yield id;
-    }
+  return ordinal(openaiAgentsCallIds(items), callId, "call id");
+}
+
+/**
+ * The call ids of the function-call items among `items`, in order: the
+ * one count of function calls that {@link openaiAgentsStep} and the OpenAI
+ * Agents adapter share (the item shapes are those of
+ * {@link openaiAgentsStep}).
+ *
+ * @internal
+ */
+export function openaiAgentsCallIds(items: Iterable<unknown>): unknown[] {
+  const ids: unknown[] = [];
+  for (const item of each(items, "items")) {
+    const id = functionCallId(item);
+    if (id !== undefined) ids.push(id);
   }
-  return ordinal(ids(), callId, "call id");
+  return ids;
 }
 
 // ---------------------------------------------------------------------------

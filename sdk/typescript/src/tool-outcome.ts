@@ -6,7 +6,7 @@
  * @module
  * @internal
  */
-import type { Result } from "./client.js";
+import { NetworkError, type Result } from "./client.js";
 import { GatewayError } from "./errors.js";
 import {
   CodeIdempotencyKeyReused,
@@ -30,28 +30,6 @@ const modelVisible: ReadonlySet<string> = new Set([
   CodePayloadTooLarge,
   CodeUpstreamResponseTooLarge,
 ]);
-
-/**
- * A tool as the gateway's discovery lists it (`GET /api/tools/v1`, the
- * native form): the adapters take such a list as their tool definitions.
- */
-export interface DiscoveredTool {
-  name: string;
-  description?: string;
-  /** The JSON Schema of the arguments. */
-  input_schema: Record<string, unknown>;
-}
-
-/** The definitions keyed by name, from a record of them or from a discovery list. */
-export function definitionsByName<D>(
-  definitions: Record<string, D> | readonly DiscoveredTool[],
-  fromDiscovery: (tool: DiscoveredTool) => D,
-): Record<string, D> {
-  if (!Array.isArray(definitions)) return { ...(definitions as Record<string, D>) };
-  const byName: Record<string, D> = {};
-  for (const tool of definitions as readonly DiscoveredTool[]) byName[tool.name] = fromDiscovery(tool);
-  return byName;
-}
 
 /** The tool's answer as the model should see it. */
 export type ToolOutcome =
@@ -78,7 +56,8 @@ export function resultOutcome(tool: string, result: Result): ToolOutcome {
 /**
  * The error text for the model when the gateway refused the call for good
  * with a refusal the model can act on: above all `step_conflict`, the model
- * regenerated this step with another call after a restart. Returns
+ * made another call at a step an earlier attempt at this turn already ran
+ * (before a restart, or in another branch of a forked conversation). Returns
  * undefined for anything else (a network failure, a retryable answer, an
  * input the SDK refused, auth or configuration errors): the adapter lets
  * those propagate, since the same call may still succeed, or the app must
@@ -91,7 +70,8 @@ export function refusalText(tool: string, step: number, err: unknown): string | 
     const execution = err.executionId ? ` (execution ${err.executionId})` : "";
     return (
       `step_conflict: this call of ${tool} was NOT run. Step ${step} of this conversation already ran ` +
-      `${earlier}${execution} with other arguments: the call this turn replaces, made before a restart. ` +
+      `${earlier}${execution} with other arguments: an earlier attempt at this turn ` +
+      `(before a restart, or in another branch of this conversation). ` +
       `Its effect has happened; its result is not available here. ` +
       `If this call is still needed, make it again: it will run as a new call.`
     );
@@ -99,4 +79,23 @@ export function refusalText(tool: string, step: number, err: unknown): string | 
   // The violations tell the model what to fix in its arguments.
   const violations = err.code === CodeInvalidArguments && err.errors ? ` ${JSON.stringify(err.errors)}` : "";
   return `The gateway refused this call of ${tool} (${err.status} ${err.code || "error"}): ${err.detail || err.title}${violations}`;
+}
+
+/**
+ * The text for the model when a call could not be completed and may still
+ * have run (the gateway unreachable after the client's retries, a 5xx), for
+ * a runtime that must hand the model something and go on. It says not to
+ * call again: a call made again is a new step, so it would run as a new
+ * action even if this one ran. (A runtime that can stop the run should stop
+ * it instead, and resume later with the same call and key.)
+ */
+export function unconfirmedText(tool: string, err: unknown): string {
+  let reason = "the call failed";
+  if (err instanceof NetworkError) reason = "the gateway could not be reached";
+  else if (err instanceof GatewayError) reason = `the gateway answered ${err.status}${err.code ? ` ${err.code}` : ""}`;
+  return (
+    `This call of ${tool} could not be confirmed (${reason}): it may or may not have run. ` +
+    `Do not make it again, and make no other call in its place: a new call would run as a new action. ` +
+    `Tell the user that this action is unconfirmed.`
+  );
 }

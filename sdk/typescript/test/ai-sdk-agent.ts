@@ -17,6 +17,8 @@
 //   stream           use streamText instead of generateText ("tools" mode)
 //   crash            "after-tools": kill -9 itself once the tools ran and
 //                    before the messages are persisted
+//   unwrapped        give generateText/streamText the model itself, not
+//                    gw.model(model) (the mistake the adapter must report)
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 
 import { generateText, jsonSchema, stepCountIs, streamText, type ModelMessage } from "ai";
@@ -36,6 +38,7 @@ interface Config {
   crash?: "after-tools";
   /** Take the tool definitions from the gateway's discovery list instead. */
   discover?: boolean;
+  unwrapped?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -124,7 +127,7 @@ const gw = aiSdkGateway(
 
 const messages = load();
 if (config.mode === "tools") {
-  const options = { model: gw.model(model), tools: gw.tools, messages, stopWhen: stepCountIs(10) };
+  const options = { model: config.unwrapped ? model : gw.model(model), tools: gw.tools, messages, stopWhen: stepCountIs(10) };
   let responseMessages: ModelMessage[];
   if (config.stream) {
     const result = streamText(options);

@@ -168,25 +168,57 @@ test("tools from the gateway's discovery list: the same identity, the call runs 
   assert.equal(outcome.seen.length, 1);
 });
 
-test("gateway tools with a model that is not wrapped: the call is not sent, the error names the fix", { timeout }, async () => {
-  const gw = aiSdkGateway(new Client(stack.gateway.url, { token }), `unwrapped-${Date.now()}`, {
-    provision: { inputSchema: jsonSchema({ type: "object" }) },
-  });
+/** A mock model whose one turn calls these tools. */
+function oneTurn(calls: { toolCallId: string; toolName: string; input: unknown }[]): MockLanguageModelV3 {
   const usage = {
     inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
     outputTokens: { total: 1, text: 1, reasoning: undefined },
   };
-  const model = new MockLanguageModelV3({
-    doGenerate: {
-      content: [{ type: "tool-call", toolCallId: "c1", toolName: "provision", input: JSON.stringify({ name: "unwrapped" }) }],
-      finishReason: { unified: "tool-calls", raw: undefined },
-      usage,
-      warnings: [],
+  const content = calls.map((call) => ({ type: "tool-call" as const, ...call, input: JSON.stringify(call.input) }));
+  const finishReason = { unified: "tool-calls" as const, raw: undefined };
+  return new MockLanguageModelV3({
+    doGenerate: { content, finishReason, usage, warnings: [] },
+    doStream: {
+      stream: new ReadableStream({
+        start(controller) {
+          for (const part of content) controller.enqueue(part);
+          controller.enqueue({ type: "finish", finishReason, usage });
+          controller.close();
+        },
+      }),
     },
   });
-  const result = await generateText({ model, tools: gw.tools, messages: [{ role: "user", content: "go" }] });
-  const error = result.content.find((part) => part.type === "tool-error");
-  assert.ok(error, "the call ended in a tool error");
-  assert.match(String((error as { error: unknown }).error), /gateway\.model\(\.\.\.\)/);
+}
+
+test("gateway tools with a model that is not wrapped: generateText rejects, naming the fix; the call is not sent", { timeout }, async () => {
+  const gw = aiSdkGateway(new Client(stack.gateway.url, { token }), `unwrapped-${Date.now()}`, {
+    provision: { inputSchema: jsonSchema({ type: "object" }) },
+  });
+  const model = oneTurn([{ toolCallId: "c1", toolName: "provision", input: { name: "unwrapped" } }]);
+  await assert.rejects(
+    generateText({ model, tools: gw.tools, messages: [{ role: "user", content: "go" }] }),
+    /not made by a model wrapped with gateway\.model\(\.\.\.\)/,
+  );
   assert.equal(stack.executions.get("unwrapped"), undefined);
+});
+
+test("gateway tools with a model that is not wrapped, streamText: an uncaught error naming the fix stops the app; the call is not sent", { timeout }, async () => {
+  const chat = conversation();
+  const turns = [[provision("unwrapped-stream")]];
+  const exited = await stack.agent("ai-sdk-agent", { ...chat, mode: "tools", stream: true, unwrapped: true, turns }).exited;
+  assert.notEqual(exited.code, 0);
+  assert.match(exited.stderr, /not made by a model wrapped with gateway\.model\(\.\.\.\)/);
+  assert.equal(stack.executions.get("unwrapped-stream"), undefined);
+});
+
+test("a read-only tool of the discovery list runs without a step, so even with a model that is not wrapped", { timeout }, async () => {
+  const client = new Client(stack.gateway.url, { token });
+  const discovered = await client.tools();
+  assert.equal(discovered.find((tool) => tool.name === "lookup-resource")?.read_only, true);
+  const gw = aiSdkGateway(client, `read-only-${Date.now()}`, discovered);
+  const model = oneTurn([{ toolCallId: "c1", toolName: "lookup-resource", input: { resource_id: `res_${"0".repeat(26)}` } }]);
+  const result = await generateText({ model, tools: gw.tools, messages: [{ role: "user", content: "go" }] });
+  // The gateway ran it: the tool's own 404 for an unknown resource, not the adapter's refusal.
+  const error = result.content.find((part) => part.type === "tool-error");
+  assert.match(String((error as { error: unknown } | undefined)?.error), /The tool lookup-resource answered 404: .*resource_not_found/);
 });

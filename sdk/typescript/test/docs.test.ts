@@ -8,9 +8,9 @@
 // show the import once) and the few values a snippet stands for, declared
 // in `freeNames` below with their types. Any other undeclared name fails.
 // The runtimes installed as dev dependencies (LangChain.js, LangGraph.js,
-// zod) are checked with their own declarations; the imports of those that
-// are not (Temporal, and the OpenAI Agents SDK here) are typed `any`: their
-// part of a snippet is not checked, only the SDK's part is.
+// the AI SDK, the OpenAI Agents SDK, zod) are checked with their own
+// declarations; the imports of those that are not (Temporal) are typed
+// `any`: their part of a snippet is not checked, only the SDK's part is.
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -39,7 +39,8 @@ const skipMarker = /<!-- not type-checked: [^>]+ -->\s*$/;
 const freeNames: Record<string, string> = {
   checkpoint: "declare const checkpoint: { sessionId: string; step: number }; // the agent's checkpoint",
   token: "declare const token: string;",
-  gateway: "declare const gateway: Client; // new Client(...), made once",
+  client: "declare const client: Client; // new Client(...), made once",
+  gateway: "declare const gateway: Client; // keys.md's name for the client",
   sessionId: "declare const sessionId: string;",
   step: "declare const step: number;",
   args: "declare const args: { name: string; region: string; cpus: number };",
@@ -58,7 +59,6 @@ const freeNames: Record<string, string> = {
  * (every import is `any`).
  */
 const untypedModules: Record<string, string> = {
-  "@openai/agents": "",
   "@temporalio/activity": "",
 };
 

@@ -20,6 +20,13 @@
 //   stream           run streamed
 //   crash            "after-tools": kill -9 itself once the tools ran and
 //                    before the app persisted
+//   toolsGateway     the gateway the tools call, if not `gateway` (a dead
+//                    one: the gateway down)
+//   onFailure        the adapter's onFailure option
+//   unwrapped        give the agent the model itself, not gw.model(model)
+// A run that rejects prints { error: { name, cause } } (the SDK's error and
+// the gateway error it wraps) and exits with 3, the app's "stop, resume
+// later": it persists nothing more.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 
 import {
@@ -49,6 +56,9 @@ interface Config {
   crash?: "after-tools";
   /** Take the tool definitions from the gateway's discovery list instead. */
   discover?: boolean;
+  toolsGateway?: string;
+  onFailure?: "stop" | "tell-model";
+  unwrapped?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -110,7 +120,7 @@ const scripted: Model = {
   },
 };
 
-const client = new Client(config.gateway, { token: config.token, initialBackoff: 20 });
+const client = new Client(config.toolsGateway ?? config.gateway, { token: config.token, initialBackoff: 20 });
 const gw = openaiAgentsGateway(
   client,
   config.conversation,
@@ -123,8 +133,9 @@ const gw = openaiAgentsGateway(
           needsApproval: config.mode === "approval",
         },
       },
+  config.onFailure ? { onFailure: config.onFailure } : {},
 );
-const agent = new Agent({ name: "ops", instructions: "provision what the plan says", model: gw.model(scripted), tools: gw.tools });
+const agent = new Agent({ name: "ops", instructions: "provision what the plan says", model: config.unwrapped ? scripted : gw.model(scripted), tools: gw.tools });
 
 async function runOnce(input: AgentInputItem[] | RunState<any, any>) {
   if (config.stream) {
@@ -137,24 +148,30 @@ async function runOnce(input: AgentInputItem[] | RunState<any, any>) {
 
 const start: AgentInputItem[] = [{ role: "user", content: "provision what the plan says" }];
 let output: unknown;
-if (config.mode === "history") {
-  const input = existsSync(config.state) ? (JSON.parse(readFileSync(config.state, "utf8")) as AgentInputItem[]) : start;
-  const result = await runOnce(input);
-  crashPoint();
-  persist(JSON.stringify(result.history));
-  output = result.finalOutput;
-} else {
-  let result = existsSync(config.state)
-    ? await runOnce(gw.resume(await RunState.fromString(agent, readFileSync(config.state, "utf8"))))
-    : await runOnce(start);
-  while (result.interruptions.length > 0) {
-    // The model's turn is durable before its calls run.
+try {
+  if (config.mode === "history") {
+    const input = existsSync(config.state) ? (JSON.parse(readFileSync(config.state, "utf8")) as AgentInputItem[]) : start;
+    const result = await runOnce(input);
+    crashPoint();
+    persist(JSON.stringify(result.history));
+    output = result.finalOutput;
+  } else {
+    let result = existsSync(config.state)
+      ? await runOnce(gw.resume(await RunState.fromString(agent, readFileSync(config.state, "utf8"))))
+      : await runOnce(start);
+    while (result.interruptions.length > 0) {
+      // The model's turn is durable before its calls run.
+      persist(result.state.toString());
+      for (const interruption of result.interruptions) result.state.approve(interruption);
+      result = await runOnce(result.state);
+      if (result.interruptions.length > 0 || result.finalOutput !== undefined) crashPoint();
+    }
     persist(result.state.toString());
-    for (const interruption of result.interruptions) result.state.approve(interruption);
-    result = await runOnce(result.state);
-    if (result.interruptions.length > 0 || result.finalOutput !== undefined) crashPoint();
+    output = result.finalOutput;
   }
-  persist(result.state.toString());
-  output = result.finalOutput;
+} catch (err) {
+  const cause = (err as { error?: unknown }).error;
+  process.stdout.write(JSON.stringify({ error: { name: (err as Error).name, cause: (cause as Error | undefined)?.name } }) + "\n");
+  process.exit(3);
 }
 process.stdout.write(JSON.stringify({ seen, output }) + "\n");

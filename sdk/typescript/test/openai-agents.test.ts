@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { finish, startCrashStack, type CrashStack } from "./agent-crash.js";
+import { localServer } from "./helpers.js";
 
 /** Generous: a case takes a second or two; a hang must fail, not stall CI. */
 const timeout = 60_000;
@@ -114,4 +115,58 @@ test("tools from the gateway's discovery list (non-strict schemas): the call run
   const outcome = await finish<Outcome>(stack.agent("openai-agents-agent", { ...chat, mode: "history", discover: true, turns }));
   assert.equal(stack.executions.get("discovered-oa"), 1);
   assert.equal(outcome.seen.length, 1);
+});
+
+/** The URL of a gateway that is down: a port nothing listens on any more. */
+async function deadGateway(): Promise<string> {
+  const server = await localServer(async (_req, _body, res) => void res.end());
+  await server.close();
+  return server.url;
+}
+
+/** The last stdout line of an agent that stopped (exit 3), parsed. */
+function stopped(exited: { code: number | null; stdout: string; stderr: string }): { error: { name: string; cause?: string } } {
+  assert.equal(exited.code, 3, exited.stderr);
+  const lines = exited.stdout.trim().split("\n");
+  return JSON.parse(lines[lines.length - 1]!) as { error: { name: string; cause?: string } };
+}
+
+for (const mode of ["history", "approval"] as const) {
+  test(`${mode}: the gateway down: the run stops with the gateway's error (nothing persisted), resumed later: the call runs once`, { timeout }, async () => {
+    const chat = conversation();
+    const name = `down-${mode}`;
+    const turns = [[provision(name)]];
+    const down = await stack.agent("openai-agents-agent", { ...chat, mode, turns, toolsGateway: await deadGateway() }).exited;
+    assert.deepEqual(stopped(down).error, { name: "ToolCallError", cause: "NetworkError" });
+    assert.equal(stack.executions.get(name), undefined);
+    const outcome = await finish<Outcome>(stack.agent("openai-agents-agent", { ...chat, mode, turns }));
+    assert.equal(stack.executions.get(name), 1);
+    assert.equal(outcome.seen.length, 1);
+    assert.match(text(outcome.seen[0]), new RegExp(`"resource":"${name}-[0-9]+"`));
+    assert.equal(outcome.output, "done");
+  });
+}
+
+test('onFailure "tell-model", the gateway down: the model reads that the call may have run and is not to be made again', { timeout }, async () => {
+  const chat = conversation();
+  const turns = [[provision("down-told")]];
+  const outcome = await finish<Outcome>(
+    stack.agent("openai-agents-agent", { ...chat, mode: "history", turns, onFailure: "tell-model", toolsGateway: await deadGateway() }),
+  );
+  assert.equal(stack.executions.get("down-told"), undefined);
+  assert.equal(outcome.output, "done");
+  assert.equal(outcome.seen.length, 1);
+  assert.match(
+    text(outcome.seen[0]),
+    /^This call of provision could not be confirmed \(the gateway could not be reached\): it may or may not have run\. Do not make it again/,
+  );
+  assert.doesNotMatch(text(outcome.seen[0]), /try again/i);
+});
+
+test('onFailure "tell-model", a model that is not wrapped: the app\'s mistake still stops the run, the call is not sent', { timeout }, async () => {
+  const chat = conversation();
+  const turns = [[provision("unwrapped-told")]];
+  const exited = await stack.agent("openai-agents-agent", { ...chat, mode: "history", turns, onFailure: "tell-model", unwrapped: true }).exited;
+  assert.deepEqual(stopped(exited).error, { name: "ToolCallError", cause: "Error" });
+  assert.equal(stack.executions.get("unwrapped-told"), undefined);
 });

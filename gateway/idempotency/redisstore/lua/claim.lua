@@ -11,12 +11,17 @@
 --       | {"in_progress", exec, remaining µs}
 --       | {"key_reused"} | {"unknown", exec}
 --       | {"step_conflict", step value of the holder}
--- where exec is packed (see packID).
+--       | {"awaiting_approval", exec, approval} | {"approval_denied", approval}
+--       | {"approval_expired", approval}
+--       | {"consumed", fence, approval}  (an approval record claimed: it runs)
+-- where exec is packed (see packID) and approval is the record's APPROVAL
+-- block as stored.
 --
 -- The record is ONE string (struct.pack, big-endian), rewritten whole by
 -- every transition — a hash with a 120-byte body leaves the compact
 -- listpack encoding and costs four times the bytes:
---   state     c1   'P' IN_PROGRESS, 'C' COMPLETED, 'U' UNKNOWN
+--   state     c1   'P' IN_PROGRESS, 'C' COMPLETED, 'U' UNKNOWN,
+--                  'A' AWAITING_APPROVAL, 'Y' APPROVED, 'N' DENIED
 --   fp        B c0 fingerprint (packed)
 --   exec      B c0 execution id (packed)
 --   fence     I8   fencing token (µs of the Redis clock at its claim, or
@@ -29,6 +34,13 @@
 --                 canonical arguments (the rest)
 --        for 'U': the canonical arguments (the rest)
 --        for 'C': status H, content type H c0 (packed), body (the rest)
+--        for 'A', 'Y', 'N': APPROVAL — approval id B c0 (packed), rule I8,
+--                 reason H c0, approver B c0, requested I8 (µs), expires
+--                 I8 (µs: pending, its timeout; approved, its use-within;
+--                 denied, the decision), use-within ms I8, replay ms I8,
+--                 decided by H c0, decided at I8 (µs, 0: not yet), note
+--                 H c0; then the canonical arguments (the rest).
+--                 EXPIRED is not stored: 'A' or 'Y' past its expires.
 -- Tenant, tool and key are in the record's key name, not the value.
 --
 -- The step key's value is the holder's execution id (B c0, packed) and
@@ -47,9 +59,16 @@ local step_guard = ARGV[7] == '1'
 local session = ARGV[8]      -- session id (packed; "" without a step)
 local tool = ARGV[9]         -- the tool's name, for the step entry
 local args = ARGV[10]        -- canonical arguments, kept while IN_PROGRESS or UNKNOWN
+local approval = ARGV[11]    -- approval id of a call to approve (packed; "" when allowed)
+local rule = tonumber(ARGV[12])         -- the deciding rule's index
+local reason = ARGV[13]                 -- its reason
+local approver = ARGV[14]               -- "operator" | "caller"
+local timeout_ms = tonumber(ARGV[15])   -- how long the approval may stay pending
+local use_ms = tonumber(ARGV[16])       -- how long an approved call may wait to run
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
+local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
 
 local v
 if stepkey then v = redis.call('MGET', rec, stepkey) else v = {redis.call('GET', rec)} end
@@ -73,6 +92,20 @@ if v then
   local state, rfp, rexec, rfence, rcreated, rstep, rheld, rsession, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
+  if state == 'A' or state == 'Y' or state == 'N' then
+    local _, _, _, _, _, aexp, _, _, _, _, _, q = struct.unpack(APPROVAL, v, p)
+    local block = string.sub(v, p, q - 1)
+    if state == 'N' then return {'approval_denied', block} end
+    local now = clock()
+    if aexp <= now then return {'approval_expired', block} end
+    if state == 'A' and approval ~= '' then return {'awaiting_approval', rexec, block} end
+    -- Approved, or pending under rules that now allow the call: it runs,
+    -- as a first claim of the record, and the approval is used up.
+    local fence = math.max(rfence + 1, now)
+    redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
+    if rheld == 1 then redis.call('SET', rstep, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
+    return {'consumed', int(fence), block}
+  end
   local rowner, rlease, _, q = struct.unpack(PROGRESS, v, p)
   -- The same claim again (a client resent it after losing the reply): it
   -- already owns the record, so it gets its claim, not "in progress".
@@ -98,6 +131,16 @@ if holder then
 end
 -- No earlier token survives a deletion, so the clock is the floor.
 local now = clock()
+if approval ~= '' then
+  -- The rules say approve: the call waits for a decision, nothing runs.
+  local life = timeout_ms + replay_ms
+  local block = struct.pack(APPROVAL, #approval, approval, rule, #reason, reason, #approver, approver,
+    now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '')
+  redis.call('SET', rec, struct.pack(HEAD, 'A', #fp, fp, #exec, exec, 0, now, #(stepkey or ''), stepkey or '',
+    bind and 1 or 0, #session, session) .. block .. args, 'PX', life)
+  if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', life) end
+  return {'awaiting_approval', exec, block}
+end
 redis.call('SET', rec, in_progress(exec, now, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
 if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
 return now

@@ -22,7 +22,7 @@ end
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
 local state, _, _, _, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
-if state == 'C' then return {'not_resolvable'} end
+if state ~= 'P' and state ~= 'U' then return {'not_resolvable'} end -- COMPLETED, or an approval
 if state == 'P' then
   local _, lease = struct.unpack(PROGRESS, v, p)
   if lease > clock() then return {'not_resolvable'} end
