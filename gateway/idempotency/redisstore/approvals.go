@@ -182,7 +182,7 @@ func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFi
 	if err := filter.Validate(); err != nil {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list approvals: %w", err)
 	}
-	return s.list(ctx, idempotency.ListFilter{State: filter.State, Tenant: filter.Tenant, Tool: filter.Tool, Limit: filter.Limit, Cursor: filter.Cursor}, true)
+	return s.list(ctx, filter.ListFilter(), true)
 }
 
 // DecideApproval finds the record through the index and decides with
