@@ -24,16 +24,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolgateway/toolgateway/gateway/gatewaycmd"
-	"github.com/toolgateway/toolgateway/keyderive"
-
 	// The stock binary's tools, as in cmd/gateway.
+	"github.com/toolgateway/toolgateway/gateway/gatewaycmd"
+	"github.com/toolgateway/toolgateway/internal/testutil"
+	"github.com/toolgateway/toolgateway/keyderive"
 	_ "github.com/toolgateway/toolgateway/tools/builtin"
 )
 
@@ -193,32 +192,6 @@ func drainTimeout(t *testing.T, text string) time.Duration {
 	return d
 }
 
-// logBuffer collects the gateway's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) listening() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var l map[string]any
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l["msg"] == "gateway listening" {
-			addr, _ := l["addr"].(string)
-			return addr
-		}
-	}
-	return ""
-}
-
 // startGateway runs the program with a config and environment until the
 // test ends and returns its address.
 func startGateway(t *testing.T, configText string, env map[string]string) string {
@@ -226,7 +199,7 @@ func startGateway(t *testing.T, configText string, env map[string]string) string
 	path := writeConfig(t, configText)
 	env["GATEWAY_ADDR"] = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &logBuffer{}
+	logs := &testutil.LockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- gatewaycmd.Run(ctx, []string{"gateway", "-config", path}, func(k string) string { return env[k] }, logs)
@@ -239,7 +212,7 @@ func startGateway(t *testing.T, configText string, env map[string]string) string
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if addr := logs.listening(); addr != "" {
+		if addr, _ := logs.Find("gateway listening")["addr"].(string); addr != "" {
 			return addr
 		}
 		select {

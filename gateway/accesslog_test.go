@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -14,7 +15,7 @@ import (
 // and nothing else at info level (the go-sdk server's per-session lines
 // are not passed on), as docs/operations.md promises.
 func TestOneLogLinePerMCPRequest(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")}, withLogger(logger))
 	cs := h.mcpSession(mcpClientOptions{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,7 +32,8 @@ func tenantFrom(ctx context.Context) string {
 // would silently win); and the admin token must differ from every tenant's,
 // so no tenant can reach the admin API. A tenant's previous token (a
 // rotation) counts as one of its tokens for all of this. admin lists the
-// admin token hashes: the current one, then the previous one (nil: none).
+// admin token hashes: the current one, then the previous one (nil: none);
+// a previous admin token needs a current one, the token that replaces it.
 // Errors start with the path of the offending value ("tenants[1].name",
 // "admin.token_sha256"), which the config prefixes with its own section.
 func ValidateAuth(tenants []Tenant, admin ...*[sha256.Size]byte) error {
@@ -39,6 +41,9 @@ func ValidateAuth(tenants []Tenant, admin ...*[sha256.Size]byte) error {
 	// owner of each token hash: a tenant's name, or "" for the admin.
 	tokens := make(map[[sha256.Size]byte]string, 2*len(tenants))
 	adminFields := []string{"admin.token_sha256", "admin.previous_token_sha256"}
+	if len(admin) > 1 && admin[0] == nil && admin[1] != nil {
+		return errors.New("admin.previous_token_sha256: set only beside admin.token_sha256 (the token that replaces it)")
+	}
 	for i, h := range admin {
 		if h == nil {
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -15,7 +16,7 @@ import (
 // TestMCPMetricsAndLog: MCP calls are counted and logged like REST calls,
 // with api="mcp"; REST calls keep api="rest".
 func TestMCPMetricsAndLog(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withLogger(logger))

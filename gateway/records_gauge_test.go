@@ -9,8 +9,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/buildinfo"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 )
 

@@ -73,9 +73,6 @@ func newSettings(set Settings) (*settings, error) {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}
-	if set.AdminTokenSHA256 == nil && set.AdminPreviousTokenSHA256 != nil {
-		return nil, errors.New("gateway: admin.previous_token_sha256: set only beside admin.token_sha256")
-	}
 	var admin []*[sha256.Size]byte
 	for _, h := range []*[sha256.Size]byte{set.AdminTokenSHA256, set.AdminPreviousTokenSHA256} {
 		if h != nil {

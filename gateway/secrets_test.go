@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,35 +11,17 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
-
-// lockedBuffer collects log output written from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func withLogger(l *slog.Logger) harnessOption {
 	return func(o *gateway.Options) { o.Logger = l }
@@ -60,7 +41,7 @@ func marker(kind string) string {
 // one JSON object (nothing a client sent split a line); and that every tool
 // label is a configured tool or "unknown".
 func TestSecretsStayOutOfLogsAndMetrics(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	tokenAcme, tokenGlobex, tokenAdmin := marker("TOKACME"), marker("TOKGLOBEX"), marker("TOKADMIN")
@@ -237,7 +218,7 @@ func TestStoreFailureLogHasNoFullKey(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	store := redisstore.New(client, redisstore.Options{Prefix: "storefailure:"})
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")},
 		withStore(store), withLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -100,7 +101,7 @@ func (s *hangingPingStore) Ping(ctx context.Context) error {
 // probe.
 func TestReadyzIsBoundedAndLogsStateChanges(t *testing.T) {
 	store := &hangingPingStore{Store: newStore(t, storeEmbedded)}
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")}, withStore(store), withLogger(slog.New(slog.NewJSONHandler(logs, nil))))
 	store.down.Store(true)
 	for range 3 {

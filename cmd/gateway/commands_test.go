@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,10 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
 
@@ -331,7 +330,7 @@ func startInProcess(t *testing.T, configText string) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lineBuffer{}
+	logs := &testutil.LockedBuffer{}
 	done := make(chan error, 1)
 	env := map[string]string{"GATEWAY_ADDR": "127.0.0.1:0"}
 	go func() {
@@ -345,43 +344,12 @@ func startInProcess(t *testing.T, configText string) string {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if addr := logs.listening(); addr != "" {
+		if addr, _ := logs.Find("gateway listening")["addr"].(string); addr != "" {
 			return addr
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("gateway did not start: %s", logs.String())
-	return ""
-}
-
-// lineBuffer collects log lines written from many goroutines.
-type lineBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lineBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lineBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// listening is the address of the "gateway listening" line, if written.
-func (b *lineBuffer) listening() string {
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
-	for sc.Scan() {
-		var l map[string]any
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l["msg"] == "gateway listening" {
-			addr, _ := l["addr"].(string)
-			return addr
-		}
-	}
 	return ""
 }
 

@@ -8,13 +8,13 @@ import (
 )
 
 // TestVersionStampedAtBuild: a binary built with
-// -ldflags "-X .../internal/buildinfo.Stamped=V" prints V for -version (the
+// -ldflags "-X .../gateway/buildinfo.Stamped=V" prints V for -version (the
 // form deploy/Dockerfile uses); one built without prints devel+<commit> or
 // devel, never "(devel)".
 func TestVersionStampedAtBuild(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ ldflags, want string }{
-		{"-X github.com/toolgateway/toolgateway/internal/buildinfo.Stamped=v9.8.7-test", "gateway v9.8.7-test\n"},
+		{"-X github.com/toolgateway/toolgateway/gateway/buildinfo.Stamped=v9.8.7-test", "gateway v9.8.7-test\n"},
 		{"", "gateway devel"},
 	} {
 		binary := filepath.Join(dir, "gateway")

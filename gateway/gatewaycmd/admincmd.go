@@ -274,18 +274,32 @@ func recordPath(tenant, tool, key string) string {
 }
 
 func (c *adminClient) show(ctx context.Context, args []string) error {
-	const usage = "show TENANT TOOL KEY [-response]"
-	fs := flag.NewFlagSet("show", flag.ContinueOnError)
+	return c.getRecord(ctx, args, "show TENANT TOOL KEY [-response]", 3, func(pos []string) string {
+		return recordPath(pos[0], pos[1], pos[2])
+	})
+}
+
+func (c *adminClient) exec(ctx context.Context, args []string) error {
+	return c.getRecord(ctx, args, "exec EXECUTION_ID [-response]", 1, func(pos []string) string {
+		return "/admin/v1/executions/" + url.PathEscape(pos[0])
+	})
+}
+
+// getRecord is a command that prints one record (show, exec): usage's first
+// word names it, nargs positional arguments make its admin path (pathOf),
+// and -response adds the stored response.
+func (c *adminClient) getRecord(ctx context.Context, args []string, usage string, nargs int, pathOf func(pos []string) string) error {
+	name, _, _ := strings.Cut(usage, " ")
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	response := fs.Bool("response", false, "include the stored response")
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
-	pos, err := c.parseInterleaved(fs, args, 3, usage)
+	pos, err := c.parseInterleaved(fs, args, nargs, usage)
 	if err != nil {
 		return err
 	}
-	path := recordPath(pos[0], pos[1], pos[2]) + includeQuery(*response)
-	raw, err := c.do(ctx, http.MethodGet, path, nil)
+	raw, err := c.do(ctx, http.MethodGet, pathOf(pos)+includeQuery(*response), nil)
 	if err != nil {
-		return fmt.Errorf("admin show: %w", err)
+		return fmt.Errorf("admin %s: %w", name, err)
 	}
 	return c.printRecord(raw, *asJSON)
 }
@@ -297,23 +311,6 @@ func includeQuery(response bool) string {
 		return "?include=response,arguments"
 	}
 	return "?include=arguments"
-}
-
-func (c *adminClient) exec(ctx context.Context, args []string) error {
-	const usage = "exec EXECUTION_ID [-response]"
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	response := fs.Bool("response", false, "include the stored response")
-	asJSON := fs.Bool("json", c.json, "print the API's JSON")
-	pos, err := c.parseInterleaved(fs, args, 1, usage)
-	if err != nil {
-		return err
-	}
-	path := "/admin/v1/executions/" + url.PathEscape(pos[0]) + includeQuery(*response)
-	raw, err := c.do(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return fmt.Errorf("admin exec: %w", err)
-	}
-	return c.printRecord(raw, *asJSON)
 }
 
 func (c *adminClient) resolve(ctx context.Context, args []string) error {

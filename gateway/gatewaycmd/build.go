@@ -149,9 +149,6 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if admin == nil && adminPrevious != nil {
-		return nil, nil, errors.New("admin.previous_token_sha256: set only beside admin.token_sha256 (the token that replaces it)")
-	}
 	if err := gateway.ValidateAuth(tenants, admin, adminPrevious); err != nil {
 		if strings.HasPrefix(err.Error(), "tenants[") {
 			return nil, nil, fmt.Errorf("auth.%w", err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/internal/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 	"github.com/toolgateway/toolgateway/wire"

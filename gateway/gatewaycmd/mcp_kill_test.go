@@ -14,13 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/toolgateway/toolgateway/internal/mcptest"
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
 // replica is one gateway process (the real program) on a fixed address.
 type replica struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *testutil.LockedBuffer
 	done chan error // the process's exit
 }
 
@@ -29,7 +30,7 @@ type replica struct {
 // The process is killed at the end of the test if it still runs.
 func startReplica(t *testing.T, bin, path, addr string) *replica {
 	t.Helper()
-	r := &replica{logs: &syncBuffer{}, done: make(chan error, 1)}
+	r := &replica{logs: &testutil.LockedBuffer{}, done: make(chan error, 1)}
 	r.cmd = exec.Command(bin, "-config", path)
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	if err := r.cmd.Start(); err != nil {
@@ -70,9 +71,7 @@ func (r *replica) kill() {
 }
 
 func (r *replica) output() string {
-	r.logs.mu.Lock()
-	defer r.logs.mu.Unlock()
-	return r.logs.buf.String()
+	return r.logs.String()
 }
 
 // freeAddr is a loopback address nobody listens on (so a restarted

@@ -446,7 +446,7 @@ mcp_servers:
 	}
 	// Stdio stderr reaches the gateway's log tagged with the server name.
 	tagged := false
-	for _, l := range g.logs.lines() {
+	for _, l := range g.logs.JSONLines() {
 		if l["msg"] == "mcp server stderr" && l["mcp_server"] == "local" {
 			tagged = true
 		}

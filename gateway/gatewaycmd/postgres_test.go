@@ -91,7 +91,7 @@ func TestRunOnPostgres(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT state FROM "+schema+".records WHERE tool = 'cmdtest-slow'").Scan(&state); err != nil || state != "COMPLETED" {
 		t.Fatalf("record in schema %s: %q, %v", schema, state, err)
 	}
-	for _, l := range g.logs.lines() {
+	for _, l := range g.logs.JSONLines() {
 		if l["msg"] == "gateway listening" {
 			desc, _ := l["store"].(string)
 			if !strings.HasPrefix(desc, "postgres:") || !strings.Contains(desc, schema) || strings.Contains(desc, "@") {

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/buildinfo"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
-	"github.com/toolgateway/toolgateway/internal/buildinfo"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 )

@@ -5,49 +5,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
-
-// syncBuffer collects the gateway's log lines from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // started runs the gateway until the returned cancel is called.
 type started struct {
 	addr   string
-	logs   *syncBuffer
+	logs   *testutil.LockedBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -56,13 +33,13 @@ func startGateway(t *testing.T, configText string) *started {
 	t.Helper()
 	path := writeConfig(t, configText)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &started{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		s.done <- Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, s.logs)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.addr == "" {
-		for _, l := range s.logs.lines() {
+		for _, l := range s.logs.JSONLines() {
 			if l["msg"] == "gateway listening" {
 				s.addr, _ = l["addr"].(string)
 			}
@@ -160,7 +137,7 @@ func TestShutdownDrainsAndRecordsTheOutcome(t *testing.T) {
 	// One JSON log line per request, with the key's prefix only.
 	key, _ := keyderive.Key("drain", 1, "cmdtest-slow", []byte(`{}`))
 	var requests []map[string]any
-	for _, l := range g2.logs.lines() {
+	for _, l := range g2.logs.JSONLines() {
 		if l["msg"] == "request" && l["route"] == "/api/tools/v1/{tool}" {
 			requests = append(requests, l)
 		}
@@ -177,7 +154,7 @@ func TestShutdownDrainsAndRecordsTheOutcome(t *testing.T) {
 	if l["outcome"] != "replayed" || l["key_prefix"] != key[:8] || l["tenant"] != "anonymous" || l["tool"] != "cmdtest-slow" {
 		t.Fatalf("log line %v", l)
 	}
-	raw, _ := json.Marshal(g2.logs.lines())
+	raw, _ := json.Marshal(g2.logs.JSONLines())
 	if strings.Contains(string(raw), key) {
 		t.Fatal("the full idempotency key appears in the logs")
 	}
@@ -256,4 +233,148 @@ func TestBadRedisURLNamesTheVariable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") || strings.Contains(err.Error(), "store.redis_url") {
 		t.Fatalf("error = %v; want it to name REDIS_URL", err)
 	}
+}
+
+// With admin_listen, /healthz, /readyz, /metrics and /admin are served on
+// that listener only, and the tool API on listen only.
+func TestAdminListenSeparatesOperations(t *testing.T) {
+	g := startGateway(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+
+		"\nadmin:\n  token_sha256: "+tokenHash("adm")+"\n")
+	var opsAddr string
+	for _, l := range g.logs.JSONLines() {
+		if l["msg"] == "gateway listening" {
+			opsAddr, _ = l["admin_addr"].(string)
+		}
+	}
+	if opsAddr == "" || opsAddr == g.addr {
+		t.Fatalf("admin_addr %q in the start-up line (listen %s)", opsAddr, g.addr)
+	}
+	get := func(addr, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer adm")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if resp := call(t, g.addr, "ops", 1, "reloadtest", `{}`); resp.StatusCode != 200 {
+		t.Fatalf("tool call on listen: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/admin/v1/records?state=UNKNOWN"} {
+		if st, _ := get(g.addr, path); st != http.StatusNotFound {
+			t.Errorf("%s on listen: %d, want 404", path, st)
+		}
+		if st, body := get(opsAddr, path); st != http.StatusOK {
+			t.Errorf("%s on admin_listen: %d %s", path, st, body)
+		}
+	}
+	if _, body := get(opsAddr, "/metrics"); !strings.Contains(body, `gateway_requests_total{api="rest",outcome="executed",tool="reloadtest"} 1`) {
+		t.Errorf("metrics on admin_listen do not count the call:\n%s", body)
+	}
+	if st, _ := get(opsAddr, "/api/tools/v1"); st != http.StatusNotFound {
+		t.Errorf("tool API on admin_listen: %d, want 404", st)
+	}
+}
+
+// closedAfterResponse reads one response from conn and reports whether the
+// server then closed the connection (EOF) before the deadline.
+func closedAfterResponse(t *testing.T, conn net.Conn) (*http.Response, bool) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	_, err = br.ReadByte()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return resp, false
+	}
+	return resp, err != nil
+}
+
+// A request with both Content-Length and Transfer-Encoding (a request
+// smuggling shape behind a proxy that trusts Content-Length) is processed
+// by Transfer-Encoding alone, and the connection is closed after the
+// response (RFC 9112 §6.1). net/http drops Content-Length before a handler
+// sees it, so every chunked request closes its connection.
+func TestChunkedRequestClosesTheConnection(t *testing.T) {
+	g := startGateway(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+"\nserver:\n  read_timeout: 30s\n"+echoUpstream(t))
+	args := `{"message":"hi"}`
+	key, err := keyderive.Key("s", 1, "echo", []byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	chunk := strings.ToUpper(strings.TrimPrefix(itoaHex(len(args)), "0x"))
+	_, err = io.WriteString(conn, "POST /api/tools/v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"+
+		"Idempotency-Key: "+key+"\r\nAgent-Session-Id: s\r\nAgent-Step-Index: 1\r\n"+
+		"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+chunk+"\r\n"+args+"\r\n0\r\n\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, closed := closedAfterResponse(t, conn)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if !closed {
+		t.Fatal("the connection stayed open after a request with Content-Length and Transfer-Encoding")
+	}
+}
+
+// A chunked body over max_body_bytes gets its 413 and the connection is
+// closed at once, not when read_timeout ends.
+func TestOversizedChunkedBodyClosesAtOnce(t *testing.T) {
+	g := startGateway(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+
+		"\nserver:\n  read_timeout: 60s\nidempotency:\n  max_body_bytes: 1024\n"+echoUpstream(t))
+	conn, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// 4 KiB in one chunk, then the client stalls: no terminating chunk.
+	_, err = io.WriteString(conn, "POST /api/tools/v1/echo HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"+
+		"Transfer-Encoding: chunked\r\n\r\n1000\r\n"+strings.Repeat("x", 4096)+"\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, closed := closedAfterResponse(t, conn)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+	if !closed {
+		t.Fatal("the connection stayed open after the 413")
+	}
+}
+
+// echoUpstream configures tool "echo" as an HTTP upstream answering {}.
+func echoUpstream(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	t.Cleanup(srv.Close)
+	return "tools:\n  - name: echo\n    http:\n      url: " + srv.URL + "\n"
+}
+
+func itoaHex(n int) string {
+	const digits = "0123456789abcdef"
+	if n == 0 {
+		return "0"
+	}
+	var out []byte
+	for ; n > 0; n /= 16 {
+		out = append([]byte{digits[n%16]}, out...)
+	}
+	return string(out)
 }

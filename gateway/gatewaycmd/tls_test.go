@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
 
@@ -90,7 +91,7 @@ func TestTLSServesHTTPS(t *testing.T) {
 	// Started from another directory, so only config-relative paths work.
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testutil.LockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, []string{"gateway", "-config", config}, func(string) string { return "" }, logs)
@@ -103,7 +104,7 @@ func TestTLSServesHTTPS(t *testing.T) {
 	}()
 	var addr string
 	waitFor(t, func() bool {
-		for _, l := range logs.lines() {
+		for _, l := range logs.JSONLines() {
 			if l["msg"] == "gateway listening" {
 				if l["tls"] != true {
 					t.Fatalf("listening line says tls=%v", l["tls"])

@@ -11,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 
-	"github.com/toolgateway/toolgateway/internal/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/buildinfo"
 )
 
 // TracingConfig turns OpenTelemetry tracing on (docs/operations.md,

@@ -186,6 +186,12 @@ type ApprovalFilter struct {
 	Cursor string
 }
 
+// ListFilter is f as the List filter that every store's ListApprovals
+// runs, keeping only the records that carry an approval.
+func (f ApprovalFilter) ListFilter() ListFilter {
+	return ListFilter{State: f.State, Tenant: f.Tenant, Tool: f.Tool, Limit: f.Limit, Cursor: f.Cursor}
+}
+
 // Validate checks the filter's state and limit.
 func (f ApprovalFilter) Validate() error {
 	if f.Limit < 1 || f.Limit > MaxListLimit {

@@ -139,9 +139,15 @@ func (g *LayoutGuard) Check(ctx context.Context) error {
 	return g.verdict
 }
 
-// WaitForOlderGateways waits until every gateway that knew only an older
-// layout has read the version just raised (2 × LayoutRefresh), or ctx ends.
-func WaitForOlderGateways(ctx context.Context) error {
+// WaitForOlderGateways is what a gateway that just raised a shared store's
+// layout from found to raised does before deciding anything: it waits until
+// every gateway that knew only found has read the new version
+// (2 × LayoutRefresh), or ctx ends. A new store (found 0) or one already
+// at raised has no older gateways to wait for.
+func WaitForOlderGateways(ctx context.Context, found, raised int) error {
+	if found < 1 || found >= raised {
+		return nil
+	}
 	t := time.NewTimer(2 * LayoutRefresh)
 	defer t.Stop()
 	select {

@@ -34,11 +34,10 @@ func NewMemory(now func() time.Time) *Memory {
 // by Period/Rate; a call is refused while that time is more than
 // Burst intervals ahead of now.
 func (m *Memory) Allow(_ context.Context, tenant string, l Limit) (Verdict, error) {
-	if err := l.check(); err != nil {
+	if err := l.Validate(); err != nil {
 		return Verdict{}, err
 	}
-	emission := l.Period / time.Duration(l.Rate)
-	burstOffset := emission * time.Duration(l.Burst)
+	emission, burstOffset := l.GCRA()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()

@@ -87,10 +87,21 @@ type Backend interface {
 // ErrInvalidLimit is returned for a Limit that cannot be enforced.
 var ErrInvalidLimit = errors.New("ratelimit: invalid limit")
 
-// check refuses a limit with a non-positive rate, period or burst.
-func (l Limit) check() error {
+// Validate refuses a limit with a non-positive rate, period or burst
+// ([ErrInvalidLimit]): every [Backend]'s Allow checks it first.
+func (l Limit) Validate() error {
 	if l.Rate <= 0 || l.Period <= 0 || l.Burst <= 0 {
 		return fmt.Errorf("%w: %+v", ErrInvalidLimit, l)
 	}
 	return nil
+}
+
+// GCRA is l in the terms of the GCRA (a valid l, see [Limit.Validate]):
+// each call moves a tenant's theoretical arrival time on by emission, and
+// a call passes while that time is at most burstOffset ahead of now. The
+// integer arithmetic is redis_rate's, so [Memory] and the stores' own
+// backends give the same verdicts and waits.
+func (l Limit) GCRA() (emission, burstOffset time.Duration) {
+	emission = l.Period / time.Duration(l.Rate)
+	return emission, emission * time.Duration(l.Burst)
 }

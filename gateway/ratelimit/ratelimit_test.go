@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -108,6 +109,27 @@ func backends(t *testing.T, f func(t *testing.T, b ratelimit.Backend)) {
 			_ = client.Close()
 		})
 		f(t, b)
+	})
+}
+
+// TestInvalidLimitIsRefused: every backend refuses a limit it cannot
+// enforce with ErrInvalidLimit, and counts nothing.
+func TestInvalidLimitIsRefused(t *testing.T) {
+	backends(t, func(t *testing.T, b ratelimit.Backend) {
+		ctx := context.Background()
+		for _, l := range []ratelimit.Limit{
+			{Rate: 0, Period: time.Second, Burst: 1},
+			{Rate: 1, Period: 0, Burst: 1},
+			{Rate: 1, Period: time.Second, Burst: 0},
+		} {
+			if v, err := b.Allow(ctx, "acme", l); !errors.Is(err, ratelimit.ErrInvalidLimit) || v.Allowed {
+				t.Errorf("Allow(%+v) = %+v, %v, want ErrInvalidLimit", l, v, err)
+			}
+		}
+		l := ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}
+		if v, err := b.Allow(ctx, "acme", l); err != nil || !v.Allowed {
+			t.Errorf("first valid call after the refusals: %+v, %v, want allowed (nothing counted)", v, err)
+		}
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
 // Redis is the Backend shared by every replica on one Redis or Redis
@@ -33,7 +35,7 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 
 // Allow counts one call with redis_rate.
 func (r *Redis) Allow(ctx context.Context, tenant string, l Limit) (Verdict, error) {
-	if err := l.check(); err != nil {
+	if err := l.Validate(); err != nil {
 		return Verdict{}, err
 	}
 	res, err := r.limiter.Allow(ctx, r.rateKey(tenant), redis_rate.Limit{Rate: l.Rate, Period: l.Period, Burst: l.Burst})
@@ -55,45 +57,9 @@ func (r *Redis) InFlightKey(tenant string) string { return r.prefix + "inflight:
 // RateKey is the key redis_rate keeps tenant's GCRA state in.
 func (r *Redis) RateKey(tenant string) string { return "rate:" + r.rateKey(tenant) }
 
-// luaNow is the script prelude: Redis's clock in milliseconds. Scripts
-// that read TIME and then write must replicate their effects (the default
-// from Redis 7; asked for explicitly for older servers).
-const luaNow = `
-redis.replicate_commands()
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`
-
-// acquireScript takes a slot when fewer than max live holders are in the set.
-var acquireScript = redis.NewScript(`
-local slots = KEYS[1]
-local holder = ARGV[1]
-local max = tonumber(ARGV[2])
-local lease_ms = tonumber(ARGV[3])
-` + luaNow + `
-redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
-if not redis.call('ZSCORE', slots, holder) and redis.call('ZCARD', slots) >= max then
-  return 0
-end
-redis.call('ZADD', slots, now + lease_ms, holder)
-if redis.call('PTTL', slots) < lease_ms then redis.call('PEXPIRE', slots, lease_ms) end
-return 1
-`)
-
-// renewScript extends (or re-takes: the tool is still running) holder's slot.
-var renewScript = redis.NewScript(`
-local slots = KEYS[1]
-local holder = ARGV[1]
-local lease_ms = tonumber(ARGV[2])
-` + luaNow + `
-redis.call('ZADD', slots, now + lease_ms, holder)
-if redis.call('PTTL', slots) < lease_ms then redis.call('PEXPIRE', slots, lease_ms) end
-return 1
-`)
-
 // Acquire takes a slot; a holder whose process dies frees it after lease.
 func (r *Redis) Acquire(ctx context.Context, tenant, holder string, max int, lease time.Duration) (bool, error) {
-	n, err := acquireScript.Run(ctx, r.client, []string{r.InFlightKey(tenant)}, holder, max, lease.Milliseconds()).Int()
+	n, err := r.run(ctx, acquireScript, tenant, acquireArgs{Holder: holder, Max: max, LeaseMS: lease.Milliseconds()}).Int()
 	if err != nil {
 		return false, fmt.Errorf("ratelimit: redis: acquire in-flight slot: %w", err)
 	}
@@ -102,10 +68,15 @@ func (r *Redis) Acquire(ctx context.Context, tenant, holder string, max int, lea
 
 // Renew extends the slot's lease.
 func (r *Redis) Renew(ctx context.Context, tenant, holder string, lease time.Duration) error {
-	if err := renewScript.Run(ctx, r.client, []string{r.InFlightKey(tenant)}, holder, lease.Milliseconds()).Err(); err != nil {
+	if err := r.run(ctx, renewScript, tenant, renewArgs{Holder: holder, LeaseMS: lease.Milliseconds()}).Err(); err != nil {
 		return fmt.Errorf("ratelimit: redis: renew in-flight slot: %w", err)
 	}
 	return nil
+}
+
+// run runs one of the in-flight scripts on tenant's slots.
+func (r *Redis) run(ctx context.Context, script *redis.Script, tenant string, args redisscript.Args) *redis.Cmd {
+	return redisscript.RunOne(ctx, r.client, redisscript.Call{Script: script, Keys: []string{r.InFlightKey(tenant)}, Args: args.Argv()})
 }
 
 // Release removes the slot.

@@ -1,7 +1,6 @@
 package mcpinterop
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,12 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/gatewaycmd"
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
 
@@ -38,32 +37,6 @@ func everythingEntry(t *testing.T) string {
 	return entry
 }
 
-// lines collects log lines from many goroutines.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lines) find(msg string) map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-			return m
-		}
-	}
-	return nil
-}
-
 // startGateway runs the gateway program with config until the test ends
 // and returns its address.
 func startGateway(t *testing.T, config string) string {
@@ -72,7 +45,7 @@ func startGateway(t *testing.T, config string) string {
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lines{}
+	logs := &testutil.LockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -84,12 +57,12 @@ func startGateway(t *testing.T, config string) string {
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if l := logs.find("gateway listening"); l != nil {
+		if l := logs.Find("gateway listening"); l != nil {
 			return l["addr"].(string)
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("gateway exited at start: %v\n%s", err, logs.buf.String())
+			t.Fatalf("gateway exited at start: %v\n%s", err, logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -203,7 +176,7 @@ func TestServerEverythingOverStreamableHTTP(t *testing.T) {
 	cmd := exec.Command("node", entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr := &lines{}
+	stderr := &testutil.LockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -220,7 +193,7 @@ func TestServerEverythingOverStreamableHTTP(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen on %d: %s", port, stderr.buf.String())
+			t.Fatalf("server-everything did not listen on %d: %s", port, stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,40 +1,21 @@
 package mcptool_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgateway/toolgateway/internal/mcptest"
+	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
-
-// lockedBuffer collects log lines from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func readLog(t *testing.T, path string) []mcptest.Execution {
 	t.Helper()
@@ -53,7 +34,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // and is restarted with its tools, and Close stops the process.
 func TestStdioServerIsStartedRestartedAndStopped(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "execs.jsonl")
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	reg := tools.NewRegistry()
 	m := startManager(t, reg, mcptool.ServerConfig{
 		Name: "local", Command: []string{stdioBinary(t), "-log", logPath, "-page-size", "4"}, Prefix: "l_", RecordIsError: true,

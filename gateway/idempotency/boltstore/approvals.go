@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
@@ -149,29 +147,10 @@ func (t *txn) view(r *storedRecord) idempotency.Record {
 // GetApproval returns the live record carrying approval id, or
 // idempotency.ErrNotFound.
 func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return idempotency.Record{}, err
-	}
-	var rec idempotency.Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		t, err := newTxn(tx, s.now())
-		if err != nil {
-			return err
-		}
+	return s.viewRecord(ctx, "get approval", func(t *txn) (*storedRecord, error) {
 		_, r, err := t.approvalRecord(id)
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			return idempotency.ErrNotFound
-		}
-		rec = t.view(r)
-		return nil
+		return r, err
 	})
-	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("boltstore: get approval: %w", err)
-	}
-	return rec, nil
 }
 
 // ListApprovals lists the records carrying an approval through List's
@@ -180,7 +159,7 @@ func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFi
 	if err := filter.Validate(); err != nil {
 		return idempotency.Page{}, fmt.Errorf("boltstore: list approvals: %w", err)
 	}
-	return s.list(ctx, idempotency.ListFilter{State: filter.State, Tenant: filter.Tenant, Tool: filter.Tool, Limit: filter.Limit, Cursor: filter.Cursor}, true)
+	return s.list(ctx, filter.ListFilter(), true)
 }
 
 // DecideApproval approves or denies the pending approval id in one write

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
@@ -77,4 +79,19 @@ func mustClaim(t *testing.T, s *Store, req idempotency.ClaimRequest, want idempo
 		t.Fatalf("Claim(%s) = %v, want %v (decision %+v)", req.Scope.Key, d.Outcome, want, d)
 	}
 	return d
+}
+
+// bucketSizes counts the entries of each bucket.
+func (s *Store) bucketSizes(t *testing.T) (records, steps, counters int) {
+	t.Helper()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		records = tx.Bucket(recordsBucket).Stats().KeyN
+		steps = tx.Bucket(stepsBucket).Stats().KeyN
+		counters = tx.Bucket(fencingBucket).Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("count buckets: %v", err)
+	}
+	return records, steps, counters
 }

@@ -58,8 +58,8 @@ func checkLayout(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	if found < layoutVersion {
-		return fmt.Errorf("boltstore: layout version %d, this gateway writes %d: %w; run `gateway migrate`", found, layoutVersion, idempotency.ErrLayoutBehind)
+	if err := idempotency.LayoutBehind(found, layoutVersion); err != nil {
+		return fmt.Errorf("boltstore: %w", err)
 	}
 	return idempotency.LayoutVersion{Found: found, Known: newestKnownLayout}.Check(storeKind)
 }

@@ -11,6 +11,12 @@ import (
 
 // Get returns the live record under scope, or idempotency.ErrNotFound.
 func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
+	return s.viewRecord(ctx, "get", func(t *txn) (*storedRecord, error) { return t.liveRecord(scopeKey(scope)) })
+}
+
+// viewRecord returns the live record find finds in a read transaction, or
+// idempotency.ErrNotFound; op names the operation in errors.
+func (s *Store) viewRecord(ctx context.Context, op string, find func(t *txn) (*storedRecord, error)) (idempotency.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return idempotency.Record{}, err
 	}
@@ -20,7 +26,7 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 		if err != nil {
 			return err
 		}
-		r, err := t.liveRecord(scopeKey(scope))
+		r, err := find(t)
 		if err != nil {
 			return err
 		}
@@ -31,7 +37,7 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 		return nil
 	})
 	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("boltstore: get: %w", err)
+		return idempotency.Record{}, fmt.Errorf("boltstore: %s: %w", op, err)
 	}
 	return rec, nil
 }

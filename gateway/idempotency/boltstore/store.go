@@ -64,10 +64,9 @@ type Store struct {
 	db  *bolt.DB
 	now func() time.Time
 
-	stopSweeper context.CancelFunc
-	sweeperDone chan struct{}
-	closeOnce   sync.Once
-	closeErr    error
+	sweeper   *idempotency.Sweeper
+	closeOnce sync.Once
+	closeErr  error
 
 	// durableTxID is the id of the last write transaction known to be
 	// committed and fsynced (see readDurable).
@@ -102,7 +101,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: initialise %s: %w", path, err)
 	}
 
-	s := &Store{db: db, now: opts.Now, sweeperDone: make(chan struct{})}
+	s := &Store{db: db, now: opts.Now}
 	if opts.BatchDelay > 0 {
 		db.MaxBatchDelay = opts.BatchDelay
 	} else {
@@ -116,25 +115,14 @@ func Open(path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	interval := opts.SweepInterval
-	if interval == 0 {
-		interval = defaultSweepInterval
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopSweeper = cancel
-	if interval > 0 {
-		go s.sweepEvery(ctx, interval)
-	} else {
-		close(s.sweeperDone)
-	}
+	s.sweeper = idempotency.StartSweeper(opts.SweepInterval, defaultSweepInterval, s.sweepInBackground)
 	return s, nil
 }
 
 // Close stops the sweeper and closes the file. It is safe to call twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopSweeper()
-		<-s.sweeperDone
+		s.sweeper.Stop()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("boltstore: close: %w", err)
 		}

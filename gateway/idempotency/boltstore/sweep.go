@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -13,22 +12,12 @@ import (
 // deletes, so claims are not held up behind a long sweep.
 const sweepBatch = 1000
 
-// sweepEvery runs Sweep every interval until ctx ends.
-func (s *Store) sweepEvery(ctx context.Context, interval time.Duration) {
-	defer close(s.sweeperDone)
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				// Expired records are already invisible to readers; a failed
-				// sweep only delays reclaiming their space.
-				slog.Warn("boltstore: sweep failed", "error", err)
-			}
-		}
+// sweepInBackground is the background sweeper's sweep.
+func (s *Store) sweepInBackground(ctx context.Context) {
+	if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+		// Expired records are already invisible to readers; a failed
+		// sweep only delays reclaiming their space.
+		slog.Warn("boltstore: sweep failed", "error", err)
 	}
 }
 

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
@@ -165,18 +162,7 @@ func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approva
 // FindExecution looks the execution id up in records_execution, in any
 // tenant, and returns the record with its response.
 func (s *Store) FindExecution(ctx context.Context, executionID string) (idempotency.Record, error) {
-	if err := s.ready(ctx); err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: find execution: %w", err)
-	}
-	var r scannedRecord
-	err := s.pool.QueryRow(ctx, s.sql.findExecution, executionID).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return idempotency.Record{}, idempotency.ErrNotFound
-	}
-	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: find execution: %w", err)
-	}
-	return r.record(true), nil
+	return s.queryRecord(ctx, "find execution", s.sql.findExecution, executionID)
 }
 
 // Resolve turns an UNKNOWN record, or an IN_PROGRESS one whose lease ran

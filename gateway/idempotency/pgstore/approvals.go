@@ -181,18 +181,7 @@ var approvalOutcomes = map[string]idempotency.Outcome{
 
 // GetApproval returns the live row carrying approval id (records_approval).
 func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record, error) {
-	if err := s.ready(ctx); err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: get approval: %w", err)
-	}
-	var r scannedRecord
-	err := s.pool.QueryRow(ctx, s.sql.getApproval, id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return idempotency.Record{}, idempotency.ErrNotFound
-	}
-	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: get approval: %w", err)
-	}
-	return r.record(true), nil
+	return s.queryRecord(ctx, "get approval", s.sql.getApproval, id)
 }
 
 // ListApprovals is List over the rows carrying an approval, newest first.
@@ -200,7 +189,7 @@ func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFi
 	if err := filter.Validate(); err != nil {
 		return idempotency.Page{}, fmt.Errorf("pgstore: list approvals: %w", err)
 	}
-	return s.list(ctx, idempotency.ListFilter{State: filter.State, Tenant: filter.Tenant, Tool: filter.Tool, Limit: filter.Limit, Cursor: filter.Cursor}, true)
+	return s.list(ctx, filter.ListFilter(), true)
 }
 
 // DecideApproval decides a pending approval with one UPDATE, which

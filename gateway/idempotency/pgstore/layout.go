@@ -40,12 +40,7 @@ func (s *Store) migrateAndWait(ctx context.Context) (int, error) {
 	if err != nil {
 		return before, err
 	}
-	if before >= 1 && before < currentVersion {
-		if err := idempotency.WaitForOlderGateways(ctx); err != nil {
-			return before, err
-		}
-	}
-	return before, nil
+	return before, idempotency.WaitForOlderGateways(ctx, before, currentVersion)
 }
 
 // LayoutVersion reads the schema's version.

@@ -135,12 +135,10 @@ func (s *Store) Limiter() *Limiter {
 // Allow counts one call of tenant against l, or refuses it with the wait
 // until the next call would pass.
 func (l *Limiter) Allow(ctx context.Context, tenant string, limit ratelimit.Limit) (ratelimit.Verdict, error) {
-	if limit.Rate <= 0 || limit.Period <= 0 || limit.Burst <= 0 {
-		return ratelimit.Verdict{}, fmt.Errorf("pgstore: rate limit of tenant %q: %w: %+v", tenant, ratelimit.ErrInvalidLimit, limit)
+	if err := limit.Validate(); err != nil {
+		return ratelimit.Verdict{}, fmt.Errorf("pgstore: rate limit of tenant %q: %w", tenant, err)
 	}
-	// The same integer arithmetic as ratelimit.Memory.
-	emission := limit.Period / time.Duration(limit.Rate)
-	burstOffset := emission * time.Duration(limit.Burst)
+	emission, burstOffset := limit.GCRA()
 	if err := l.s.ready(ctx); err != nil {
 		return ratelimit.Verdict{}, fmt.Errorf("pgstore: rate limit of tenant %q: %w", tenant, err)
 	}

@@ -13,16 +13,23 @@ import (
 // Get returns the record under scope, or ErrNotFound (also for a row that
 // expired and awaits the sweep).
 func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
+	return s.queryRecord(ctx, "get "+scope.String(), s.sql.get, scope.Tenant, scope.Tool, scope.Key)
+}
+
+// queryRecord runs query, which selects at most one live row, and returns
+// its record with the response, or ErrNotFound; op names the operation in
+// errors.
+func (s *Store) queryRecord(ctx context.Context, op, query string, args ...any) (idempotency.Record, error) {
 	if err := s.ready(ctx); err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scope, err)
+		return idempotency.Record{}, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	var r scannedRecord
-	err := s.pool.QueryRow(ctx, s.sql.get, scope.Tenant, scope.Tool, scope.Key).Scan(r.dest()...)
+	err := s.pool.QueryRow(ctx, query, args...).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("pgstore: get %s: %w", scope, err)
+		return idempotency.Record{}, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	return r.record(true), nil
 }

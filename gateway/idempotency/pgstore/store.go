@@ -19,7 +19,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -72,18 +71,15 @@ type Store struct {
 	sql        statements
 	sweepBatch int
 
-	// migrated is set once the schema is known to be current; until then
-	// every operation runs the migration first (under migrateMu).
-	migrated  atomic.Bool
-	migrateMu sync.Mutex
-	noMigrate bool
+	// layout makes the schema current before the first operation (with
+	// NoMigrate: checks that it is).
+	layout *idempotency.LayoutSetUp
 	// guard refuses every operation on a schema newer than this code
 	// knows (layout.go).
 	guard *idempotency.LayoutGuard
 
-	stopSweeper context.CancelFunc
-	sweeperDone chan struct{}
-	closeOnce   sync.Once
+	sweeper   *idempotency.Sweeper
+	closeOnce sync.Once
 }
 
 var (
@@ -108,14 +104,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	s := &Store{
-		pool:        pool,
-		schema:      opts.Schema,
-		sql:         newStatements(opts.Schema),
-		sweepBatch:  opts.SweepBatch,
-		sweeperDone: make(chan struct{}),
-		noMigrate:   opts.NoMigrate,
+		pool:       pool,
+		schema:     opts.Schema,
+		sql:        newStatements(opts.Schema),
+		sweepBatch: opts.SweepBatch,
 	}
 	s.guard = idempotency.NewLayoutGuard(storeKind, currentVersion, s.readVersion)
+	s.layout = idempotency.NewLayoutSetUp(storeKind, currentVersion, opts.NoMigrate, s.readVersion, func(ctx context.Context) error {
+		_, err := s.migrateAndWait(ctx)
+		return err
+	})
 	if s.sweepBatch <= 0 {
 		s.sweepBatch = DefaultSweepBatch
 	}
@@ -131,17 +129,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := s.setUp(ctx); err != nil && !IsConnectionError(err) && !errors.Is(err, idempotency.ErrLayoutBehind) {
 		return nil, err
 	}
-	interval := opts.SweepInterval
-	if interval == 0 {
-		interval = DefaultSweepInterval
-	}
-	sweepCtx, cancel := context.WithCancel(context.Background())
-	s.stopSweeper = cancel
-	if interval > 0 {
-		go s.sweepEvery(sweepCtx, interval)
-	} else {
-		close(s.sweeperDone)
-	}
+	// A failed sweep (the database is down) is tried again at the next tick.
+	s.sweeper = idempotency.StartSweeper(opts.SweepInterval, DefaultSweepInterval, func(ctx context.Context) { _, _ = s.Sweep(ctx) })
 	return s, nil
 }
 
@@ -190,10 +179,8 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 // costs nothing) and that no newer gateway moved it since (the layout
 // guard: one read of the version per idempotency.LayoutRefresh).
 func (s *Store) ready(ctx context.Context) error {
-	if !s.migrated.Load() {
-		if err := s.setUp(ctx); err != nil {
-			return err
-		}
+	if err := s.setUp(ctx); err != nil {
+		return err
 	}
 	if err := s.guard.Check(ctx); err != nil {
 		return fmt.Errorf("pgstore: schema %s: %w", s.schema, err)
@@ -202,23 +189,9 @@ func (s *Store) ready(ctx context.Context) error {
 }
 
 func (s *Store) setUp(ctx context.Context) error {
-	s.migrateMu.Lock()
-	defer s.migrateMu.Unlock()
-	if s.migrated.Load() {
-		return nil
+	if err := s.layout.Ensure(ctx); err != nil {
+		return fmt.Errorf("pgstore: schema %s: %w", s.schema, err)
 	}
-	if s.noMigrate {
-		found, err := s.readVersion(ctx)
-		if err != nil {
-			return fmt.Errorf("pgstore: schema %s: read version: %w", s.schema, err)
-		}
-		if found < currentVersion {
-			return fmt.Errorf("pgstore: schema %s is at version %d, this gateway writes %d: %w; run `gateway migrate`", s.schema, found, currentVersion, idempotency.ErrLayoutBehind)
-		}
-	} else if _, err := s.migrateAndWait(ctx); err != nil {
-		return err
-	}
-	s.migrated.Store(true)
 	return nil
 }
 
@@ -261,8 +234,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // It is safe to call twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopSweeper()
-		<-s.sweeperDone
+		s.sweeper.Stop()
 		if s.ownsPool {
 			s.pool.Close()
 		}

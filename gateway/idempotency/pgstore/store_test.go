@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/storetest"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 )
 
@@ -397,4 +398,13 @@ func TestClaimPlansPerCall(t *testing.T) {
 			t.Errorf("schema %s: claim settings %v, want plan_cache_mode=force_custom_plan", schema, got)
 		}
 	}
+}
+
+// TestConformance runs the whole suite, each subtest on a store in a fresh
+// schema of its own.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) idempotency.Store {
+		s, _ := newTestStore(t, Options{})
+		return s
+	})
 }

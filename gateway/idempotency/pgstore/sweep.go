@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Sweep deletes expired rows, one bounded batch per statement, until a
@@ -33,20 +32,4 @@ func (s *Store) sweepBatchOnce(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("pgstore: sweep: %w", err)
 	}
 	return tag.RowsAffected(), nil
-}
-
-// sweepEvery sweeps every interval until ctx ends. A failed sweep (the
-// database is down) is simply tried again at the next tick.
-func (s *Store) sweepEvery(ctx context.Context, interval time.Duration) {
-	defer close(s.sweeperDone)
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			_, _ = s.Sweep(ctx)
-		}
-	}
 }

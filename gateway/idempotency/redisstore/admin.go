@@ -51,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	}
 	deleted := 0
 	for _, f := range found {
-		ok, err := s.evalInt(ctx, scriptCall{deleteScript, []string{f.key}, deleteArgs{}.argv()})
+		ok, err := s.evalInt(ctx, call(deleteScript, []string{f.key}, deleteArgs{}))
 		if err != nil {
 			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}
@@ -161,8 +161,8 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	target := newest(found)
-	cmds, err := s.eval(ctx, scriptCall{resolveScript, []string{target.key},
-		resolveArgs{millis(ttl), resp.Status, packCtype(resp.ContentType), resp.Body}.argv()})
+	cmds, err := s.eval(ctx, call(resolveScript, []string{target.key},
+		resolveArgs{millis(ttl), resp.Status, packCtype(resp.ContentType), resp.Body}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: resolve %v: %w", scope, err)
 	}

@@ -54,7 +54,7 @@ type approveArgs struct {
 	Note    string `lua:"note"`
 }
 
-func (a approveArgs) argv() []any { return []any{a.ID, a.Approve, a.By, a.Note} }
+func (a approveArgs) Argv() []any { return []any{a.ID, a.Approve, a.By, a.Note} }
 
 // approval returns the key of the approval index entry of id.
 func (k keyLayout) approval(id string) string {
@@ -182,7 +182,7 @@ func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFi
 	if err := filter.Validate(); err != nil {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list approvals: %w", err)
 	}
-	return s.list(ctx, idempotency.ListFilter{State: filter.State, Tenant: filter.Tenant, Tool: filter.Tool, Limit: filter.Limit, Cursor: filter.Cursor}, true)
+	return s.list(ctx, filter.ListFilter(), true)
 }
 
 // DecideApproval finds the record through the index and decides with
@@ -199,8 +199,8 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 	}
-	cmds, err := s.eval(ctx, scriptCall{approveScript, []string{f.key},
-		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, Note: decision.Note}.argv()})
+	cmds, err := s.eval(ctx, call(approveScript, []string{f.key},
+		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, Note: decision.Note}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 	}

@@ -6,11 +6,11 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-// The ARGV of each script, as one typed struct per script. Each field's
-// lua tag is the name the script gives that argument in its header
-// (`local <name> = ARGV[i]`), fields in the header's order, and argv lists
-// the fields in that order. TestScriptHeaders holds every script, its
-// struct and argv equal.
+// The ARGV of each script, as one typed struct per script
+// ([redisscript.Args]): each field's lua tag is the name the script gives
+// that argument in its header, fields in the header's order, and Argv
+// lists the fields in that order. TestScriptHeaders holds every script,
+// its struct and Argv equal ([redisscript.CheckHeader]).
 
 // claimArgs are claim.lua's ARGV.
 type claimArgs struct {
@@ -27,7 +27,7 @@ type claimArgs struct {
 	approvalClaimArgs
 }
 
-func (a claimArgs) argv() []any {
+func (a claimArgs) Argv() []any {
 	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments,
 		a.Approval, a.Rule, a.Reason, a.Approver, a.TimeoutMS, a.UseMS}
 }
@@ -48,7 +48,7 @@ type renewArgs struct {
 	LockMS int64 `lua:"lock_ms"`
 }
 
-func (a renewArgs) argv() []any { return []any{a.Owner, a.Fence, a.LockMS} }
+func (a renewArgs) Argv() []any { return []any{a.Owner, a.Fence, a.LockMS} }
 
 // completeArgs are complete.lua's ARGV.
 type completeArgs struct {
@@ -59,7 +59,7 @@ type completeArgs struct {
 	Body     []byte `lua:"body"`
 }
 
-func (a completeArgs) argv() []any {
+func (a completeArgs) Argv() []any {
 	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body}
 }
 
@@ -69,14 +69,14 @@ type markUnknownArgs struct {
 	ReplayMS int64 `lua:"replay_ms"`
 }
 
-func (a markUnknownArgs) argv() []any { return []any{a.Owner, a.Fence, a.ReplayMS} }
+func (a markUnknownArgs) Argv() []any { return []any{a.Owner, a.Fence, a.ReplayMS} }
 
 // releaseArgs are release.lua's ARGV.
 type releaseArgs struct {
 	ownerCheck
 }
 
-func (a releaseArgs) argv() []any { return []any{a.Owner, a.Fence} }
+func (a releaseArgs) Argv() []any { return []any{a.Owner, a.Fence} }
 
 // resolveArgs are resolve.lua's ARGV.
 type resolveArgs struct {
@@ -86,7 +86,7 @@ type resolveArgs struct {
 	Body   []byte `lua:"body"`
 }
 
-func (a resolveArgs) argv() []any { return []any{a.TTLMS, a.Status, a.Ctype, a.Body} }
+func (a resolveArgs) Argv() []any { return []any{a.TTLMS, a.Status, a.Ctype, a.Body} }
 
 // pointArgs are point.lua's ARGV.
 type pointArgs struct {
@@ -94,19 +94,19 @@ type pointArgs struct {
 	TTLMS  int64  `lua:"ttl_ms"`
 }
 
-func (a pointArgs) argv() []any { return []any{a.Record, a.TTLMS} }
+func (a pointArgs) Argv() []any { return []any{a.Record, a.TTLMS} }
 
 // layoutArgs are layout.lua's ARGV.
 type layoutArgs struct {
 	Version int `lua:"version"`
 }
 
-func (a layoutArgs) argv() []any { return []any{a.Version} }
+func (a layoutArgs) Argv() []any { return []any{a.Version} }
 
 // deleteArgs are delete.lua's ARGV: none (the key name is the scope check).
 type deleteArgs struct{}
 
-func (deleteArgs) argv() []any { return nil }
+func (deleteArgs) Argv() []any { return nil }
 
 // flag is a boolean as the scripts read it.
 func flag(b bool) string {

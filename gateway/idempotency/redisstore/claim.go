@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
 // Claim decides the request with one script; for a request with a step the
@@ -42,9 +43,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
 	}
-	calls := []scriptCall{{claimScript, keys, args.argv()}}
+	calls := []redisscript.Call{call(claimScript, keys, args)}
 	if s.keys.usesPointer(req.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: max(args.LockMS, args.TimeoutMS+args.UseMS) + args.ReplayMS}.argv()})
+		calls = append(calls, call(pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: max(args.LockMS, args.TimeoutMS+args.UseMS) + args.ReplayMS}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {

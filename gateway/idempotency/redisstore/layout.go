@@ -55,33 +55,10 @@ func (s *Store) readLayout(ctx context.Context) (int, error) {
 // or with Options.NoMigrate refuses a store that is behind) and then asks
 // the guard: every operation runs it first.
 func (s *Store) ready(ctx context.Context) error {
-	if !s.setUpDone.Load() {
-		if err := s.setUp(ctx); err != nil {
-			return err
-		}
-	}
-	return s.guard.Check(ctx)
-}
-
-func (s *Store) setUp(ctx context.Context) error {
-	s.setUpMu.Lock()
-	defer s.setUpMu.Unlock()
-	if s.setUpDone.Load() {
-		return nil
-	}
-	if s.noMigrate {
-		found, err := s.readLayout(ctx)
-		if err != nil {
-			return fmt.Errorf("read the layout version: %w", err)
-		}
-		if found < layoutVersion {
-			return fmt.Errorf("layout version %d, this gateway writes %d: %w; run `gateway migrate`", found, layoutVersion, idempotency.ErrLayoutBehind)
-		}
-	} else if _, err := s.raiseLayout(ctx); err != nil {
+	if err := s.layout.Ensure(ctx); err != nil {
 		return err
 	}
-	s.setUpDone.Store(true)
-	return nil
+	return s.guard.Check(ctx)
 }
 
 // raiseLayout records layoutVersion unless the store holds it or a newer
@@ -90,7 +67,7 @@ func (s *Store) setUp(ctx context.Context) error {
 func (s *Store) raiseLayout(ctx context.Context) (int, error) {
 	// With wait_replicas the version waits for its replicas like a claim,
 	// so a failover does not bring back an older version.
-	cmds, acked, err := s.evalReplicated(ctx, scriptCall{layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}.argv()})
+	cmds, acked, err := s.evalReplicated(ctx, call(layoutScript, []string{s.keys.layoutKey()}, layoutArgs{Version: layoutVersion}))
 	var found int
 	if err == nil {
 		found, err = cmds[0].Int()
@@ -101,12 +78,7 @@ func (s *Store) raiseLayout(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("record the layout version: %w", err)
 	}
-	if found >= 1 && found < layoutVersion {
-		if err := idempotency.WaitForOlderGateways(ctx); err != nil {
-			return found, err
-		}
-	}
-	return found, nil
+	return found, idempotency.WaitForOlderGateways(ctx, found, layoutVersion)
 }
 
 // LayoutVersion reads the store's layout version.

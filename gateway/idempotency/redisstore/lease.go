@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
 // Renew extends the lease to ttl from now (Redis time) if the caller still
@@ -17,7 +20,7 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("renew", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, scriptCall{renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl)}.argv()})
+	ok, err := s.evalInt(ctx, call(renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl)}))
 	return ownedResult("renew", lease, ok, err)
 }
 
@@ -31,25 +34,12 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("complete", lease, 0, err)
 	}
-	record := s.keys.record(lease.Scope, lease.Step)
-	ttlMS := millis(ttl)
-	calls := []scriptCall{{completeScript, []string{record},
-		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body}.argv()}}
 	if err := checkResponse(resp); err != nil {
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
-	if s.keys.usesPointer(lease.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}.argv()})
-	}
-	cmds, acked, err := s.evalReplicated(ctx, calls...)
-	if err != nil {
-		return ownedResult("complete", lease, 0, err)
-	}
-	ok, err := cmds[0].Int()
-	if err == nil && ok == 1 {
-		err = s.wait.check(acked)
-	}
-	return ownedResult("complete", lease, ok, err)
+	ttlMS := millis(ttl)
+	return s.finish(ctx, "complete", lease, ttlMS, completeScript,
+		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})
 }
 
 // MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
@@ -63,21 +53,30 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("mark unknown", lease, 0, err)
 	}
-	record := s.keys.record(lease.Scope, lease.Step)
 	ttlMS := millis(ttl)
-	calls := []scriptCall{{markUnknownScript, []string{record}, markUnknownArgs{ownerOf(lease), ttlMS}.argv()}}
+	return s.finish(ctx, "mark unknown", lease, ttlMS, markUnknownScript, markUnknownArgs{ownerOf(lease), ttlMS})
+}
+
+// finish runs a script that ends lease's record (complete.lua,
+// mark_unknown.lua: it now lives ttlMS) if the caller still owns it, and
+// for a record under a session tag, in the same pipeline, keeps the
+// scope's pointer alive as long. A record that too few replicas
+// acknowledged (WaitReplicas) is reported as an error.
+func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, ttlMS int64, script *redis.Script, args redisscript.Args) error {
+	record := s.keys.record(lease.Scope, lease.Step)
+	calls := []redisscript.Call{call(script, []string{record}, args)}
 	if s.keys.usesPointer(lease.Step) {
-		calls = append(calls, scriptCall{pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}.argv()})
+		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
-		return ownedResult("mark unknown", lease, 0, err)
+		return ownedResult(op, lease, 0, err)
 	}
 	ok, err := cmds[0].Int()
 	if err == nil && ok == 1 {
 		err = s.wait.check(acked)
 	}
-	return ownedResult("mark unknown", lease, ok, err)
+	return ownedResult(op, lease, ok, err)
 }
 
 // Release deletes the record and frees its step if the caller still owns it.
@@ -85,7 +84,7 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("release", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, scriptCall{releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease)}.argv()})
+	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease)}))
 	return ownedResult("release", lease, ok, err)
 }
 

@@ -1,53 +1,29 @@
 package redisstore
 
 import (
-	_ "embed" // the Lua scripts live in lua/*.lua
+	"embed"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
-// The Lua scripts, one self-contained file each: KEYS, ARGV and the record
-// layout are named at the top of the file (claim.lua documents the
-// layout). Every script runs through Store.eval (eval.go), the one way the
-// store runs a script.
+// luaFiles are the store's Lua scripts, one self-contained file each:
+// KEYS, ARGV and the record layout are named at the top of the file
+// (claim.lua documents the layout). Every script runs through Store.eval
+// (eval.go), the one way the store runs a script.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The scripts, by file.
 var (
-	//go:embed lua/claim.lua
-	claimLua    string
-	claimScript = redis.NewScript(claimLua)
-
-	//go:embed lua/renew.lua
-	renewLua    string
-	renewScript = redis.NewScript(renewLua)
-
-	//go:embed lua/complete.lua
-	completeLua    string
-	completeScript = redis.NewScript(completeLua)
-
-	//go:embed lua/mark_unknown.lua
-	markUnknownLua    string
-	markUnknownScript = redis.NewScript(markUnknownLua)
-
-	//go:embed lua/release.lua
-	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
-
-	//go:embed lua/delete.lua
-	deleteLua    string
-	deleteScript = redis.NewScript(deleteLua)
-
-	//go:embed lua/layout.lua
-	layoutLua    string
-	layoutScript = redis.NewScript(layoutLua)
-
-	//go:embed lua/point.lua
-	pointLua    string
-	pointScript = redis.NewScript(pointLua)
-
-	//go:embed lua/resolve.lua
-	resolveLua    string
-	resolveScript = redis.NewScript(resolveLua)
-
-	//go:embed lua/approve.lua
-	approveLua    string
-	approveScript = redis.NewScript(approveLua)
+	claimScript       = redisscript.MustLoad(luaFiles, "claim")
+	renewScript       = redisscript.MustLoad(luaFiles, "renew")
+	completeScript    = redisscript.MustLoad(luaFiles, "complete")
+	markUnknownScript = redisscript.MustLoad(luaFiles, "mark_unknown")
+	releaseScript     = redisscript.MustLoad(luaFiles, "release")
+	deleteScript      = redisscript.MustLoad(luaFiles, "delete")
+	layoutScript      = redisscript.MustLoad(luaFiles, "layout")
+	pointScript       = redisscript.MustLoad(luaFiles, "point")
+	resolveScript     = redisscript.MustLoad(luaFiles, "resolve")
+	approveScript     = redisscript.MustLoad(luaFiles, "approve")
 )

@@ -7,8 +7,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,12 +42,10 @@ type Store struct {
 	wait   waitPolicy
 
 	// guard refuses every operation on a layout newer than this code
-	// knows (layout.go); setUpDone is set once the layout version was
-	// recorded (or, with noMigrate, found current).
-	guard     *idempotency.LayoutGuard
-	noMigrate bool
-	setUpDone atomic.Bool
-	setUpMu   sync.Mutex
+	// knows (layout.go); layout records this gateway's layout version
+	// before the first operation (with noMigrate: checks it is current).
+	guard  *idempotency.LayoutGuard
+	layout *idempotency.LayoutSetUp
 }
 
 var (
@@ -67,8 +63,12 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	}
 	// Only a cluster forces a record into its session's slot (see keyLayout).
 	_, cluster := client.(*redis.ClusterClient)
-	s := &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts), noMigrate: opts.NoMigrate}
+	s := &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts)}
 	s.guard = idempotency.NewLayoutGuard(storeKind, newestKnownLayout, s.readLayout)
+	s.layout = idempotency.NewLayoutSetUp(storeKind, layoutVersion, opts.NoMigrate, s.readLayout, func(ctx context.Context) error {
+		_, err := s.raiseLayout(ctx)
+		return err
+	})
 	return s
 }
 

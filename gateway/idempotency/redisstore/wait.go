@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
 // ErrNotReplicated: fewer replicas than Options.WaitReplicas acknowledged a
@@ -50,12 +51,12 @@ func (w waitPolicy) check(acked int64) error {
 // script's connection. The other calls (pointer sets, which only help the
 // admin API find a record) go without WAIT. acked is WAIT's answer (0 when
 // not waiting).
-func (s *Store) evalReplicated(ctx context.Context, calls ...scriptCall) (cmds []*redis.Cmd, acked int64, err error) {
+func (s *Store) evalReplicated(ctx context.Context, calls ...redisscript.Call) (cmds []*redis.Cmd, acked int64, err error) {
 	if s.wait.replicas == 0 {
 		cmds, err = s.eval(ctx, calls...)
 		return cmds, 0, err
 	}
-	node, err := s.masterFor(ctx, calls[0].keys[0])
+	node, err := s.masterFor(ctx, calls[0].Keys[0])
 	if err != nil {
 		return nil, 0, err
 	}
@@ -87,32 +88,18 @@ func (s *Store) masterFor(ctx context.Context, key string) (*redis.Client, error
 	return nil, fmt.Errorf("wait_replicas needs a single-node or cluster client, not %T", s.client)
 }
 
-// evalThenWait sends the script and WAIT in one pipeline (one connection),
-// resending by EVAL when the server answered NOSCRIPT.
-func evalThenWait(ctx context.Context, node *redis.Client, call scriptCall, w waitPolicy) (*redis.Cmd, int64, error) {
-	run := func(byHash bool) (*redis.Cmd, *redis.IntCmd, error) {
-		var script *redis.Cmd
-		var wait *redis.IntCmd
-		_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			if byHash {
-				script = call.script.EvalSha(ctx, pipe, call.keys, call.args...)
-			} else {
-				script = call.script.Eval(ctx, pipe, call.keys, call.args...)
-			}
-			wait = redis.NewIntCmd(ctx, "wait", w.replicas, w.timeout.Milliseconds())
-			_ = pipe.Process(ctx, wait)
-			return nil
-		})
-		return script, wait, err
+// evalThenWait sends the script and WAIT in one pipeline (one connection;
+// both resent when the server answered NOSCRIPT, see [redisscript.Run]).
+func evalThenWait(ctx context.Context, node *redis.Client, c redisscript.Call, w waitPolicy) (*redis.Cmd, int64, error) {
+	var wait *redis.IntCmd
+	script := redisscript.Run(ctx, node, func(pipe redis.Pipeliner) {
+		wait = redis.NewIntCmd(ctx, "wait", w.replicas, w.timeout.Milliseconds())
+		_ = pipe.Process(ctx, wait)
+	}, c)[0]
+	if err := script.Err(); err != nil {
+		return nil, 0, err
 	}
-	script, wait, err := run(true)
-	if err != nil && redis.HasErrorPrefix(script.Err(), "NOSCRIPT") {
-		script, wait, err = run(false)
-	}
-	if err != nil {
-		if script.Err() != nil {
-			return nil, 0, script.Err()
-		}
+	if err := wait.Err(); err != nil {
 		return nil, 0, fmt.Errorf("wait for %d replicas: %w", w.replicas, err)
 	}
 	return script, wait.Val(), nil

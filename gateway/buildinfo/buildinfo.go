@@ -11,7 +11,7 @@ import (
 
 // Stamped is set at build time:
 //
-//	go build -ldflags "-X github.com/toolgateway/toolgateway/internal/buildinfo.Stamped=v1.2.3" ./cmd/gateway
+//	go build -ldflags "-X github.com/toolgateway/toolgateway/gateway/buildinfo.Stamped=v1.2.3" ./cmd/gateway
 //
 // Empty (a plain go build or go install): Version falls back to the
 // module version or the VCS revision.
