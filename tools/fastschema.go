@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -186,109 +187,129 @@ func (a *acceptSchema) accepts(v any) bool {
 	if a.always != nil {
 		return *a.always
 	}
-	// An integer value, when v is a plain integer that fits an int64.
-	var integer int64
-	isInteger := false
-	kind := ""
+	kind, integer, isInteger, known := kindOf(v)
+	if !known || !a.typeAccepts(kind, isInteger) || !a.enumAccepts(v) {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return a.objectAccepts(x)
+	case []any:
+		return a.arrayAccepts(x)
+	case string:
+		return a.stringAccepts(x)
+	case json.Number:
+		return a.numberAccepts(integer, isInteger)
+	}
+	return true
+}
+
+// kindOf names v's JSON type; for a number, also its value when it is a
+// plain integer that fits an int64. known is false for Go types jsonschema
+// knows and this check does not: let it judge.
+func kindOf(v any) (kind string, integer int64, isInteger, known bool) {
 	switch x := v.(type) {
 	case nil:
-		kind = "null"
+		return "null", 0, false, true
 	case bool:
-		kind = "boolean"
+		return "boolean", 0, false, true
 	case string:
-		kind = "string"
+		return "string", 0, false, true
 	case []any:
-		kind = "array"
+		return "array", 0, false, true
 	case map[string]any:
-		kind = "object"
+		return "object", 0, false, true
 	case json.Number:
-		kind = "number"
 		integer, isInteger = plainInteger(x)
-	default:
-		return false // jsonschema knows more Go types; let it judge
+		return "number", integer, isInteger, true
 	}
-	if len(a.types) > 0 {
-		matched := false
-		for _, t := range a.types {
-			if t == kind || (t == "integer" && isInteger) {
-				matched = true
-				break
-			}
-		}
-		if !matched {
-			return false
-		}
+	return "", 0, false, false
+}
+
+// typeAccepts checks `type` (an integer also matches "integer").
+func (a *acceptSchema) typeAccepts(kind string, isInteger bool) bool {
+	if len(a.types) == 0 {
+		return true
 	}
-	if a.hasEnum {
-		s, ok := v.(string)
-		if !ok {
-			return false
-		}
-		found := false
-		for _, e := range a.strEnum {
-			if e == s {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
+	for _, t := range a.types {
+		if t == kind || (t == "integer" && isInteger) {
+			return true
 		}
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		if (a.minProperties != -1 && len(x) < a.minProperties) || (a.maxProperties != -1 && len(x) > a.maxProperties) {
+	return false
+}
+
+// enumAccepts checks a string `enum`.
+func (a *acceptSchema) enumAccepts(v any) bool {
+	if !a.hasEnum {
+		return true
+	}
+	s, ok := v.(string)
+	return ok && slices.Contains(a.strEnum, s)
+}
+
+// objectAccepts checks the property counts, `required`, the properties and
+// `additionalProperties`.
+func (a *acceptSchema) objectAccepts(x map[string]any) bool {
+	if (a.minProperties != -1 && len(x) < a.minProperties) || (a.maxProperties != -1 && len(x) > a.maxProperties) {
+		return false
+	}
+	for _, name := range a.required {
+		if _, ok := x[name]; !ok {
 			return false
 		}
-		for _, name := range a.required {
-			if _, ok := x[name]; !ok {
+	}
+	for name, value := range x {
+		if sub, ok := a.properties[name]; ok {
+			if !sub.accepts(value) {
 				return false
 			}
+			continue
 		}
-		for name, value := range x {
-			if sub, ok := a.properties[name]; ok {
-				if !sub.accepts(value) {
-					return false
-				}
-				continue
-			}
-			if a.noAdditional || (a.additional != nil && !a.additional.accepts(value)) {
-				return false
-			}
-		}
-	case []any:
-		if (a.minItems != -1 && len(x) < a.minItems) || (a.maxItems != -1 && len(x) > a.maxItems) {
+		if a.noAdditional || (a.additional != nil && !a.additional.accepts(value)) {
 			return false
 		}
-		if a.items != nil {
-			for _, item := range x {
-				if !a.items.accepts(item) {
-					return false
-				}
-			}
-		}
-	case string:
-		if a.minLength != -1 || a.maxLength != -1 {
-			n := utf8.RuneCountInString(x)
-			if (a.minLength != -1 && n < a.minLength) || (a.maxLength != -1 && n > a.maxLength) {
-				return false
-			}
-		}
-		if a.pattern != nil && !a.pattern.MatchString(x) {
-			return false
-		}
-	case json.Number:
-		if a.hasMinimum || a.hasExclusiveMinimum || a.hasMaximum || a.hasExclusiveMaximum {
-			if !isInteger {
-				return false
-			}
-			if (a.hasMinimum && integer < a.minimum) || (a.hasExclusiveMinimum && integer <= a.exclusiveMinimum) ||
-				(a.hasMaximum && integer > a.maximum) || (a.hasExclusiveMaximum && integer >= a.exclusiveMaximum) {
+	}
+	return true
+}
+
+// arrayAccepts checks the item counts and `items`.
+func (a *acceptSchema) arrayAccepts(x []any) bool {
+	if (a.minItems != -1 && len(x) < a.minItems) || (a.maxItems != -1 && len(x) > a.maxItems) {
+		return false
+	}
+	if a.items != nil {
+		for _, item := range x {
+			if !a.items.accepts(item) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// stringAccepts checks the length in code points and `pattern`.
+func (a *acceptSchema) stringAccepts(x string) bool {
+	if a.minLength != -1 || a.maxLength != -1 {
+		n := utf8.RuneCountInString(x)
+		if (a.minLength != -1 && n < a.minLength) || (a.maxLength != -1 && n > a.maxLength) {
+			return false
+		}
+	}
+	return a.pattern == nil || a.pattern.MatchString(x)
+}
+
+// numberAccepts checks integer bounds; a bound on a number that is not a
+// plain integer is jsonschema's to judge.
+func (a *acceptSchema) numberAccepts(integer int64, isInteger bool) bool {
+	if !a.hasMinimum && !a.hasExclusiveMinimum && !a.hasMaximum && !a.hasExclusiveMaximum {
+		return true
+	}
+	if !isInteger {
+		return false
+	}
+	return !((a.hasMinimum && integer < a.minimum) || (a.hasExclusiveMinimum && integer <= a.exclusiveMinimum) ||
+		(a.hasMaximum && integer > a.maximum) || (a.hasExclusiveMaximum && integer >= a.exclusiveMaximum))
 }
 
 // plainInteger parses n when it is written as an optionally negative run

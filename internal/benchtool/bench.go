@@ -98,22 +98,8 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 		}
 	}()
 	for i, t := range cfg.Targets {
-		lc := cfg.Load
-		lc.URLs = append([]string(nil), t.URLs...)
-		lc.API = orAPI(t.API)
-		lc.NoIdempotency = t.NoIdempotency
-		l, err := NewLoad(lc)
-		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
-		}
-		loads[i] = l
-		if err := l.Prepare(ctx); err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
-		}
-		if cfg.Warmup > 0 {
-			if _, err := l.Run(ctx, cfg.Warmup); err != nil {
-				return nil, fmt.Errorf("target %s: warm-up: %w", t.Name, err)
-			}
+		if loads[i], err = prepareLoad(ctx, cfg, t); err != nil {
+			return nil, err
 		}
 	}
 	merged := make([]*Result, len(cfg.Targets))
@@ -123,69 +109,110 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 	// The warm-up's dup steps are checked too: they ran under the same rules.
 	for round := range cfg.Rounds {
 		for i, t := range cfg.Targets {
-			before := int64(-1)
-			if t.RoundTrips != nil {
-				before = t.RoundTrips()
-			}
-			var cpuBefore time.Duration
-			if t.RedisCPU != nil {
-				if cpuBefore, err = t.RedisCPU(ctx); err != nil {
-					return nil, err
-				}
-			}
-			var commandsBefore map[string]int64
-			if t.RedisCommands != nil {
-				if commandsBefore, err = t.RedisCommands(ctx); err != nil {
-					return nil, err
-				}
-			}
-			var serverBefore time.Duration
-			if t.ServerCPU != nil {
-				if serverBefore, err = t.ServerCPU(ctx); err != nil {
-					return nil, err
-				}
-			}
-			procBefore := processCPU()
-			res, err := loads[i].Run(ctx, cfg.Duration)
-			res.ProcessCPU = processCPU() - procBefore
+			res, err := measuredRun(ctx, t, loads[i], cfg.Duration)
 			if err != nil {
-				return nil, fmt.Errorf("target %s: %w", t.Name, err)
-			}
-			if t.ServerCPU != nil {
-				serverAfter, err := t.ServerCPU(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.ServerCPU = serverAfter - serverBefore
-			}
-			if t.RedisCommands != nil {
-				commandsAfter, err := t.RedisCommands(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.RedisCommands = commandDeltas(commandsBefore, commandsAfter)
-			}
-			if t.RoundTrips != nil {
-				res.RoundTrips = t.RoundTrips() - before
-			}
-			if t.RedisCPU != nil {
-				cpuAfter, err := t.RedisCPU(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.RedisCPU = cpuAfter - cpuBefore
+				return nil, err
 			}
 			fmt.Fprintf(cfg.Progress, "round %d %-11s %8.0f req/s  p99 %7.2f ms  errors %d  server %.0f us/req  redis %.1f us/req\n",
 				round+1, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors, res.ServerMicrosPerRequest(), res.RedisMicrosPerRequest())
 			merged[i].Merge(res)
 		}
 	}
-	mode := loads[0].Config().Mode
-	report := &Report{Mode: mode, Workers: loads[0].Config().Workers, DupK: loads[0].Config().DupK,
-		Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: loads[0].Config().Rate}
+	return newReport(ctx, cfg, loads, merged)
+}
+
+// prepareLoad makes t's load, prepares it and runs its warm-up.
+func prepareLoad(ctx context.Context, cfg BenchConfig, t Target) (*Load, error) {
+	lc := cfg.Load
+	lc.URLs = append([]string(nil), t.URLs...)
+	lc.API = orAPI(t.API)
+	lc.NoIdempotency = t.NoIdempotency
+	l, err := NewLoad(lc)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if err := l.Prepare(ctx); err != nil {
+		return l, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if cfg.Warmup > 0 {
+		if _, err := l.Run(ctx, cfg.Warmup); err != nil {
+			return l, fmt.Errorf("target %s: warm-up: %w", t.Name, err)
+		}
+	}
+	return l, nil
+}
+
+// counters are what a target's probes read before and after a run.
+type counters struct {
+	roundTrips int64
+	redisCPU   time.Duration
+	commands   map[string]int64
+	serverCPU  time.Duration
+}
+
+// readCounters reads every probe t has.
+func readCounters(ctx context.Context, t Target) (c counters, err error) {
+	if t.RoundTrips != nil {
+		c.roundTrips = t.RoundTrips()
+	}
+	if t.RedisCPU != nil {
+		if c.redisCPU, err = t.RedisCPU(ctx); err != nil {
+			return c, err
+		}
+	}
+	if t.RedisCommands != nil {
+		if c.commands, err = t.RedisCommands(ctx); err != nil {
+			return c, err
+		}
+	}
+	if t.ServerCPU != nil {
+		if c.serverCPU, err = t.ServerCPU(ctx); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// measuredRun runs l for d and attributes to it what t's probes counted
+// meanwhile.
+func measuredRun(ctx context.Context, t Target, l *Load, d time.Duration) (*Result, error) {
+	before, err := readCounters(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	procBefore := processCPU()
+	res, err := l.Run(ctx, d)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	res.ProcessCPU = processCPU() - procBefore
+	after, err := readCounters(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if t.ServerCPU != nil {
+		res.ServerCPU = after.serverCPU - before.serverCPU
+	}
+	if t.RedisCommands != nil {
+		res.RedisCommands = commandDeltas(before.commands, after.commands)
+	}
+	if t.RoundTrips != nil {
+		res.RoundTrips = after.roundTrips - before.roundTrips
+	}
+	if t.RedisCPU != nil {
+		res.RedisCPU = after.redisCPU - before.redisCPU
+	}
+	return res, nil
+}
+
+// newReport puts the merged results together, with the dup check of each
+// target in dup mode.
+func newReport(ctx context.Context, cfg BenchConfig, loads []*Load, merged []*Result) (*Report, error) {
+	lc := loads[0].Config()
+	report := &Report{Mode: lc.Mode, Workers: lc.Workers, DupK: lc.DupK, Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: lc.Rate}
 	for i, t := range cfg.Targets {
 		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency}
-		if mode == ModeDup && t.Tool != nil {
+		if lc.Mode == ModeDup && t.Tool != nil {
 			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
 			if err != nil {
 				return nil, fmt.Errorf("target %s: %w", t.Name, err)
