@@ -52,7 +52,7 @@ type keySet struct {
 // VerifySignature returns the payload of jwt when one of the issuer's keys
 // with its key id verifies it.
 func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	jws, err := jose.ParseSigned(jwt, allowedAlgorithms)
+	jws, err := jose.ParseSignedCompact(jwt, allowedAlgorithms)
 	if err != nil {
 		return nil, fmt.Errorf("malformed token: %w", err)
 	}
