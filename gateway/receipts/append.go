@@ -21,20 +21,29 @@ type Log interface {
 	CompareAndAppend(ctx context.Context, tenant string, expected Head, sealed Receipt, line []byte) (Head, error)
 }
 
-// maxAppendAttempts bounds the retries of one append under contention:
-// each lost race means another append won, so the chain progresses.
+// maxAppendAttempts bounds the retries of one append. Appends of one
+// process are serialised per tenant, so a lost race means another replica
+// appended: the chain progresses, and losing this often means something
+// is wrong (a head rewritten under the writers).
 const maxAppendAttempts = 100
 
-// Appender is the shared [Store.Append] of every backend: it seals after
-// the head it last saw for the tenant (cached, so an uncontended append is
-// one compare-and-append) and retries with the head the store answers
-// when another writer appended first.
+// Appender is the shared [Store.Append] of every backend. Per tenant, it
+// lets one append of this process at a time through (the others queue),
+// seals after the head it last saw (so an uncontended append is one
+// compare-and-append), and retries with the head the store answers when
+// another replica appended first.
 type Appender struct {
 	log Log
 	now func() time.Time
 
-	mu    sync.Mutex
-	heads map[string]Head
+	mu     sync.Mutex
+	chains map[string]*chainTurn
+}
+
+// chainTurn is one tenant's chain as this process appends to it.
+type chainTurn struct {
+	turn chan struct{} // holds a token while an append runs
+	head Head          // the last head seen; guarded by turn
 }
 
 // NewAppender returns an Appender over log; now is the clock of receipts
@@ -43,7 +52,7 @@ func NewAppender(log Log, now func() time.Time) *Appender {
 	if now == nil {
 		now = time.Now
 	}
-	return &Appender{log: log, now: now, heads: map[string]Head{}}
+	return &Appender{log: log, now: now, chains: map[string]*chainTurn{}}
 }
 
 // Append implements [Store.Append].
@@ -55,24 +64,26 @@ func (a *Appender) Append(ctx context.Context, tenant string, r Receipt) (Receip
 	if r.Time.IsZero() {
 		r.Time = a.now()
 	}
-	head := a.head(tenant)
+	chain := a.chain(tenant)
+	select {
+	case chain.turn <- struct{}{}:
+		defer func() { <-chain.turn }()
+	case <-ctx.Done():
+		return Receipt{}, fmt.Errorf("receipts: append for %s: waiting for the chain: %w", tenant, ctx.Err())
+	}
 	for range maxAppendAttempts {
-		if err := ctx.Err(); err != nil {
-			return Receipt{}, fmt.Errorf("receipts: append for %s: %w", tenant, err)
-		}
-		sealed := SealAfter(head, r)
+		sealed := SealAfter(chain.head, r)
 		line, err := Encode(sealed)
 		if err != nil {
 			return Receipt{}, err
 		}
-		current, err := a.log.CompareAndAppend(ctx, tenant, head, sealed, line)
+		current, err := a.log.CompareAndAppend(ctx, tenant, chain.head, sealed, line)
 		switch {
 		case err == nil:
-			a.setHead(tenant, HeadOf(sealed))
+			chain.head = HeadOf(sealed)
 			return sealed, nil
 		case errors.Is(err, ErrHeadMoved):
-			head = current
-			a.setHead(tenant, current)
+			chain.head = current
 		default:
 			return Receipt{}, fmt.Errorf("receipts: append for %s: %w", tenant, err)
 		}
@@ -80,16 +91,13 @@ func (a *Appender) Append(ctx context.Context, tenant string, r Receipt) (Receip
 	return Receipt{}, fmt.Errorf("receipts: append for %s after %d attempts: %w", tenant, maxAppendAttempts, ErrContended)
 }
 
-func (a *Appender) head(tenant string) Head {
+func (a *Appender) chain(tenant string) *chainTurn {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.heads[tenant]
-}
-
-func (a *Appender) setHead(tenant string, h Head) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if h.Seq >= a.heads[tenant].Seq { // a slower append must not move the cache back
-		a.heads[tenant] = h
+	c, ok := a.chains[tenant]
+	if !ok {
+		c = &chainTurn{turn: make(chan struct{}, 1)}
+		a.chains[tenant] = c
 	}
+	return c
 }
