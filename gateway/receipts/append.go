@@ -64,6 +64,9 @@ func (a *Appender) Append(ctx context.Context, tenant string, r Receipt) (Receip
 	if r.Time.IsZero() {
 		r.Time = a.now()
 	}
+	if y := r.Time.Year(); y < 0 || y > 9999 { // JSON's time range; Seal would panic
+		return Receipt{}, fmt.Errorf("receipts: append for %s: time %v out of range", tenant, y)
+	}
 	chain := a.chain(tenant)
 	select {
 	case chain.turn <- struct{}{}:

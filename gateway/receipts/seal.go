@@ -29,7 +29,9 @@ func Seal(prev *Receipt, r Receipt) Receipt {
 }
 
 // SealAfter is [Seal] after a head rather than a whole receipt: what a
-// store knows of a chain it appends to.
+// store knows of a chain it appends to. r.Time must lie in the years
+// 0–9999 (what JSON encodes); SealAfter panics otherwise, as on any other
+// programming error ([Appender.Append] checks it).
 func SealAfter(head Head, r Receipt) Receipt {
 	r.Seq = head.Seq + 1
 	r.Prev = head.Hash

@@ -14,6 +14,7 @@ func appendCases() []testCase {
 	return []testCase{
 		{"AppendChainsInOrderPerTenant", appendInOrder},
 		{"AppendWithoutTenantIsRefused", appendWithoutTenant},
+		{"AppendOutOfRangeTimeIsRefused", appendOutOfRangeTime},
 		{"ConcurrentAppendsFromTwoReplicasNeverFork", concurrentAppends},
 	}
 }
@@ -100,5 +101,15 @@ func concurrentAppends(t *testing.T, b Backend) {
 	rep := exportAndVerify(t, b.Replicas[1])
 	if tr := tenantReport(t, rep, "acme"); tr.Failure != nil || tr.Checked != workers*each {
 		t.Fatalf("Verify: %+v", tr)
+	}
+}
+
+func appendOutOfRangeTime(t *testing.T, b Backend) {
+	r := event(1, "refund", receipts.EventExecuted, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	if _, err := b.Replicas[0].Append(t.Context(), "acme", r); err == nil {
+		t.Fatal("Append of a receipt in the year 10000 succeeded")
+	}
+	if got := listAll(t, b.Replicas[0], receipts.Filter{Tenant: "acme"}); len(got) != 0 {
+		t.Fatalf("%d receipts stored", len(got))
 	}
 }

@@ -35,7 +35,6 @@ func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-
 func receipt(i int) receipts.Receipt {
 	return receipts.Receipt{
 		Event: receipts.EventExecuted, Tool: "refund", Key: receipts.KeyHash(fmt.Sprint("key-", i)),

@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 
 // raw writes the chain's sorted set directly.
 type raw struct {
-	client *redis.Client
+	client redis.UniversalClient
 	prefix string
 }
 
