@@ -40,7 +40,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, schema string, now func() time
 // CompareAndAppend implements [receipts.Log]: one statement when the head
 // is the expected one, a second to read the head when it moved.
 func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
-	args := []any{tenant, sealed.Seq, sealed.Hash, sealed.Time.UnixNano(), sealed.Tool, string(sealed.Event), string(line)}
+	args := []any{tenant, sealed.Seq, sealed.Hash, sealed.Time.UnixNano(), string(line)}
 	stmt := s.sql.appendFirst
 	if expected.Seq != 0 {
 		stmt = s.sql.appendNext
