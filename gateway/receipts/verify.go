@@ -13,8 +13,9 @@ import (
 )
 
 // Report is what [Verify] found: one entry per tenant, in tenant order.
+// Its JSON form is what a machine-readable verify prints.
 type Report struct {
-	Tenants []TenantReport
+	Tenants []TenantReport `json:"tenants"`
 }
 
 // OK reports whether every chain verified.
@@ -29,22 +30,23 @@ func (r Report) OK() bool {
 
 // TenantReport is one tenant's chain as [Verify] saw it.
 type TenantReport struct {
-	Tenant string
+	Tenant string `json:"tenant"`
 	// Checked counts the receipts verified before the first failure (all
 	// of them when the chain is whole).
-	Checked int
+	Checked int `json:"checked"`
 	// First and Last are the seqs of the first and last receipt seen.
-	First, Last int64
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
 	// Anchor is the Prev of the first receipt when First > 1: the hash of
 	// a receipt that retention removed, which this input cannot check (an
 	// earlier export's head can).
-	Anchor string
+	Anchor string `json:"anchor,omitempty"`
 	// Head is the hash of the last receipt seen: compare it with a head
 	// recorded elsewhere to detect a chain rewritten and re-sealed.
-	Head string
+	Head string `json:"head"`
 	// Failure is the first receipt found altered, removed or reordered;
 	// nil when the chain verified.
-	Failure *Failure
+	Failure *Failure `json:"failure,omitempty"`
 }
 
 // Problem classifies a [Failure].
@@ -68,16 +70,16 @@ const (
 
 // Failure names the first bad receipt of a tenant's chain.
 type Failure struct {
-	Problem Problem
+	Problem Problem `json:"problem"`
 	// Seq is the seq the chain expected at that point: the receipt that
 	// was altered, or the one removed or moved away.
-	Seq int64
+	Seq int64 `json:"seq"`
 	// Line is the input line where the chain broke (1-based).
-	Line int
+	Line int `json:"line"`
 	// Found is the seq of the receipt on Line.
-	Found int64
+	Found int64 `json:"found"`
 	// FoundAtLine is, for ProblemReordered, the later line holding Seq.
-	FoundAtLine int
+	FoundAtLine int `json:"found_at_line,omitempty"`
 }
 
 // String says what is wrong, starting with the problem's name.

@@ -2,6 +2,7 @@ package receipts_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,9 @@ func TestVerifyNamesTheFirstBadReceipt(t *testing.T) {
 			}
 			if tr.Checked != int(tc.want.Seq-1) {
 				t.Errorf("checked %d, want %d", tr.Checked, tc.want.Seq-1)
+			}
+			if js, _ := json.Marshal(rep); !bytes.Contains(js, []byte(`"problem":"`+string(tc.want.Problem)+`"`)) {
+				t.Errorf("JSON report %s does not name %s", js, tc.want.Problem)
 			}
 			if !strings.Contains(tr.Failure.String(), string(tc.want.Problem)) {
 				t.Errorf("message %q does not name %s", tr.Failure.String(), tc.want.Problem)
