@@ -1,0 +1,195 @@
+// Package boltreceipts keeps receipt chains in a bbolt file: the embedded
+// store's file, so a gateway holds one file lock. Two top-level buckets:
+//
+//	receipt_heads   tenant -> seq (8 bytes, big-endian) + hash
+//	receipts        one bucket per tenant: seq (8 bytes, big-endian) -> JSON line
+//
+// An append is one Update transaction: a compare-and-append on the head,
+// sealed in Go by [receipts.Appender] like every store.
+package boltreceipts
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+)
+
+var (
+	headsBucket  = []byte("receipt_heads")
+	chainsBucket = []byte("receipts")
+)
+
+// Store is a [receipts.Store] in a bbolt file.
+type Store struct {
+	*receipts.Appender
+	db *bolt.DB
+}
+
+var _ receipts.Store = (*Store)(nil)
+
+// New returns a store in db, creating its buckets; now is the clock of
+// receipts appended without a time (nil: time.Now).
+func New(db *bolt.DB, now func() time.Time) (*Store, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{headsBucket, chainsBucket} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltreceipts: create buckets: %w", err)
+	}
+	s := &Store{db: db}
+	s.Appender = receipts.NewAppender(s, now)
+	return s, nil
+}
+
+// seqKey is the key of seq in a tenant's bucket: big-endian, so bbolt's
+// byte order is seq order.
+func seqKey(seq int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(seq))
+}
+
+// chainBucket is tenant's bucket of receipts in tx (nil if none).
+func chainBucket(tx *bolt.Tx, tenant string) *bolt.Bucket {
+	return tx.Bucket(chainsBucket).Bucket([]byte(tenant))
+}
+
+func decodeHead(v []byte) receipts.Head {
+	if len(v) < 8 {
+		return receipts.Head{}
+	}
+	return receipts.Head{Seq: int64(binary.BigEndian.Uint64(v)), Hash: string(v[8:])}
+}
+
+// CompareAndAppend implements [receipts.Log]: one Update transaction.
+func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
+	if err := ctx.Err(); err != nil { // a bbolt commit cannot be cancelled
+		return receipts.Head{}, err
+	}
+	var current receipts.Head
+	moved := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		heads := tx.Bucket(headsBucket)
+		current = decodeHead(heads.Get([]byte(tenant)))
+		if current != expected {
+			moved = true
+			return nil
+		}
+		chain, err := tx.Bucket(chainsBucket).CreateBucketIfNotExists([]byte(tenant))
+		if err != nil {
+			return err
+		}
+		if err := chain.Put(seqKey(sealed.Seq), line); err != nil {
+			return err
+		}
+		return heads.Put([]byte(tenant), append(seqKey(sealed.Seq), sealed.Hash...))
+	})
+	switch {
+	case err != nil:
+		return receipts.Head{}, fmt.Errorf("boltreceipts: append: %w", err)
+	case moved:
+		return current, receipts.ErrHeadMoved
+	}
+	return receipts.HeadOf(sealed), nil
+}
+
+// Tenants implements [receipts.Store].
+func (s *Store) Tenants(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var tenants []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(headsBucket).ForEach(func(k, _ []byte) error {
+			tenants = append(tenants, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltreceipts: tenants: %w", err)
+	}
+	return tenants, nil
+}
+
+// List implements [receipts.Store]: one read transaction over at most
+// Limit+1 receipts after the cursor.
+func (s *Store) List(ctx context.Context, f receipts.Filter) ([]receipts.Receipt, int64, error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	var page []receipts.Receipt
+	var next int64
+	err = s.db.View(func(tx *bolt.Tx) error {
+		chain := chainBucket(tx, f.Tenant)
+		if chain == nil {
+			return nil
+		}
+		c := chain.Cursor()
+		read, last := 0, int64(0)
+		for k, v := c.Seek(seqKey(f.After + 1)); k != nil; k, v = c.Next() {
+			if read == f.Limit {
+				next = last // there is more after the page
+				return nil
+			}
+			read, last = read+1, int64(binary.BigEndian.Uint64(k))
+			r, err := receipts.Decode(v)
+			if err != nil {
+				return fmt.Errorf("seq %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			if f.Match(r) {
+				page = append(page, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("boltreceipts: list %s: %w", f.Tenant, err)
+	}
+	return page, next, nil
+}
+
+// Expire implements [receipts.Store]: in one Update transaction, per
+// tenant, the longest run of oldest receipts sealed before before, so what
+// stays is a contiguous chain even when writers' clocks disagree.
+func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	removed := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(chainsBucket).ForEachBucket(func(tenant []byte) error {
+			c := tx.Bucket(chainsBucket).Bucket(tenant).Cursor()
+			for k, v := c.First(); k != nil; k, v = c.First() {
+				r, err := receipts.Decode(v)
+				if err != nil {
+					return fmt.Errorf("%s seq %d: %w", bytes.Clone(tenant), binary.BigEndian.Uint64(k), err)
+				}
+				if !r.Time.Before(before) {
+					break
+				}
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				removed++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltreceipts: expire: %w", err)
+	}
+	return removed, nil
+}

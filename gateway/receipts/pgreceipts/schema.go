@@ -1,0 +1,70 @@
+package pgreceipts
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// schemaSQL creates the store's tables in @ (the schema). receipt_heads
+// outlives retention, so a chain whose receipts all expired continues.
+// time_ns is the receipt's time in Unix nanoseconds (exact, where
+// timestamptz keeps microseconds), for expiry; filters read the line.
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS @.receipt_heads (
+	tenant text PRIMARY KEY,
+	seq    bigint NOT NULL,
+	hash   text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS @.receipts (
+	tenant  text NOT NULL,
+	seq     bigint NOT NULL,
+	time_ns bigint NOT NULL,
+	line    text NOT NULL,
+	PRIMARY KEY (tenant, seq)
+);
+`
+
+// qualifier writes the quoted schema name where a statement says @.
+func qualifier(schema string) func(string) string {
+	return strings.NewReplacer("@.", pgx.Identifier{schema}.Sanitize()+".").Replace
+}
+
+// statements are the store's SQL texts, schema written in.
+type statements struct {
+	// $1 tenant, $2 seq, $3 hash, $4 time_ns, $5 line.
+	// appendFirst creates the head of an empty chain; appendNext moves a
+	// head that is still $6 seq, $7 hash. Each is one statement: the
+	// receipt is inserted only if the head row was written, and a
+	// concurrent writer of the same head waits for the row lock and then
+	// finds the head moved (READ COMMITTED re-checks the condition).
+	appendFirst, appendNext string
+	head, tenants, list     string
+	expire                  string
+}
+
+func newStatements(schema string) statements {
+	q := qualifier(schema)
+	const insert = `INSERT INTO @.receipts (tenant, seq, time_ns, line)
+		SELECT $1, $2, $4, $5 FROM h`
+	return statements{
+		appendFirst: q(`WITH h AS (INSERT INTO @.receipt_heads (tenant, seq, hash) VALUES ($1, $2, $3)
+			ON CONFLICT (tenant) DO NOTHING RETURNING 1) ` + insert),
+		appendNext: q(`WITH h AS (UPDATE @.receipt_heads SET seq = $2, hash = $3
+			WHERE tenant = $1 AND seq = $6 AND hash = $7 RETURNING 1) ` + insert),
+		head:    q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
+		tenants: q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
+		// $1 tenant, $2 after, $3 limit + 1.
+		list: q(`SELECT seq, line FROM @.receipts WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
+		// $1 before (ns): per tenant, every receipt below the first one
+		// that is not old, so what stays is a contiguous chain even when
+		// writers' clocks disagree. The first kept receipt is found
+		// walking the (tenant, seq) key from the oldest: work in proportion
+		// to what expires, not to what stays.
+		expire: q(`DELETE FROM @.receipts r USING @.receipt_heads h
+			WHERE r.tenant = h.tenant AND r.seq < COALESCE(
+				(SELECT k.seq FROM @.receipts k WHERE k.tenant = h.tenant AND k.time_ns >= $1
+					ORDER BY k.seq LIMIT 1),
+				h.seq + 1)`),
+	}
+}

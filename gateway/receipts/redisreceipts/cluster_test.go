@@ -1,0 +1,27 @@
+package redisreceipts_test
+
+import (
+	"testing"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/receipts/receiptstest"
+	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
+	"github.com/toolgateway/toolgateway/internal/redistest"
+)
+
+// TestConformanceOnCluster runs the suite on a three-master Redis Cluster:
+// the append script touches two keys, which the cluster refuses
+// (CROSSSLOT) unless the tenant's hash tag puts them in one slot. The
+// cluster is private and killed at the end, so no key is cleaned.
+func TestConformanceOnCluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	receiptstest.Run(t, func(t *testing.T) receiptstest.Backend {
+		c1, c2 := cluster.Client(), cluster.Client()
+		t.Cleanup(func() { _ = c1.Close(); _ = c2.Close() })
+		prefix := redistest.Prefix("gwtest-receipts")
+		return receiptstest.Backend{
+			Replicas: [2]receipts.Store{redisreceipts.New(c1, prefix, nil), redisreceipts.New(c2, prefix, nil)},
+			Raw:      raw{client: c1, prefix: prefix},
+		}
+	})
+}

@@ -1,0 +1,108 @@
+package redisreceipts_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
+)
+
+// roundTrips counts the commands and pipelines a client sends: one each
+// is one round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "hello" && cmd.Name() != "client" { // connection set-up
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func receipt(i int) receipts.Receipt {
+	return receipts.Receipt{
+		Event: receipts.EventExecuted, Tool: "refund", Key: receipts.KeyHash(fmt.Sprint("key-", i)),
+		Session: "session-1234", Step: "step-7", ExecutionID: "01JEXAMPLEEXECUTIONID0000" + fmt.Sprint(i%10),
+		Status: 201, Decision: "allow", Rule: "decide[0]",
+		Policy: receipts.PolicyHash([]byte("policy")),
+	}
+}
+
+// An append to a chain this process already appended to is one round
+// trip (one EVALSHA); another replica's append in between costs one more.
+func TestAppendRoundTrips(t *testing.T) {
+	c, other := newClient(t), newClient(t)
+	counter := &roundTrips{}
+	c.AddHook(counter)
+	prefix := newPrefix(t, c)
+	s, o := redisreceipts.New(c, prefix, nil), redisreceipts.New(other, prefix, nil)
+	if _, err := s.Append(t.Context(), "acme", receipt(0)); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	counter.n.Store(0)
+	for i := range 10 {
+		if _, err := s.Append(t.Context(), "acme", receipt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counter.n.Load(); n != 10 {
+		t.Errorf("10 appends took %d round trips, want 10", n)
+	}
+	if _, err := o.Append(t.Context(), "acme", receipt(99)); err != nil {
+		t.Fatal(err)
+	}
+	counter.n.Store(0)
+	if _, err := s.Append(t.Context(), "acme", receipt(100)); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.n.Load(); n != 2 {
+		t.Errorf("an append after another replica's took %d round trips, want 2", n)
+	}
+}
+
+// BenchmarkAppend appends to one chain on the test Redis and reports the
+// round trips per append and the memory a receipt takes in the chain's
+// sorted set (MEMORY USAGE, exact).
+func BenchmarkAppend(b *testing.B) {
+	c := newClient(b)
+	counter := &roundTrips{}
+	c.AddHook(counter)
+	prefix := newPrefix(b, c)
+	s := redisreceipts.New(c, prefix, func() time.Time { return time.Date(2026, 12, 4, 10, 0, 0, 123456789, time.UTC) })
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "acme", receipt(0)); err != nil {
+		b.Fatal(err)
+	}
+	counter.n.Store(0)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := s.Append(ctx, "acme", receipt(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(counter.n.Load())/float64(i), "roundtrips/op")
+	log := "{" + prefix + "receipts:acme}:log"
+	used, err := c.MemoryUsage(ctx, log, 0).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(used)/float64(i+1), "bytes/receipt")
+}

@@ -1,0 +1,96 @@
+// Package redisreceipts keeps receipt chains in Redis (standalone or
+// Cluster). Per tenant, two keys under one hash tag, so they share a slot:
+//
+//	{<prefix>receipts:<tenant>}:head  hash {seq, hash}: the chain's head
+//	{<prefix>receipts:<tenant>}:log   sorted set: score seq, member the JSON line
+//
+// and one set <prefix>receipts:tenants naming the tenants. An append is
+// one script (lua/append.lua): a compare-and-append on the head, sealed in
+// Go by [receipts.Appender].
+package redisreceipts
+
+import (
+	"context"
+	_ "embed" // the append script lives in lua/append.lua
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+)
+
+var (
+	//go:embed lua/append.lua
+	appendLua    string
+	appendScript = redis.NewScript(appendLua)
+)
+
+// Store is a [receipts.Store] on Redis.
+type Store struct {
+	*receipts.Appender
+	client redis.UniversalClient
+	prefix string
+}
+
+var _ receipts.Store = (*Store)(nil)
+
+// New returns a store whose keys all start with prefix (the prefix of the
+// idempotency store, so one deployment's keys stay together); now is the
+// clock of receipts appended without a time (nil: time.Now).
+func New(client redis.UniversalClient, prefix string, now func() time.Time) *Store {
+	s := &Store{client: client, prefix: prefix}
+	s.Appender = receipts.NewAppender(s, now)
+	return s
+}
+
+// chainKeys are the head and log keys of tenant's chain.
+func (s *Store) chainKeys(tenant string) (head, log string) {
+	tag := "{" + s.prefix + "receipts:" + tenant + "}"
+	return tag + ":head", tag + ":log"
+}
+
+func (s *Store) tenantsKey() string { return s.prefix + "receipts:tenants" }
+
+// CompareAndAppend implements [receipts.Log]: one script call. The first
+// receipt of a chain first adds the tenant to the tenants set (another
+// slot, so not in the script): a chain never exists unlisted.
+func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
+	if expected.Seq == 0 {
+		if err := s.client.SAdd(ctx, s.tenantsKey(), tenant).Err(); err != nil {
+			return receipts.Head{}, fmt.Errorf("redisreceipts: list tenant: %w", err)
+		}
+	}
+	head, log := s.chainKeys(tenant)
+	res, err := appendScript.Run(ctx, s.client, []string{head, log},
+		strconv.FormatInt(expected.Seq, 10), expected.Hash,
+		strconv.FormatInt(sealed.Seq, 10), line, sealed.Hash).Slice()
+	if err != nil {
+		return receipts.Head{}, fmt.Errorf("redisreceipts: append: %w", err)
+	}
+	if ok, _ := res[0].(int64); ok == 1 {
+		return receipts.HeadOf(sealed), nil
+	}
+	if len(res) != 3 {
+		return receipts.Head{}, fmt.Errorf("redisreceipts: append: unexpected answer %v", res)
+	}
+	seqText, _ := res[1].(string)
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if err != nil {
+		return receipts.Head{}, fmt.Errorf("redisreceipts: head seq %q: %w", seqText, err)
+	}
+	hash, _ := res[2].(string)
+	return receipts.Head{Seq: seq, Hash: hash}, receipts.ErrHeadMoved
+}
+
+// Tenants implements [receipts.Store].
+func (s *Store) Tenants(ctx context.Context) ([]string, error) {
+	tenants, err := s.client.SMembers(ctx, s.tenantsKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: tenants: %w", err)
+	}
+	slices.Sort(tenants)
+	return tenants, nil
+}
