@@ -103,7 +103,8 @@ func newTimingOutProxy(t *testing.T, target string) *httptest.Server {
 // upstream acts and then fails — an HTTP upstream answering 500 or 503, a
 // reverse proxy answering 502 or 504 after the upstream acted, a connection
 // dropped after the request was written, an MCP server answering a
-// JSON-RPC error — three times each through the real program, and counts
+// JSON-RPC error or (record_is_error: false) an isError result — three
+// times each through the real program, and counts
 // executions at the upstream: one, the record UNKNOWN (admin API), the
 // first answer not retryable and every retry 409 outcome_unknown. An
 // answer marked not executed (Toolgateway-Outcome, _meta outcome) and an
@@ -146,12 +147,18 @@ mcp_servers:
     url: `+mcpUp.http.URL+`
     prefix: r_
     tools: [fail_rpc]
+  - name: refunds
+    url: `+mcpUp.http.URL+`
+    prefix: v_
+    tools: [fail_tool]
+    record_is_error: false
+    lease_expiry: unknown
 `)
 	waitFor(t, func() bool { return get(t, "http://"+g.addr+"/readyz").status == http.StatusOK })
 
 	mcpExecutions := func(session string) int {
 		n := 0
-		for _, e := range mcptest.Filter(mcpUp.srv.All(), mcptest.ToolFailRPC, "start") {
+		for _, e := range mcptest.Filter(mcpUp.srv.All(), "", "start") {
 			if e.Meta[wire.MetaSessionID] == session {
 				n++
 			}
@@ -181,6 +188,8 @@ mcp_servers:
 		{"mcp JSON-RPC error marked not-executed", "u_fail_rpc", `{"code":-32000,"not_executed":true,"succeed_after":1}`, true, released, 502, wire.CodeUpstreamUnreachable},
 		{"mcp protocol refusal -32602", "u_fail_rpc", `{"code":-32602,"succeed_after":1}`, true, released, 502, wire.CodeUpstreamUnreachable},
 		{"mcp protocol refusal -32601", "u_fail_rpc", `{"code":-32601,"succeed_after":1}`, true, released, 502, wire.CodeUpstreamUnreachable},
+		{"mcp isError, record_is_error: false, after acting", "v_fail_tool", `{"succeed_after":1}`, true, unknownOutcome, 500, wire.CodeToolFailed},
+		{"mcp isError, record_is_error: false, marked not-executed", "v_fail_tool", `{"not_executed":true,"succeed_after":1}`, true, released, 500, ""},
 		{"rerun tool: http 500", "pay-rerun", `{"status":500}`, false, released, 500, ""},
 		{"rerun tool: mcp JSON-RPC error", "r_fail_rpc", `{"succeed_after":1}`, true, released, 502, wire.CodeUpstreamUnreachable},
 	}

@@ -106,11 +106,7 @@ func New(opts Options) (*Server, error) {
 	s.srv.AddTool(&mcp.Tool{Name: ToolFailRPC, Description: "Fails with a JSON-RPC error", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		s.record(s.failRPC))
 	s.srv.AddTool(&mcp.Tool{Name: ToolIsError, Description: "Answers isError", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		s.record(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res := text("the ticket system refused: title too long")
-			res.IsError = true
-			return res, nil
-		}))
+		s.record(s.failTool))
 	s.srv.AddTool(&mcp.Tool{Name: ToolDie, Description: "Exits the process mid-call", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		s.record(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if s.log == nil {
@@ -323,6 +319,29 @@ func (s *Server) confirm(_ context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	n := s.note("done", req)
 	return text(fmt.Sprintf("created ticket %d: %s", n, args.Title)), nil
+}
+
+// failTool answers a result with isError, its _meta marked
+// {wire.MetaOutcome: wire.OutcomeNotExecuted} when the arguments say
+// "not_executed"; with "succeed_after" N a plain result once N earlier
+// calls carried the same _meta idempotency key.
+func (s *Server) failTool(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		NotExecuted  bool `json:"not_executed"`
+		SucceedAfter int  `json:"succeed_after"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	if args.SucceedAfter > 0 && s.earlierCalls(req) > args.SucceedAfter {
+		return text("succeeded"), nil
+	}
+	res := text("the ticket system refused: title too long")
+	res.IsError = true
+	if args.NotExecuted {
+		res.Meta = mcp.Meta{wire.MetaOutcome: wire.OutcomeNotExecuted}
+	}
+	return res, nil
 }
 
 // failRPC answers a JSON-RPC error: a plain one ("backend exploded"), or
