@@ -41,6 +41,8 @@ export const HeaderPreferenceApplied = "Preference-Applied";
 export const HeaderFencingToken = "Fencing-Token";
 /** The tenant a forwarded call belongs to. */
 export const HeaderTenant = "Tool-Tenant";
+/** Marks an upstream's error answer as not executed (value {@link OutcomeNotExecuted}). */
+export const HeaderOutcome = "Toolgateway-Outcome";
 
 // Media types.
 
@@ -143,6 +145,10 @@ export const MetaIdentity = MetaPrefix + "identity";
 export const MetaTenant = MetaPrefix + "tenant";
 /** The fencing token of a call forwarded to an MCP upstream. */
 export const MetaFencingToken = MetaPrefix + "fencingToken";
+/** {@link HeaderOutcome} for an MCP upstream (`_meta` of its error data or result). */
+export const MetaOutcome = MetaPrefix + "outcome";
+/** The value of {@link HeaderOutcome} and {@link MetaOutcome}: the upstream did not act. */
+export const OutcomeNotExecuted = "not-executed";
 
 /** The value of {@link MetaIdempotency} on an unkeyed call's result. */
 export const MetaIdempotencyNone = "none";
