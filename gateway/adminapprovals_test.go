@@ -320,7 +320,9 @@ func TestCallerApprovals(t *testing.T) {
 		mineToo := requestApproval(t, h.store, "acme", "refund", "s1", 2, `{"amount":2500}`, idempotency.ApproverCaller)
 		operators := requestApproval(t, h.store, "acme", "refund", "s1", 3, `{"amount":3000}`, idempotency.ApproverOperator)
 		theirs := requestApproval(t, h.store, "globex", "refund", "s1", 1, `{"amount":2000}`, idempotency.ApproverCaller)
-		path := func(a pendingApproval, decision string) string { return "/api/tools/v1/approvals/" + a.id + "/" + decision }
+		path := func(a pendingApproval, decision string) string {
+			return "/api/tools/v1/approvals/" + a.id + "/" + decision
+		}
 
 		wantProblem(t, h.postJSON(path(theirs, "approve"), "tok-acme", "", ""), 403, wire.CodeApprovalNotYours)
 		wantProblem(t, h.postJSON(path(operators, "approve"), "tok-acme", "", ""), 403, wire.CodeApprovalNotYours)
