@@ -102,11 +102,19 @@ func (c *adminClient) approvalTable(approvals []json.RawMessage, next string) er
 		return err
 	}
 	if next != "" {
-		_, err := fmt.Fprintf(c.stdout, "\n%d approvals; more: -cursor %s (or -all)\n", len(approvals), next)
+		_, err := fmt.Fprintf(c.stdout, "\n%s; more: -cursor %s (or -all)\n", countOf(len(approvals), "approval"), next)
 		return err
 	}
-	_, err := fmt.Fprintf(c.stdout, "\n%d approvals\n", len(approvals))
+	_, err := fmt.Fprintf(c.stdout, "\n%s\n", countOf(len(approvals), "approval"))
 	return err
+}
+
+// countOf is "1 approval", "2 approvals".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func orDash(s string) string {

@@ -120,6 +120,9 @@ func TestAdminCommandDecidesApprovals(t *testing.T) {
 	if all := f.mustAdmin("approvals", "-state", "all", "-limit", "1", "-all"); !strings.Contains(all, "\n2 approvals\n") {
 		t.Fatalf("-state all:\n%s", all)
 	}
+	if approved := f.mustAdmin("approvals", "-state", "APPROVED"); !strings.Contains(approved, yes) || !strings.Contains(approved, "alice") || !strings.Contains(approved, "\n1 approval\n") {
+		t.Fatalf("-state APPROVED:\n%s", approved)
+	}
 	if pending := f.mustAdmin("approvals"); !strings.Contains(pending, "\n0 approvals\n") {
 		t.Fatalf("pending after deciding both:\n%s", pending)
 	}
