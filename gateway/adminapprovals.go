@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +108,9 @@ func adminTime(t time.Time) string {
 // adds its canonical arguments.
 func toAdminApproval(rec idempotency.Record, withArguments bool) AdminApproval {
 	a := rec.Approval
+	if a == nil { // every store returns approval records with their approval
+		a = &idempotency.Approval{}
+	}
 	out := AdminApproval{
 		ID: a.ID, State: approvalStateName(rec.State),
 		Tenant: rec.Scope.Tenant, Tool: rec.Scope.Tool, Key: rec.Scope.Key, Fingerprint: rec.Fingerprint,
@@ -289,7 +293,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty
 		WriteProblem(w, NewProblem(wire.CodeUnsupportedMediaType, "send the decision as application/json"))
 		return in, false
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil || dec.More() {
 		detail := "the body is not a JSON object of by and note"

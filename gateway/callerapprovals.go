@@ -61,7 +61,7 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 	case rec.Scope.Tenant != tenant:
 		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "this approval belongs to another tenant"))
 		return
-	case rec.Approval.Approver.OrDefault() != idempotency.ApproverCaller:
+	case rec.Approval == nil || rec.Approval.Approver.OrDefault() != idempotency.ApproverCaller:
 		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "an operator decides this approval (its rule's approver is operator)"))
 		return
 	}
