@@ -32,6 +32,12 @@ type Problem struct {
 	// MCPServers names the MCP upstream servers whose tools are not listed
 	// yet (upstream_unavailable of GET /readyz only).
 	MCPServers []string `json:"mcp_servers,omitempty"`
+	// ApprovalState, DecidedBy and DecidedAt say where an approval stands
+	// and who decided it when (approval_not_pending only), so a console
+	// can show "already approved by X at T".
+	ApprovalState string `json:"state,omitempty"`
+	DecidedBy     string `json:"decided_by,omitempty"`
+	DecidedAt     string `json:"decided_at,omitempty"`
 
 	// RetryAfter, when > 0, is the Retry-After in whole seconds (REST sends
 	// the header, MCP data.retry_after_ms).
@@ -93,6 +99,8 @@ var problemCodes = map[string]problemCode{
 	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError, wire.RPCStoreUnavailable},
 	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError, wire.RPCUpstreamUnavailable},
 	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError, mcpToolResult},
+	wire.CodeApprovalNotPending:          {http.StatusConflict, "The approval is not pending", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeApprovalNotYours:            {http.StatusForbidden, "The approval is not this caller's to decide", false, labelInvalid, wire.RPCInvalidParams},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

@@ -82,6 +82,8 @@ const (
 	CodeStoreUnavailable            = "store_unavailable"
 	CodeUpstreamUnavailable         = "upstream_unavailable"
 	CodeToolTimeout                 = "tool_timeout"
+	CodeApprovalNotPending          = "approval_not_pending"
+	CodeApprovalNotYours            = "approval_not_yours"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

@@ -72,6 +72,8 @@ CODE_UPSTREAM_RESPONSE_TOO_LARGE: Final = "upstream_response_too_large"
 CODE_STORE_UNAVAILABLE: Final = "store_unavailable"
 CODE_UPSTREAM_UNAVAILABLE: Final = "upstream_unavailable"
 CODE_TOOL_TIMEOUT: Final = "tool_timeout"
+CODE_APPROVAL_NOT_PENDING: Final = "approval_not_pending"
+CODE_APPROVAL_NOT_YOURS: Final = "approval_not_yours"
 
 #: Vendor prefix of every _meta member the gateway reads or writes over MCP.
 META_PREFIX: Final = "io.github.toolgateway/"

@@ -118,6 +118,10 @@ export const CodeStoreUnavailable = "store_unavailable";
 export const CodeUpstreamUnavailable = "upstream_unavailable";
 /** The tool ran past its timeout; nothing was recorded (504). */
 export const CodeToolTimeout = "tool_timeout";
+/** Admin API and the caller's approval endpoint: the approval is already decided or expired (409; `state`, `decided_by`, `decided_at`). */
+export const CodeApprovalNotPending = "approval_not_pending";
+/** The caller's approval endpoint: another tenant's approval, or one an operator decides (403). */
+export const CodeApprovalNotYours = "approval_not_yours";
 
 /** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
 export const MetaPrefix = "io.github.toolgateway/";
