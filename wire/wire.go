@@ -76,6 +76,10 @@ const (
 	CodeStoreUnavailable            = "store_unavailable"
 	CodeUpstreamUnavailable         = "upstream_unavailable"
 	CodeToolTimeout                 = "tool_timeout"
+	CodeCallDenied                  = "call_denied"
+	CodeApprovalPending             = "approval_pending"
+	CodeApprovalDenied              = "approval_denied"
+	CodeApprovalExpired             = "approval_expired"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

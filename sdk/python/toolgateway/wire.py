@@ -68,6 +68,10 @@ CODE_UPSTREAM_RESPONSE_TOO_LARGE: Final = "upstream_response_too_large"
 CODE_STORE_UNAVAILABLE: Final = "store_unavailable"
 CODE_UPSTREAM_UNAVAILABLE: Final = "upstream_unavailable"
 CODE_TOOL_TIMEOUT: Final = "tool_timeout"
+CODE_CALL_DENIED: Final = "call_denied"
+CODE_APPROVAL_PENDING: Final = "approval_pending"
+CODE_APPROVAL_DENIED: Final = "approval_denied"
+CODE_APPROVAL_EXPIRED: Final = "approval_expired"
 
 #: Vendor prefix of every _meta member the gateway reads or writes over MCP.
 META_PREFIX: Final = "io.github.toolgateway/"

@@ -116,6 +116,14 @@ export const CodeStoreUnavailable = "store_unavailable";
 export const CodeUpstreamUnavailable = "upstream_unavailable";
 /** The tool ran past its timeout; nothing was recorded (504). */
 export const CodeToolTimeout = "tool_timeout";
+/** The tool's decide rules deny the call; nothing ran (403). */
+export const CodeCallDenied = "call_denied";
+/** The call waits for a human's approval (409, with `Retry-After`, `approval_id`, `approval_expires_at`). */
+export const CodeApprovalPending = "approval_pending";
+/** The call's approval was denied (403, with `reason`, `by`). */
+export const CodeApprovalDenied = "approval_denied";
+/** The call's approval expired, pending or unused (403). */
+export const CodeApprovalExpired = "approval_expired";
 
 /** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
 export const MetaPrefix = "io.github.toolgateway/";
