@@ -309,3 +309,24 @@ func decisions(t testing.TB, h *gatewaytest.Harness, tool, decision, enforced st
 	}
 	return 0
 }
+
+// TestDecideFailsClosed: a rule that cannot be evaluated (a key the
+// arguments lack, read without has()) denies the call; a tool that keeps
+// no record (read-only) cannot be approved, so an approve denies it too.
+func TestDecideFailsClosed(t *testing.T) {
+	broken, lookup := gatewaytest.NewTool("broken"), gatewaytest.NewTool("lookup")
+	lookup.ReadOnly = true
+	d := compileRules(t, "broken", []decide.Rule{{When: "args.missing > 1", Decision: decide.Allow}, {Decision: decide.Allow}})
+	for name, p := range compileRules(t, "lookup", []decide.Rule{{Decision: decide.Approve}}) {
+		d[name] = p
+	}
+	h := gatewaytest.New(t, storeEmbedded, []tools.Tool{broken, lookup}, withDecisions(d, decide.ModeEnforce, gateway.ApprovalSettings{}))
+	p := gatewaytest.WantProblem(t, h.Do(gatewaytest.Call{Tool: "broken", Session: "f", Step: 1, Args: `{"amount":1}`}), http.StatusForbidden, wire.CodeCallDenied)
+	if p["reason"] != "the decide rule could not be evaluated" {
+		t.Fatalf("reason = %v", p["reason"])
+	}
+	gatewaytest.WantProblem(t, h.Do(gatewaytest.Call{Tool: "lookup", Args: `{}`}), http.StatusForbidden, wire.CodeCallDenied)
+	if n := broken.Total.Load() + lookup.Total.Load(); n != 0 {
+		t.Fatalf("refused calls ran %d times", n)
+	}
+}
