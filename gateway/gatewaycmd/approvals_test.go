@@ -168,3 +168,32 @@ func refundCall(addr, session string, step uint64, args, prefer string) (reply, 
 	body, err := io.ReadAll(resp.Body)
 	return reply{status: resp.StatusCode, header: resp.Header, body: body}, err
 }
+
+// TestReloadChangesDecideRulesAndMode: SIGHUP applies new decide rules and
+// mode to the next call, names them in its log line, and a broken rule
+// refuses the whole file naming it.
+func TestReloadChangesDecideRulesAndMode(t *testing.T) {
+	base := storeSection(t) + "tools:\n  - name: reloadtest\n    decide:\n"
+	g := startReloading(t, base+"      - decision: deny\n        reason: closed\n")
+	if st, _, body := callAs(t, g.addr, "", "r", 1, "reloadtest", `{}`); st != http.StatusForbidden || !strings.Contains(string(body), "call_denied") {
+		t.Fatalf("before: %d %s, want 403 call_denied", st, body)
+	}
+	line := g.reload(t, base+"      - when: \"tenant == 'anonymous'\"\n        decision: allow\n      - decision: deny\n")
+	if changed := strings.Join(strs(line["changed"]), ","); line["msg"] != "config reloaded" || changed != "tools[reloadtest].decide" {
+		t.Fatalf("reload: %v", line)
+	}
+	if st, _, body := callAs(t, g.addr, "", "r", 2, "reloadtest", `{}`); st != http.StatusOK {
+		t.Fatalf("after: %d %s, want 200", st, body)
+	}
+	line = g.reload(t, base+"      - when: \"args.n +\"\n        decision: allow\n")
+	if line["msg"] == "config reloaded" || !strings.Contains(line["error"].(string), "tools[0].decide") {
+		t.Fatalf("broken rule: %v, want a refusal naming tools[0].decide", line)
+	}
+	line = g.reload(t, "mode: observe\n"+base+"      - decision: deny\n")
+	if changed := strings.Join(strs(line["changed"]), ","); changed != "mode,tools[reloadtest].decide" {
+		t.Fatalf("reload to observe: %v", line)
+	}
+	if st, _, body := callAs(t, g.addr, "", "r", 3, "reloadtest", `{}`); st != http.StatusOK {
+		t.Fatalf("observe mode: %d %s, want the call to run", st, body)
+	}
+}
