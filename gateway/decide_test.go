@@ -17,7 +17,9 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/gateway/notify"
+	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -328,5 +330,36 @@ func TestDecideFailsClosed(t *testing.T) {
 	gatewaytest.WantProblem(t, h.Do(gatewaytest.Call{Tool: "lookup", Args: `{}`}), http.StatusForbidden, wire.CodeCallDenied)
 	if n := broken.Total.Load() + lookup.Total.Load(); n != 0 {
 		t.Fatalf("refused calls ran %d times", n)
+	}
+}
+
+// TestApprovalsOnRedisCluster: on a three-master Redis Cluster, where a
+// record and its step entry must share a slot, an approval for 500 never
+// runs 900 (step_conflict at its step, its own approval at another), and
+// 8 concurrent calls of the approved key run it once.
+func TestApprovalsOnRedisCluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	client := cluster.Client()
+	t.Cleanup(func() { _ = client.Close() })
+	store := redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("decide")})
+	h, tool := decideHarness(t, gatewaytest.Redis, gateway.ApprovalSettings{}, func(o *gateway.Options) { o.Store = store })
+	c500 := refund("cl", 1, "500")
+	id := pendingID(t, h.Do(c500))
+	decideApproval(t, h, id, true, "")
+	gatewaytest.WantProblem(t, h.Do(refund("cl", 1, "900")), http.StatusUnprocessableEntity, wire.CodeStepConflict)
+	if other := pendingID(t, h.Do(refund("cl", 2, "900"))); other == id {
+		t.Fatal("900 at another step got the approval of 500")
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if s := h.Do(c500).Status; s != http.StatusOK && s != http.StatusConflict {
+				t.Errorf("concurrent call of the approved key: %d", s)
+			}
+		})
+	}
+	wg.Wait()
+	if n500, n900 := tool.Runs(keyOf(t, c500)), tool.Runs(keyOf(t, refund("cl", 2, "900"))); n500 != 1 || n900 != 0 {
+		t.Fatalf("runs: 500 %d (want 1), 900 %d (want 0)", n500, n900)
 	}
 }
