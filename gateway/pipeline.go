@@ -18,6 +18,8 @@ import (
 //
 //	check:  I-JSON → identity (adapter's parse) → derived key → schema →
 //	        availability → rate (check.go)
+//	decide: the tool's decide rules: allow, approve (the claim writes or
+//	        consumes the approval), deny (decide.go)
 //	claim:  one atomic store decision (run, replay, in progress, reused,
 //	        step conflict, unknown), with an optional wait for a duplicate
 //	        (claim.go)
