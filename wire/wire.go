@@ -84,6 +84,10 @@ const (
 	CodeToolTimeout                 = "tool_timeout"
 	CodeApprovalNotPending          = "approval_not_pending"
 	CodeApprovalNotYours            = "approval_not_yours"
+	CodeCallDenied                  = "call_denied"
+	CodeApprovalPending             = "approval_pending"
+	CodeApprovalDenied              = "approval_denied"
+	CodeApprovalExpired             = "approval_expired"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

@@ -74,6 +74,10 @@ CODE_UPSTREAM_UNAVAILABLE: Final = "upstream_unavailable"
 CODE_TOOL_TIMEOUT: Final = "tool_timeout"
 CODE_APPROVAL_NOT_PENDING: Final = "approval_not_pending"
 CODE_APPROVAL_NOT_YOURS: Final = "approval_not_yours"
+CODE_CALL_DENIED: Final = "call_denied"
+CODE_APPROVAL_PENDING: Final = "approval_pending"
+CODE_APPROVAL_DENIED: Final = "approval_denied"
+CODE_APPROVAL_EXPIRED: Final = "approval_expired"
 
 #: Vendor prefix of every _meta member the gateway reads or writes over MCP.
 META_PREFIX: Final = "io.github.toolgateway/"

@@ -122,6 +122,14 @@ export const CodeToolTimeout = "tool_timeout";
 export const CodeApprovalNotPending = "approval_not_pending";
 /** The caller's approval endpoint: another tenant's approval, or one an operator decides (403). */
 export const CodeApprovalNotYours = "approval_not_yours";
+/** The tool's decide rules deny the call; nothing ran (403). */
+export const CodeCallDenied = "call_denied";
+/** The call waits for a human's approval (409, with `Retry-After`, `approval_id`, `approval_expires_at`). */
+export const CodeApprovalPending = "approval_pending";
+/** The call's approval was denied (403, with `reason`, `by`). */
+export const CodeApprovalDenied = "approval_denied";
+/** The call's approval expired, pending or unused (403). */
+export const CodeApprovalExpired = "approval_expired";
 
 /** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
 export const MetaPrefix = "io.github.toolgateway/";
