@@ -203,6 +203,8 @@ type ToolEntry struct {
 	PolicyConfig `yaml:",inline"`
 	ReadOnly     *bool           `yaml:"read_only"`
 	HTTP         *HTTPToolConfig `yaml:"http"`
+	// Reconcile asks the tool's owner about uncertain outcomes (reconcile.go).
+	Reconcile *ReconcileConfig `yaml:"reconcile"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:

@@ -186,6 +186,9 @@ func fixedChanges(cur, next *Config) []string {
 	if !reflect.DeepEqual(cur.MCPServers, next.MCPServers) {
 		out = append(out, "mcp_servers")
 	}
+	if !reflect.DeepEqual(toolReconciles(cur), toolReconciles(next)) {
+		out = append(out, "tools[].reconcile") // the worker starts with the gateway
+	}
 	return out
 }
 
