@@ -33,6 +33,12 @@ func (w *Worker) reconcile(ctx context.Context, t Target, scope idempotency.Scop
 		w.log.Warn("reconcile: claiming the record failed", "record", scope.String(), "error", err)
 		return
 	}
+	// The listing may be older than the record (or a store may list
+	// records without their reconciliation): decide again on the record
+	// as claimed. A record not due keeps the lease until it runs out.
+	if w.due(t, rec) != dueNow {
+		return
+	}
 	q := Question{
 		Tool:         scope.Tool,
 		UpstreamKey:  tools.ScopedKey(scope.Tenant, scope.Tool, scope.Key),
