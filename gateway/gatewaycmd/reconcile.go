@@ -1,6 +1,7 @@
 package gatewaycmd
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -176,7 +177,8 @@ func (c *Config) reconcileTarget(field string, opts gateway.Options, tool string
 	}
 	policy := opts.Policies[tool].Resolve(own, tools.Policy{Timeout: opts.ToolTimeout, ReplayTTL: opts.ReplayTTL})
 	return reconcile.Target{Tool: tool, Ask: ask, Every: every, Attempts: attempts, Timeout: policy.Timeout,
-		MaxResponseBytes: maxBytes, ReplayTTL: policy.ReplayTTL, Abandoned: policy.LeaseExpiry == tools.LeaseExpiryUnknown}, nil
+		MaxResponseBytes: maxBytes, ReplayTTL: policy.ReplayTTL, Abandoned: policy.LeaseExpiry == tools.LeaseExpiryUnknown,
+		AbandonedAfter: cmp.Or(time.Duration(c.Idempotency.LockTTL), gateway.DefaultLockTTL)}, nil
 }
 
 // startReconcile starts the reconcile worker on store when targets are

@@ -44,8 +44,12 @@ type Target struct {
 	// ReplayTTL is how long a reconciled outcome is replayed.
 	ReplayTTL time.Duration
 	// Abandoned says the tool is lease_expiry: unknown, so an IN_PROGRESS
-	// record whose lease expired (its gateway died) is reconciled too.
-	Abandoned bool
+	// record whose lease expired (its gateway died) is reconciled too,
+	// once AbandonedAfter (the gateway's lock_ttl) more has passed: the
+	// owner of a lease that ran out during a store outage may still be
+	// landing its outcome (as gateway_records_abandoned counts them).
+	Abandoned      bool
+	AbandonedAfter time.Duration
 }
 
 // Validate checks t, naming the field at fault.

@@ -66,8 +66,8 @@ const (
 // due says whether rec is to be asked about now.
 func (w *Worker) due(t Target, rec idempotency.Record) dueness {
 	now := w.now()
-	if rec.State == idempotency.StateInProgress && now.Before(rec.LeaseExpiresAt) {
-		return dueLater // alive: its gateway still runs it
+	if rec.State == idempotency.StateInProgress && now.Before(rec.LeaseExpiresAt.Add(t.AbandonedAfter)) {
+		return dueLater // alive, or its owner may still land its outcome
 	}
 	rc := rec.Reconciliation
 	if rc == nil || rc.Count == 0 {
