@@ -25,7 +25,11 @@ func (s *Store) Get(ctx context.Context, scope idempotency.Scope) (idempotency.R
 	if len(found) == 0 {
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
-	return newest(found).record, nil
+	n := newest(found)
+	if err := s.withReconciliation(ctx, n.key, &n.record); err != nil {
+		return idempotency.Record{}, fmt.Errorf("redisstore: get %v: %w", scope, err)
+	}
+	return n.record, nil
 }
 
 // newest is the most recently created of found (not empty).
