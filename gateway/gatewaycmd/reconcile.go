@@ -49,7 +49,7 @@ const (
 
 // reconcileTargets checks every reconcile: section and returns the
 // worker's targets; errors name the field. The store must offer
-// reconciliation (the embedded store does).
+// reconciliation (the embedded and Redis stores do).
 func (c *Config) reconcileTargets(opts gateway.Options, store storeChoice) ([]reconcile.Target, error) {
 	var targets []reconcile.Target
 	var client *http.Client
@@ -100,8 +100,8 @@ func (c *Config) reconcileTargets(opts gateway.Options, store storeChoice) ([]re
 		}
 		targets = append(targets, targets2...)
 	}
-	if len(targets) > 0 && store.kind != storeKindEmbedded {
-		return nil, fmt.Errorf("%s: reconciliation needs the embedded store in this version (the Redis and PostgreSQL stores do not keep reconcile leases yet)", "reconcile")
+	if len(targets) > 0 && store.kind == storeKindPostgres {
+		return nil, fmt.Errorf("%s: reconciliation needs the embedded or a Redis store in this version (the PostgreSQL store does not keep reconcile leases yet)", "reconcile")
 	}
 	return targets, nil
 }

@@ -180,9 +180,9 @@ func TestReconcileConfigRefused(t *testing.T) {
 			}
 		})
 	}
-	redis := fmt.Sprintf(base, "x", "      http: {url: \"http://127.0.0.1:1/s\"}\n")
-	redis = strings.Replace(redis, "  path: x\n", "  redis_url: redis://127.0.0.1:6379/0\n", 1)
-	if _, err := Check(writeConfig(t, redis), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "reconcile") {
-		t.Fatalf("check of reconcile on Redis: %v; want it refused", err)
+	pg := fmt.Sprintf(base, "x", "      http: {url: \"http://127.0.0.1:1/s\"}\n")
+	pg = strings.Replace(pg, "  path: x\n", "  postgres_url: postgres://127.0.0.1:5432/test\n", 1)
+	if _, err := Check(writeConfig(t, pg), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "reconcile") {
+		t.Fatalf("check of reconcile on PostgreSQL: %v; want it refused", err)
 	}
 }
