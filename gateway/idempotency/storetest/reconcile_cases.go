@@ -18,6 +18,7 @@ func reconcileCases() []testCase {
 		{"ReconcileAbandonedInProgress", testReconcileAbandoned},
 		{"ReconcileRefusesOtherStates", testReconcileRefusesOtherStates},
 		{"ReconcileAfterOperatorResolvedIsLeaseLost", testReconcileAfterOperator},
+		{"ReconcileStateBelongsToItsClaim", testReconcileStateBelongsToItsClaim},
 	}
 }
 
@@ -184,5 +185,33 @@ func testReconcileAfterOperator(f *fixture) {
 	d := f.expect(f.fresh(req), idempotency.OutcomeReplay)
 	if !sameResponse(d.Response, operator) {
 		f.t.Fatalf("replay = %+v, want the operator's response", d.Response)
+	}
+}
+
+// A record deleted by an operator and claimed again under the same key
+// starts without the former claim's reconciliation.
+func testReconcileStateBelongsToItsClaim(f *fixture) {
+	rc := f.reconciler()
+	req, lease := f.unknownRecord("refund")
+	owner := f.id("reconciler")
+	if _, err := rc.ClaimReconcile(f.ctx, req.Scope, owner, longLease); err != nil {
+		f.t.Fatalf("ClaimReconcile: %v", err)
+	}
+	if _, err := rc.RecordReconcileAttempt(f.ctx, req.Scope, owner, lease.FencingToken, idempotency.ReconcileAttempt{At: time.Now(), Outcome: "unknown"}); err != nil {
+		f.t.Fatalf("RecordReconcileAttempt: %v", err)
+	}
+	f.delete(req.Scope)
+	again := f.fresh(req)
+	next := f.claimed(again)
+	f.markUnknown(next, replayTTL)
+	if got := f.get(req.Scope); got.Reconciliation != nil && got.Reconciliation.Count != 0 {
+		f.t.Fatalf("new claim shows the former reconciliation %+v", got.Reconciliation)
+	}
+	rec, err := rc.ClaimReconcile(f.ctx, req.Scope, f.id("reconciler"), longLease)
+	if err != nil {
+		f.t.Fatalf("ClaimReconcile of the new record (the former owner's lease belongs to the old claim): %v", err)
+	}
+	if rec.FencingToken != next.FencingToken || (rec.Reconciliation != nil && rec.Reconciliation.Count != 0) {
+		f.t.Fatalf("claimed %+v", rec)
 	}
 }
