@@ -21,9 +21,9 @@ import (
 func TestKillNineOfTheReconcilingReplica(t *testing.T) {
 	var executions, questions atomic.Int64
 	hold := make(chan struct{})
-	defer close(hold)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/refund", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
 		executions.Add(1)
 		select { // acted, answers after the tool's timeout
 		case <-time.After(time.Second):
@@ -31,6 +31,9 @@ func TestKillNineOfTheReconcilingReplica(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		// Read the question whole: then the server notices the asker's
+		// death (its request context ends).
+		_, _ = io.Copy(io.Discard, r.Body)
 		if questions.Add(1) == 1 {
 			select { // the first replica never hears back
 			case <-hold:
@@ -42,6 +45,7 @@ func TestKillNineOfTheReconcilingReplica(t *testing.T) {
 	})
 	upstream := httptest.NewServer(mux)
 	defer upstream.Close()
+	defer close(hold) // before Close, which waits for the held question
 
 	dir := t.TempDir()
 	config := filepath.Join(dir, "gateway.yaml")
