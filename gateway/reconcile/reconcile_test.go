@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -77,17 +79,28 @@ func answering(body string) *owner {
 	return &owner{answer: func(reconcile.Question, int64) (int, string) { return http.StatusOK, body }}
 }
 
+// testStore is a store the worker runs on.
+type testStore interface {
+	idempotency.Store
+	reconcile.Store
+}
+
 type setup struct {
-	store *boltstore.Store
+	store testStore
 	reg   *prometheus.Registry
 	url   string
 }
 
 func newSetup(t *testing.T, o *owner) *setup {
 	t.Helper()
+	return newSetupOn(t, o, openStore(t))
+}
+
+func newSetupOn(t *testing.T, o *owner, store testStore) *setup {
+	t.Helper()
 	srv := httptest.NewServer(o)
 	t.Cleanup(srv.Close)
-	return &setup{store: openStore(t), reg: prometheus.NewRegistry(), url: srv.URL}
+	return &setup{store: store, reg: prometheus.NewRegistry(), url: srv.URL}
 }
 
 func (s *setup) target(t *testing.T, attempts int, timeout time.Duration) reconcile.Target {
@@ -415,4 +428,37 @@ func TestAnotherReplicaTakesOverAfterTheLease(t *testing.T) {
 		rec, ok := get(t, s.store, req.Scope)
 		return ok && rec.State == idempotency.StateCompleted
 	})
+}
+
+// On Redis the worker sees the attempts in its listing too: a record whose
+// attempts are used up is counted as given up (so the alert pages) and
+// not asked again.
+func TestGaveUpOnRedis(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	if err := client.Ping(context.Background()).Err(); err != nil {
+		t.Skipf("no Redis at 127.0.0.1:6379: %v", err)
+	}
+	prefix := fmt.Sprintf("reconcile-test-%d-%d:", time.Now().UnixNano(), keys.Add(1))
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := client.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+		_ = client.Close()
+	})
+	o := answering(`{"outcome":"unknown"}`)
+	s := newSetupOn(t, o, redisstore.New(client, redisstore.Options{Prefix: prefix}))
+	req, _ := unknownRecord(t, s.store)
+	s.start(t, "replica-a", s.reg, s.target(t, 2, time.Second))
+	eventually(t, "the attempts used up", func() bool { return attemptsOf(t, s.store, req.Scope) == 2 })
+	eventually(t, "the gave-up gauge", func() bool { return gaugeValue(s.reg, "gateway_reconcile_gave_up") == 1 })
+	time.Sleep(10 * every)
+	if n := o.asked.Load(); n != 2 {
+		t.Fatalf("owner asked %d times, want 2", n)
+	}
+	page, err := s.store.List(context.Background(), idempotency.ListFilter{State: idempotency.StateUnknown, Tool: testTool, Limit: 10})
+	if err != nil || len(page.Records) != 1 || page.Records[0].Reconciliation == nil || page.Records[0].Reconciliation.Count != 2 {
+		t.Fatalf("listing: %v %+v", err, page.Records)
+	}
 }

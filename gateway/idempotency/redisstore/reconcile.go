@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/redisscript"
@@ -28,7 +27,7 @@ var (
 // with its kind letter R turned Q, so it shares the record's hash tag
 // (and slot) and no record SCAN sees it.
 func (k keyLayout) reconcileKey(recordKey string) string {
-	return k.prefix + "Q" + recordKey[len(k.prefix)+1:]
+	return k.prefix + "Q" + strings.TrimPrefix(recordKey, k.prefix+"R")
 }
 
 // storedReconciliation is the JSON of a reconciliation key (see
@@ -75,19 +74,6 @@ func applyReconciliation(rec *idempotency.Record, raw string) error {
 	rec.Reconciliation = out
 	rec.ResolvedBy = st.ResolvedBy
 	return nil
-}
-
-// withReconciliation reads the reconciliation of the record stored under
-// key into rec (none: rec unchanged).
-func (s *Store) withReconciliation(ctx context.Context, key string, rec *idempotency.Record) error {
-	raw, err := s.client.Get(ctx, s.keys.reconcileKey(key)).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return applyReconciliation(rec, raw)
 }
 
 // target finds the record key reconcile operations work on: the one Get
