@@ -186,3 +186,20 @@ func TestReconcileConfigRefused(t *testing.T) {
 		t.Fatalf("check of reconcile on PostgreSQL: %v; want it refused", err)
 	}
 }
+
+// The reconcile worker starts with the gateway: a reload that changes a
+// tool's reconcile: section is refused naming it, and nothing is applied.
+func TestReloadRefusesReconcileChanges(t *testing.T) {
+	store := "listen: 127.0.0.1:0\nstore:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n"
+	tool := "tools:\n  - name: reloadtest\n    description: %s\n"
+	g := startReloading(t, store+fmt.Sprintf(tool, "before"))
+	line := g.reload(t, store+fmt.Sprintf(tool, "after")+"    reconcile:\n      http: {url: \"http://127.0.0.1:1/status\"}\n")
+	msg, _ := line["msg"].(string)
+	if line["level"] != "ERROR" || !strings.HasPrefix(msg, "config reload refused; nothing applied") ||
+		strings.Join(strs(line["fields"]), ",") != "tools[].reconcile" {
+		t.Fatalf("reload adding reconcile: %v, want it refused naming tools[].reconcile", line)
+	}
+	if d := toolDescription(t, g.addr, "reloadtest"); d != "before" {
+		t.Fatalf("description %q after a refused reload", d)
+	}
+}
