@@ -40,6 +40,10 @@ type AdminRecord struct {
 	// CanonicalArguments are the call's arguments in canonical form (JCS
 	// text), with ?include=arguments only, while IN_PROGRESS or UNKNOWN.
 	CanonicalArguments *string `json:"canonical_arguments,omitempty"`
+	// ResolvedBy is "reconcile" for a record reconciliation completed.
+	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Reconciliation shows the questions asked about an uncertain record.
+	Reconciliation *AdminReconciliation `json:"reconciliation,omitempty"`
 }
 
 // adminScope reads tenant, tool and key from the path. The key is the rest

@@ -76,16 +76,18 @@ type adminInclude struct {
 // canonical arguments.
 func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 	out := AdminRecord{
-		UpstreamKey:  tools.ScopedKey(rec.Scope.Tenant, rec.Scope.Tool, rec.Scope.Key),
-		Tenant:       rec.Scope.Tenant,
-		Tool:         rec.Scope.Tool,
-		Key:          rec.Scope.Key,
-		State:        string(rec.State),
-		Fingerprint:  rec.Fingerprint,
-		ExecutionID:  rec.ExecutionID,
-		FencingToken: rec.FencingToken,
-		CreatedAt:    rec.CreatedAt.UTC().Format(time.RFC3339),
-		ExpiresAt:    rec.ExpiresAt.UTC().Format(time.RFC3339),
+		UpstreamKey:    tools.ScopedKey(rec.Scope.Tenant, rec.Scope.Tool, rec.Scope.Key),
+		Tenant:         rec.Scope.Tenant,
+		Tool:           rec.Scope.Tool,
+		Key:            rec.Scope.Key,
+		State:          string(rec.State),
+		Fingerprint:    rec.Fingerprint,
+		ExecutionID:    rec.ExecutionID,
+		FencingToken:   rec.FencingToken,
+		CreatedAt:      rec.CreatedAt.UTC().Format(time.RFC3339),
+		ExpiresAt:      rec.ExpiresAt.UTC().Format(time.RFC3339),
+		ResolvedBy:     rec.ResolvedBy,
+		Reconciliation: toAdminReconciliation(rec.Reconciliation),
 	}
 	if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() {
 		out.LeaseExpiresAt = rec.LeaseExpiresAt.UTC().Format(time.RFC3339)

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	storeDownFor := fs.Duration("store-down-for", 0, "how long the store stays down at each kill (0: restarted at once)")
 	useMCP := fs.Bool("mcp", false, "send about half of the agents' attempts over MCP (POST /mcp) instead of REST")
 	uncertain := fs.Bool("uncertain", false, "inject uncertain outcomes: upstream calls outliving the 1 s tool timeout, dropped connections, SIGTERM drains of 200 ms")
+	reconcileFlag := fs.Bool("reconcile", false, "give the lease_expiry: unknown tool a reconcile: endpoint that knows what the upstream ran; every step must end with a result, none outcome_unknown")
 	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
 	verbose := fs.Bool("v", false, "print progress (kills, restarts)")
 	if err := fs.Parse(args); err != nil {
@@ -89,7 +90,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		GatewayBinary: bin, WorkDir: dir, Cluster: *cluster, Postgres: *postgres,
 		Replicas: *replicas, Agents: *agents, Duration: *duration,
 		KillEvery: *killEvery, RedisRestartEvery: *redisEvery, LockTTL: *lockTTL,
-		StoreDownFor: *storeDownFor, MCP: *useMCP, Uncertain: *uncertain,
+		StoreDownFor: *storeDownFor, MCP: *useMCP, Uncertain: *uncertain, Reconcile: *reconcileFlag,
 		Seed: *seed, Log: progress,
 	})
 	if err != nil {

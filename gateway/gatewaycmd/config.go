@@ -213,6 +213,8 @@ type ToolEntry struct {
 	HTTP         *HTTPToolConfig `yaml:"http"`
 	// Decide are the tool's decision rules, in order (approvals.go).
 	Decide []decide.Rule `yaml:"decide"`
+	// Reconcile asks the tool's owner about uncertain outcomes (reconcile.go).
+	Reconcile *ReconcileConfig `yaml:"reconcile"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:

@@ -33,6 +33,9 @@ type MCPServerEntry struct {
 	Sessions       int      `yaml:"sessions"`
 	// MaxResponseBytes caps one message from the server (default 4 MiB).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// Reconcile asks about the uncertain outcomes of the server's tools
+	// (reconcile.go).
+	Reconcile *ReconcileConfig `yaml:"reconcile"`
 }
 
 // mcpStartWait bounds how long start-up waits for the MCP servers' first

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
@@ -27,6 +28,8 @@ type startup struct {
 	// mcp holds the MCP servers, checked and their stand-ins registered in
 	// opts.Tools, not started (nil without mcp_servers).
 	mcp *mcptool.Manager
+	// reconcile are the reconcile worker's targets (none: no worker).
+	reconcile []reconcile.Target
 }
 
 // prepare reads the config at path (none: the defaults) with the
@@ -61,5 +64,9 @@ func prepare(path string, getenv func(string) string, logOut io.Writer) (*startu
 	if err != nil {
 		return nil, err
 	}
-	return &startup{path: path, cfg: cfg, level: level, log: log, plugins: plugins, opts: opts, store: store, mcp: mcpServers}, nil
+	targets, err := cfg.reconcileTargets(opts, store)
+	if err != nil {
+		return nil, err
+	}
+	return &startup{path: path, cfg: cfg, level: level, log: log, plugins: plugins, opts: opts, store: store, mcp: mcpServers, reconcile: targets}, nil
 }

@@ -191,6 +191,9 @@ func fixedChanges(cur, next *Config) []string {
 	if !reflect.DeepEqual(cur.Approvals.Notify, next.Approvals.Notify) || cur.notifySecret != next.notifySecret {
 		out = append(out, "approvals.notify")
 	}
+	if !reflect.DeepEqual(toolReconciles(cur), toolReconciles(next)) {
+		out = append(out, "tools[].reconcile") // the worker starts with the gateway
+	}
 	return out
 }
 

@@ -206,10 +206,19 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 		})
 	}
 	opts.Logger = log
+	// One registry for the gateway's series and the reconcile worker's.
+	metricsRegistry := newMetricsRegistry()
+	opts.Registerer, opts.Gatherer = metricsRegistry, metricsRegistry
 	gw, err := gateway.NewServer(opts)
 	if err != nil {
 		return b, err
 	}
+	stopReconcile, err := startReconcile(st.reconcile, store, metricsRegistry, log)
+	if err != nil {
+		return b, err
+	}
+	// Last opened, first closed: after the drain, before the store closes.
+	b.closers = append(b.closers, stopReconcile)
 	b.gw, b.opts, b.storeDesc = gw, opts, storeDesc
 	return b, nil
 }

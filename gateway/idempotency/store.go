@@ -267,6 +267,12 @@ type Record struct {
 	CanonicalArguments []byte
 	// Approval is set for a record in an approval state.
 	Approval *Approval
+	// Reconciliation is set once a reconciler claimed the record (stores
+	// implementing [Reconciler]).
+	Reconciliation *Reconciliation
+	// ResolvedBy is ResolvedByReconcile for a record reconciliation
+	// completed; "" otherwise.
+	ResolvedBy string
 }
 
 // MaxListLimit is the largest page Admin.List returns.

@@ -127,6 +127,9 @@ func (a *agent) final(ctx context.Context, s *step) answer {
 	for {
 		if a.cfg.MCP && a.rng.IntN(2) == 0 {
 			if ans, final := a.attemptMCP(ctx, s); final {
+				if a.waitForReconcile(ctx, ans) {
+					continue
+				}
 				return ans
 			} else if ctx.Err() != nil {
 				return answer{Kind: answerLost, Detail: ans.Detail}
@@ -137,9 +140,19 @@ func (a *agent) final(ctx context.Context, s *step) answer {
 			continue
 		}
 		if ans, final := a.attemptREST(ctx, s); final {
+			if a.waitForReconcile(ctx, ans) {
+				continue
+			}
 			return ans
 		}
 	}
+}
+
+// waitForReconcile: with Config.Reconcile, outcome_unknown is not final
+// (reconciliation resolves the record): it sleeps a little and says to
+// call again, until the step's deadline.
+func (a *agent) waitForReconcile(ctx context.Context, ans answer) bool {
+	return a.cfg.Reconcile && ans.Kind == answerUnknown && sleepCtx(ctx, 100*time.Millisecond) == nil
 }
 
 // attemptREST calls the step through agentclient, whose own retries cover

@@ -106,6 +106,31 @@ func TestChaosUncertain(t *testing.T) {
 	}
 }
 
+// TestChaosReconcile is TestChaosUncertain with reconciliation: the
+// unknown tool's owner (the upstream) answers what it ran, so every
+// UNKNOWN record is resolved — no step ends outcome_unknown — and the
+// tool still never runs twice.
+func TestChaosReconcile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run skipped in -short mode")
+	}
+	report := runChecked(t, Config{
+		GatewayBinary:     buildGateway(t),
+		Replicas:          3,
+		Agents:            6,
+		Duration:          6 * time.Second,
+		KillEvery:         800 * time.Millisecond,
+		RedisRestartEvery: 3 * time.Second,
+		LockTTL:           1500 * time.Millisecond,
+		MCP:               true,
+		Uncertain:         true,
+		Reconcile:         true,
+	})
+	if report.UncertainInjected == 0 || report.ReconciledCommitted == 0 || report.UnknownOutcomes != 0 {
+		t.Errorf("the run made no outcome uncertain, reconciled none, or left one unknown: %+v", report)
+	}
+}
+
 // TestChaosPostgres is the PostgreSQL variant: the same gateways, agents
 // and replica kills on a private PostgreSQL that is itself SIGKILLed (the
 // postmaster and every backend at once) and restarted under load. No

@@ -56,6 +56,11 @@ type Config struct {
 	// are read and then dropped without an answer, and half of the replica
 	// restarts are SIGTERM drains of 200 ms instead of SIGKILLs.
 	Uncertain bool
+	// Reconcile gives the unknown tool a reconcile: section whose endpoint
+	// (the upstream) knows the truth, and has the agents wait out an
+	// outcome_unknown answer until reconciliation resolved it: every step
+	// must end with a result, none UNKNOWN.
+	Reconcile bool
 	// LockTTL is the gateways' idempotency.lock_ttl: short, so takeovers
 	// after a kill happen within the run.
 	LockTTL time.Duration

@@ -70,6 +70,11 @@ func writeConfig(path, name string, store storeSection, up *upstream, lockTTL ti
 		"idempotency":   map[string]any{"lock_ttl": lockTTL.String()},
 		"tools":         []any{tool(toolRerun, "rerun"), tool(toolUnknown, "unknown")},
 	}
+	if up.reconcile {
+		unknown := tool(toolUnknown, "unknown")
+		unknown["reconcile"] = up.reconcileSection()
+		cfg["tools"] = []any{tool(toolRerun, "rerun"), unknown}
+	}
 	raw, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("chaos: config: %w", err)

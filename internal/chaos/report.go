@@ -54,6 +54,9 @@ type Report struct {
 	// outcome_unknown; UnknownNeverRan of them never reached the upstream
 	// (the gateway died between claim and tool call).
 	UnknownOutcomes, UnknownNeverRan int
+	// ReconciledCommitted and ReconciledNotCommitted count the reconcile
+	// endpoint's answers (Config.Reconcile).
+	ReconciledCommitted, ReconciledNotCommitted int
 	// Violations lists every broken invariant (empty: all held).
 	Violations []string
 }
@@ -82,6 +85,9 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  second executions of the lease_expiry: unknown tool: %d\n", r.UnknownSecondRuns)
 	fmt.Fprintf(w, "  answered steps run again or answered otherwise after a store outage: %d %v\n", r.OutageReruns, r.OutageRerunSteps)
 	fmt.Fprintf(w, "  outcome_unknown answers (unknown policy): %d (%d of them never reached the tool)\n", r.UnknownOutcomes, r.UnknownNeverRan)
+	if r.ReconciledCommitted+r.ReconciledNotCommitted > 0 {
+		fmt.Fprintf(w, "  reconciled: committed %d, not_committed %d\n", r.ReconciledCommitted, r.ReconciledNotCommitted)
+	}
 	fmt.Fprintf(w, "  invariants:\n")
 	for _, inv := range invariantNames {
 		fmt.Fprintf(w, "    %-70s %s\n", inv.text, r.status(inv.tag))

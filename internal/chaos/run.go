@@ -30,6 +30,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	up := newUpstream(cfg.Uncertain)
+	up.reconcile = cfg.Reconcile
 	defer up.close()
 	redis, err := startBackend(cfg.WorkDir, cfg.Cluster, cfg.Postgres)
 	if err != nil {
@@ -140,6 +141,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	check(report, steps, execs, kills, outages, cfg.LockTTL)
+	if cfg.Reconcile {
+		checkReconciled(report, up)
+	}
 	report.Elapsed = time.Since(began)
 	return report, nil
 }

@@ -48,14 +48,21 @@ const (
 type upstream struct {
 	server    *httptest.Server
 	uncertain bool // inject uncertain outcomes
+	reconcile bool // give the unknown tool a reconcile: section on this upstream
 
 	mu    sync.Mutex
 	byKey map[string][]*execution
 	total int
+	// refusedUpTo is, per key, the fencing token up to which requests are
+	// refused after a not_committed answer (reconcile.go).
+	refusedUpTo map[string]int64
+	// reconciledCommitted and reconciledNotCommitted count the answers of
+	// the reconcile endpoint.
+	reconciledCommitted, reconciledNotCommitted int
 }
 
 func newUpstream(uncertain bool) *upstream {
-	u := &upstream{byKey: map[string][]*execution{}, uncertain: uncertain}
+	u := &upstream{byKey: map[string][]*execution{}, uncertain: uncertain, refusedUpTo: map[string]int64{}}
 	u.server = httptest.NewServer(http.HandlerFunc(u.serve))
 	return u
 }
@@ -68,8 +75,17 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		ExecutionID: r.Header.Get(wire.HeaderExecutionID),
 		Start:       time.Now(),
 	}
+	if isReconcile(r) {
+		u.serveReconcile(w, r)
+		return
+	}
 	e.Fence, _ = strconv.ParseInt(r.Header.Get(wire.HeaderFencingToken), 10, 64)
 	u.mu.Lock()
+	if u.refused(e.Key, e.Fence) {
+		u.mu.Unlock()
+		http.Error(w, "fencing token refused", http.StatusConflict)
+		return
+	}
 	u.byKey[e.Key] = append(u.byKey[e.Key], e)
 	run := len(u.byKey[e.Key])
 	u.total++
@@ -102,9 +118,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		u.finish(e, true)
 		return
 	}
-	body, _ := json.Marshal(map[string]any{
-		"tool": e.Tool, "key": e.Key, "run": run, "execution_id": e.ExecutionID, "replica": e.Replica,
-	})
+	body, _ := json.Marshal(answerBody(e, run))
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(body)
 	u.finish(e, err != nil)

@@ -82,6 +82,10 @@ type storedRecord struct {
 	Arguments string `json:"a,omitempty"`
 	// Approval is set while the record is an approval (layout 3).
 	Approval *storedApproval `json:"ap,omitempty"`
+	// Reconcile is the record's reconciliation (reconcile.go).
+	Reconcile *storedReconciliation `json:"rc,omitempty"`
+	// ResolvedBy is idempotency.ResolvedByReconcile once reconciled.
+	ResolvedBy string `json:"rb,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {
@@ -129,6 +133,8 @@ func (r *storedRecord) toRecord() idempotency.Record {
 	if r.Approval != nil {
 		rec.Approval = r.Approval.toApproval()
 	}
+	rec.Reconciliation = r.Reconcile.toReconciliation()
+	rec.ResolvedBy = r.ResolvedBy
 	return rec
 }
 

@@ -103,12 +103,15 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 	type cmds struct {
 		value  *redis.StringCmd
 		expiry *redis.DurationCmd
+		// reconcile is the record's reconciliation (reconcile.go).
+		reconcile *redis.StringCmd
 	}
 	out := make([]cmds, len(names))
 	if _, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, name := range names {
 			out[i].value = pipe.Get(ctx, name)
 			out[i].expiry = pipe.PExpireTime(ctx, name)
+			out[i].reconcile = pipe.Get(ctx, s.keys.reconcileKey(name))
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -130,6 +133,11 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 		rec, err := recordOf(scope, v, expiresAt(out[i].expiry.Val()))
 		if err != nil {
 			return nil, fmt.Errorf("record of %v: %w", scope, err) // the key name holds the full key
+		}
+		if raw, err := out[i].reconcile.Result(); err == nil {
+			if err := applyReconciliation(&rec, raw); err != nil {
+				return nil, fmt.Errorf("record of %v: %w", scope, err)
+			}
 		}
 		if !withResponse {
 			rec.Response = nil

@@ -20,6 +20,11 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"point":        pointArgs{},
 	"layout":       layoutArgs{},
 	"approve":      approveArgs{},
+
+	"reconcile_claim":    reconcileClaimArgs{},
+	"reconcile_attempt":  reconcileAttemptArgs{},
+	"reconcile_complete": reconcileCompleteArgs{},
+	"reconcile_drop":     reconcileDropArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.

@@ -1,0 +1,23 @@
+-- reconcile_drop: delete the record (and free its step) because the tool's
+-- owner said the call did not commit, if the record is still UNKNOWN
+-- under the fencing token and the reconciler holds its reconcile lease
+-- (see reconcile_claim.lua).
+--
+-- Returns 1, or 0 if the lease is lost. Layout: see claim.lua.
+local rec = KEYS[1]     -- the record
+local rq = KEYS[2]      -- its reconciliation
+local owner = ARGV[1]   -- the reconciler
+local fence = ARGV[2]   -- the record's fencing token (decimal)
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+
+local v = redis.call('GET', rec)
+if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'
+local _, _, _, rfence, _, rstep, rheld = struct.unpack(HEAD, v)
+if string.format('%d', rfence) ~= fence then return 0 end
+local raw = redis.call('GET', rq)
+if not raw then return 0 end
+local st = cjson.decode(raw)
+if st.f ~= fence or st.o ~= owner then return 0 end
+redis.call('DEL', rec, rq)
+if rheld == 1 then redis.call('DEL', rstep) end
+return 1
