@@ -77,7 +77,8 @@ func (s *Server) newRouter() *chi.Mux {
 }
 
 // mountOperations wires what operators and orchestrators use: health,
-// readiness, metrics and (with an admin token) the admin API.
+// readiness, metrics and (with an admin token) the admin API and the
+// operator console.
 func (s *Server) mountOperations(r chi.Router) {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
@@ -93,6 +94,7 @@ func (s *Server) mountOperations(r chi.Router) {
 			r.Post("/records/{tenant}/{tool}/*", s.handleAdminResolve)
 			r.Get("/executions/{execution_id}", s.handleAdminExecution)
 		})
+		s.mountConsole(r)
 	}
 }
 

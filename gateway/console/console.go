@@ -96,14 +96,17 @@ type Options struct {
 	// Authenticate checks a submitted admin token; true when it is one the
 	// gateway accepts now (rotation included).
 	Authenticate func(token string) bool
-	// SessionKeys sign session cookies: the first signs, every one is
-	// accepted. Derive them from the configured admin token hashes
-	// ([SessionKey]) so every replica accepts the others' cookies and
-	// rotating the admin token signs everyone out.
-	SessionKeys [][]byte
+	// SessionKeys returns the keys that sign session cookies: the first
+	// signs, every one is accepted. Derive them from the configured admin
+	// token hashes ([SessionKey]) so every replica accepts the others'
+	// cookies and rotating the admin token signs everyone out once the
+	// previous token is dropped. It is called per request, so a reload
+	// takes effect at once.
+	SessionKeys func() [][]byte
 	// SessionTTL is how long a sign-in lasts; 0 means 8 hours.
 	SessionTTL time.Duration
-	// Secure marks cookies Secure (the admin listener serves TLS).
+	// Secure marks cookies Secure even on plain HTTP (TLS terminated in
+	// front of the gateway); on a TLS connection they always are.
 	Secure bool
 	// PageSize bounds every list the console shows; 0 means 50.
 	PageSize int
@@ -139,7 +142,12 @@ func New(backend Backend, opts Options) http.Handler {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{backend: backend, opts: opts, pages: mustParsePages()}
-	return c.routes()
+	routes := c.routes()
+	// The console routes on the full path wherever it is mounted: drop a
+	// router context the mounting router left, so its own starts fresh.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		routes.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, nil)))
+	})
 }
 
 // routes wires the pages: sign-in is open, everything else needs a

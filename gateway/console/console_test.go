@@ -87,7 +87,7 @@ func newFixture(t *testing.T) *fixture {
 	sum := sha256.Sum256([]byte(adminToken))
 	h := console.New(storeBackend{st}, console.Options{
 		Authenticate: func(token string) bool { return sha256.Sum256([]byte(token)) == sum },
-		SessionKeys:  [][]byte{console.SessionKey(sum)},
+		SessionKeys:  func() [][]byte { return [][]byte{console.SessionKey(sum)} },
 		SessionTTL:   time.Hour,
 		Now:          clk.Now,
 	})

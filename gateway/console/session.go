@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,7 +72,7 @@ func sign(key, payload []byte) []byte {
 }
 
 // issue writes the session cookie for by.
-func (c *Console) issue(w http.ResponseWriter, by string) error {
+func (c *Console) issue(w http.ResponseWriter, r *http.Request, by string) error {
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return err
@@ -81,15 +82,19 @@ func (c *Console) issue(w http.ResponseWriter, by string) error {
 	if err != nil {
 		return err
 	}
-	value := base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(sign(c.opts.SessionKeys[0], payload))
-	c.setCookie(w, sessionCookie, value, c.opts.SessionTTL)
+	keys := c.opts.SessionKeys()
+	if len(keys) == 0 {
+		return errors.New("console: no session key (no admin token configured)")
+	}
+	value := base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(sign(keys[0], payload))
+	c.setCookie(w, r, sessionCookie, value, c.opts.SessionTTL)
 	return nil
 }
 
 // setCookie writes an HttpOnly, SameSite=Strict cookie scoped to the
 // console (Secure on TLS); maxAge < 0 deletes it.
-func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
-	ck := &http.Cookie{Name: name, Value: value, Path: Base + "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.opts.Secure}
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
+	ck := &http.Cookie{Name: name, Value: value, Path: Base + "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.opts.Secure || r.TLS != nil}
 	if maxAge < 0 {
 		ck.MaxAge = -1
 	} else {
@@ -114,7 +119,7 @@ func (c *Console) readSession(r *http.Request) *session {
 	if err1 != nil || err2 != nil {
 		return nil
 	}
-	for _, key := range c.opts.SessionKeys {
+	for _, key := range c.opts.SessionKeys() {
 		if !hmac.Equal(mac, sign(key, payload)) {
 			continue
 		}

@@ -35,7 +35,7 @@ func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status in
 			return
 		}
 		token = hex.EncodeToString(b)
-		c.setCookie(w, signInCookie, token, time.Hour)
+		c.setCookie(w, r, signInCookie, token, time.Hour)
 	}
 	v.CSRF = token
 	c.pages.render(w, status, "signin", page{Title: "Sign in", Body: v})
@@ -65,12 +65,12 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		c.renderSignIn(w, r, http.StatusUnauthorized, v)
 		return
 	}
-	if err := c.issue(w, name); err != nil {
+	if err := c.issue(w, r, name); err != nil {
 		c.opts.Log.ErrorContext(r.Context(), "console: cannot start a session", "error", err)
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return
 	}
-	c.setCookie(w, signInCookie, "", -1)
+	c.setCookie(w, r, signInCookie, "", -1)
 	c.opts.Log.InfoContext(r.Context(), "console: operator signed in", "by", name)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -78,6 +78,6 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 // handleSignOut ends the session in this browser. The cookie is signed,
 // not stored, so a copy of it stays valid until it expires.
 func (c *Console) handleSignOut(w http.ResponseWriter, r *http.Request) {
-	c.setCookie(w, sessionCookie, "", -1)
+	c.setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, Base+"/signin", http.StatusSeeOther)
 }
