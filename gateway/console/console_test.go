@@ -76,7 +76,7 @@ type fixture struct {
 	clock *clock
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"), boltstore.Options{SweepInterval: -1, Now: clk.Now})
@@ -97,7 +97,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // browser is a client with its own cookies: one browser tab set.
-func (f *fixture) browser(t *testing.T) *http.Client {
+func (f *fixture) browser(t testing.TB) *http.Client {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -108,7 +108,7 @@ func (f *fixture) browser(t *testing.T) *http.Client {
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func csrfOf(t *testing.T, page string) string {
+func csrfOf(t testing.TB, page string) string {
 	t.Helper()
 	m := csrfRE.FindStringSubmatch(page)
 	if m == nil {
@@ -117,7 +117,7 @@ func csrfOf(t *testing.T, page string) string {
 	return m[1]
 }
 
-func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+func get(t testing.TB, c *http.Client, u string) (*http.Response, string) {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {
@@ -128,7 +128,7 @@ func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-func post(t *testing.T, c *http.Client, u string, form url.Values) (*http.Response, string) {
+func post(t testing.TB, c *http.Client, u string, form url.Values) (*http.Response, string) {
 	t.Helper()
 	resp, err := c.PostForm(u, form)
 	if err != nil {
@@ -140,7 +140,7 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) (*http.Respon
 }
 
 // signIn signs c in as name and returns the page it lands on.
-func (f *fixture) signIn(t *testing.T, c *http.Client, name, token, next string) (*http.Response, string) {
+func (f *fixture) signIn(t testing.TB, c *http.Client, name, token, next string) (*http.Response, string) {
 	t.Helper()
 	_, page := get(t, c, f.srv.URL+"/console/signin?next="+url.QueryEscape(next))
 	return post(t, c, f.srv.URL+"/console/signin", url.Values{"csrf": {csrfOf(t, page)}, "name": {name}, "token": {token}, "next": {next}})
