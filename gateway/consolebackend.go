@@ -177,6 +177,9 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 		name := e.Spec.Name
 		p := b.s.policyNamed(name)
 		c := counters[name]
+		if c == nil { // a tool no call reached yet
+			c = &toolCounter{}
+		}
 		st := console.ToolStats{Name: name, Decisions: c.decisions, Executions: c.executions, Replays: c.replays,
 			P50: c.quantile(0.5), P99: c.quantile(0.99),
 			Policy: []string{

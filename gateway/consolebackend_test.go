@@ -53,7 +53,7 @@ func consoleGet(t *testing.T, c *http.Client, u string) string {
 // a resolved record is what the agent's retry replays, the tool not run.
 func TestConsoleResolvesThroughTheAdminValidation(t *testing.T) {
 	pay := newTestTool("pay")
-	h := newHarness(t, storeEmbedded, []tools.Tool{pay}, withAdmin("adm"),
+	h := newHarness(t, storeEmbedded, []tools.Tool{pay, newTestTool("idle")}, withAdmin("adm"),
 		withPolicy("pay", tools.Policy{ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 	if _, page := consoleBrowser(t, h, "not-adm"); !strings.Contains(page, "not the admin token") {
 		t.Fatalf("wrong token signed in:\n%s", page)
@@ -114,7 +114,7 @@ func TestConsoleResolvesThroughTheAdminValidation(t *testing.T) {
 	if retry.status != 201 || string(retry.body) != `{"charged": true}` || retry.header.Get("Idempotent-Replayed") != "true" || pay.runs(key) != 0 {
 		t.Fatalf("retry after the console's resolve: %d %q replayed=%s runs=%d", retry.status, retry.body, retry.header.Get("Idempotent-Replayed"), pay.runs(key))
 	}
-	if tools := consoleGet(t, c, h.Srv.URL+"/console/tools"); !strings.Contains(tools, "lease_expiry: unknown") || !strings.Contains(tools, "Replays</dt><dd>1</dd>") {
+	if tools := consoleGet(t, c, h.Srv.URL+"/console/tools"); !strings.Contains(tools, "lease_expiry: unknown") || !strings.Contains(tools, "Replays</dt><dd>1</dd>") || !strings.Contains(tools, `id="tool-idle"`) {
 		t.Fatalf("tools page:\n%s", tools)
 	}
 }
