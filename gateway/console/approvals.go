@@ -18,6 +18,7 @@ type approvalView struct {
 	ID, Tool, Tenant, Session, Step string
 	State                           string
 	RequestedAt, ExpiresAt          time.Time
+	Age                             string
 	Rule                            string
 	Reason                          string
 	Arguments                       []byte
@@ -41,13 +42,13 @@ const maxNote = 4000
 // decidedShown is how many decided approvals of each kind the page shows.
 const decidedShown = 20
 
-func toApprovalView(rec idempotency.Record) approvalView {
+func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 	v := approvalView{Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State), Arguments: rec.CanonicalArguments}
 	if rec.Step != nil {
 		v.Session, v.Step = rec.Step.SessionID, fmt.Sprint(rec.Step.Index)
 	}
 	if a := rec.Approval; a != nil {
-		v.ID, v.RequestedAt, v.ExpiresAt = a.ID, a.RequestedAt, a.ExpiresAt
+		v.ID, v.RequestedAt, v.ExpiresAt, v.Age = a.ID, a.RequestedAt, a.ExpiresAt, age(a.RequestedAt, now)
 		v.Rule, v.Reason = fmt.Sprintf("decide[%d]", a.Rule), a.Reason
 		v.DecidedBy, v.DecidedAt, v.Note = a.DecidedBy, a.DecidedAt, a.Note
 	}
@@ -76,7 +77,7 @@ func (c *Console) pending(r *http.Request) ([]approvalView, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		views = append(views, toApprovalView(full))
+		views = append(views, toApprovalView(full, c.opts.Now()))
 	}
 	slices.SortStableFunc(views, func(a, b approvalView) int { return a.RequestedAt.Compare(b.RequestedAt) })
 	return views, page.Cursor, nil
@@ -91,7 +92,7 @@ func (c *Console) decided(r *http.Request) ([]approvalView, error) {
 			return nil, err
 		}
 		for _, rec := range page.Records {
-			views = append(views, toApprovalView(rec))
+			views = append(views, toApprovalView(rec, c.opts.Now()))
 		}
 	}
 	slices.SortStableFunc(views, func(a, b approvalView) int { return b.DecidedAt.Compare(a.DecidedAt) })

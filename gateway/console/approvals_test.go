@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
@@ -19,8 +20,9 @@ func TestApprovalsPendingThenApprove(t *testing.T) {
 	id := f.pendingApproval(t, "k1", `{"amount":2000,"txn_id":"t-9"}`, "refunds above 1 000 need finance")
 
 	// The polled fragment shows it (what the page's script swaps in).
+	f.clock.Add(90 * time.Second)
 	_, frag := get(t, c, f.srv.URL+"/console/approvals/pending")
-	for _, want := range []string{id, "refund", "acme", "s-1", "decide[1]", "refunds above 1 000 need finance", "&#34;amount&#34;: 2000"} {
+	for _, want := range []string{id, ">1m30s</time>", "refund", "acme", "s-1", "decide[1]", "refunds above 1 000 need finance", "&#34;amount&#34;: 2000"} {
 		if !strings.Contains(frag, want) {
 			t.Errorf("pending fragment lacks %q:\n%s", want, frag)
 		}

@@ -38,7 +38,6 @@ type pages struct {
 
 var funcs = template.FuncMap{
 	"pretty": prettyJSON,
-	"ago":    ago,
 	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"ms":     func(d time.Duration) string { return d.Round(time.Microsecond * 100).String() },
 	"base":   func() string { return Base },
@@ -100,11 +99,7 @@ func prettyJSON(raw []byte) string {
 	return out.String()
 }
 
-// ago is a short age ("3m12s") for a time in the past.
-func ago(t time.Time) string {
-	d := time.Since(t)
-	if d < 0 {
-		d = 0
-	}
-	return d.Round(time.Second).String()
+// age is a short age ("3m12s") of t at now.
+func age(t, now time.Time) string {
+	return max(now.Sub(t), 0).Round(time.Second).String()
 }
