@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/internal/redistest"
@@ -78,7 +79,7 @@ func (benchStubStore) Close() error { return nil }
 // benchGateway builds a gateway on store with the JSON access log a
 // deployment would write (to io.Discard, so formatting is measured, not
 // I/O), or with slog's discard handler, which formats nothing.
-func benchGateway(b *testing.B, store idempotency.Store, accessLog bool, traced ...bool) *gateway.Server {
+func benchGateway(b *testing.B, store idempotency.Store, accessLog, traced, decided bool) *gateway.Server {
 	b.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	if accessLog {
@@ -92,7 +93,19 @@ func benchGateway(b *testing.B, store idempotency.Store, accessLog bool, traced 
 		Store: store, Tools: reg, ReplayTTL: 10 * time.Minute,
 		Logger: logger,
 	}
-	if len(traced) > 0 && traced[0] {
+	if decided {
+		// Rules that read args and allow every benchmark call: the decide
+		// stage's cost on a tool that has rules.
+		p, err := decide.Compile(benchToolName, []decide.Rule{
+			{When: `args.op == "bench" && args.seq >= 0`, Decision: decide.Allow},
+			{Decision: decide.Deny, Reason: "not a benchmark call"},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts.Decisions = map[string]*decide.Policy{benchToolName: p}
+	}
+	if traced {
 		// Every span recorded and batched, then dropped by a no-op
 		// exporter: the gateway's and the SDK's cost, not the network's.
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
@@ -154,19 +167,23 @@ func BenchmarkRequest(b *testing.B) {
 		open      func(b *testing.B, replay bool) idempotency.Store
 		accessLog bool
 		traced    bool
+		decided   bool
 	}{
-		{"stub", stub, true, false},
+		{"stub", stub, true, false, false},
 		// The same with tracing on (every call sampled): the difference is
 		// tracing's cost; "stub" itself is tracing off.
-		{"stub-traced", stub, true, true},
+		{"stub-traced", stub, true, true, false},
 		// The same without formatting the access log line: the difference
 		// is the log's cost.
-		{"stub-nolog", stub, false, false},
-		{"redis", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false},
+		{"stub-nolog", stub, false, false, false},
+		// The same with decide rules on the tool: the difference is the
+		// decide stage's cost; "stub" itself is a tool without rules.
+		{"stub-decide", stub, true, false, true},
+		{"redis", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false, false},
 	}
 	for _, st := range stores {
 		b.Run(st.name+"/fresh", func(b *testing.B) {
-			gw := benchGateway(b, st.open(b, false), st.accessLog, st.traced)
+			gw := benchGateway(b, st.open(b, false), st.accessLog, st.traced, st.decided)
 			// Requests are built ahead, outside the timer, in chunks: the
 			// client's key derivation is not the gateway's cost.
 			const chunk = 4096
@@ -188,7 +205,7 @@ func BenchmarkRequest(b *testing.B) {
 		})
 		b.Run(st.name+"/replay", func(b *testing.B) {
 			store := st.open(b, true)
-			gw := benchGateway(b, store, st.accessLog, st.traced)
+			gw := benchGateway(b, store, st.accessLog, st.traced, st.decided)
 			c := newBenchCall(b, "bench-replay", 0)
 			if st.name == "redis" {
 				c.serve(b, gw, "false") // the execution every iteration replays

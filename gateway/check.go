@@ -41,9 +41,9 @@ func (s *Server) check(ctx context.Context, st *callState) bool {
 	if p := s.admitRate(ctx, c); p != nil {
 		return st.refuse(p)
 	}
+	st.canonical = canonical // the decide stage's args, for every call
 	if st.unprotected == 0 {
 		st.fingerprint = keyderive.Fingerprint(canonical)
-		st.canonical = canonical
 		st.policy = s.policy(c.Entry)
 		st.owner = RequestIDFrom(ctx)
 		if st.owner == "" {

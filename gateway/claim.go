@@ -21,6 +21,9 @@ func (s *Server) claim(ctx context.Context, st *callState) bool {
 	decideCtx, endDecide := s.childSpan(ctx, "store decision")
 	d, err := s.storeDecision(decideCtx, st)
 	endDecide(err)
+	if st.deniedWhileWaiting != nil {
+		return st.refuse(st.deniedWhileWaiting)
+	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "store claim failed", "tool", st.call.Entry.Spec.Name, "error", err)
 		return st.end(storeUnavailable("the idempotency store is unreachable; the tool was not run"))
@@ -45,6 +48,10 @@ func (s *Server) answer(ctx context.Context, st *callState, d idempotency.Decisi
 			return st.refuse(p)
 		}
 		st.lease, st.leaveSlot = d.Lease, leaveSlot
+		if d.Approval != nil {
+			s.log.InfoContext(ctx, "approved call consumed its approval", "tool", name, "approval_id", d.Approval.ID,
+				"approved_by", d.Approval.DecidedBy, "execution_id", d.Lease.ExecutionID)
+		}
 		return false
 	case idempotency.OutcomeReplay:
 		return st.end(Result{Kind: ResultReplayed, Status: d.Response.Status, ContentType: d.Response.ContentType, Body: d.Response.Body,
@@ -60,6 +67,8 @@ func (s *Server) answer(ctx context.Context, st *callState, d idempotency.Decisi
 	case idempotency.OutcomeUnknown:
 		p := NewProblem(wire.CodeOutcomeUnknown, "the outcome of this call is unknown (its gateway died or its tool gave no certain answer); an operator must check the side effect and resolve the record")
 		return st.end(Result{Kind: ResultUnknown, Problem: p, Label: labelOutcomeUnknown})
+	case idempotency.OutcomeAwaitingApproval, idempotency.OutcomeApprovalDenied, idempotency.OutcomeApprovalExpired:
+		return s.answerApproval(ctx, st, d) // decide.go
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
 		return st.end(storeUnavailable("the idempotency store gave an invalid answer"))
@@ -95,7 +104,7 @@ const maxInProgressRetryAfter = 5
 // outcome (and st.waited says it did).
 func (s *Server) storeDecision(ctx context.Context, st *callState) (idempotency.Decision, error) {
 	d, err := s.claimOnce(ctx, st)
-	if err == nil && d.Outcome == idempotency.OutcomeInProgress && st.call.Wait > 0 {
+	if err == nil && waitable(st.call, d.Outcome) && st.call.Wait > 0 {
 		d, err = s.awaitDuplicate(ctx, st, st.call.Wait, d)
 		st.waited = true
 	}
@@ -111,7 +120,11 @@ func (s *Server) claimOnce(ctx context.Context, st *callState) (idempotency.Deci
 	defer cancel()
 	req := s.claimRequest(st)
 	s.settlePending(ctx, req.Scope)
-	return s.store.Claim(claimCtx, req)
+	d, err := s.store.Claim(claimCtx, req)
+	if err == nil && isNewApproval(req, d) {
+		s.notifyPending(ctx, st, d.Approval) // decide.go
+	}
+	return d, err
 }
 
 // claimRequest builds the store request with a fresh execution id (used
@@ -130,6 +143,7 @@ func (s *Server) claimRequest(st *callState) idempotency.ClaimRequest {
 		LeaseExpiry:  st.policy.LeaseExpiry,
 
 		CanonicalArguments: st.canonical,
+		Approval:           st.approval,
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go
@@ -148,8 +162,18 @@ func (s *Server) claimRequest(st *callState) idempotency.ClaimRequest {
 	return req
 }
 
+// waitable says whether c's wait waits on outcome: a duplicate in flight
+// (for its outcome), or over REST a pending approval (Prefer: wait, for
+// its decision, and if approved, to run the call). Over MCP a pending
+// approval answers at once: the wait there is mcp.in_progress_wait, meant
+// for a duplicate that finishes in seconds, not for a human.
+func waitable(c *Call, o idempotency.Outcome) bool {
+	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.API == APIREST)
+}
+
 // awaitDuplicate polls the store until the running call finishes, its lease
-// expires (and this request takes over), ctx ends or wait passes. Polling
+// expires (and this request takes over), its pending approval is decided,
+// ctx ends or wait passes. Polling
 // keeps replicas independent of any pub/sub channel and costs one round
 // trip per poll.
 func (s *Server) awaitDuplicate(ctx context.Context, st *callState, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
@@ -171,8 +195,13 @@ func (s *Server) awaitDuplicate(ctx context.Context, st *callState, wait time.Du
 			return last, nil
 		case <-timer.C:
 		}
+		// The rules of now decide each claim that may consume an
+		// approval: a rule that denies meanwhile wins (decide.go).
+		if st.deniedWhileWaiting = s.decideAgain(ctx, st); st.deniedWhileWaiting != nil {
+			return last, nil
+		}
 		d, err := s.claimOnce(ctx, st)
-		if err != nil || d.Outcome != idempotency.OutcomeInProgress {
+		if err != nil || !waitable(st.call, d.Outcome) {
 			return d, err
 		}
 		last = d

@@ -27,6 +27,8 @@ type metrics struct {
 	inFlight    *prometheus.GaugeVec
 	unrecorded  *prometheus.CounterVec
 	rateLimited *prometheus.CounterVec
+	// decisions counts the decide stage's verdicts (decide.go).
+	decisions *prometheus.CounterVec
 	// records and recordsTruncated are the records gauge (recordsgauge.go).
 	records          *prometheus.GaugeVec
 	recordsTruncated *prometheus.GaugeVec
@@ -40,7 +42,7 @@ type metrics struct {
 // labelUnknownTool is the tool label of a name that is not a configured tool.
 const labelUnknownTool = "unknown"
 
-func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *tools.Registry) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *tools.Registry, notifier ApprovalNotifier) (*metrics, error) {
 	if reg == nil {
 		r := prometheus.NewRegistry()
 		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -90,9 +92,13 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_rate_limited_total",
 			Help: "Calls refused with 429 rate_limited, by tenant and by the limit they were over (rate, in_flight).",
 		}, []string{"tenant", "limit"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_decisions_total",
+			Help: "Decisions of the tools' decide rules by tool, decision (allow, approve, deny) and whether it was enforced (false in mode: observe).",
+		}, []string{"tool", "decision", "enforced"}),
 		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_records",
-			Help: "Records in the store by state (UNKNOWN, IN_PROGRESS) and tool, sampled from the store (bounded work; see gateway_records_truncated).",
+			Help: "Records in the store by state (UNKNOWN, IN_PROGRESS, AWAITING_APPROVAL) and tool, sampled from the store (bounded work; see gateway_records_truncated).",
 		}, []string{"state", "tool"}),
 		recordsTruncated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_records_truncated",
@@ -103,7 +109,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
 		}, []string{"tool"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.records, m.recordsTruncated, m.recordsAbandoned} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}
@@ -118,6 +124,11 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 		return nil, fmt.Errorf("gateway: register metrics: %w", err)
 	}
 	buildInfo.WithLabelValues(buildinfo.Version()).Set(1)
+	if notifier != nil {
+		if err := reg.Register(notificationsCollector{notifier}); err != nil {
+			return nil, fmt.Errorf("gateway: register metrics: %w", err)
+		}
+	}
 	// Pre-create the per-tool series so dashboards see zeros, not gaps.
 	for _, e := range registry.Entries() {
 		m.inFlight.WithLabelValues(e.Spec.Name)
@@ -252,4 +263,27 @@ func (s *instrumentedStore) Delete(ctx context.Context, scope idempotency.Scope)
 	err := s.Store.Delete(ctx, scope)
 	s.observe("delete", start, err)
 	return err
+}
+
+// notificationsDesc is gateway_approval_notifications_total: what the
+// approvals notifier did with the new pending approvals it was given.
+var notificationsDesc = prometheus.NewDesc("gateway_approval_notifications_total",
+	"Notifications of new pending approvals (approvals.notify) by result: delivered, failed (given up), dropped (queue full), retries (attempts after the first).",
+	[]string{"result"}, nil)
+
+// notificationsCollector reads the notifier's counts at each scrape.
+type notificationsCollector struct{ n ApprovalNotifier }
+
+// Describe implements prometheus.Collector.
+func (c notificationsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- notificationsDesc }
+
+// Collect implements prometheus.Collector.
+func (c notificationsCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.Stats()
+	for _, v := range []struct {
+		result string
+		n      uint64
+	}{{"delivered", st.Delivered}, {"failed", st.Failed}, {"dropped", st.Dropped}, {"retries", st.Retries}} {
+		ch <- prometheus.MustNewConstMetric(notificationsDesc, prometheus.CounterValue, float64(v.n), v.result)
+	}
 }

@@ -18,6 +18,8 @@ import (
 //
 //	check:  I-JSON → identity (adapter's parse) → derived key → schema →
 //	        availability → rate (check.go)
+//	decide: the tool's decide rules: allow, approve (the claim writes or
+//	        consumes the approval), deny (decide.go)
 //	claim:  one atomic store decision (run, replay, in progress, reused,
 //	        step conflict, unknown), with an optional wait for a duplicate
 //	        (claim.go)
@@ -177,7 +179,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	defer st.finish(s)
 	switch {
 	case s.check(ctx, &st): // check.go: I-JSON, identity, key, schema, availability, rate
-	// decide (allow, approve, deny) goes here: after the schema, before the store.
+	case s.decide(ctx, &st): // decide.go: the tool's rules: allow, approve, deny
 	case s.claim(ctx, &st): // claim.go: the one atomic store decision
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not
@@ -206,6 +208,14 @@ type callState struct {
 	// owner owns the claim: the request id is unique per request, and a
 	// wait of the same request that takes over reuses it.
 	owner string
+
+	// Set by decide: the approval the claim writes or consumes (nil when
+	// the rules allow the call), and whether the tool has rules at all.
+	approval *idempotency.ApprovalClaim
+	decided  bool
+	// deniedWhileWaiting is the refusal of a call whose rules came to
+	// deny it while it waited (Prefer: wait) for its approval.
+	deniedWhileWaiting *Problem
 
 	// Set by claim: the claim's lease, the in-flight slot it holds, and
 	// whether the call waited for a duplicate in flight.

@@ -32,6 +32,21 @@ type Problem struct {
 	// MCPServers names the MCP upstream servers whose tools are not listed
 	// yet (upstream_unavailable of GET /readyz only).
 	MCPServers []string `json:"mcp_servers,omitempty"`
+	// ApprovalState, DecidedBy and DecidedAt say where an approval stands
+	// and who decided it when (approval_not_pending only), so a console
+	// can show "already approved by X at T".
+	ApprovalState string `json:"state,omitempty"`
+	DecidedBy     string `json:"decided_by,omitempty"`
+	DecidedAt     string `json:"decided_at,omitempty"`
+	// ApprovalID and ApprovalExpiresAt (RFC 3339) name the call's approval
+	// (approval_pending; approval_denied and approval_expired too).
+	ApprovalID        string `json:"approval_id,omitempty"`
+	ApprovalExpiresAt string `json:"approval_expires_at,omitempty"`
+	// Reason says why a call was refused by its decide rules or its
+	// approver, and By who decided (call_denied, approval_denied,
+	// approval_expired).
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
 
 	// RetryAfter, when > 0, is the Retry-After in whole seconds (REST sends
 	// the header, MCP data.retry_after_ms).
@@ -93,6 +108,12 @@ var problemCodes = map[string]problemCode{
 	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError, wire.RPCStoreUnavailable},
 	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError, wire.RPCUpstreamUnavailable},
 	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError, mcpToolResult},
+	wire.CodeApprovalNotPending:          {http.StatusConflict, "The approval is not pending", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeApprovalNotYours:            {http.StatusForbidden, "The approval is not this caller's to decide", false, labelInvalid, wire.RPCInvalidParams},
+	wire.CodeCallDenied:                  {http.StatusForbidden, "The tool's rules deny this call", false, labelDenied, mcpToolResult},
+	wire.CodeApprovalPending:             {http.StatusConflict, "The call waits for a human's approval", true, labelApprovalPending, mcpToolResult},
+	wire.CodeApprovalDenied:              {http.StatusForbidden, "The call's approval was denied", false, labelApprovalDenied, mcpToolResult},
+	wire.CodeApprovalExpired:             {http.StatusForbidden, "The call's approval expired", false, labelApprovalExpired, mcpToolResult},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

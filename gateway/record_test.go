@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -106,6 +107,54 @@ func wantOutcomeUnknown(t *testing.T, err error) {
 	if !errors.As(err, &problem) || problem.Status != http.StatusConflict || problem.Code != wire.CodeOutcomeUnknown {
 		t.Fatalf("a retry ended with %v, want 409 outcome_unknown", err)
 	}
+}
+
+// No release without evidence, for an in-process tool of a lease_expiry:
+// unknown policy: its own 5xx or error is its word that it did nothing
+// (released, the retry runs); a 5xx it relays from an upstream
+// (Response.Relayed) leaves the record UNKNOWN — 500 tool_failed not
+// retryable, then 409 — unless marked NotExecuted (released).
+func TestRelayedFiveXXOfAnUnknownToolLeavesItUnknown(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		pay := newTestTool("pay")
+		pay.behave = func(_ context.Context, req *tools.Request) (*tools.Response, error) {
+			var args struct{ Mode string }
+			_ = json.Unmarshal(req.Arguments, &args)
+			if pay.runs(req.IdempotencyKey) > 1 {
+				return tools.JSON(200, map[string]any{"ok": true})
+			}
+			switch args.Mode {
+			case "own-5xx":
+				return &tools.Response{Status: 503, Body: []byte(`{"busy":true}`)}, nil
+			case "own-error":
+				return nil, errors.New("scripted failure")
+			case "relayed":
+				return &tools.Response{Status: 500, Body: []byte(`{}`), Relayed: true}, nil
+			case "relayed-marked":
+				return &tools.Response{Status: 503, Body: []byte(`{}`), Relayed: true, NotExecuted: true}, nil
+			}
+			return nil, errors.New("unknown mode")
+		}
+		h := newHarness(t, kind, []tools.Tool{pay}, withAdmin("adm"), withPolicy("pay", tools.Policy{LeaseExpiry: tools.LeaseExpiryUnknown}))
+		for step, mode := range []string{"own-5xx", "own-error", "relayed-marked"} {
+			args := `{"mode":"` + mode + `"}`
+			first := h.do(callSpec{tool: "pay", session: "p", step: uint64(step), args: args})
+			retry := h.do(callSpec{tool: "pay", session: "p", step: uint64(step), args: args})
+			if first.status < 500 || retry.status != http.StatusOK || pay.runs(derivedKey(t, "p", uint64(step), "pay", args)) != 2 {
+				t.Errorf("%s: %d then %d, %d runs; want released and run again", mode, first.status, retry.status, pay.runs(derivedKey(t, "p", uint64(step), "pay", args)))
+			}
+		}
+		args := `{"mode":"relayed"}`
+		p := wantProblem(t, h.do(callSpec{tool: "pay", session: "p", step: 9, args: args}), http.StatusInternalServerError, wire.CodeToolFailed)
+		if p["retryable"] != false {
+			t.Fatalf("a relayed 5xx of an unknown tool says retryable %v", p["retryable"])
+		}
+		wantProblem(t, h.do(callSpec{tool: "pay", session: "p", step: 9, args: args}), http.StatusConflict, wire.CodeOutcomeUnknown)
+		wantUnknownRecord(t, h, "p", 9, "pay", args)
+		if n := pay.runs(derivedKey(t, "p", 9, "pay", args)); n != 1 {
+			t.Fatalf("the relayed 5xx's call ran %d times, want 1", n)
+		}
+	})
 }
 
 // A payment-like tool: timeout 1s, an upstream that takes 2.5s. The unknown

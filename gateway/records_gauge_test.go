@@ -17,7 +17,8 @@ import (
 // TestRecordsGauge: gateway_records{state,tool} counts, from the store,
 // an UNKNOWN record that no client ever retries (the counter of 409
 // outcome_unknown answers never moves for it) and a live IN_PROGRESS
-// claim; every tool that keeps records has its 0 series; resolving the
+// claim and a call waiting for approval; every tool that keeps records
+// has its 0 series; resolving the
 // record brings the gauge back to 0. On every store.
 func TestRecordsGauge(t *testing.T) {
 	for _, kind := range allStores {
@@ -53,8 +54,18 @@ func TestRecordsGauge(t *testing.T) {
 			}
 			// A call running now.
 			claim("k-running", time.Minute, "live")
+			// A call waiting for a human's approval.
+			if d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
+				Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: "k-pending"},
+				Fingerprint: fingerprintOf(t, `{}`), ExecutionID: ulid.Make().String(), Owner: "asker",
+				LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
+				Approval: &idempotency.ApprovalClaim{ID: ulid.Make().String(), Timeout: time.Hour, UseWithin: time.Hour},
+			}); err != nil || d.Outcome != idempotency.OutcomeAwaitingApproval {
+				t.Fatalf("pending approval: %v %v", d.Outcome, err)
+			}
 
-			want := map[string]float64{"UNKNOWN/pay": 1, "IN_PROGRESS/pay": 2, "UNKNOWN/other": 0, "IN_PROGRESS/other": 0}
+			want := map[string]float64{"UNKNOWN/pay": 1, "IN_PROGRESS/pay": 2, "UNKNOWN/other": 0, "IN_PROGRESS/other": 0,
+				"AWAITING_APPROVAL/pay": 1, "AWAITING_APPROVAL/other": 0}
 			// k-abandoned's lease ended over a lock_ttl ago; k-running's is alive.
 			eventually(t, 5*time.Second, "gauge counts the records", func() bool {
 				v := gaugeValues(h, "gateway_records_abandoned")

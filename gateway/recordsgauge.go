@@ -10,7 +10,8 @@ import (
 
 // The records gauge, gateway_records{state,tool}: how many records wait in
 // the states an operator or an alert must see — UNKNOWN (a human must
-// resolve it) and IN_PROGRESS (running, or left by a dead replica) —
+// resolve it), IN_PROGRESS (running, or left by a dead replica) and
+// AWAITING_APPROVAL (a human must decide it) —
 // sampled from the store, so it shows an UNKNOWN record that no client
 // retries (a counter of 409 outcome_unknown answers cannot).
 //
@@ -37,7 +38,7 @@ const DefaultRecordsSampleInterval = 30 * time.Second
 const RecordsSamplePages = 10
 
 // sampledStates are the states the gauge counts, in label form.
-var sampledStates = []idempotency.State{idempotency.StateUnknown, idempotency.StateInProgress}
+var sampledStates = []idempotency.State{idempotency.StateUnknown, idempotency.StateInProgress, idempotency.StateAwaitingApproval}
 
 // startRecordsSampler samples the gauge now and then every interval until
 // the returned stop is called (Drain calls it). Without an admin side in

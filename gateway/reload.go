@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -37,6 +38,14 @@ type Settings struct {
 	// OIDC replaces Options.OIDC (auth with only an identity provider
 	// counts as auth on: it must stay on).
 	OIDC TokenVerifier
+	// Decisions replaces Options.Decisions; the next decision of every
+	// call uses them, the consumption of an approval granted under the
+	// old rules included.
+	Decisions map[string]*decide.Policy
+	// Mode replaces Options.Mode.
+	Mode decide.Mode
+	// Approvals replaces Options.Approvals.
+	Approvals ApprovalSettings
 }
 
 // settings is one immutable snapshot of the reloadable state. The call path
@@ -56,6 +65,11 @@ type settings struct {
 	replayTTL time.Duration
 	// oidc checks the identity provider's tokens (nil: none).
 	oidc TokenVerifier
+	// decisions are the tools' decide rules (only tools that have some);
+	// mode and approvals as Settings says (decide.go).
+	decisions map[string]*decide.Policy
+	mode      decide.Mode
+	approvals ApprovalSettings
 }
 
 // authOn reports whether callers must authenticate: static tenants, an
@@ -73,6 +87,13 @@ func newSettings(set Settings) (*settings, error) {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
 		}
 	}
+	mode, err := decide.ParseMode(string(set.Mode))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if set.Approvals.Timeout < 0 || set.Approvals.UseWithin < 0 {
+		return nil, fmt.Errorf("gateway: approvals timeout %v and use-within %v must not be negative", set.Approvals.Timeout, set.Approvals.UseWithin)
+	}
 	var admin []*[sha256.Size]byte
 	for _, h := range []*[sha256.Size]byte{set.AdminTokenSHA256, set.AdminPreviousTokenSHA256} {
 		if h != nil {
@@ -87,6 +108,9 @@ func newSettings(set Settings) (*settings, error) {
 		policies:  maps.Clone(set.Policies),
 		replayTTL: orDefault(set.ReplayTTL, DefaultReplayTTL),
 		oidc:      set.OIDC,
+		decisions: withRules(set.Decisions),
+		mode:      mode,
+		approvals: set.Approvals.withDefaults(),
 	}, nil
 }
 
@@ -143,6 +167,18 @@ func FixedChanges(running, next Settings) []string {
 	for _, c := range wiredAtStart {
 		if c.on(cur) != c.on(nxt) {
 			out = append(out, c.field)
+		}
+	}
+	return out
+}
+
+// withRules keeps the policies that have rules, so a call to a tool
+// without any finds nothing (and a gateway without any, an empty map).
+func withRules(all map[string]*decide.Policy) map[string]*decide.Policy {
+	out := make(map[string]*decide.Policy, len(all))
+	for name, p := range all {
+		if p.Rules() > 0 {
+			out[name] = p
 		}
 	}
 	return out

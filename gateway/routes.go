@@ -33,6 +33,9 @@ func (s *Server) routes() http.Handler {
 			p.allow = "GET, HEAD"
 			WriteProblem(w, p)
 		})
+		// A caller deciding its approvals; "approvals" is a reserved tool
+		// name (tools.ReservedName), so this path is never a tool's.
+		r.HandleFunc("/approvals/{id}/{decision}", s.handleCallerDecision)
 		// One handler for every method: the contract checks "tool exists"
 		// (404) before "method" (405), which a method router cannot do.
 		r.HandleFunc("/{tool}", s.handleTool)
@@ -93,6 +96,10 @@ func (s *Server) mountOperations(r chi.Router) {
 			// the pattern; the handler takes the suffix off.
 			r.Post("/records/{tenant}/{tool}/*", s.handleAdminResolve)
 			r.Get("/executions/{execution_id}", s.handleAdminExecution)
+			r.Get("/approvals", s.handleAdminApprovals)
+			r.Get("/approvals/{id}", s.handleAdminApproval)
+			r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
+			r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
 		})
 		s.mountConsole(r)
 	}

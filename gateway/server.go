@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/tools"
@@ -94,6 +95,16 @@ type Options struct {
 	// the Server's handler: OperationsHandler serves them, on a listener of
 	// their own (admin_listen).
 	SeparateOperations bool
+	// Decisions are the tools' compiled decide rules by tool name
+	// (decide.Compile); a tool without an entry allows every call.
+	Decisions map[string]*decide.Policy
+	// Mode is the configuration's mode (default enforce): observe takes
+	// and counts every decision but runs every call as allowed.
+	Mode decide.Mode
+	// Approvals bound how long approvals live (zero fields: defaults).
+	Approvals ApprovalSettings
+	// Notifier, when set, is told of each new pending approval.
+	Notifier ApprovalNotifier
 	// RecordsSampleInterval is how often the gateway_records gauge is
 	// sampled from the store (recordsgauge.go); 0: 30s, negative: never.
 	RecordsSampleInterval time.Duration
@@ -176,7 +187,8 @@ func NewServer(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
-		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC})
+		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC,
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals})
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +204,7 @@ func NewServer(opts Options) (*Server, error) {
 	if err := checkTransactional(opts.Tools, txStore != nil); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registerer, opts.Gatherer, opts.Tools)
+	m, err := newMetrics(opts.Registerer, opts.Gatherer, opts.Tools, opts.Notifier)
 	if err != nil {
 		return nil, err
 	}

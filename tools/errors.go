@@ -32,8 +32,11 @@ var ErrOutcomeUncertain = errors.New("upstream outcome uncertain")
 // upstream was reached and answered the call with an error instead of a
 // result (an MCP server's JSON-RPC error). It counts as
 // [ErrUpstreamUnreachable] too (errors.Is holds for both), so the gateway
-// treats it as one — 502 upstream_unreachable, nothing recorded, a retry
-// runs the tool again — while saying what happened: the upstream answered.
+// answers 502 upstream_unreachable while saying what happened: the
+// upstream answered. For a lease_expiry: rerun tool nothing is recorded and
+// a retry runs the tool again; for lease_expiry: unknown the upstream may
+// have acted before it answered, so the record becomes UNKNOWN unless the
+// error wraps [ErrNotExecuted] too.
 var ErrUpstreamRejected error = upstreamRejected{}
 
 // upstreamRejected is [ErrUpstreamRejected]'s type: its Is makes it an
@@ -44,3 +47,11 @@ func (upstreamRejected) Error() string { return "upstream answered with an error
 
 // Is reports ErrUpstreamUnreachable as the same error.
 func (upstreamRejected) Is(target error) bool { return target == ErrUpstreamUnreachable }
+
+// ErrNotExecuted is wrapped, next to [ErrUpstreamRejected], by the error of
+// a tool whose upstream's error answer proves that it did not act: a
+// JSON-RPC protocol refusal (parse error, invalid request, method not
+// found, invalid params), or an answer the upstream marked
+// wire.OutcomeNotExecuted. The gateway then releases the call of a
+// lease_expiry: unknown tool, so a retry runs the tool again.
+var ErrNotExecuted = errors.New("upstream did not execute the call")

@@ -347,7 +347,7 @@ func (r *Registry) Lookup(name string) (*Entry, bool) {
 		return e, true
 	}
 	for _, c := range snap.catchAlls {
-		if strings.HasPrefix(name, c.prefix) && ValidName(name) {
+		if strings.HasPrefix(name, c.prefix) && checkName(name) == nil {
 			t := c.tool(name)
 			if t == nil {
 				continue

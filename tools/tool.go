@@ -29,7 +29,10 @@ type Tool interface {
 	//
 	// A returned Response with a status of 2xx–4xx is recorded and replayed to
 	// every retry of the same call; a 5xx response or an error is not recorded,
-	// so a retry runs the tool again.
+	// so a retry runs the tool again — except where the outcome is uncertain
+	// for a lease_expiry: unknown tool (ErrOutcomeUncertain, an upstream's
+	// error answer without proof that it did not act: Response.Relayed,
+	// ErrUpstreamRejected, ErrNotExecuted): then the record stays UNKNOWN.
 	Call(ctx context.Context, req *Request) (*Response, error)
 }
 
@@ -210,6 +213,20 @@ type Response struct {
 	// call with the same identity. Only returned when
 	// Request.AcceptsInputRequests.
 	InputRequired bool
+	// Relayed marks an answer relayed from an upstream (an HTTP upstream's
+	// status and body, an MCP server's result) rather than the tool's own
+	// word. A relayed 5xx is no evidence that nothing happened: the upstream
+	// may have acted and then failed, or a proxy in front of it answered.
+	// So for a lease_expiry: unknown tool the gateway leaves the record
+	// UNKNOWN, unless NotExecuted. An in-process tool leaves it false: its
+	// 5xx is its own word that it did nothing (one that cannot tell returns
+	// an error wrapping ErrOutcomeUncertain).
+	Relayed bool
+	// NotExecuted says that the upstream marked its answer as not executed
+	// (HTTP header wire.HeaderOutcome, MCP _meta wire.MetaOutcome, value
+	// wire.OutcomeNotExecuted): a relayed 5xx then releases the call, and a
+	// retry runs the tool again.
+	NotExecuted bool
 }
 
 // JSON builds a Response with an application/json body from v.

@@ -32,6 +32,12 @@ const (
 	HeaderTenant       = "Tool-Tenant"
 )
 
+// HeaderOutcome is the response header by which an HTTP upstream marks an
+// error answer (5xx) as OutcomeNotExecuted: it did not act, so the gateway
+// may release the call of a lease_expiry: unknown tool and let a retry run
+// it. Without it such an answer is no evidence that nothing happened.
+const HeaderOutcome = "Toolgateway-Outcome"
+
 // Media types.
 const (
 	MediaTypeJSON    = "application/json"
@@ -76,6 +82,12 @@ const (
 	CodeStoreUnavailable            = "store_unavailable"
 	CodeUpstreamUnavailable         = "upstream_unavailable"
 	CodeToolTimeout                 = "tool_timeout"
+	CodeApprovalNotPending          = "approval_not_pending"
+	CodeApprovalNotYours            = "approval_not_yours"
+	CodeCallDenied                  = "call_denied"
+	CodeApprovalPending             = "approval_pending"
+	CodeApprovalDenied              = "approval_denied"
+	CodeApprovalExpired             = "approval_expired"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads
@@ -98,7 +110,15 @@ const (
 
 	MetaTenant       = MetaPrefix + "tenant"
 	MetaFencingToken = MetaPrefix + "fencingToken"
+
+	// MetaOutcome is HeaderOutcome for an MCP upstream: a member of the
+	// _meta of its JSON-RPC error's data, or of an isError result.
+	MetaOutcome = MetaPrefix + "outcome"
 )
+
+// OutcomeNotExecuted is the value of HeaderOutcome and MetaOutcome by which
+// an upstream says that it did not act on the call.
+const OutcomeNotExecuted = "not-executed"
 
 // MetaIdempotencyNone is the value of MetaIdempotency on the result of an
 // unkeyed call that ran unprotected (mcp.allow_unkeyed).

@@ -20,12 +20,16 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|delete ...\n" +
+const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|delete|approvals|approval|approve|deny ...\n" +
 	"      list [-state S] [-tenant T] [-tool X] [-session S] [-limit N] [-cursor C] [-all]\n" +
 	"      show TENANT TOOL KEY [-response]\n" +
 	"      exec EXECUTION_ID [-response]\n" +
 	"      resolve TENANT TOOL KEY -status N [-content-type T] -body JSON|@FILE\n" +
-	"      delete TENANT TOOL KEY"
+	"      delete TENANT TOOL KEY\n" +
+	"      " + approvalsUsage + "\n" +
+	"      " + approvalUsage + "\n" +
+	"      " + approveUsage + "\n" +
+	"      " + denyUsage
 
 // envAdminToken carries the admin bearer token when -token-file is not given.
 const envAdminToken = "GATEWAY_ADMIN_TOKEN"
@@ -42,6 +46,8 @@ type adminClient struct {
 	client   *http.Client
 	json     bool
 	stdout   io.Writer
+	// user is $USER: who approves or denies when -by is not given.
+	user string
 }
 
 // runAdmin is `gateway admin`: search and resolve idempotency records
@@ -73,6 +79,7 @@ func runAdmin(ctx context.Context, inv invocation) error {
 		client:   &http.Client{Transport: transport, Timeout: adminTimeout},
 		json:     *asJSON,
 		stdout:   inv.stdout,
+		user:     inv.getenv("USER"),
 	}
 	sub, args := fs.Arg(0), fs.Args()[1:]
 	switch sub {
@@ -86,6 +93,14 @@ func runAdmin(ctx context.Context, inv invocation) error {
 		return helpIsSuccess(c.resolve(ctx, args))
 	case "delete":
 		return helpIsSuccess(c.remove(ctx, args))
+	case "approvals":
+		return helpIsSuccess(c.approvals(ctx, args))
+	case "approval":
+		return helpIsSuccess(c.approval(ctx, args))
+	case "approve":
+		return helpIsSuccess(c.decide(ctx, args, true))
+	case "deny":
+		return helpIsSuccess(c.decide(ctx, args, false))
 	}
 	return fmt.Errorf("admin: unknown command %q (usage: gateway admin %s)", sub, adminUsage)
 }

@@ -40,6 +40,9 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if !tools.ValidName(t.Name) {
 			return nil, nil, fmt.Errorf("%s.name: %q must match %s", field, t.Name, tools.NamePattern)
 		}
+		if err := tools.CheckReserved(t.Name); err != nil {
+			return nil, nil, fmt.Errorf("%s.name: %w", field, err)
+		}
 		field += " (" + t.Name + ")"
 		if configured[t.Name] {
 			return nil, nil, fmt.Errorf("%s: configured twice", field)

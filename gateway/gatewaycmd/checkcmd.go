@@ -36,8 +36,10 @@ type CheckReport struct {
 	KeyMode string `json:"key_mode"`
 	Tenants int    `json:"tenants"`
 	// OIDCIssuer is auth.oidc's issuer ("" without one).
-	OIDCIssuer string             `json:"oidc_issuer,omitempty"`
-	Admin      bool               `json:"admin"`
+	OIDCIssuer string `json:"oidc_issuer,omitempty"`
+	Admin      bool   `json:"admin"`
+	// Mode is enforce or observe (the decide rules' mode).
+	Mode       string             `json:"mode"`
 	Tools      []CheckedTool      `json:"tools"`
 	MCPServers []CheckedMCPServer `json:"mcp_servers,omitempty"`
 	// Dial holds, with -dial, one result per store and upstream reached.
@@ -58,6 +60,8 @@ type CheckedTool struct {
 	// hold credentials); an MCP tool's server as "mcp:<name>".
 	URL         string `json:"url,omitempty"`
 	Description string `json:"description,omitempty"`
+	// DecideRules is how many decide rules the tool has (compiled).
+	DecideRules int `json:"decide_rules,omitempty"`
 }
 
 // CheckedMCPServer is one entry of mcp_servers. Its tools are known only
@@ -118,6 +122,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 		KeyMode:     string(opts.KeyMode),
 		Tenants:     len(opts.Tenants),
 		Admin:       opts.AdminTokenSHA256 != nil,
+		Mode:        string(opts.Mode),
 	}
 	if cfg.Auth != nil && cfg.Auth.OIDC != nil {
 		report.OIDCIssuer = cfg.Auth.OIDC.Issuer
@@ -160,6 +165,7 @@ func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
 			Timeout:     shortDuration(p.Timeout),
 			URL:         upstreams[e.Spec.Name],
 			Description: e.Spec.Description,
+			DecideRules: opts.Decisions[e.Spec.Name].Rules(),
 		}
 		switch t := e.Tool.(type) {
 		case *httptool.Tool:
@@ -246,6 +252,7 @@ func (r *CheckReport) writeText(w io.Writer) error {
 	fmt.Fprintf(tw, "key_mode\t%s\n", r.KeyMode)
 	fmt.Fprintf(tw, "auth\t%s\n", auth)
 	fmt.Fprintf(tw, "admin\t%s\n", admin)
+	fmt.Fprintf(tw, "mode\t%s\n", r.Mode)
 	fmt.Fprintf(tw, "tools\t%d\n", len(r.Tools))
 	for _, m := range r.MCPServers {
 		fmt.Fprintf(tw, "mcp_server\t%s (%s)\n", m.Name, m.Target)

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 	"github.com/toolgateway/toolgateway/tools"
@@ -42,6 +43,11 @@ type Config struct {
 	Tools        []ToolEntry   `yaml:"tools"`
 	// MCPServers are MCP servers whose tools the gateway serves (mcp.go).
 	MCPServers []MCPServerEntry `yaml:"mcp_servers"`
+	// Mode is enforce (default) or observe: decisions taken and counted,
+	// every call run as allowed (approvals.go).
+	Mode string `yaml:"mode"`
+	// Approvals bounds approvals and pushes new ones (approvals.go).
+	Approvals ApprovalsConfig `yaml:"approvals"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string
@@ -50,6 +56,8 @@ type Config struct {
 	redisURLFrom string
 	// postgresURLFrom is the same for Store.PostgresURL (DATABASE_URL).
 	postgresURLFrom string
+	// notifySecret is the value of approvals.notify.secret_env.
+	notifySecret string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -203,6 +211,8 @@ type ToolEntry struct {
 	PolicyConfig `yaml:",inline"`
 	ReadOnly     *bool           `yaml:"read_only"`
 	HTTP         *HTTPToolConfig `yaml:"http"`
+	// Decide are the tool's decision rules, in order (approvals.go).
+	Decide []decide.Rule `yaml:"decide"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:
@@ -328,6 +338,9 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if v := getenv(envDatabaseURL); v != "" {
 		c.Store.PostgresURL = v
 		c.postgresURLFrom = envDatabaseURL
+	}
+	if n := c.Approvals.Notify; n != nil && n.SecretEnv != "" {
+		c.notifySecret = getenv(n.SecretEnv)
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 // everything reloadable is applied at once or nothing is.
 //
 // Reloadable: auth.tenants (names, tokens, rate, burst, max_in_flight),
-// admin.token_sha256 (a rotation), tools (added, removed, changed),
+// admin.token_sha256 (a rotation), tools (added, removed, changed; their
+// decide rules included), mode, approvals.timeout and use_within,
 // idempotency.replay_ttl, log_level, drain_timeout, and the TLS
 // certificate (the same files, read again). Everything else is
 // fixed for the process's life: a change to it refuses the whole reload
@@ -69,7 +70,8 @@ type reloader struct {
 // settingsOf is the part of opts that gateway.Server.Reload takes.
 func settingsOf(opts gateway.Options) gateway.Settings {
 	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
-		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC}
+		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC,
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -186,6 +188,9 @@ func fixedChanges(cur, next *Config) []string {
 	if !reflect.DeepEqual(cur.MCPServers, next.MCPServers) {
 		out = append(out, "mcp_servers")
 	}
+	if !reflect.DeepEqual(cur.Approvals.Notify, next.Approvals.Notify) || cur.notifySecret != next.notifySecret {
+		out = append(out, "approvals.notify")
+	}
 	return out
 }
 
@@ -225,6 +230,15 @@ func (r *reloader) changes(next *Config, opts gateway.Options) []string {
 	}
 	if cur.Idempotency.ReplayTTL != next.Idempotency.ReplayTTL {
 		out = append(out, "idempotency.replay_ttl")
+	}
+	if cur.Mode != next.Mode {
+		out = append(out, "mode")
+	}
+	if cur.Approvals.Timeout != next.Approvals.Timeout {
+		out = append(out, "approvals.timeout")
+	}
+	if cur.Approvals.UseWithin != next.Approvals.UseWithin {
+		out = append(out, "approvals.use_within")
 	}
 	out = append(out, fieldChanges("admin", cur.Admin, next.Admin)...)
 	out = append(out, tenantChanges(tenantsOf(cur), tenantsOf(next))...)

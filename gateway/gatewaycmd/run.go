@@ -192,6 +192,19 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 			}
 		})
 	}
+	notifier, err := st.cfg.approvalNotifier(log)
+	if err != nil {
+		return b, err
+	}
+	if notifier != nil {
+		opts.Notifier = notifier
+		// After the drain: the last calls' notifications are queued then.
+		b.closers = append(b.closers, func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = notifier.Close(closeCtx)
+		})
+	}
 	opts.Logger = log
 	gw, err := gateway.NewServer(opts)
 	if err != nil {
@@ -331,6 +344,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	decisions, decideMode, approvals, err := c.buildDecisions()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
@@ -349,6 +366,9 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
 		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},
+		Decisions:                decisions,
+		Mode:                     decideMode,
+		Approvals:                approvals,
 	}, nil
 }
 

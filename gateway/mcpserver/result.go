@@ -108,9 +108,49 @@ func mcpFailure(code string, retryable bool, text string) *mcp.CallToolResult {
 	}
 }
 
-// mcpProblemFailure renders a tool-failure problem as a tool result.
+// mcpProblemFailure renders a tool-failure problem as a tool result; the
+// decide stage's refusals and a pending approval get a text of their own
+// (mcpDecisionText), which the model reads.
 func mcpProblemFailure(p *gateway.Problem) *mcp.CallToolResult {
-	return mcpFailure(p.Code, p.Retryable, p.Detail)
+	text, ok := mcpDecisionText(p)
+	if !ok {
+		return mcpFailure(p.Code, p.Retryable, p.Detail)
+	}
+	res := mcpFailure(p.Code, p.Retryable, text)
+	if p.ApprovalID != "" {
+		res.StructuredContent = approvalContent{ApprovalID: p.ApprovalID, ApprovalExpiresAt: p.ApprovalExpiresAt, Reason: p.Reason, By: p.By}
+	}
+	return res
+}
+
+// approvalContent is the structuredContent of a result about an approval.
+type approvalContent struct {
+	ApprovalID        string `json:"approval_id"`
+	ApprovalExpiresAt string `json:"approval_expires_at"`
+	Reason            string `json:"reason,omitempty"`
+	By                string `json:"by,omitempty"`
+}
+
+// mcpDecisionText is what the model reads when the tool's decide rules or
+// an approver stopped the call; ok is false for other problems.
+func mcpDecisionText(p *gateway.Problem) (text string, ok bool) {
+	because := ""
+	if p.Reason != "" {
+		because = " Reason: " + p.Reason + "."
+	}
+	switch p.Code {
+	case wire.CodeCallDenied:
+		return "This call was denied by the gateway's rules for this tool and did not run." + because +
+			" Do not repeat it; tell the user, or do something else.", true
+	case wire.CodeApprovalPending:
+		return "This call waits for a human's approval and has not run yet (approval " + p.ApprovalID + ", expires " + p.ApprovalExpiresAt +
+			"). Make the same call again, with the same arguments, later: once it is approved it runs then.", true
+	case wire.CodeApprovalDenied:
+		return "A human denied this call; it did not run and will not." + because + " Do not repeat it.", true
+	case wire.CodeApprovalExpired:
+		return "The approval this call needed expired (approval " + p.ApprovalID + "); it did not run and will not. Do not repeat it unchanged.", true
+	}
+	return "", false
 }
 
 // mcpSchemaFailure renders schema violations as a tool result, one line

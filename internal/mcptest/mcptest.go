@@ -17,7 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Execution is one tools/call the server received.
@@ -101,15 +104,9 @@ func New(opts Options) (*Server, error) {
 		return text(fmt.Sprintf("ticket %s", req.Params.Arguments)), nil
 	}))
 	s.srv.AddTool(&mcp.Tool{Name: ToolFailRPC, Description: "Fails with a JSON-RPC error", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		s.record(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, errors.New("backend exploded")
-		}))
+		s.record(s.failRPC))
 	s.srv.AddTool(&mcp.Tool{Name: ToolIsError, Description: "Answers isError", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		s.record(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res := text("the ticket system refused: title too long")
-			res.IsError = true
-			return res, nil
-		}))
+		s.record(s.failTool))
 	s.srv.AddTool(&mcp.Tool{Name: ToolDie, Description: "Exits the process mid-call", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		s.record(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if s.log == nil {
@@ -322,6 +319,71 @@ func (s *Server) confirm(_ context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	n := s.note("done", req)
 	return text(fmt.Sprintf("created ticket %d: %s", n, args.Title)), nil
+}
+
+// failTool answers a result with isError, its _meta marked
+// {wire.MetaOutcome: wire.OutcomeNotExecuted} when the arguments say
+// "not_executed"; with "succeed_after" N a plain result once N earlier
+// calls carried the same _meta idempotency key.
+func (s *Server) failTool(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		NotExecuted  bool `json:"not_executed"`
+		SucceedAfter int  `json:"succeed_after"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	if args.SucceedAfter > 0 && s.earlierCalls(req) > args.SucceedAfter {
+		return text("succeeded"), nil
+	}
+	res := text("the ticket system refused: title too long")
+	res.IsError = true
+	if args.NotExecuted {
+		res.Meta = mcp.Meta{wire.MetaOutcome: wire.OutcomeNotExecuted}
+	}
+	return res, nil
+}
+
+// failRPC answers a JSON-RPC error: a plain one ("backend exploded"), or
+// with the arguments' "code" and, when "not_executed", data carrying _meta
+// {wire.MetaOutcome: wire.OutcomeNotExecuted}. With "succeed_after" N it
+// answers a result instead once N earlier calls carried the same _meta
+// idempotency key (the retry of a released call succeeds).
+func (s *Server) failRPC(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Code         int64 `json:"code"`
+		NotExecuted  bool  `json:"not_executed"`
+		SucceedAfter int   `json:"succeed_after"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	if args.SucceedAfter > 0 && s.earlierCalls(req) > args.SucceedAfter {
+		return text("succeeded"), nil
+	}
+	if args.Code == 0 && !args.NotExecuted {
+		return nil, errors.New("backend exploded")
+	}
+	e := &jsonrpc.Error{Code: args.Code, Message: "backend refused"}
+	if args.NotExecuted {
+		e.Data, _ = json.Marshal(map[string]any{"_meta": map[string]any{wire.MetaOutcome: wire.OutcomeNotExecuted}})
+	}
+	return nil, e
+}
+
+// earlierCalls counts the "start" events of req's tool with req's _meta
+// idempotency key (req's own included).
+func (s *Server) earlierCalls(req *mcp.CallToolRequest) int {
+	key := req.Params.Meta[wire.MetaIdempotencyKey]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range Filter(s.execs, req.Params.Name, "start") {
+		if e.Meta[wire.MetaIdempotencyKey] == key {
+			n++
+		}
+	}
+	return n
 }
 
 // record wraps a handler so its call is recorded as start and done.

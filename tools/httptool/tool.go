@@ -108,7 +108,8 @@ func (t *Tool) Spec() tools.Spec {
 
 // Call POSTs the arguments to the upstream, once: the request is never
 // written a second time (see sendOnce). Every status, 5xx included, comes
-// back as a Response. Errors wrap context.DeadlineExceeded or
+// back as a Response, Relayed, and NotExecuted when the upstream marked it
+// so (header wire.HeaderOutcome: wire.OutcomeNotExecuted). Errors wrap context.DeadlineExceeded or
 // context.Canceled when ctx ended first, tools.ErrOutcomeUncertain when the
 // request was written but no whole answer came back (the upstream may have
 // acted), tools.ErrUpstreamUnreachable when the request never reached it,
@@ -149,7 +150,16 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 		Status:      resp.StatusCode,
 		ContentType: resp.Header.Get("Content-Type"),
 		Body:        body,
+		Relayed:     true,
+		NotExecuted: markedNotExecuted(resp.Header),
 	}, nil
+}
+
+// markedNotExecuted reports whether the upstream marked its answer as not
+// executed (wire.HeaderOutcome: wire.OutcomeNotExecuted), the one evidence
+// that lets the gateway release a 5xx of a lease_expiry: unknown tool.
+func markedNotExecuted(h http.Header) bool {
+	return h.Get(wire.HeaderOutcome) == wire.OutcomeNotExecuted
 }
 
 // sendOnce makes sure the transport writes req at most once. net/http

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/internal/dropupstream"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // seen is what the upstream received for one call.
@@ -141,6 +142,28 @@ func TestEveryStatusIsAResponse(t *testing.T) {
 		}
 		if resp.Status != status || string(resp.Body) != wantBody {
 			t.Errorf("%d: got %d %q", status, resp.Status, resp.Body)
+		}
+	}
+}
+
+// TestAnswerIsRelayedAndMarkedNotExecutedOnlyByTheHeader: every answer is
+// Relayed (the upstream's, not the tool's own word); NotExecuted only when
+// the upstream sent Toolgateway-Outcome: not-executed, exactly.
+func TestAnswerIsRelayedAndMarkedNotExecutedOnlyByTheHeader(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   bool
+	}{{"", false}, {wire.OutcomeNotExecuted, true}, {"executed", false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if tc.header != "" {
+				w.Header().Set(wire.HeaderOutcome, tc.header)
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		resp, err := newTool(t, Config{URL: srv.URL}).Call(context.Background(), &tools.Request{Arguments: []byte(`{}`)})
+		srv.Close()
+		if err != nil || resp.Status != http.StatusServiceUnavailable || !resp.Relayed || resp.NotExecuted != tc.want {
+			t.Errorf("header %q: %+v, %v; want a relayed 503, NotExecuted %v", tc.header, resp, err, tc.want)
 		}
 	}
 }

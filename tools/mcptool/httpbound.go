@@ -10,6 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // upstreamTransport carries a Streamable HTTP upstream's requests: it adds
@@ -61,11 +63,24 @@ func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mark != nil && callID != nil && resp.StatusCode >= 400 {
+	if mark != nil && callID != nil && refusal(resp) {
 		mark.refused.Store(true)
 	}
 	resp.Body = t.bound(resp, callID)
 	return resp, nil
+}
+
+// refusal reports whether an HTTP error status answering a call's request
+// proves the server did not act on it: a 4xx (the message was refused), or
+// a 5xx the server marked wire.OutcomeNotExecuted (wire.HeaderOutcome). An
+// unmarked 5xx — the server, or a proxy in front of it, failing after the
+// request went in — is not: the call may have run.
+func refusal(resp *http.Response) bool {
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		return true
+	}
+	return resp.StatusCode >= 500 &&
+		resp.Header.Get(wire.HeaderOutcome) == wire.OutcomeNotExecuted
 }
 
 // bound wraps resp's body according to what it carries.

@@ -13,7 +13,8 @@ import (
 type sendMark struct {
 	written atomic.Bool
 	// refused: the HTTP server answered the request with an error status
-	// (it answered, so the call has an outcome that is not "uncertain").
+	// that proves it did not act (refusal), so the call's outcome is not
+	// "uncertain".
 	refused atomic.Bool
 }
 

@@ -58,7 +58,8 @@ func (t *Tool) Provenance() string {
 // session goes on); tools.ErrOutcomeUncertain when the request was written
 // and the session failed before an answer came (the server may have acted);
 // tools.ErrUpstreamRejected (an ErrUpstreamUnreachable too) for a JSON-RPC
-// error the server answered; tools.ErrUpstreamUnreachable for a refused
+// error the server answered, with tools.ErrNotExecuted when it proves the
+// tool did not run (rpcNotExecuted); tools.ErrUpstreamUnreachable for a refused
 // request or one never written; ctx's error at the end of ctx (the tool's
 // timeout).
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
@@ -113,7 +114,8 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 	if res.IsError && !t.up.cfg.RecordIsError {
 		status = http.StatusInternalServerError
 	}
-	return &tools.Response{Status: status, ContentType: "application/json", Body: body}, nil
+	return &tools.Response{Status: status, ContentType: "application/json", Body: body,
+		Relayed: true, NotExecuted: metaNotExecuted(res.Meta)}, nil
 }
 
 // failure classifies a tools/call error for the gateway.
@@ -128,7 +130,11 @@ func (t *Tool) failure(ctx context.Context, cs *mcp.ClientSession, mark *sendMar
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) && !transportSentinel(rpcErr) {
 		// The server answered, with an error instead of a result: the session
-		// is fine, the call did not produce an outcome to record.
+		// is fine, the call did not produce an outcome to record. Whether it
+		// acted first, only a protocol refusal or its marker tells.
+		if rpcNotExecuted(rpcErr) {
+			return fmt.Errorf("%s: %w (%w): JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamRejected, tools.ErrNotExecuted, rpcErr.Code, rpcErr.Message)
+		}
 		return fmt.Errorf("%s: %w: JSON-RPC error %d: %s", t.Provenance(), tools.ErrUpstreamRejected, rpcErr.Code, rpcErr.Message)
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) {

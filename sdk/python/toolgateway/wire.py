@@ -28,6 +28,10 @@ HEADER_PREFERENCE_APPLIED: Final = "Preference-Applied"
 HEADER_FENCING_TOKEN: Final = "Fencing-Token"
 HEADER_TENANT: Final = "Tool-Tenant"
 
+#: Response header by which an HTTP upstream marks an error answer as not
+#: executed (value OUTCOME_NOT_EXECUTED).
+HEADER_OUTCOME: Final = "Toolgateway-Outcome"
+
 # Media types.
 MEDIA_TYPE_JSON: Final = "application/json"
 MEDIA_TYPE_PROBLEM: Final = "application/problem+json"
@@ -68,6 +72,12 @@ CODE_UPSTREAM_RESPONSE_TOO_LARGE: Final = "upstream_response_too_large"
 CODE_STORE_UNAVAILABLE: Final = "store_unavailable"
 CODE_UPSTREAM_UNAVAILABLE: Final = "upstream_unavailable"
 CODE_TOOL_TIMEOUT: Final = "tool_timeout"
+CODE_APPROVAL_NOT_PENDING: Final = "approval_not_pending"
+CODE_APPROVAL_NOT_YOURS: Final = "approval_not_yours"
+CODE_CALL_DENIED: Final = "call_denied"
+CODE_APPROVAL_PENDING: Final = "approval_pending"
+CODE_APPROVAL_DENIED: Final = "approval_denied"
+CODE_APPROVAL_EXPIRED: Final = "approval_expired"
 
 #: Vendor prefix of every _meta member the gateway reads or writes over MCP.
 META_PREFIX: Final = "io.github.toolgateway/"
@@ -86,6 +96,11 @@ META_IDENTITY: Final = META_PREFIX + "identity"
 
 META_TENANT: Final = META_PREFIX + "tenant"
 META_FENCING_TOKEN: Final = META_PREFIX + "fencingToken"
+#: HEADER_OUTCOME for an MCP upstream (_meta of its error data or result).
+META_OUTCOME: Final = META_PREFIX + "outcome"
+
+#: Value of HEADER_OUTCOME and META_OUTCOME: the upstream did not act.
+OUTCOME_NOT_EXECUTED: Final = "not-executed"
 
 #: Value of META_IDEMPOTENCY on the result of an unkeyed call that ran
 #: unprotected (mcp.allow_unkeyed).

@@ -41,6 +41,8 @@ export const HeaderPreferenceApplied = "Preference-Applied";
 export const HeaderFencingToken = "Fencing-Token";
 /** The tenant a forwarded call belongs to. */
 export const HeaderTenant = "Tool-Tenant";
+/** Marks an upstream's error answer as not executed (value {@link OutcomeNotExecuted}). */
+export const HeaderOutcome = "Toolgateway-Outcome";
 
 // Media types.
 
@@ -116,6 +118,18 @@ export const CodeStoreUnavailable = "store_unavailable";
 export const CodeUpstreamUnavailable = "upstream_unavailable";
 /** The tool ran past its timeout; nothing was recorded (504). */
 export const CodeToolTimeout = "tool_timeout";
+/** Admin API and the caller's approval endpoint: the approval is already decided or expired (409; `state`, `decided_by`, `decided_at`). */
+export const CodeApprovalNotPending = "approval_not_pending";
+/** The caller's approval endpoint: another tenant's approval, or one an operator decides (403). */
+export const CodeApprovalNotYours = "approval_not_yours";
+/** The tool's decide rules deny the call; nothing ran (403). */
+export const CodeCallDenied = "call_denied";
+/** The call waits for a human's approval (409, with `Retry-After`, `approval_id`, `approval_expires_at`). */
+export const CodeApprovalPending = "approval_pending";
+/** The call's approval was denied (403, with `reason`, `by`). */
+export const CodeApprovalDenied = "approval_denied";
+/** The call's approval expired, pending or unused (403). */
+export const CodeApprovalExpired = "approval_expired";
 
 /** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
 export const MetaPrefix = "io.github.toolgateway/";
@@ -143,6 +157,10 @@ export const MetaIdentity = MetaPrefix + "identity";
 export const MetaTenant = MetaPrefix + "tenant";
 /** The fencing token of a call forwarded to an MCP upstream. */
 export const MetaFencingToken = MetaPrefix + "fencingToken";
+/** {@link HeaderOutcome} for an MCP upstream (`_meta` of its error data or result). */
+export const MetaOutcome = MetaPrefix + "outcome";
+/** The value of {@link HeaderOutcome} and {@link MetaOutcome}: the upstream did not act. */
+export const OutcomeNotExecuted = "not-executed";
 
 /** The value of {@link MetaIdempotency} on an unkeyed call's result. */
 export const MetaIdempotencyNone = "none";

@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// handleCallerDecision is POST /api/tools/v1/approvals/{id}/{approve|deny}:
+// the caller's own human answers an approval of a rule with approver:
+// caller, through the tenant's token. Only the tenant's own approvals of
+// such rules: another tenant's, or one an operator decides, is 403
+// approval_not_yours. The decision's by is the tenant; the body, optional,
+// is {"note": "..."}.
+func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
+	var approve bool
+	switch chi.URLParam(r, "decision") {
+	case "approve":
+		approve = true
+	case "deny":
+	default:
+		WriteProblem(w, NewProblem(wire.CodeNotFound, "no such endpoint: decide with …/approve or …/deny"))
+		return
+	}
+	if r.Method != http.MethodPost {
+		p := NewProblem(wire.CodeMethodNotAllowed, "decide an approval with POST")
+		p.allow = http.MethodPost
+		WriteProblem(w, p)
+		return
+	}
+	id, ok := approvalID(r)
+	if !ok {
+		approvalNotFound(w)
+		return
+	}
+	in, ok := s.readDecision(w, r, true)
+	if !ok {
+		return
+	}
+	if in.By != "" {
+		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, `send only "note": the decision's "by" is the tenant`))
+		return
+	}
+	if err := checkDecisionText("", in.Note); err != nil {
+		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, err.Error()))
+		return
+	}
+	store, ok := s.approvalStore(w)
+	if !ok {
+		return
+	}
+	rec, err := store.GetApproval(r.Context(), id)
+	if s.approvalError(w, r, err) {
+		return
+	}
+	tenant := tenantFrom(r.Context())
+	switch {
+	case rec.Scope.Tenant != tenant:
+		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "this approval belongs to another tenant"))
+		return
+	case rec.Approval == nil || rec.Approval.Approver.OrDefault() != idempotency.ApproverCaller:
+		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "an operator decides this approval (its rule's approver is operator)"))
+		return
+	}
+	// The approval id names one record for good (the scope and the
+	// approver are written with it), so the check above still holds when
+	// the store decides.
+	s.decideApproval(w, r, store, id, idempotency.ApprovalDecision{Approve: approve, By: tenant, Note: in.Note})
+}
