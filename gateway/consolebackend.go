@@ -172,6 +172,7 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 	if err != nil {
 		return nil, err
 	}
+	live := b.s.settings.Load()
 	var out []console.ToolStats
 	for _, e := range b.s.tools.Entries() {
 		name := e.Spec.Name
@@ -187,6 +188,9 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 				"replay_ttl: " + p.ReplayTTL.String(),
 				"lease_expiry: " + leaseExpiryName(p.LeaseExpiry),
 			}}
+		if rules := live.decisions[name]; rules.Rules() > 0 {
+			st.Policy = append(st.Policy, fmt.Sprintf("decide: %d rules, policy %.12s… (mode %s)", rules.Rules(), rules.Digest(), live.mode))
+		}
 		out = append(out, st)
 	}
 	return out, nil

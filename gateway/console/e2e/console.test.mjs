@@ -239,7 +239,6 @@ test("tools, receipts and the phone layout", async () => {
   const card = page.locator('section[aria-labelledby="tool-pay"]');
   assert.match(await card.innerText(), /lease_expiry: unknown/);
   assert.match(await card.innerText(), /Replays\s+1/);
-  await page.screenshot({ path: join(shots, "tools.png"), fullPage: true });
   await page.getByRole("link", { name: "Receipts" }).click();
   // Receipts are not wired into the gateway yet: the page says so.
   assert.match(await page.locator("main").innerText(), /keeps no receipts/);
@@ -320,6 +319,14 @@ test("a pending approval appears without a reload, is approved once, and the cal
   assert.equal(denied.status, 403, denied.body);
   assert.match(denied.body, /approval_denied/);
   assert.equal(upstreamRuns.get(denyKey), undefined, "the denied call never reached the upstream");
+
+  // 5. The Tools page counts the decisions and names the rules.
+  await tabA.getByRole("link", { name: "Tools" }).click();
+  const refund = await tabA.locator('section[aria-labelledby="tool-refund"]').innerText();
+  assert.match(refund, /decide: 3 rules, policy [0-9a-f]{12}… \(mode enforce\)/);
+  assert.match(refund, /approve: 5/); // every one of its five calls was decided
+  assert.match(refund, /Executions\s+1/);
+  await tabA.screenshot({ path: join(shots, "tools.png"), fullPage: true });
   await tabA.context().close();
   await tabB.context().close();
 });
