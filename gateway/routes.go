@@ -80,7 +80,8 @@ func (s *Server) newRouter() *chi.Mux {
 }
 
 // mountOperations wires what operators and orchestrators use: health,
-// readiness, metrics and (with an admin token) the admin API.
+// readiness, metrics and (with an admin token) the admin API and the
+// operator console.
 func (s *Server) mountOperations(r chi.Router) {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
@@ -100,6 +101,7 @@ func (s *Server) mountOperations(r chi.Router) {
 			r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
 			r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
 		})
+		s.mountConsole(r)
 	}
 }
 

@@ -1,0 +1,57 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+func TestResolveInvalidBodyChangesNothingThenCommitted(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser(t)
+	f.signIn(t, c, "alice", adminToken, "/console/uncertain")
+	rec := f.unknownRecord(t, "k8", `{"amount":7}`)
+	_, list := get(t, c, f.srv.URL+"/console/uncertain")
+	if !strings.Contains(list, rec.ExecutionID) {
+		t.Fatalf("uncertain page lacks the UNKNOWN record:\n%s", list)
+	}
+	_, page := get(t, c, f.srv.URL+"/console/uncertain/"+rec.ExecutionID)
+	resolve := f.srv.URL + "/console/uncertain/" + rec.ExecutionID + "/resolve"
+	form := url.Values{"csrf": {csrfOf(t, page)}, "outcome": {"committed"}, "status": {"201"}, "content_type": {"application/json"}, "body": {`{"refund": `}}
+	resp, page := post(t, c, resolve, form)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "not valid JSON") || !strings.Contains(page, html.EscapeString(`{"refund": `)) {
+		t.Fatalf("invalid body: %d\n%s", resp.StatusCode, page)
+	}
+	if got, _ := f.store.Get(context.Background(), rec.Scope); got.State != idempotency.StateUnknown {
+		t.Fatalf("invalid body changed the record: %s", got.State)
+	}
+	form.Set("body", `{"refund":"r-1"}`)
+	if resp, _ = post(t, c, resolve, form); resp.Request.URL.Path != "/console/uncertain" {
+		t.Fatalf("resolve: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	got, err := f.store.Get(context.Background(), rec.Scope)
+	if err != nil || got.State != idempotency.StateCompleted || got.Response.Status != 201 || string(got.Response.Body) != `{"refund":"r-1"}` || got.ExecutionID != rec.ExecutionID {
+		t.Fatalf("after resolve: %+v %v", got, err)
+	}
+}
+
+func TestResolveNotExecutedRemovesTheRecord(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser(t)
+	f.signIn(t, c, "alice", adminToken, "/console/uncertain")
+	rec := f.unknownRecord(t, "k9", `{"amount":7}`)
+	_, page := get(t, c, f.srv.URL+"/console/uncertain/"+rec.ExecutionID)
+	resp, _ := post(t, c, f.srv.URL+"/console/uncertain/"+rec.ExecutionID+"/resolve", url.Values{"csrf": {csrfOf(t, page)}, "outcome": {"not_executed"}})
+	if resp.Request.URL.Path != "/console/uncertain" {
+		t.Fatalf("not executed: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	if _, err := f.store.Get(context.Background(), rec.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("record still there: %v", err)
+	}
+}

@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgateway/toolgateway/gateway/console"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+)
+
+// errConsoleUnsupported: the store lacks the side the console needs
+// (every store of this module has it; a plugin store may not).
+var errConsoleUnsupported = errors.New("gateway: the idempotency store cannot list or decide approvals")
+
+// consoleBackend is the console's view of this gateway: its store, its
+// resolve validation (the admin API's) and its counters.
+type consoleBackend struct{ s *Server }
+
+var _ console.Backend = consoleBackend{}
+
+// mountConsole serves the operator console at /console/ on the admin
+// listener; called only when an admin token is configured.
+func (s *Server) mountConsole(r chi.Router) {
+	h := console.New(consoleBackend{s}, console.Options{
+		Authenticate: s.adminTokenAccepted,
+		SessionKeys: func() [][]byte {
+			var keys [][]byte
+			for _, h := range s.settings.Load().admin {
+				keys = append(keys, console.SessionKey(*h))
+			}
+			return keys
+		},
+		Log: s.log,
+	})
+	r.Handle(console.Base, h)
+	r.Handle(console.Base+"/*", h)
+}
+
+// adminTokenAccepted reports whether token is an admin token the gateway
+// accepts now (the current one, or the previous one during a rotation).
+func (s *Server) adminTokenAccepted(token string) bool {
+	sum := sha256.Sum256([]byte(token))
+	ok := false
+	for _, h := range s.settings.Load().admin {
+		ok = subtle.ConstantTimeCompare(sum[:], h[:]) == 1 || ok
+	}
+	return token != "" && ok
+}
+
+func (b consoleBackend) approvals() (idempotency.Approvals, error) {
+	a, ok := b.s.opts.Store.(idempotency.Approvals)
+	if !ok {
+		return nil, errConsoleUnsupported
+	}
+	return a, nil
+}
+
+func (b consoleBackend) admin() (idempotency.Admin, error) {
+	if b.s.admin == nil {
+		return nil, errConsoleUnsupported
+	}
+	return b.s.admin, nil
+}
+
+// ListApprovals lists one page of approvals.
+func (b consoleBackend) ListApprovals(ctx context.Context, f idempotency.ApprovalFilter) (idempotency.Page, error) {
+	a, err := b.approvals()
+	if err != nil {
+		return idempotency.Page{}, err
+	}
+	return a.ListApprovals(ctx, f)
+}
+
+// GetApproval reads one approval with its arguments.
+func (b consoleBackend) GetApproval(ctx context.Context, id string) (idempotency.Record, error) {
+	a, err := b.approvals()
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	return a.GetApproval(ctx, id)
+}
+
+// DecideApproval approves or denies one approval.
+func (b consoleBackend) DecideApproval(ctx context.Context, id string, d idempotency.ApprovalDecision) (idempotency.Record, error) {
+	a, err := b.approvals()
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	return a.DecideApproval(ctx, id, d)
+}
+
+// ListRecords lists one page of records.
+func (b consoleBackend) ListRecords(ctx context.Context, f idempotency.ListFilter) (idempotency.Page, error) {
+	a, err := b.admin()
+	if err != nil {
+		return idempotency.Page{}, err
+	}
+	return a.List(ctx, f)
+}
+
+// FindExecution reads the record of an execution id.
+func (b consoleBackend) FindExecution(ctx context.Context, id string) (idempotency.Record, error) {
+	a, err := b.admin()
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	return a.FindExecution(ctx, id)
+}
+
+// Resolve validates res as the admin API's resolve body and completes the
+// record with it for the tool's replay TTL. The form's body is the JSON
+// value itself for a JSON content type (so it must be valid JSON) and the
+// text otherwise, as "body" is in the admin API.
+func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, res console.Resolution) (idempotency.Record, error) {
+	a, err := b.admin()
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	in := resolveRequest{Status: &res.Status, ContentType: res.ContentType}
+	switch {
+	case res.Body == "":
+	case isJSONMediaType(res.ContentType) || res.ContentType == "":
+		if !json.Valid([]byte(res.Body)) {
+			return idempotency.Record{}, fmt.Errorf("%w: the body is not valid JSON (the content type is JSON)", console.ErrInvalidResolution)
+		}
+		in.Body = json.RawMessage(res.Body)
+	default:
+		text, _ := json.Marshal(res.Body)
+		in.Body = text
+	}
+	resp, err := in.storedResponse()
+	if err != nil {
+		return idempotency.Record{}, fmt.Errorf("%w: %s", console.ErrInvalidResolution, err.Error())
+	}
+	rec, err := a.Resolve(ctx, scope, resp, b.s.policyNamed(scope.Tool).ReplayTTL)
+	if err == nil {
+		b.s.log.InfoContext(ctx, "console resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
+			"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
+	}
+	return rec, err
+}
+
+// Delete removes a record (resolved as not executed).
+func (b consoleBackend) Delete(ctx context.Context, scope idempotency.Scope) error {
+	err := b.s.store.Delete(ctx, scope)
+	if err == nil {
+		b.s.log.InfoContext(ctx, "console deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
+	}
+	return err
+}
+
+// Receipts: the gateway does not keep receipts yet.
+func (b consoleBackend) Receipts(context.Context, receipts.Filter) ([]receipts.Receipt, int64, error) {
+	return nil, 0, console.ErrReceiptsOff
+}
+
+// ReceiptChains: the gateway does not keep receipts yet.
+func (b consoleBackend) ReceiptChains(context.Context) ([]console.ChainState, error) {
+	return nil, console.ErrReceiptsOff
+}
+
+// Tools reports every configured tool's resolved policy and its counters.
+func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
+	counters, err := b.s.metrics.toolCounters()
+	if err != nil {
+		return nil, err
+	}
+	live := b.s.settings.Load()
+	var out []console.ToolStats
+	for _, e := range b.s.tools.Entries() {
+		name := e.Spec.Name
+		p := b.s.policyNamed(name)
+		c := counters[name]
+		if c == nil { // a tool no call reached yet
+			c = &toolCounter{}
+		}
+		st := console.ToolStats{Name: name, Decisions: c.decisions, Executions: c.executions, Replays: c.replays,
+			P50: c.quantile(0.5), P99: c.quantile(0.99),
+			Policy: []string{
+				"timeout: " + p.Timeout.String(),
+				"replay_ttl: " + p.ReplayTTL.String(),
+				"lease_expiry: " + leaseExpiryName(p.LeaseExpiry),
+			}}
+		if rules := live.decisions[name]; rules.Rules() > 0 {
+			st.Policy = append(st.Policy, fmt.Sprintf("decide: %d rules, policy %.12s… (mode %s)", rules.Rules(), rules.Digest(), live.mode))
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// leaseExpiryName is the policy's name, the default spelled out.
+func leaseExpiryName(e idempotency.LeaseExpiry) string {
+	if e == "" {
+		return string(idempotency.LeaseExpiryRerun)
+	}
+	return string(e)
+}
