@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -22,12 +23,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	began := time.Now()
-	var logMu sync.Mutex // the killers log concurrently; cfg.Log need not be safe
-	logf := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintf(cfg.Log, "%s chaos: "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
-	}
+	logf := lineLogger(cfg.Log)
 
 	up := newUpstream(cfg.Uncertain)
 	up.reconcile = cfg.Reconcile
@@ -37,23 +33,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer redis.kill()
-
-	replicas := make([]*replica, cfg.Replicas)
-	for i := range replicas {
-		if replicas[i], err = newReplica(cfg.WorkDir, cfg.GatewayBinary, "g"+strconv.Itoa(i+1),
-			redis.store(), up, cfg.LockTTL); err != nil {
-			return nil, err
-		}
-	}
+	replicas, err := startReplicas(ctx, cfg, redis, up)
 	defer func() {
 		for _, r := range replicas {
 			r.stop()
 		}
 	}()
-	for _, r := range replicas {
-		if err := r.start(ctx); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	logf("%d gateways up on %s; logs in %s", len(replicas), redis.describe(), cfg.WorkDir)
 
@@ -63,11 +50,81 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, r := range replicas {
 		lb.addrs = append(lb.addrs, r.addr)
 	}
+	var mcpAttempts atomic.Int64
+	agents := newAgents(cfg, lb, &mcpAttempts)
+	outages, err := runUnderFaults(ctx, cfg, report, agents, replicas, redis, logf)
+	if err != nil {
+		return nil, err
+	}
+	report.RedisRestarts = len(outages)
+	for _, o := range outages {
+		report.StoreDown += o.To.Sub(o.From)
+	}
+	logf("faults stopped (%d kills, %d drains, %d store restarts); replaying every step once more", report.Kills, report.Drains, report.RedisRestarts)
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.verify(ctx)
+		}()
+	}
+	wg.Wait()
+
+	report.Requests, report.MCPAttempts = lb.attempts.Load(), mcpAttempts.Load()
+	tally(report, cfg, agents, replicas, up, outages)
+	report.Elapsed = time.Since(began)
+	return report, nil
+}
+
+// lineLogger writes one timestamped line per call to w; the killers log
+// concurrently, and w need not be safe for that.
+func lineLogger(w io.Writer) func(string, ...any) {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s chaos: "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+	}
+}
+
+// startReplicas starts cfg.Replicas gateways on the backend; it returns
+// the ones it made even on error, for the caller to stop.
+func startReplicas(ctx context.Context, cfg Config, redis *backend, up *upstream) ([]*replica, error) {
+	var replicas []*replica
+	for i := range cfg.Replicas {
+		r, err := newReplica(cfg.WorkDir, cfg.GatewayBinary, "g"+strconv.Itoa(i+1), redis.store(), up, cfg.LockTTL)
+		if err != nil {
+			return replicas, err
+		}
+		replicas = append(replicas, r)
+	}
+	for _, r := range replicas {
+		if err := r.start(ctx); err != nil {
+			return replicas, err
+		}
+	}
+	return replicas, nil
+}
+
+// newAgents makes cfg.Agents agents calling through lb.
+func newAgents(cfg Config, lb *balancer, mcpAttempts *atomic.Int64) []*agent {
 	client := agentclient.New("http://gateway.invalid",
 		agentclient.WithHTTPClient(&http.Client{Transport: lb, Timeout: 15 * time.Second}),
 		agentclient.WithRetry(50*time.Millisecond, time.Second),
 		agentclient.WithPreferWait(2*time.Second))
+	agents := make([]*agent, cfg.Agents)
+	for i := range agents {
+		agents[i] = &agent{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+2)),
+			session: client.Session(fmt.Sprintf("chaos-%d-agent-%d", cfg.Seed, i)),
+			addrs:   lb.addrs, mcpAttempts: mcpAttempts, mcpHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 15 * time.Second}}
+	}
+	return agents
+}
 
+// runUnderFaults runs the agents for cfg.Duration while replicas are
+// killed and the store restarted, and returns the store's outages.
+func runUnderFaults(ctx context.Context, cfg Config, report *Report, agents []*agent, replicas []*replica, redis *backend, logf func(string, ...any)) ([]outage, error) {
 	stop := time.Now().Add(cfg.Duration)
 	faultsCtx, stopFaults := context.WithCancel(ctx)
 	var faults sync.WaitGroup
@@ -88,40 +145,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer faults.Done()
 		outages = restartRedis(faultsCtx, cfg, redis, logf, fail)
 	}()
-
-	var mcpAttempts atomic.Int64
-	agents := make([]*agent, cfg.Agents)
 	var wg sync.WaitGroup
-	for i := range agents {
-		agents[i] = &agent{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+2)),
-			session: client.Session(fmt.Sprintf("chaos-%d-agent-%d", cfg.Seed, i)),
-			addrs:   lb.addrs, mcpAttempts: &mcpAttempts, mcpHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 15 * time.Second}}
+	for _, a := range agents {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			agents[i].run(ctx, stop)
+			a.run(ctx, stop)
 		}()
 	}
 	wg.Wait()
 	stopFaults()
 	faults.Wait()
-	if faultErr != nil {
-		return nil, faultErr
-	}
-	report.RedisRestarts = len(outages)
-	for _, o := range outages {
-		report.StoreDown += o.To.Sub(o.From)
-	}
-	logf("faults stopped (%d kills, %d drains, %d store restarts); replaying every step once more", report.Kills, report.Drains, report.RedisRestarts)
-	for _, a := range agents {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.verify(ctx)
-		}()
-	}
-	wg.Wait()
+	return outages, faultErr
+}
 
+// tally counts what the upstream ran and checks the invariants.
+func tally(report *Report, cfg Config, agents []*agent, replicas []*replica, up *upstream, outages []outage) {
 	var steps []*step
 	for _, a := range agents {
 		steps = append(steps, a.steps...)
@@ -131,7 +170,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, r := range replicas {
 		kills[r.name] = r.killTimes()
 	}
-	report.Requests, report.MCPAttempts = lb.attempts.Load(), mcpAttempts.Load()
 	report.Executions = total
 	for _, runs := range execs {
 		for _, e := range runs {
@@ -144,8 +182,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Reconcile {
 		checkReconciled(report, up)
 	}
-	report.Elapsed = time.Since(began)
-	return report, nil
 }
 
 // killReplicas SIGKILLs a random replica every ~cfg.KillEvery (with
