@@ -88,7 +88,10 @@ func approvalContinuation(mrt gateway.MultiRoundTrip) (string, bool) {
 		return "", false
 	}
 	id, ok := strings.CutPrefix(mrt.Continuation.RequestState, approvalStatePrefix)
-	return id, ok && id != ""
+	if !ok || id == "" {
+		return "", false
+	}
+	return id, true
 }
 
 // elicitedDecision reads the human's answer from the inputResponses:
