@@ -159,6 +159,7 @@ func (s *Server) answerApproval(ctx context.Context, st *callState, d idempotenc
 	case idempotency.OutcomeAwaitingApproval:
 		p = NewProblem(wire.CodeApprovalPending, "the call waits for a human's approval; nothing ran. Make the same call again after Retry-After seconds, or send Prefer: wait=N").
 			WithRetryAfter(min(approvalRetryAfter, ceilSeconds(time.Until(a.ExpiresAt))))
+		p.Caller = callerApproval(st, a) // callerdecision.go
 	case idempotency.OutcomeApprovalDenied:
 		p = NewProblem(wire.CodeApprovalDenied, "the call's approval was denied; it will not run")
 		p.Reason, p.By = orString(a.Note, a.Reason), a.DecidedBy

@@ -47,6 +47,9 @@ type Problem struct {
 	// approval_expired).
 	Reason string `json:"reason,omitempty"`
 	By     string `json:"by,omitempty"`
+	// Caller is set on approval_pending when the caller's own human
+	// decides (approver: caller), for an adapter that can ask them.
+	Caller *CallerApproval `json:"-"`
 
 	// RetryAfter, when > 0, is the Retry-After in whole seconds (REST sends
 	// the header, MCP data.retry_after_ms).

@@ -46,9 +46,17 @@ func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.Ca
 	if req.Extra != nil {
 		header = req.Extra.Header
 	}
-	c := e.newCall(ctx, entry, req.Params.Arguments, rawMeta(ctx, req.Params.Meta), header)
+	meta := rawMeta(ctx, req.Params.Meta)
+	c := e.newCall(ctx, entry, req.Params.Arguments, meta, header)
 	c.MultiRoundTrip = mrt
-	return mcpRender(c, e.gw.Call(ctx, c))
+	if id, ok := approvalContinuation(mrt); ok {
+		return e.callerDecides(ctx, c, id) // elicitation.go
+	}
+	res := e.gw.Call(ctx, c)
+	if res.Problem != nil && res.Problem.Caller != nil && callerCanBeAsked(mrt, meta) {
+		return approvalInputRequired(res.Problem.Caller), nil // elicitation.go
+	}
+	return mcpRender(c, res)
 }
 
 // newCall builds the Call of one tools/call from its raw parts: the

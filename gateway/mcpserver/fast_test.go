@@ -27,6 +27,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
@@ -187,7 +188,7 @@ func (r diffRequest) body() []byte {
 		var meta []string
 		if r.version >= newestProtocolEra && !r.bareMeta {
 			meta = append(meta, `"`+metaProtocolVersion+`":"`+r.version+`"`,
-				`"`+metaClientCapabilities+`":{"roots":{"listChanged":true},"sampling":{}}`,
+				`"`+metaClientCapabilities+`":{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`,
 				`"`+metaClientInfo+`":{"name":"difftest","version":"1.0.0"}`)
 		}
 		for _, name := range slices.Sorted(maps.Keys(r.meta)) {
@@ -404,6 +405,8 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 		// max_body_bytes 256: arguments over it are refused over MCP as over REST.
 		"small": newDiffGatewayWith(t, func(o *gateway.Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), Options{}, nil, look),
 		"down":  newDiffGateway(t, redisstore.New(down, redisstore.Options{Prefix: "never:"}), Options{}, nil, echo),
+		// echo's calls wait for the caller's approval (approver: caller).
+		"approve": newDiffGatewayWith(t, callerApproves(t, "echo"), newBoltStore(t), Options{}, nil, echo),
 	}
 	leaveUnknownRecord(t, g.store, "unknown", "pay", `{"amount":5}`)
 	startHeldCall(t, g, hold, "held")
@@ -673,4 +676,15 @@ func TestMCPFastPathOff(t *testing.T) {
 	if echo.runs != 2 {
 		t.Fatalf("the tool ran %d times, want 2", echo.runs)
 	}
+}
+
+// callerApproves makes every call of tool wait for its caller's approval
+// (a decide rule with approver: caller).
+func callerApproves(t *testing.T, tool string) func(*gateway.Options) {
+	t.Helper()
+	p, err := decide.Compile(tool, []decide.Rule{{Decision: decide.Approve, Approver: decide.Caller, Reason: "the user says yes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *gateway.Options) { o.Decisions = map[string]*decide.Policy{tool: p} }
 }

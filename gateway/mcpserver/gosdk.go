@@ -230,19 +230,35 @@ func fastResponse(id jsonrpc.ID, res *mcp.CallToolResult, callErr error, newProt
 			res.Meta[metaServerInfo] = gatewayImplementation()
 		}
 	}
+	// go-sdk writes resultType (unexported) and then inputRequests after
+	// every other member (withResultType says the same for the answers of
+	// dispatchCall).
+	inputRequests := res.InputRequests
+	if inputRequests != nil {
+		copied := *res
+		copied.InputRequests = nil
+		res = &copied
+	}
 	result, err := res.MarshalJSON()
 	if err != nil || len(result) < 2 || result[len(result)-1] != '}' {
 		return internalErrorBody(id), 0
 	}
+	result = result[: len(result)-1 : len(result)-1]
 	if newProtocol {
-		// go-sdk's resultType (unexported) is the last member it writes
-		// (withResultType says the same for the answers of dispatchCall).
-		kind := `,"resultType":"complete"}`
-		if len(res.InputRequests) > 0 {
-			kind = `,"resultType":"input_required"}`
+		kind := `,"resultType":"complete"`
+		if len(inputRequests) > 0 {
+			kind = `,"resultType":"input_required"`
 		}
-		result = append(result[:len(result)-1:len(result)-1], kind...)
+		result = append(result, kind...)
 	}
+	if inputRequests != nil {
+		requests, err := json.Marshal(inputRequests)
+		if err != nil {
+			return internalErrorBody(id), 0
+		}
+		result = append(append(result, `,"inputRequests":`...), requests...)
+	}
+	result = append(result, '}')
 	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: result})
 	if err != nil {
 		return internalErrorBody(id), 0
