@@ -21,6 +21,9 @@ var (
 	// for that scope (8 bytes, big endian), so tokens keep growing after the
 	// record is deleted.
 	fencingBucket = []byte("fencing")
+	// effectsBucket maps an effect key (effectKey) to the scope key of
+	// the record that claimed it (effects.go).
+	effectsBucket = []byte("effects")
 )
 
 // joinKey encodes parts as length-prefixed strings: unambiguous whatever
@@ -82,6 +85,8 @@ type storedRecord struct {
 	Arguments string `json:"a,omitempty"`
 	// Approval is set while the record is an approval (layout 3).
 	Approval *storedApproval `json:"ap,omitempty"`
+	// Effect is the effect value the record holds (layout 3), "" for none.
+	Effect string `json:"ef,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {

@@ -16,6 +16,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := req.Validate(); err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
+	if req.Effect != nil { // not yet: the gateway refuses such tools on this store
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, idempotency.ErrEffectsUnsupported)
+	}
 	var session *string
 	var index *int64
 	if req.Step != nil {
