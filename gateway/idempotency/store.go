@@ -247,6 +247,10 @@ type Lease struct {
 	Owner        string
 	FencingToken int64
 	ExecutionID  string
+	// Effect is the effect the lease's record holds, set by a store that
+	// keeps the reservation apart from the record (Redis), so that
+	// Complete and MarkUnknown keep it alive as long as the record.
+	Effect *Effect
 }
 
 // StepHolder names the call that holds a step (for step_conflict).

@@ -20,6 +20,8 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"point":        pointArgs{},
 	"layout":       layoutArgs{},
 	"approve":      approveArgs{},
+	"effect":       effectArgs{},
+	"effect_keep":  effectKeepArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.
