@@ -51,9 +51,11 @@ type settings struct {
 	// first, then the previous one during a rotation.
 	admin []*[sha256.Size]byte
 	// limits holds the tenants that have limits, by name.
-	limits    map[string]TenantLimits
-	policies  map[string]tools.Policy
-	replayTTL time.Duration
+	limits   map[string]TenantLimits
+	policies map[string]tools.Policy
+	// effectKeys are the policies' effect_key templates, compiled, by text.
+	effectKeys map[string]*EffectKey
+	replayTTL  time.Duration
 	// oidc checks the identity provider's tokens (nil: none).
 	oidc TokenVerifier
 }
@@ -68,9 +70,17 @@ func newSettings(set Settings) (*settings, error) {
 	if err := ValidateAuth(set.Tenants, set.AdminTokenSHA256, set.AdminPreviousTokenSHA256); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	effectKeys := map[string]*EffectKey{}
 	for name, p := range set.Policies {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
+		}
+		if p.EffectKey != "" {
+			k, err := CompileEffectKey(p.EffectKey)
+			if err != nil {
+				return nil, fmt.Errorf("gateway: tool %q: effect_key: %w", name, err)
+			}
+			effectKeys[p.EffectKey] = k
 		}
 	}
 	var admin []*[sha256.Size]byte
@@ -81,12 +91,13 @@ func newSettings(set Settings) (*settings, error) {
 		}
 	}
 	return &settings{
-		tenants:   slices.Clone(set.Tenants),
-		admin:     admin,
-		limits:    tenantLimits(set.Tenants),
-		policies:  maps.Clone(set.Policies),
-		replayTTL: orDefault(set.ReplayTTL, DefaultReplayTTL),
-		oidc:      set.OIDC,
+		tenants:    slices.Clone(set.Tenants),
+		admin:      admin,
+		limits:     tenantLimits(set.Tenants),
+		policies:   maps.Clone(set.Policies),
+		effectKeys: effectKeys,
+		replayTTL:  orDefault(set.ReplayTTL, DefaultReplayTTL),
+		oidc:       set.OIDC,
 	}, nil
 }
 

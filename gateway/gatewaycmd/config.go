@@ -203,6 +203,10 @@ type ToolEntry struct {
 	PolicyConfig `yaml:",inline"`
 	ReadOnly     *bool           `yaml:"read_only"`
 	HTTP         *HTTPToolConfig `yaml:"http"`
+	// EffectKey names the call's business action, e.g. "refund:{/txn_id}"
+	// (RFC 6901 pointers into the arguments): one execution per value
+	// whatever the idempotency key (docs/idempotency.md, "Effect keys").
+	EffectKey string `yaml:"effect_key"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:
