@@ -18,10 +18,10 @@ const (
 	// layoutVersion is the layout this code writes.
 	// Version 2 keeps an open record's canonical arguments (field "a").
 	// Version 3 adds approval records (field "ap", states
-	// AWAITING_APPROVAL, APPROVED, DENIED) and the approvals bucket, and
-	// (same unreleased round) effect reservations: the effects bucket and
-	// field "ef".
-	layoutVersion = 3
+	// AWAITING_APPROVAL, APPROVED, DENIED) and the approvals bucket.
+	// Version 4 adds effect reservations: the effects bucket and field
+	// "ef" (a file at 3 lacks the bucket, so it must be set up again).
+	layoutVersion = 4
 	// newestKnownLayout is the newest layout this code reads.
 	newestKnownLayout = layoutVersion
 )
