@@ -3,11 +3,17 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -178,4 +184,65 @@ func TestEffectKeyConflictAndMissingPointer(t *testing.T) {
 			t.Fatalf("payout ran %d times, want 0", n)
 		}
 	})
+}
+
+// BenchmarkEffectKey runs the same calls side by side through a tool
+// without and with an effect_key ("{/seq}": every fresh call its own
+// value), on Redis and the embedded store: what an effect key costs a
+// fresh call and a replay.
+//
+//	go test ./gateway -run '^$' -bench BenchmarkEffectKey -benchmem
+func BenchmarkEffectKey(b *testing.B) {
+	stores := map[string]func(b *testing.B) idempotency.Store{
+		"redis": benchRedisStore,
+		"embedded": func(b *testing.B) idempotency.Store {
+			s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+	}
+	for _, storeName := range []string{"redis", "embedded"} {
+		for _, effectKey := range []string{"", "bench:{/seq}"} {
+			name := storeName + "/plain"
+			if effectKey != "" {
+				name = storeName + "/effect"
+			}
+			gateway := func(b *testing.B) http.Handler {
+				reg, err := tools.NewRegistryOf(benchNopTool{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				gw, err := gateway.NewServer(gateway.Options{Store: stores[storeName](b), Tools: reg, ReplayTTL: 10 * time.Minute,
+					Logger: slog.New(slog.DiscardHandler), Policies: map[string]tools.Policy{benchToolName: {EffectKey: effectKey}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return gw
+			}
+			b.Run(name+"/fresh", func(b *testing.B) {
+				gw := gateway(b)
+				var step uint64
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					c := newBenchCall(b, "bench-effect", step)
+					step++
+					b.StartTimer()
+					c.serve(b, gw, "false")
+				}
+			})
+			b.Run(name+"/replay", func(b *testing.B) {
+				gw := gateway(b)
+				c := newBenchCall(b, "bench-effect-replay", 0)
+				c.serve(b, gw, "false")
+				b.ReportAllocs()
+				for b.Loop() {
+					c.serve(b, gw, "true")
+				}
+			})
+		}
+	}
 }
