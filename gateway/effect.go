@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -160,8 +159,6 @@ func (k *EffectKey) Value(canonical []byte) (value, missing string, err error) {
 	}
 	return b.String(), "", nil
 }
-
-var errNotContainer = errors.New("not an object or array")
 
 // lookup follows tokens into the canonical JSON doc and returns the raw
 // (canonical) text of the value found.
