@@ -396,7 +396,10 @@ type Store interface {
 	// waiting for an approval → InProgress. No holder → the new record
 	// (IN_PROGRESS or AWAITING_APPROVAL) is written and takes the
 	// reservation in the same atomic step, so two claims of one effect
-	// never both run, whatever their keys.
+	// never both run, whatever their keys. (A sharded store may take the
+	// reservation in a second step after the record's claim, as Redis
+	// does; it must then run nothing until it holds both, and an approval
+	// record there takes it only when the approved call runs.)
 	//
 	// Approval records (same fingerprint; another is KeyReused as ever):
 	// AWAITING_APPROVAL → AwaitingApproval with the stored approval (its
