@@ -51,13 +51,13 @@ type settings struct {
 	// first, then the previous one during a rotation.
 	admin []*[sha256.Size]byte
 	// limits holds the tenants that have limits, by name.
-	limits   map[string]TenantLimits
-	policies map[string]tools.Policy
-	// effectKeys are the policies' effect_key templates, compiled, by text.
-	effectKeys map[string]*EffectKey
-	replayTTL  time.Duration
+	limits    map[string]TenantLimits
+	policies  map[string]tools.Policy
+	replayTTL time.Duration
 	// oidc checks the identity provider's tokens (nil: none).
 	oidc TokenVerifier
+	// effectKeys are the policies' effect_key templates, compiled, by text.
+	effectKeys map[string]*EffectKey
 }
 
 // authOn reports whether callers must authenticate: static tenants, an
@@ -90,15 +90,16 @@ func newSettings(set Settings) (*settings, error) {
 			admin = append(admin, &sum)
 		}
 	}
-	return &settings{
-		tenants:    slices.Clone(set.Tenants),
-		admin:      admin,
-		limits:     tenantLimits(set.Tenants),
-		policies:   maps.Clone(set.Policies),
-		effectKeys: effectKeys,
-		replayTTL:  orDefault(set.ReplayTTL, DefaultReplayTTL),
-		oidc:       set.OIDC,
-	}, nil
+	live := &settings{
+		tenants:   slices.Clone(set.Tenants),
+		admin:     admin,
+		limits:    tenantLimits(set.Tenants),
+		policies:  maps.Clone(set.Policies),
+		replayTTL: orDefault(set.ReplayTTL, DefaultReplayTTL),
+		oidc:      set.OIDC,
+	}
+	live.effectKeys = effectKeys
+	return live, nil
 }
 
 // Reload replaces the Server's reloadable settings in one atomic step, or
