@@ -55,7 +55,9 @@ func (s *Server) answer(ctx context.Context, st *callState, d idempotency.Decisi
 		return false
 	case idempotency.OutcomeReplay:
 		return st.end(Result{Kind: ResultReplayed, Status: d.Response.Status, ContentType: d.Response.ContentType, Body: d.Response.Body,
-			ExecutionID: d.ExecutionID, Replayed: true, Label: labelReplayed})
+			ExecutionID: d.ExecutionID, Replayed: true, EffectReplayed: d.ByEffect, Label: labelReplayed})
+	case idempotency.OutcomeEffectConflict:
+		return st.refuse(effectConflict(d.EffectHolder))
 	case idempotency.OutcomeInProgress:
 		p := NewProblem(wire.CodeRequestInProgress, "a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
 			WithRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
@@ -144,6 +146,7 @@ func (s *Server) claimRequest(st *callState) idempotency.ClaimRequest {
 
 		CanonicalArguments: st.canonical,
 		Approval:           st.approval,
+		Effect:             st.effect,
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

@@ -141,6 +141,9 @@ type Result struct {
 	// Idempotent-Replayed, MCP in _meta.
 	ExecutionID string
 	Replayed    bool
+	// EffectReplayed: the replay is another call's with the same effect
+	// key value (REST: Effect-Key-Replayed: true).
+	EffectReplayed bool
 	// Problem is set for InProgress, Unknown and Problem.
 	Problem *Problem
 	// Waited: the call waited for a duplicate in flight (REST answers
@@ -179,6 +182,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	defer st.finish(s)
 	switch {
 	case s.check(ctx, &st): // check.go: I-JSON, identity, key, schema, availability, rate
+	case s.effect(ctx, &st): // effect.go: the effect key's value, held by the claim
 	case s.decide(ctx, &st): // decide.go: the tool's rules: allow, approve, deny
 	case s.claim(ctx, &st): // claim.go: the one atomic store decision
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
@@ -208,6 +212,8 @@ type callState struct {
 	// owner owns the claim: the request id is unique per request, and a
 	// wait of the same request that takes over reuses it.
 	owner string
+	// effect is the call's effect key value (effect.go); nil without one.
+	effect *idempotency.Effect
 
 	// Set by decide: the approval the claim writes or consumes (nil when
 	// the rules allow the call), and whether the tool has rules at all.

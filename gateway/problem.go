@@ -22,9 +22,12 @@ type Problem struct {
 	Retryable bool   `json:"retryable"`
 	// Errors lists schema violations (invalid_arguments only).
 	Errors []wire.Violation `json:"errors,omitempty"`
-	// Tool and ExecutionID name the earlier call of a step (step_conflict only).
+	// Tool and ExecutionID name the earlier call of a step (step_conflict);
+	// ExecutionID and State name the call holding an effect key value
+	// (effect_conflict).
 	Tool        string `json:"tool,omitempty"`
 	ExecutionID string `json:"execution_id,omitempty"`
+	State       string `json:"state,omitempty"`
 	// ExpectedKey and CanonicalArguments are the key the gateway derived
 	// and the JCS text it derived it from (idempotency_key_mismatch only).
 	ExpectedKey        string `json:"expected_key,omitempty"`
@@ -104,6 +107,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch, wire.RPCInvalidParams},
 	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused, wire.RPCInvalidParams},
 	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict, wire.RPCInvalidParams},
+	wire.CodeEffectConflict:              {http.StatusConflict, "Another call already did this with other arguments", false, labelEffectConflict, mcpToolResult},
 	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited, wire.RPCRateLimited},
 	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError, mcpToolResult},
 	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError, mcpToolResult},

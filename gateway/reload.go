@@ -70,6 +70,8 @@ type settings struct {
 	decisions map[string]*decide.Policy
 	mode      decide.Mode
 	approvals ApprovalSettings
+	// effectKeys are the policies' effect_key templates, compiled, by text.
+	effectKeys map[string]*EffectKey
 }
 
 // authOn reports whether callers must authenticate: static tenants, an
@@ -82,9 +84,17 @@ func newSettings(set Settings) (*settings, error) {
 	if err := ValidateAuth(set.Tenants, set.AdminTokenSHA256, set.AdminPreviousTokenSHA256); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	effectKeys := map[string]*EffectKey{}
 	for name, p := range set.Policies {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("gateway: tool %q: %w", name, err)
+		}
+		if p.EffectKey != "" {
+			k, err := CompileEffectKey(p.EffectKey)
+			if err != nil {
+				return nil, fmt.Errorf("gateway: tool %q: effect_key: %w", name, err)
+			}
+			effectKeys[p.EffectKey] = k
 		}
 	}
 	mode, err := decide.ParseMode(string(set.Mode))
@@ -101,7 +111,7 @@ func newSettings(set Settings) (*settings, error) {
 			admin = append(admin, &sum)
 		}
 	}
-	return &settings{
+	live := &settings{
 		tenants:   slices.Clone(set.Tenants),
 		admin:     admin,
 		limits:    tenantLimits(set.Tenants),
@@ -111,7 +121,9 @@ func newSettings(set Settings) (*settings, error) {
 		decisions: withRules(set.Decisions),
 		mode:      mode,
 		approvals: set.Approvals.withDefaults(),
-	}, nil
+	}
+	live.effectKeys = effectKeys
+	return live, nil
 }
 
 // Reload replaces the Server's reloadable settings in one atomic step, or

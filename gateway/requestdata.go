@@ -21,6 +21,7 @@ const (
 	labelKeyReused      = "key_reused"
 	labelKeyMismatch    = "key_mismatch"
 	labelStepConflict   = "step_conflict"
+	labelEffectConflict = "effect_conflict"
 	labelOutcomeUnknown = "outcome_unknown"
 	labelInvalid        = "invalid"
 	labelUnauthorized   = "unauthorized"

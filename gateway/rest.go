@@ -113,6 +113,9 @@ func writeResult(w http.ResponseWriter, res Result) {
 		values[0], values[1] = strconv.Itoa(len(res.Body)), res.ExecutionID
 		h[wire.HeaderReplayed] = replayedValues(res.Replayed)
 		h[wire.HeaderExecutionID] = values[1:2:2]
+		if res.EffectReplayed {
+			h[wire.HeaderEffectKeyReplayed] = valuesTrue[:1:1]
+		}
 		setContentType(h, res.ContentType)
 		h[headerContentLength] = values[0:1:1]
 		w.WriteHeader(res.Status)

@@ -91,6 +91,11 @@ type Policy struct {
 	// LeaseExpiry is what happens to a call whose outcome is uncertain;
 	// empty means LeaseExpiryRerun.
 	LeaseExpiry LeaseExpiry
+	// EffectKey is the tool's effect_key template, e.g.
+	// "refund:{/txn_id}" (RFC 6901 pointers into the canonical
+	// arguments): one execution per value, whatever the idempotency key.
+	// Empty: none. The gateway compiles and checks it.
+	EffectKey string
 }
 
 // Validate checks p: no negative duration, a known lease expiry.
@@ -115,6 +120,9 @@ func (p Policy) Or(fallback Policy) Policy {
 	}
 	if p.LeaseExpiry == "" {
 		p.LeaseExpiry = fallback.LeaseExpiry
+	}
+	if p.EffectKey == "" {
+		p.EffectKey = fallback.EffectKey
 	}
 	return p
 }

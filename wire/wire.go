@@ -22,6 +22,9 @@ const (
 	HeaderRequestID         = "X-Request-Id"
 	HeaderRetryAfter        = "Retry-After"
 	HeaderPreferenceApplied = "Preference-Applied"
+	// HeaderEffectKeyReplayed is "true" on a replay of another call that
+	// holds the same effect key value (another key, session or step).
+	HeaderEffectKeyReplayed = "Effect-Key-Replayed"
 )
 
 // Headers the gateway sends to an HTTP upstream tool (besides the key and
@@ -75,6 +78,7 @@ const (
 	CodeIdempotencyKeyMismatch      = "idempotency_key_mismatch"
 	CodeIdempotencyKeyReused        = "idempotency_key_reused"
 	CodeStepConflict                = "step_conflict"
+	CodeEffectConflict              = "effect_conflict"
 	CodeRateLimited                 = "rate_limited"
 	CodeToolFailed                  = "tool_failed"
 	CodeUpstreamUnreachable         = "upstream_unreachable"

@@ -51,6 +51,9 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := t.LeaseExpiry.Validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
+		if err := checkEffectKey(t); err != nil {
+			return nil, nil, fmt.Errorf("%s.effect_key: %w", field, err)
+		}
 		schema, err := c.toolSchema(i, t)
 		if err != nil {
 			return nil, nil, err
@@ -98,7 +101,9 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := registry.Add(tool, opts...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", field, err)
 		}
-		policies[t.Name] = t.Policy()
+		policy := t.Policy()
+		policy.EffectKey = t.EffectKey
+		policies[t.Name] = policy
 	}
 	for _, p := range plugins {
 		if configured[p.Spec().Name] {

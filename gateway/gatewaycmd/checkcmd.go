@@ -44,6 +44,9 @@ type CheckReport struct {
 	MCPServers []CheckedMCPServer `json:"mcp_servers,omitempty"`
 	// Dial holds, with -dial, one result per store and upstream reached.
 	Dial []DialResult `json:"dial,omitempty"`
+	// Warnings are what the config allows but probably did not mean
+	// (an effect_key pointer the tool's schema does not require).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CheckedTool is one tool the gateway would serve, with its effective
@@ -62,6 +65,8 @@ type CheckedTool struct {
 	Description string `json:"description,omitempty"`
 	// DecideRules is how many decide rules the tool has (compiled).
 	DecideRules int `json:"decide_rules,omitempty"`
+	// EffectKey is the tool's effect_key template, when it has one.
+	EffectKey string `json:"effect_key,omitempty"`
 }
 
 // CheckedMCPServer is one entry of mcp_servers. Its tools are known only
@@ -141,6 +146,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 		report.Dial = append(report.Dial, dialOIDC(ctx, opts.OIDC)...)
 	}
 	report.Tools = checkedTools(cfg, opts)
+	report.Warnings = effectKeyWarnings(opts)
 	return report, nil
 }
 
@@ -177,6 +183,7 @@ func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
 		if !ct.ReadOnly {
 			ct.ReplayTTL = shortDuration(p.ReplayTTL)
 			ct.LeaseExpiry = string(p.LeaseExpiry)
+			ct.EffectKey = p.EffectKey
 		}
 		out = append(out, ct)
 	}
@@ -256,6 +263,9 @@ func (r *CheckReport) writeText(w io.Writer) error {
 	fmt.Fprintf(tw, "tools\t%d\n", len(r.Tools))
 	for _, m := range r.MCPServers {
 		fmt.Fprintf(tw, "mcp_server\t%s (%s)\n", m.Name, m.Target)
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(tw, "warning\t%s\n", warning)
 	}
 	for _, d := range r.Dial {
 		verdict := "OK"

@@ -215,6 +215,10 @@ type ToolEntry struct {
 	Decide []decide.Rule `yaml:"decide"`
 	// Reconcile asks the tool's owner about uncertain outcomes (reconcile.go).
 	Reconcile *ReconcileConfig `yaml:"reconcile"`
+	// EffectKey names the call's business action, e.g. "refund:{/txn_id}"
+	// (RFC 6901 pointers into the arguments): one execution per value
+	// whatever the idempotency key (docs/idempotency.md, "Effect keys").
+	EffectKey string `yaml:"effect_key"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:

@@ -52,6 +52,9 @@ var (
 	// ErrInvalidCursor: Admin.List was given a cursor it did not hand out
 	// (or a filter it cannot serve); the admin API answers 400.
 	ErrInvalidCursor = errors.New("idempotency: invalid list cursor or filter")
+	// ErrEffectsUnsupported: a claim named an effect on a store that does
+	// not keep effect reservations (see EffectKeeper).
+	ErrEffectsUnsupported = errors.New("idempotency: this store does not keep effect keys")
 )
 
 // Scope names one record: a tenant never sees another tenant's records.
@@ -123,6 +126,28 @@ type ClaimRequest struct {
 	// whose rules now deny must not reach Claim, or an APPROVED record
 	// would be consumed (see Store.Claim for the approval rows).
 	Approval *ApprovalClaim
+	// Effect, when non-nil, is the call's business identity (the tool's
+	// effect_key evaluated on its arguments): one record of tenant + tool
+	// holds it at a time, whatever its key, session or step (see
+	// Store.Claim). Nil claims no effect. A store that cannot keep
+	// effects refuses such a claim with ErrEffectsUnsupported.
+	Effect *Effect
+}
+
+// Effect is the value of a tool's effect key for one call. Its scope is
+// tenant + tool (the claim's), so two tenants or two tools never share
+// an effect.
+type Effect struct {
+	// Value is the evaluated template, e.g. "refund:txn_42".
+	Value string
+}
+
+// EffectKeeper is implemented by the stores that keep effect
+// reservations (ClaimRequest.Effect); the gateway refuses a tool with an
+// effect key on any other store rather than run it without the guard.
+type EffectKeeper interface {
+	// KeepsEffects reports whether Claim honours ClaimRequest.Effect.
+	KeepsEffects() bool
 }
 
 // Validate checks what every store needs of a claim, so the stores refuse
@@ -175,6 +200,10 @@ const (
 	// OutcomeApprovalExpired: the call's approval expired, pending or
 	// approved but not used in time; Decision.Approval holds it.
 	OutcomeApprovalExpired
+	// OutcomeEffectConflict: another record (another key, session or
+	// step) holds the request's effect with other arguments;
+	// Decision.EffectHolder names it. Nothing runs.
+	OutcomeEffectConflict
 )
 
 // String names the outcome for logs and tests.
@@ -198,6 +227,8 @@ func (o Outcome) String() string {
 		return "approval_denied"
 	case OutcomeApprovalExpired:
 		return "approval_expired"
+	case OutcomeEffectConflict:
+		return "effect_conflict"
 	}
 	return "invalid"
 }
@@ -216,6 +247,10 @@ type Lease struct {
 	Owner        string
 	FencingToken int64
 	ExecutionID  string
+	// Effect is the effect the lease's record holds, set by a store that
+	// keeps the reservation apart from the record (Redis), so that
+	// Complete and MarkUnknown keep it alive as long as the record.
+	Effect *Effect
 }
 
 // StepHolder names the call that holds a step (for step_conflict).
@@ -244,6 +279,19 @@ type Decision struct {
 	// for an OutcomeClaimed that consumed an approved record (who
 	// approved the run; nil for a claim without approval).
 	Approval *Approval
+	// ByEffect is set when the decision came from the record holding the
+	// request's effect under another key (a replay, in progress or
+	// UNKNOWN of that holder; or a takeover of its expired lease, whose
+	// Lease then names the holder's scope).
+	ByEffect bool
+	// EffectHolder is set for OutcomeEffectConflict.
+	EffectHolder *EffectHolder
+}
+
+// EffectHolder names the record that holds an effect (for effect_conflict).
+type EffectHolder struct {
+	ExecutionID string
+	State       State
 }
 
 // Record is a stored record, as the admin API shows it.
@@ -339,6 +387,25 @@ type Store interface {
 	// to it — or, when req.Approval is set, a new AWAITING_APPROVAL record
 	// is written (bound to the step the same way) and the answer is
 	// AwaitingApproval: nothing runs.
+	//
+	// Effects (req.Effect set): after the step guard, before a new record
+	// is written, the effect's reservation is looked up. A reservation
+	// counts only while its holder — a live record under another key that
+	// claimed this effect value — exists, so it lives exactly as long as
+	// the holder's record (released, deleted, swept or expired with it;
+	// an UNKNOWN holder keeps it). Holder with another fingerprint →
+	// EffectConflict (its execution id and state). Same fingerprint → the
+	// holder's own decision, with ByEffect: COMPLETED → Replay of its
+	// response, UNKNOWN → Unknown, IN_PROGRESS alive → InProgress,
+	// IN_PROGRESS expired → takeover of the holder's record (the Lease
+	// names the holder's scope) or UNKNOWN per LeaseExpiry; a holder
+	// waiting for an approval → InProgress. No holder → the new record
+	// (IN_PROGRESS or AWAITING_APPROVAL) is written and takes the
+	// reservation in the same atomic step, so two claims of one effect
+	// never both run, whatever their keys. (A sharded store may take the
+	// reservation in a second step after the record's claim, as Redis
+	// does; it must then run nothing until it holds both, and an approval
+	// record there takes it only when the approved call runs.)
 	//
 	// Approval records (same fingerprint; another is KeyReused as ever):
 	// AWAITING_APPROVAL → AwaitingApproval with the stored approval (its

@@ -79,6 +79,12 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 		}
 	}
 
+	if req.Effect != nil {
+		if d, held, err := t.effectHeld(key, req); held || err != nil {
+			return d, true, err // the holder's decision may have written (a takeover)
+		}
+	}
+
 	r := &storedRecord{
 		Tenant:      req.Scope.Tenant,
 		Tool:        req.Scope.Tool,
@@ -88,6 +94,9 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 	}
 	if req.Step != nil {
 		r.Step = &storedStep{SessionID: req.Step.SessionID, Index: req.Step.Index}
+	}
+	if req.Effect != nil {
+		r.Effect = req.Effect.Value
 	}
 	if err := t.dropExpiredApproval(key); err != nil {
 		return idempotency.Decision{}, false, err
@@ -104,6 +113,11 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 	if req.Step != nil {
 		if err := t.steps.Put(stepKey(req.Scope.Tenant, *req.Step), key); err != nil {
 			return idempotency.Decision{}, false, fmt.Errorf("put step entry: %w", err)
+		}
+	}
+	if req.Effect != nil {
+		if err := t.effects.Put(effectKey(req.Scope, req.Effect.Value), key); err != nil {
+			return idempotency.Decision{}, false, fmt.Errorf("put effect reservation: %w", err)
 		}
 	}
 	return decision, true, nil

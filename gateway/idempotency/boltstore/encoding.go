@@ -21,6 +21,9 @@ var (
 	// for that scope (8 bytes, big endian), so tokens keep growing after the
 	// record is deleted.
 	fencingBucket = []byte("fencing")
+	// effectsBucket maps an effect key (effectKey) to the scope key of
+	// the record that claimed it (effects.go).
+	effectsBucket = []byte("effects")
 )
 
 // joinKey encodes parts as length-prefixed strings: unambiguous whatever
@@ -86,6 +89,8 @@ type storedRecord struct {
 	Reconcile *storedReconciliation `json:"rc,omitempty"`
 	// ResolvedBy is idempotency.ResolvedByReconcile once reconciled.
 	ResolvedBy string `json:"rb,omitempty"`
+	// Effect is the effect value the record holds (layout 4), "" for none.
+	Effect string `json:"ef,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {

@@ -16,7 +16,9 @@ type txn struct {
 	fencing *bolt.Bucket
 	// approvals maps approval ids to record keys (approvals.go).
 	approvals *bolt.Bucket
-	now       time.Time
+	// effects maps effect keys to the record keys holding them (effects.go).
+	effects *bolt.Bucket
+	now     time.Time
 }
 
 // newTxn reads the file's layout version first: a transaction on a
@@ -30,9 +32,10 @@ func newTxn(tx *bolt.Tx, now time.Time) (*txn, error) {
 		steps:     tx.Bucket(stepsBucket),
 		fencing:   tx.Bucket(fencingBucket),
 		approvals: tx.Bucket(approvalsBucket),
+		effects:   tx.Bucket(effectsBucket),
 		now:       now,
 	}
-	if t.records == nil || t.steps == nil || t.fencing == nil || t.approvals == nil {
+	if t.records == nil || t.steps == nil || t.fencing == nil || t.approvals == nil || t.effects == nil {
 		return nil, fmt.Errorf("boltstore: buckets missing")
 	}
 	return t, nil
@@ -78,6 +81,9 @@ func (t *txn) deleteRecord(key []byte, r *storedRecord) error {
 		if err := t.approvals.Delete([]byte(r.Approval.ID)); err != nil {
 			return fmt.Errorf("delete approval entry: %w", err)
 		}
+	}
+	if err := t.freeEffect(key, r); err != nil {
+		return err
 	}
 	if r.Step == nil {
 		return nil

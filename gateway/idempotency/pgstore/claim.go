@@ -38,13 +38,14 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		body                []byte
 		approval            scannedApproval
 		useUS               *int64
+		holder              effectHolder
 	)
 	args := append([]any{req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
 		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments)},
-		approvalArgs(req.Approval)...)
+		append(approvalArgs(req.Approval), effectArg(req.Effect))...)
 	err := s.pool.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
-		append(approval.dest(), &useUS)...)...)
+		append(append(approval.dest(), &useUS), holder.dest()...)...)...)
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
@@ -54,7 +55,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		}
 		return *p
 	}
-	d := idempotency.Decision{ExecutionID: str(execID)}
+	d := idempotency.Decision{ExecutionID: str(execID), ByEffect: holder.byEffect != nil && *holder.byEffect}
 	d.Approval = approval.approval(useUS)
 	if o, ok := approvalOutcomes[outcome]; ok {
 		d.Outcome = o
@@ -74,6 +75,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 			step := *req.Step
 			d.Lease.Step = &step
 		}
+		if d.ByEffect { // a takeover of the effect's holder: its record
+			d.Lease.Scope.Key, d.Lease.Step = str(holder.key), holder.step()
+		}
 	case "replay":
 		if status == nil {
 			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: replay without a status", req.Scope, errBadReply)
@@ -89,6 +93,9 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		d = idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}
 	case "unknown":
 		d.Outcome = idempotency.OutcomeUnknown
+	case "effect_conflict":
+		d = idempotency.Decision{Outcome: idempotency.OutcomeEffectConflict,
+			EffectHolder: &idempotency.EffectHolder{ExecutionID: str(execID), State: idempotency.State(str(holder.state))}}
 	case "step_conflict":
 		d = idempotency.Decision{Outcome: idempotency.OutcomeStepConflict,
 			Conflict: &idempotency.StepHolder{Tool: str(holderTool), ExecutionID: str(execID)}}

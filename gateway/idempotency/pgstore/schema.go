@@ -103,6 +103,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// Version 6: approval records (approvals.go); claim takes the call's
 	// decision as six more arguments (19; the 13-argument one is dropped).
 	approvalsMigration,
+	// Version 7: effect reservations (effects.go); claim takes the effect
+	// as a 20th argument (the 19-argument one is dropped).
+	effectsMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

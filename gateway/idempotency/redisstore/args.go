@@ -115,3 +115,19 @@ func flag(b bool) string {
 	}
 	return "0"
 }
+
+// effectArgs are effect.lua's ARGV.
+type effectArgs struct {
+	Holder string `lua:"holder"` // the caller's holder value (effects.go)
+	Expect string `lua:"expect"` // a stale holder value to replace, "" none
+	TTLMS  int64  `lua:"ttl_ms"`
+}
+
+func (a effectArgs) Argv() []any { return []any{a.Holder, a.Expect, a.TTLMS} }
+
+// effectKeepArgs are effect_keep.lua's ARGV.
+type effectKeepArgs struct {
+	TTLMS int64 `lua:"ttl_ms"`
+}
+
+func (a effectKeepArgs) Argv() []any { return []any{a.TTLMS} }

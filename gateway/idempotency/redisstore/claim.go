@@ -13,10 +13,27 @@ import (
 
 // Claim decides the request with one script; for a request with a step the
 // same pipeline records which record key holds the scope (for Get/Delete).
+// A claim with an effect then takes the effect's reservation
+// (effects.go).
 func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
+	d, record, err := s.claimRecord(ctx, req)
+	if err != nil || req.Effect == nil || d.Outcome != idempotency.OutcomeClaimed {
+		return d, err
+	}
+	return s.reserveEffect(ctx, req, record, d)
+}
+
+// claimRecord is the record's claim: one script, and the record's key name.
+func (s *Store) claimRecord(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, string, error) {
+	d, err := s.claimAt(ctx, req)
+	return d, s.keys.record(req.Scope, s.keys.slotStep(req)), err
+}
+
+// claimAt decides req on its record.
+func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
 	if err := s.ready(ctx); err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}

@@ -68,6 +68,9 @@ func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, 
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
+	if lease.Effect != nil { // the reservation lives as long as its holder
+		calls = append(calls, call(effectKeepScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)}, effectKeepArgs{TTLMS: ttlMS + millis(effectMargin)}))
+	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
 		return ownedResult(op, lease, 0, err)

@@ -26,4 +26,6 @@ var (
 	pointScript       = redisscript.MustLoad(luaFiles, "point")
 	resolveScript     = redisscript.MustLoad(luaFiles, "resolve")
 	approveScript     = redisscript.MustLoad(luaFiles, "approve")
+	effectScript      = redisscript.MustLoad(luaFiles, "effect")
+	effectKeepScript  = redisscript.MustLoad(luaFiles, "effect_keep")
 )

@@ -25,6 +25,8 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"reconcile_attempt":  reconcileAttemptArgs{},
 	"reconcile_complete": reconcileCompleteArgs{},
 	"reconcile_drop":     reconcileDropArgs{},
+	"effect":             effectArgs{},
+	"effect_keep":        effectKeepArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.

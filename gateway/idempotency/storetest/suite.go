@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	cases = append(cases, adminCases()...)
 	cases = append(cases, approvalCases()...)
 	cases = append(cases, reconcileCases()...)
+	cases = append(cases, effectCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -34,6 +34,8 @@ export const HeaderRequestID = "X-Request-Id";
 export const HeaderRetryAfter = "Retry-After";
 /** Echoes the `Prefer` preferences the gateway applied. */
 export const HeaderPreferenceApplied = "Preference-Applied";
+/** `true` on a replay of another call that holds the same effect key value. */
+export const HeaderEffectKeyReplayed = "Effect-Key-Replayed";
 
 // Headers the gateway sends to an HTTP upstream tool.
 
@@ -105,6 +107,8 @@ export const CodeIdempotencyKeyMismatch = "idempotency_key_mismatch";
 export const CodeIdempotencyKeyReused = "idempotency_key_reused";
 /** The session's step already holds another call (422). */
 export const CodeStepConflict = "step_conflict";
+/** Another call holds the tool's effect key value with other arguments (409). */
+export const CodeEffectConflict = "effect_conflict";
 /** The tenant is over its rate or concurrency limit (429). */
 export const CodeRateLimited = "rate_limited";
 /** The tool failed; nothing was recorded (500). */
