@@ -265,7 +265,7 @@ func approvalNotPending(e *idempotency.ApprovalNotPendingError) *Problem {
 		detail += " by " + e.DecidedBy + " at " + adminTime(e.DecidedAt)
 	}
 	p := NewProblem(wire.CodeApprovalNotPending, detail)
-	p.ApprovalState, p.DecidedBy, p.DecidedAt = state, e.DecidedBy, adminTime(e.DecidedAt)
+	p.State, p.DecidedBy, p.DecidedAt = state, e.DecidedBy, adminTime(e.DecidedAt)
 	return p
 }
 

@@ -24,7 +24,8 @@ type Problem struct {
 	Errors []wire.Violation `json:"errors,omitempty"`
 	// Tool and ExecutionID name the earlier call of a step (step_conflict);
 	// ExecutionID and State name the call holding an effect key value
-	// (effect_conflict).
+	// (effect_conflict); State is also where an approval stands
+	// (approval_not_pending, with DecidedBy and DecidedAt).
 	Tool        string `json:"tool,omitempty"`
 	ExecutionID string `json:"execution_id,omitempty"`
 	State       string `json:"state,omitempty"`
@@ -35,12 +36,11 @@ type Problem struct {
 	// MCPServers names the MCP upstream servers whose tools are not listed
 	// yet (upstream_unavailable of GET /readyz only).
 	MCPServers []string `json:"mcp_servers,omitempty"`
-	// ApprovalState, DecidedBy and DecidedAt say where an approval stands
-	// and who decided it when (approval_not_pending only), so a console
-	// can show "already approved by X at T".
-	ApprovalState string `json:"state,omitempty"`
-	DecidedBy     string `json:"decided_by,omitempty"`
-	DecidedAt     string `json:"decided_at,omitempty"`
+	// DecidedBy and DecidedAt say who decided an approval when
+	// (approval_not_pending), so a console can show "already approved by
+	// X at T".
+	DecidedBy string `json:"decided_by,omitempty"`
+	DecidedAt string `json:"decided_at,omitempty"`
 	// ApprovalID and ApprovalExpiresAt (RFC 3339) name the call's approval
 	// (approval_pending; approval_denied and approval_expired too).
 	ApprovalID        string `json:"approval_id,omitempty"`
