@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -123,6 +124,7 @@ func (s *Server) claimOnce(ctx context.Context, st *callState) (idempotency.Deci
 	d, err := s.store.Claim(claimCtx, req)
 	if err == nil && isNewApproval(req, d) {
 		s.notifyPending(ctx, st, d.Approval) // decide.go
+		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, receipts.EventApprovalRequested))
 	}
 	return d, err
 }

@@ -17,16 +17,18 @@ import (
 // metrics holds the gateway's Prometheus series. Every label value is a
 // configured tool name, "unknown", or one of a fixed set of words.
 type metrics struct {
-	gatherer    prometheus.Gatherer
-	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	storeOps    *prometheus.HistogramVec
-	storeErrors *prometheus.CounterVec
-	leasesLost  *prometheus.CounterVec
-	takeovers   *prometheus.CounterVec
-	inFlight    *prometheus.GaugeVec
-	unrecorded  *prometheus.CounterVec
-	rateLimited *prometheus.CounterVec
+	gatherer prometheus.Gatherer
+	// receiptsUnwritten counts the receipts given up on (receipt.go).
+	receiptsUnwritten prometheus.Counter
+	requests          *prometheus.CounterVec
+	duration          *prometheus.HistogramVec
+	storeOps          *prometheus.HistogramVec
+	storeErrors       *prometheus.CounterVec
+	leasesLost        *prometheus.CounterVec
+	takeovers         *prometheus.CounterVec
+	inFlight          *prometheus.GaugeVec
+	unrecorded        *prometheus.CounterVec
+	rateLimited       *prometheus.CounterVec
 	// decisions counts the decide stage's verdicts (decide.go).
 	decisions *prometheus.CounterVec
 	// records and recordsTruncated are the records gauge (recordsgauge.go).
@@ -104,12 +106,16 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_records_truncated",
 			Help: "1 when the last sample of gateway_records for the state stopped at its bound (the counts are a lower bound), else 0.",
 		}, []string{"state"}),
+		receiptsUnwritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_receipts_unwritten_total",
+			Help: "Receipts the gateway gave up writing (queue full, store failing past the retries, drain deadline); each is logged with its fields.",
+		}),
 		recordsAbandoned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_records_abandoned",
 			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
 		}, []string{"tool"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -184,6 +185,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not
 	}
+	s.receipt(&st) // receipt.go: the event's receipt, enqueued
 	st.result.Waited = st.waited
 	return st.result
 }
@@ -213,6 +215,8 @@ type callState struct {
 	// the rules allow the call), and whether the tool has rules at all.
 	approval *idempotency.ApprovalClaim
 	decided  bool
+	// verdict is the decision taken (nil: no rules), for the receipt.
+	verdict *decide.Verdict
 	// deniedWhileWaiting is the refusal of a call whose rules came to
 	// deny it while it waited (Prefer: wait) for its approval.
 	deniedWhileWaiting *Problem
