@@ -124,7 +124,7 @@ func (s *Server) claimOnce(ctx context.Context, st *callState) (idempotency.Deci
 	d, err := s.store.Claim(claimCtx, req)
 	if err == nil && isNewApproval(req, d) {
 		s.notifyPending(ctx, st, d.Approval) // decide.go
-		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, receipts.EventApprovalRequested))
+		s.receiptOfCall(st, receipts.EventApprovalRequested) // receipt.go
 	}
 	return d, err
 }

@@ -230,6 +230,13 @@ func (s *Server) receipt(st *callState) {
 	s.receipts.enqueue(st.call.Tenant, r)
 }
 
+// receiptOfCall enqueues the receipt of event for the call (receipts on).
+func (s *Server) receiptOfCall(st *callState, event receipts.Event) {
+	if s.receipts != nil {
+		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, event))
+	}
+}
+
 // callReceipt is the receipt of event for the call: its identity and the
 // decision taken on it.
 func (s *Server) callReceipt(st *callState, event receipts.Event) receipts.Receipt {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,19 +31,30 @@ import (
 // does: the embedded file, the PostgreSQL schema, a Redis prefix.
 func receiptsBeside(t testing.TB, store idempotency.Store) receipts.Store {
 	t.Helper()
+	return receiptsOpener(t, store)()
+}
+
+// receiptsOpener returns what opens a receipts store beside store; each
+// call a new one on the same chains, as another process has.
+func receiptsOpener(t testing.TB, store idempotency.Store) func() receipts.Store {
+	t.Helper()
 	switch s := store.(type) {
 	case *boltstore.Store:
-		r, err := boltreceipts.New(s.DB(), nil)
-		if err != nil {
-			t.Fatal(err)
+		return func() receipts.Store {
+			r, err := boltreceipts.New(s.DB(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
 		}
-		return r
 	case *pgstore.Store:
-		r, err := pgreceipts.New(t.Context(), s.Pool(), s.Schema(), nil)
-		if err != nil {
-			t.Fatal(err)
+		return func() receipts.Store {
+			r, err := pgreceipts.New(context.Background(), s.Pool(), s.Schema(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
 		}
-		return r
 	}
 	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	prefix := redistest.Prefix("gwreceipts")
@@ -49,7 +62,7 @@ func receiptsBeside(t testing.TB, store idempotency.Store) receipts.Store {
 		redistest.CleanPrefix(context.Background(), client, prefix)
 		_ = client.Close()
 	})
-	return redisreceipts.New(client, prefix, nil)
+	return func() receipts.Store { return redisreceipts.New(client, prefix, nil) }
 }
 
 // receiptsHarness serves "refund" under refundRules with receipts on and
@@ -184,5 +197,80 @@ func TestReceiptsDrainFlushes(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("gateway_receipts_unwritten_total not exported")
+	}
+}
+
+// TestReceiptsTwoGatewaysOneStore: two gateways on one Redis and on one
+// PostgreSQL, each with its own receipts writer (so their appends race on
+// the chains' heads), 4 tenants, concurrent calls with replays. After both
+// drained: every chain verifies, and every execution the tool counted has
+// exactly one executed receipt (matched by execution id).
+func TestReceiptsTwoGatewaysOneStore(t *testing.T) {
+	tenants := map[string]string{"t1": "tok-1", "t2": "tok-2", "t3": "tok-3", "t4": "tok-4"}
+	for _, kind := range []storeKind{storeRedis, storePostgres} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			store := newStore(t, kind)
+			open := receiptsOpener(t, store)
+			rs := open()
+			tool := gatewaytest.NewTool("refund")
+			var gws [2]*gatewaytest.Harness
+			for i := range gws {
+				// Each gateway its own receipts store value: its own
+				// Appender, as a second process has.
+				own := rs
+				if i == 1 {
+					own = open()
+				}
+				gws[i] = gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), withTenants(tenants),
+					func(o *gateway.Options) { o.Receipts = own })
+			}
+			var wg sync.WaitGroup
+			for n := range 80 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tenant := "t" + strconv.Itoa(n%4+1)
+					c := gatewaytest.Call{Tool: "refund", Session: "s-" + tenant, Step: uint64(n / 8), Args: `{"amount":1}`, Token: tenants[tenant]}
+					if r := gws[n%2].Do(c); r.Status != http.StatusOK && r.Status != http.StatusConflict {
+						t.Errorf("call %d: %d %s", n, r.Status, r.Body)
+					}
+				}()
+			}
+			wg.Wait()
+			for _, h := range gws {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := h.GW.Drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+			}
+			var export bytes.Buffer
+			if err := receipts.Export(context.Background(), rs, &export); err != nil {
+				t.Fatal(err)
+			}
+			report, err := receipts.Verify(bytes.NewReader(export.Bytes()))
+			if err != nil || !report.OK() || len(report.Tenants) != 4 {
+				t.Fatalf("verify: %v %+v", err, report)
+			}
+			executed := map[string]int{}
+			for _, line := range bytes.Split(bytes.TrimSpace(export.Bytes()), []byte("\n")) {
+				r, err := receipts.Decode(line)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Event == receipts.EventExecuted {
+					executed[r.ExecutionID]++
+				}
+			}
+			if int64(len(executed)) != tool.Total.Load() {
+				t.Fatalf("%d executions at the tool, %d executed receipts", tool.Total.Load(), len(executed))
+			}
+			for id, n := range executed {
+				if n != 1 {
+					t.Fatalf("execution %s has %d executed receipts", id, n)
+				}
+			}
+		})
 	}
 }
