@@ -212,9 +212,11 @@ func (s *Server) receipt(st *callState) {
 		return
 	}
 	res := &st.result
+	ran := st.exec.resp != nil || st.exec.err != nil // the tool was called under a claim
 	var event receipts.Event
 	switch {
-	case res.Kind == ResultExecuted && st.lease.ExecutionID != "" && !res.InputRequired:
+	case ran && !res.InputRequired:
+		// Whatever it answered, failures included: the tool ran.
 		event = receipts.EventExecuted
 	case res.Problem != nil && res.Problem.Code == wire.CodeCallDenied:
 		event = receipts.EventDenied
@@ -226,6 +228,9 @@ func (s *Server) receipt(st *callState) {
 	r := s.callReceipt(st, event)
 	if event == receipts.EventExecuted {
 		r.Status = res.Status
+		if res.Problem != nil {
+			r.Status = res.Problem.Status // the tool failed: the answer the client got
+		}
 	}
 	s.receipts.enqueue(st.call.Tenant, r)
 }

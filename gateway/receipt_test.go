@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -272,5 +273,47 @@ func TestReceiptsTwoGatewaysOneStore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReceiptsOfUncertainAndResolved: a lease_expiry: unknown tool whose
+// upstream's 5xx leaves the record UNKNOWN gets executed (with the 500 the
+// client got) and made_unknown; an operator's resolve, resolved; a tool
+// error is executed too (the tool ran); a denied approval, approval_denied.
+func TestReceiptsOfUncertainAndResolved(t *testing.T) {
+	store := newStore(t, storeEmbedded)
+	rs := receiptsBeside(t, store)
+	pay := gatewaytest.NewTool("pay")
+	pay.Behave = func(_ context.Context, req *tools.Request) (*tools.Response, error) {
+		if strings.Contains(string(req.Arguments), "error") {
+			return nil, errors.New("scripted failure")
+		}
+		return &tools.Response{Status: 502, Body: []byte(`{}`), Relayed: true}, nil
+	}
+	refundTool := gatewaytest.NewTool("refund")
+	h := gatewaytest.New(t, storeEmbedded, []tools.Tool{pay, refundTool}, withStore(store), withAdmin("tok-admin"),
+		withPolicy("pay", tools.Policy{LeaseExpiry: tools.LeaseExpiryUnknown}),
+		withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, gateway.ApprovalSettings{}),
+		func(o *gateway.Options) { o.Receipts = rs })
+	c := gatewaytest.Call{Tool: "pay", Session: "u", Step: 1, Args: `{"x":1}`}
+	gatewaytest.WantProblem(t, h.Do(c), http.StatusInternalServerError, wire.CodeToolFailed)
+	if r := adminPostAs(t, h, "/admin/v1/records/anonymous/pay/"+keyOf(t, c)+"/resolve", `{"status":200}`); r.Status != http.StatusOK {
+		t.Fatalf("resolve: %d %s", r.Status, r.Body)
+	}
+	if r := h.Do(gatewaytest.Call{Tool: "pay", Session: "u", Step: 2, Args: `{"error":1}`}); r.Status < 500 {
+		t.Fatalf("tool error: %d %s", r.Status, r.Body)
+	}
+	id := pendingID(t, h.Do(refund("u", 3, "500")))
+	if r := adminPostAs(t, h, "/admin/v1/approvals/"+id+"/deny", `{"by":"finance-ops"}`); r.Status != http.StatusOK {
+		t.Fatalf("deny: %d %s", r.Status, r.Body)
+	}
+	chain := chainOf(t, rs, gateway.AnonymousTenant, 6)
+	var events []string
+	for _, r := range chain {
+		events = append(events, string(r.Event)+":"+strconv.Itoa(r.Status)+":"+r.By)
+	}
+	want := "made_unknown:0: executed:500: resolved:200:admin executed:500: approval_requested:0: approval_denied:0:finance-ops"
+	if got := strings.Join(events, " "); got != want {
+		t.Fatalf("events %q, want %q", got, want)
 	}
 }
