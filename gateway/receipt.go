@@ -215,8 +215,9 @@ func (s *Server) receipt(st *callState) {
 	ran := st.exec.resp != nil || st.exec.err != nil // the tool was called under a claim
 	var event receipts.Event
 	switch {
-	case ran && !res.InputRequired:
-		// Whatever it answered, failures included: the tool ran.
+	case ran && !res.InputRequired, res.Kind == ResultUnkeyed:
+		// Whatever it answered, failures included: the tool ran. An
+		// unkeyed call (mcp.allow_unkeyed) ran too, without a record.
 		event = receipts.EventExecuted
 	case res.Problem != nil && res.Problem.Code == wire.CodeCallDenied:
 		event = receipts.EventDenied
