@@ -17,18 +17,16 @@ import (
 // metrics holds the gateway's Prometheus series. Every label value is a
 // configured tool name, "unknown", or one of a fixed set of words.
 type metrics struct {
-	gatherer prometheus.Gatherer
-	// receiptsUnwritten counts the receipts given up on (receipt.go).
-	receiptsUnwritten prometheus.Counter
-	requests          *prometheus.CounterVec
-	duration          *prometheus.HistogramVec
-	storeOps          *prometheus.HistogramVec
-	storeErrors       *prometheus.CounterVec
-	leasesLost        *prometheus.CounterVec
-	takeovers         *prometheus.CounterVec
-	inFlight          *prometheus.GaugeVec
-	unrecorded        *prometheus.CounterVec
-	rateLimited       *prometheus.CounterVec
+	gatherer    prometheus.Gatherer
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	storeOps    *prometheus.HistogramVec
+	storeErrors *prometheus.CounterVec
+	leasesLost  *prometheus.CounterVec
+	takeovers   *prometheus.CounterVec
+	inFlight    *prometheus.GaugeVec
+	unrecorded  *prometheus.CounterVec
+	rateLimited *prometheus.CounterVec
 	// decisions counts the decide stage's verdicts (decide.go).
 	decisions *prometheus.CounterVec
 	// records and recordsTruncated are the records gauge (recordsgauge.go).
@@ -39,6 +37,8 @@ type metrics struct {
 	recordsPublished map[idempotency.State]map[string]float64
 	// abandonedPublished are the labels of the last gateway_records_abandoned.
 	abandonedPublished map[string]float64
+	// receiptsUnwritten counts the receipts given up on (receipt.go).
+	receiptsUnwritten prometheus.Counter
 }
 
 // labelUnknownTool is the tool label of a name that is not a configured tool.
