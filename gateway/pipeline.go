@@ -29,6 +29,9 @@ import (
 //	record: complete (2xx–4xx but 408/425/429); UNKNOWN for an uncertain
 //	        outcome of a lease_expiry: unknown tool; release (everything
 //	        else) (record.go)
+//	receipt: after whichever stage ended the call, its consequential event
+//	        (executed, denied, approval expired) handed to the receipt
+//	        writer, never waited for (receipt.go)
 //
 // and returns a Result the adapter renders (an HTTP response, or an MCP
 // CallToolResult / JSON-RPC error). Nothing here knows about
