@@ -358,6 +358,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, store id
 	if s.approvalError(w, r, err) {
 		return
 	}
+	s.receiptForRecord(approvalEvent(decision.Approve), rec, decision.By)
 	s.log.InfoContext(r.Context(), "approval decided", "approval_id", id, "approved", decision.Approve, "by", decision.By,
 		"tenant", rec.Scope.Tenant, "tool", rec.Scope.Tool, "key_prefix", idempotency.KeyPrefix(rec.Scope.Key))
 	writeJSON(w, http.StatusOK, toAdminApproval(rec, true))

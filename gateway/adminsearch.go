@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -347,6 +348,7 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if s.adminStoreError(w, r, err) {
 		return
 	}
+	s.receiptForRecord(receipts.EventResolved, rec, byAdmin)
 	s.log.InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 		"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	writeJSON(w, http.StatusOK, toAdminRecord(rec, adminInclude{response: true}))

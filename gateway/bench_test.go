@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
@@ -79,7 +82,7 @@ func (benchStubStore) Close() error { return nil }
 // benchGateway builds a gateway on store with the JSON access log a
 // deployment would write (to io.Discard, so formatting is measured, not
 // I/O), or with slog's discard handler, which formats nothing.
-func benchGateway(b *testing.B, store idempotency.Store, accessLog, traced, decided bool) *gateway.Server {
+func benchGateway(b *testing.B, store idempotency.Store, accessLog, traced, decided bool, rs receipts.Store) *gateway.Server {
 	b.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	if accessLog {
@@ -91,7 +94,7 @@ func benchGateway(b *testing.B, store idempotency.Store, accessLog, traced, deci
 	}
 	opts := gateway.Options{
 		Store: store, Tools: reg, ReplayTTL: 10 * time.Minute,
-		Logger: logger,
+		Logger: logger, Receipts: rs,
 	}
 	if decided {
 		// Rules that read args and allow every benchmark call: the decide
@@ -182,8 +185,37 @@ func BenchmarkRequest(b *testing.B) {
 		{"redis", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false, false},
 	}
 	for _, st := range stores {
-		b.Run(st.name+"/fresh", func(b *testing.B) {
-			gw := benchGateway(b, st.open(b, false), st.accessLog, st.traced, st.decided)
+		benchRequest(b, st.name, st.open, st.accessLog, st.traced, st.decided, nil)
+	}
+	// Receipts on: the same Redis call with its receipt appended to the
+	// same Redis (receipt_bench_test.go compares on and off).
+	b.Run("redis-receipts", func(b *testing.B) {
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(b)})
+		prefix := redistest.Prefix("gwbenchr")
+		b.Cleanup(func() {
+			redistest.CleanPrefix(context.Background(), client, prefix)
+			_ = client.Close()
+		})
+		benchRequest(b, "", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false, false,
+			redisreceipts.New(client, prefix, nil))
+	})
+}
+
+// benchRequest runs the fresh and replay benchmarks of one configuration.
+func benchRequest(b *testing.B, name string, open func(b *testing.B, replay bool) idempotency.Store, accessLog, traced, decided bool, rs receipts.Store) {
+	st := struct {
+		name                       string
+		open                       func(b *testing.B, replay bool) idempotency.Store
+		accessLog, traced, decided bool
+	}{name, open, accessLog, traced, decided}
+	prefix := st.name + "/"
+	if st.name == "" {
+		prefix = ""
+	}
+	{
+		b.Run(prefix+"fresh", func(b *testing.B) {
+			gw := benchGateway(b, st.open(b, false), st.accessLog, st.traced, st.decided, rs)
+			cpu := startCPUMeter(b)
 			// Requests are built ahead, outside the timer, in chunks: the
 			// client's key derivation is not the gateway's cost.
 			const chunk = 4096
@@ -202,18 +234,21 @@ func BenchmarkRequest(b *testing.B) {
 				calls[len(calls)-1].serve(b, gw, "false")
 				calls = calls[:len(calls)-1]
 			}
+			cpu.report(b, func() { flushReceipts(b, gw, rs) })
 		})
-		b.Run(st.name+"/replay", func(b *testing.B) {
+		b.Run(prefix+"replay", func(b *testing.B) {
 			store := st.open(b, true)
-			gw := benchGateway(b, store, st.accessLog, st.traced, st.decided)
+			gw := benchGateway(b, store, st.accessLog, st.traced, st.decided, rs)
 			c := newBenchCall(b, "bench-replay", 0)
-			if st.name == "redis" {
+			if !strings.HasPrefix(st.name, "stub") {
 				c.serve(b, gw, "false") // the execution every iteration replays
 			}
+			cpu := startCPUMeter(b)
 			b.ReportAllocs()
 			for b.Loop() {
 				c.serve(b, gw, "true")
 			}
+			cpu.report(b, func() { flushReceipts(b, gw, rs) })
 		})
 	}
 }

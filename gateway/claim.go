@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -124,7 +125,8 @@ func (s *Server) claimOnce(ctx context.Context, st *callState) (idempotency.Deci
 	s.settlePending(ctx, req.Scope)
 	d, err := s.store.Claim(claimCtx, req)
 	if err == nil && isNewApproval(req, d) {
-		s.notifyPending(ctx, st, d.Approval) // decide.go
+		s.notifyPending(ctx, st, d.Approval)                 // decide.go
+		s.receiptOfCall(st, receipts.EventApprovalRequested) // receipt.go
 	}
 	return d, err
 }

@@ -103,6 +103,7 @@ func (s *Server) decideWith(ctx context.Context, st *callState, live *settings, 
 		s.log.ErrorContext(ctx, "decide rule failed; the call is denied", "tool", name, "rule", v.Rule, "error", err)
 	}
 	v = live.mode.Apply(v)
+	st.verdict = &v
 	if count {
 		s.metrics.decisions.WithLabelValues(name, string(v.Decision), enforcedLabel(v.Enforced())).Inc()
 	}

@@ -37,6 +37,8 @@ type metrics struct {
 	recordsPublished map[idempotency.State]map[string]float64
 	// abandonedPublished are the labels of the last gateway_records_abandoned.
 	abandonedPublished map[string]float64
+	// receiptsUnwritten counts the receipts given up on (receipt.go).
+	receiptsUnwritten prometheus.Counter
 }
 
 // labelUnknownTool is the tool label of a name that is not a configured tool.
@@ -104,12 +106,16 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_records_truncated",
 			Help: "1 when the last sample of gateway_records for the state stopped at its bound (the counts are a lower bound), else 0.",
 		}, []string{"state"}),
+		receiptsUnwritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_receipts_unwritten_total",
+			Help: "Receipts the gateway gave up writing (queue full, store failing past the retries, drain deadline); each is logged with its fields.",
+		}),
 		recordsAbandoned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_records_abandoned",
 			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
 		}, []string{"tool"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}

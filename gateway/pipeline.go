@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -28,6 +29,9 @@ import (
 //	record: complete (2xx–4xx but 408/425/429); UNKNOWN for an uncertain
 //	        outcome of a lease_expiry: unknown tool; release (everything
 //	        else) (record.go)
+//	receipt: after whichever stage ended the call, its consequential event
+//	        (executed, denied, approval expired) handed to the receipt
+//	        writer, never waited for (receipt.go)
 //
 // and returns a Result the adapter renders (an HTTP response, or an MCP
 // CallToolResult / JSON-RPC error). Nothing here knows about
@@ -188,6 +192,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not
 	}
+	s.receipt(&st) // receipt.go: the event's receipt, enqueued
 	st.result.Waited = st.waited
 	return st.result
 }
@@ -219,6 +224,8 @@ type callState struct {
 	// the rules allow the call), and whether the tool has rules at all.
 	approval *idempotency.ApprovalClaim
 	decided  bool
+	// verdict is the decision taken (nil: no rules), for the receipt.
+	verdict *decide.Verdict
 	// deniedWhileWaiting is the refusal of a call whose rules came to
 	// deny it while it waited (Prefer: wait) for its approval.
 	deniedWhileWaiting *Problem

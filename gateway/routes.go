@@ -100,6 +100,7 @@ func (s *Server) mountOperations(r chi.Router) {
 			r.Get("/approvals/{id}", s.handleAdminApproval)
 			r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
 			r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
+			r.Get("/receipts", s.handleAdminReceipts) // adminreceipts.go
 		})
 		s.mountConsole(r)
 	}

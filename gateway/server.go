@@ -21,6 +21,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -108,6 +109,11 @@ type Options struct {
 	// RecordsSampleInterval is how often the gateway_records gauge is
 	// sampled from the store (recordsgauge.go); 0: 30s, negative: never.
 	RecordsSampleInterval time.Duration
+	// Receipts, when set, keeps every consequential event's receipt
+	// (receipt.go); nil: no receipts.
+	Receipts receipts.Store
+	// ReceiptRetention is how long receipts are kept (0: 30 days).
+	ReceiptRetention time.Duration
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry
@@ -156,6 +162,8 @@ type Server struct {
 	// waitCtx ends the Prefer: wait polls when shutdown begins.
 	waitCtx     context.Context
 	stopWaiting context.CancelFunc
+	// receipts writes the receipts; nil when off (receipt.go).
+	receipts *receiptWriter
 	// stopSampling ends the records gauge's sampler (Drain).
 	stopSampling func()
 }
@@ -218,6 +226,7 @@ func NewServer(opts Options) (*Server, error) {
 		limiter: opts.Limiter,
 	}
 	s.settings.Store(live)
+	s.receipts = newReceiptWriter(opts.Receipts, opts.ReceiptRetention, m.receiptsUnwritten, opts.Logger)
 	s.admin, _ = opts.Store.(idempotency.Admin)
 	if opts.TracerProvider != nil {
 		s.tracer = opts.TracerProvider.Tracer(tracerName)
@@ -261,9 +270,10 @@ func (s *Server) Drain(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
+		return s.receipts.flush(ctx) // receipt.go
 	case <-ctx.Done():
 		s.cancelBase()
+		_ = s.receipts.flush(ctx) // counts what is left unwritten
 		// A bounded grace to release the cancelled tools' records; a tool
 		// that ignores its context is not waited for any longer.
 		select {

@@ -48,6 +48,8 @@ type Config struct {
 	Mode string `yaml:"mode"`
 	// Approvals bounds approvals and pushes new ones (approvals.go).
 	Approvals ApprovalsConfig `yaml:"approvals"`
+	// Receipts keeps the receipts of consequential events (receipts.go).
+	Receipts ReceiptsConfig `yaml:"receipts"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string

@@ -72,6 +72,8 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
 		{"bad admin hash", "admin:\n  token_sha256: xyz\n", "admin.token_sha256"},
 		{"previous admin token alone", "admin:\n  previous_token_sha256: " + strings.Repeat("a", 64) + "\n", "admin.previous_token_sha256: set only beside admin.token_sha256"},
 		{"bad log level", "log_level: loud\n", "log_level"},
+		{"too short receipts retention", "receipts:\n  retention: 5m\n", "receipts.retention"},
+		{"bad receipts enabled", "receipts:\n  enabled: maybe\n", "enabled"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -177,6 +177,9 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 	}
 	opts.Store = store
 	opts.Limiter = st.cfg.limiterFor(store)
+	if opts.Receipts, err = st.cfg.receiptsFor(ctx, store); err != nil {
+		return b, err
+	}
 	tp, err := st.cfg.tracerProvider(ctx, getenv)
 	if err != nil {
 		return b, err
@@ -357,6 +360,9 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	if err := c.checkReceipts(); err != nil {
+		return gateway.Options{}, err
+	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
@@ -378,6 +384,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		Decisions:                decisions,
 		Mode:                     decideMode,
 		Approvals:                approvals,
+		ReceiptRetention:         time.Duration(c.Receipts.Retention),
 	}, nil
 }
 

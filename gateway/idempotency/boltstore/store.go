@@ -226,3 +226,8 @@ func (s *Store) readDurable(fn func(t *txn) error) (bool, error) {
 	}
 	return true, fn(t)
 }
+
+// DB is the store's bbolt database, for what lives beside the records in
+// the same file (the receipts of package boltreceipts): bbolt locks its
+// file, so the gateway opens it once.
+func (s *Store) DB() *bolt.DB { return s.db }

@@ -252,3 +252,7 @@ func stepIndex(step idempotency.Step) (int64, error) {
 	}
 	return int64(step.Index), nil
 }
+
+// Pool is the store's connection pool, for what lives beside the records
+// in the same database and schema (the receipts of package pgreceipts).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }

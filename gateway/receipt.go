@@ -1,0 +1,301 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgateway/toolgateway/gateway/decide"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// The receipt stage: every consequential event of a call (executed, denied,
+// an approval requested or expired, a record made UNKNOWN) and of an
+// operator (an approval granted or denied, a record resolved or deleted)
+// leaves a receipt in the tenant's hash chain (package receipts).
+//
+// The call path only enqueues: a receiptWriter goroutine per Server appends
+// with retries, so writing a receipt never makes a tool wait or run twice.
+// The queue is in memory: what is still in it when the process dies
+// (kill -9) is lost; Drain flushes it within its deadline, and every
+// receipt the writer gives up on (queue full, store failing past the
+// retries, drain deadline) is counted in gateway_receipts_unwritten_total
+// and logged with its fields, never dropped silently.
+
+// Defaults of the receipt writer.
+const (
+	// receiptQueueSize bounds the receipts waiting for the store: at 1 000
+	// calls a second, eight seconds of store outage.
+	receiptQueueSize = 8192
+	// receiptAttempts bounds one receipt's appends (backoff from
+	// receiptBackoff doubling up to receiptMaxBackoff: about a minute).
+	receiptAttempts   = 12
+	receiptBackoff    = 50 * time.Millisecond
+	receiptMaxBackoff = 8 * time.Second
+	// receiptExpireEvery is how often receipts older than the retention
+	// are deleted.
+	receiptExpireEvery = time.Hour
+)
+
+// ReceiptHook is the narrow entry other parts of the gateway (effect keys,
+// reconciliation) use to leave a receipt: it enqueues r for tenant's chain
+// and returns at once. A nil hook (receipts off) does nothing.
+type ReceiptHook func(tenant string, r receipts.Receipt)
+
+// Receipt returns the Server's [ReceiptHook]: for an effect conflict
+// ([receipts.EventEffectConflict]) or a record resolved by reconciliation
+// ([receipts.EventResolved] with By [receipts.ByReconcile]).
+func (s *Server) Receipt() ReceiptHook {
+	return func(tenant string, r receipts.Receipt) { s.receipts.enqueue(tenant, r) }
+}
+
+// receiptWriter appends the enqueued receipts to the store, one goroutine
+// per Server. A nil writer (receipts off) ignores everything.
+type receiptWriter struct {
+	store     receipts.Store
+	queue     chan queuedReceipt
+	pending   sync.WaitGroup // receipts enqueued and not yet written or given up
+	unwritten prometheus.Counter
+	log       *slog.Logger
+	retention time.Duration
+	ctx       context.Context // cancelled when a drain's deadline passes
+	cancel    context.CancelFunc
+}
+
+type queuedReceipt struct {
+	tenant  string
+	receipt receipts.Receipt
+}
+
+// newReceiptWriter starts the writer and its expiry; nil when store is nil.
+func newReceiptWriter(store receipts.Store, retention time.Duration, unwritten prometheus.Counter, log *slog.Logger) *receiptWriter {
+	if store == nil {
+		return nil
+	}
+	w := &receiptWriter{store: store, queue: make(chan queuedReceipt, receiptQueueSize), unwritten: unwritten,
+		log: log, retention: orDefault(retention, receipts.DefaultRetention)}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	go w.run()
+	go w.expire()
+	return w
+}
+
+// enqueue hands r to the writer without waiting; a full queue counts it
+// unwritten.
+func (w *receiptWriter) enqueue(tenant string, r receipts.Receipt) {
+	if w == nil {
+		return
+	}
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	w.pending.Add(1)
+	select {
+	case w.queue <- queuedReceipt{tenant: tenant, receipt: r}:
+	default:
+		w.giveUp(tenant, r, errors.New("receipt queue full"))
+		w.pending.Done()
+	}
+}
+
+// run appends the queued receipts in order until the writer is closed.
+func (w *receiptWriter) run() {
+	for {
+		select {
+		case q := <-w.queue:
+			w.write(q)
+			w.pending.Done()
+		case <-w.ctx.Done():
+			for {
+				select {
+				case q := <-w.queue:
+					w.giveUp(q.tenant, q.receipt, w.ctx.Err())
+					w.pending.Done()
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// write appends one receipt, retrying with backoff.
+func (w *receiptWriter) write(q queuedReceipt) {
+	backoff := receiptBackoff
+	var err error
+	for attempt := range receiptAttempts {
+		ctx, cancel := context.WithTimeout(w.ctx, storeCallTimeout)
+		_, err = w.store.Append(ctx, q.tenant, q.receipt)
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == 0 {
+			w.log.Warn("receipt not written yet; retrying", "tenant", q.tenant, "event", q.receipt.Event, "error", err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-w.ctx.Done():
+			w.giveUp(q.tenant, q.receipt, err)
+			return
+		}
+		backoff = min(2*backoff, receiptMaxBackoff)
+	}
+	w.giveUp(q.tenant, q.receipt, err)
+}
+
+// giveUp counts and logs a receipt that will not be written, with what it
+// said (its key is already a hash).
+func (w *receiptWriter) giveUp(tenant string, r receipts.Receipt, err error) {
+	w.unwritten.Inc()
+	w.log.Error("receipt not written", "tenant", tenant, "event", r.Event, "tool", r.Tool, "key_sha256", r.Key,
+		"execution_id", r.ExecutionID, "status", r.Status, "by", r.By, "time", r.Time, "error", err)
+}
+
+// expire deletes receipts older than the retention, hourly.
+func (w *receiptWriter) expire() {
+	tick := time.NewTicker(receiptExpireEvery)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
+		n, err := w.store.Expire(ctx, time.Now().Add(-w.retention))
+		cancel()
+		switch {
+		case err != nil && w.ctx.Err() == nil:
+			w.log.Warn("receipts expiry failed; retried in an hour", "error", err)
+		case n > 0:
+			w.log.Info("receipts expired", "count", n, "retention", w.retention.String())
+		}
+		select {
+		case <-tick.C:
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// flush waits for the queued receipts to be written until ctx ends, then
+// stops the writer (what is left is counted unwritten).
+func (w *receiptWriter) flush(ctx context.Context) error {
+	if w == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		w.pending.Wait()
+		close(done)
+	}()
+	defer w.cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		w.cancel()
+		<-done
+		return fmt.Errorf("gateway: receipts not flushed: %w", ctx.Err())
+	}
+}
+
+// receipt is the receipt stage: after the stages ended the call, it
+// enqueues the receipt of what happened, if it was consequential. It
+// never ends the call itself.
+func (s *Server) receipt(st *callState) {
+	if s.receipts == nil {
+		return
+	}
+	res := &st.result
+	ran := st.exec.resp != nil || st.exec.err != nil // the tool was called under a claim
+	var event receipts.Event
+	switch {
+	case ran && !res.InputRequired, res.Kind == ResultUnkeyed:
+		// Whatever it answered, failures included: the tool ran. An
+		// unkeyed call (mcp.allow_unkeyed) ran too, without a record.
+		event = receipts.EventExecuted
+	case res.Problem != nil && res.Problem.Code == wire.CodeCallDenied:
+		event = receipts.EventDenied
+	case res.Problem != nil && res.Problem.Code == wire.CodeApprovalExpired:
+		event = receipts.EventApprovalExpired
+	default:
+		return // replays, refusals before the store, in progress: no receipt
+	}
+	r := s.callReceipt(st, event)
+	if event == receipts.EventExecuted {
+		r.Status = res.Status
+		if res.Problem != nil {
+			r.Status = res.Problem.Status // the tool failed: the answer the client got
+		}
+	}
+	s.receipts.enqueue(st.call.Tenant, r)
+}
+
+// receiptOfCall enqueues the receipt of event for the call (receipts on).
+func (s *Server) receiptOfCall(st *callState, event receipts.Event) {
+	if s.receipts != nil {
+		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, event))
+	}
+}
+
+// callReceipt is the receipt of event for the call: its identity and the
+// decision taken on it.
+func (s *Server) callReceipt(st *callState, event receipts.Event) receipts.Receipt {
+	name := st.call.Entry.Spec.Name
+	r := receipts.Receipt{Event: event, Tool: name, ExecutionID: st.lease.ExecutionID}
+	if st.unprotected == 0 && st.id.Key != "" {
+		r.Key = receipts.KeyHash(st.id.Key)
+	}
+	if id := st.identity(); id.HasStep {
+		r.Session, r.Step = id.SessionID, strconv.FormatUint(id.StepIndex, 10)
+	}
+	if v := st.verdict; v != nil {
+		r.Decision = string(v.Effective())
+		if v.Rule >= 0 {
+			r.Rule = "decide[" + strconv.Itoa(v.Rule) + "]"
+		}
+		if v.Observe {
+			r.Observe = string(v.Decision)
+		}
+		r.Policy = s.settings.Load().decisions[name].Digest()
+	}
+	return r
+}
+
+// receiptForRecord enqueues event for a stored record: an operator's
+// action or an approval's decision (by names who).
+func (s *Server) receiptForRecord(event receipts.Event, rec idempotency.Record, by string) {
+	if s.receipts == nil {
+		return
+	}
+	r := receipts.Receipt{Event: event, Tool: rec.Scope.Tool, Key: receipts.KeyHash(rec.Scope.Key),
+		ExecutionID: rec.ExecutionID, By: by}
+	if rec.Step != nil {
+		r.Session, r.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
+	}
+	if rec.Response != nil {
+		r.Status = rec.Response.Status
+	}
+	if rec.Approval != nil && rec.Approval.Rule >= 0 {
+		r.Rule = "decide[" + strconv.Itoa(rec.Approval.Rule) + "]"
+		r.Decision = string(decide.Approve)
+	}
+	s.receipts.enqueue(rec.Scope.Tenant, r)
+}
+
+// byAdmin is [receipts.Receipt.By] of an admin API action: the admin
+// token names no person.
+const byAdmin = "admin"
+
+// approvalEvent is the event of an approval's decision.
+func approvalEvent(approve bool) receipts.Event {
+	if approve {
+		return receipts.EventApprovalGranted
+	}
+	return receipts.EventApprovalDenied
+}
