@@ -223,6 +223,8 @@ func (s *Server) receipt(st *callState) {
 		event = receipts.EventDenied
 	case res.Problem != nil && res.Problem.Code == wire.CodeApprovalExpired:
 		event = receipts.EventApprovalExpired
+	case res.Problem != nil && res.Problem.Code == wire.CodeEffectConflict:
+		event = receipts.EventEffectConflict
 	default:
 		return // replays, refusals before the store, in progress: no receipt
 	}

@@ -317,3 +317,30 @@ func TestReceiptsOfUncertainAndResolved(t *testing.T) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
+
+// TestReceiptOfAnEffectConflict: a call that meets another session's
+// holder of its effect key with other arguments leaves an effect_conflict
+// receipt beside the holder's executed one; the tool ran once.
+func TestReceiptOfAnEffectConflict(t *testing.T) {
+	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
+		store := newStore(t, kind)
+		rs := receiptsBeside(t, store)
+		tool := gatewaytest.NewTool("refund")
+		h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), func(o *gateway.Options) {
+			o.Receipts = rs
+			o.Policies = map[string]tools.Policy{"refund": {EffectKey: "refund:{/txn_id}"}}
+		})
+		if r := h.Do(gatewaytest.Call{Tool: "refund", Session: "s1", Step: 0, Args: `{"amount":5,"txn_id":"t-9"}`}); r.Status != http.StatusOK {
+			t.Fatalf("holder: %d %s", r.Status, r.Body)
+		}
+		gatewaytest.WantProblem(t, h.Do(gatewaytest.Call{Tool: "refund", Session: "s2", Step: 0, Args: `{"amount":6,"txn_id":"t-9"}`}),
+			http.StatusConflict, wire.CodeEffectConflict)
+		chain := chainOf(t, rs, gateway.AnonymousTenant, 2)
+		if len(chain) != 2 || chain[0].Event != receipts.EventExecuted || chain[1].Event != receipts.EventEffectConflict || chain[1].Session != "s2" {
+			t.Fatalf("receipts %+v, want executed then effect_conflict (session s2)", chain)
+		}
+		if n := tool.Total.Load(); n != 1 {
+			t.Fatalf("tool ran %d times, want 1", n)
+		}
+	})
+}

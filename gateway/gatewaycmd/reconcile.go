@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
@@ -184,7 +186,7 @@ func (c *Config) reconcileTarget(field string, opts gateway.Options, tool string
 // startReconcile starts the reconcile worker on store when targets are
 // configured; stop ends it (a question in flight is cancelled: its record
 // stays UNKNOWN for the next scan of any replica).
-func startReconcile(targets []reconcile.Target, store idempotency.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func startReconcile(targets []reconcile.Target, store idempotency.Store, reg prometheus.Registerer, log *slog.Logger, receipt gateway.ReceiptHook) (stop func(), err error) {
 	if len(targets) == 0 {
 		return func() {}, nil
 	}
@@ -193,7 +195,7 @@ func startReconcile(targets []reconcile.Target, store idempotency.Store, reg pro
 		return nil, errors.New("reconcile: the store does not offer reconciliation")
 	}
 	w, err := reconcile.New(reconcile.Options{Store: rs, Targets: targets, Owner: "reconcile-" + rand.Text(),
-		Registerer: reg, Logger: log})
+		Registerer: reg, Logger: log, OnResolved: resolvedReceipt(receipt)})
 	if err != nil {
 		return nil, err
 	}
@@ -221,4 +223,17 @@ func toolReconciles(c *Config) map[string]ReconcileConfig {
 		}
 	}
 	return out
+}
+
+// resolvedReceipt leaves the `resolved` receipt (by reconcile) of a record
+// reconciliation completed or removed.
+func resolvedReceipt(receipt gateway.ReceiptHook) func(idempotency.Record, int) {
+	return func(rec idempotency.Record, status int) {
+		r := receipts.Receipt{Event: receipts.EventResolved, By: receipts.ByReconcile, Tool: rec.Scope.Tool,
+			Key: receipts.KeyHash(rec.Scope.Key), ExecutionID: rec.ExecutionID, Status: status}
+		if rec.Step != nil {
+			r.Session, r.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
+		}
+		receipt(rec.Scope.Tenant, r)
+	}
 }

@@ -137,6 +137,24 @@ func TestReconcileConfirmsAnUncertainCall(t *testing.T) {
 	if !strings.Contains(metrics, `gateway_reconcile_total{outcome="committed",tool="refund"} 1`) {
 		t.Fatalf("/metrics lacks the committed reconciliation:\n%s", grepLines(metrics, "gateway_reconcile"))
 	}
+	// The receipts: made UNKNOWN, then resolved by reconcile with the
+	// owner's status (written by the receipt writer: wait for it).
+	var receiptLines string
+	waitFor(t, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+g.addr+"/admin/v1/receipts?tenant=anonymous&event=resolved", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		receiptLines = string(b)
+		return strings.Contains(receiptLines, `"by":"reconcile"`)
+	})
+	if !strings.Contains(receiptLines, `"event":"resolved"`) || !strings.Contains(receiptLines, `"status":201`) {
+		t.Fatalf("resolved receipt: %s", receiptLines)
+	}
 }
 
 func getText(t *testing.T, u string) string {

@@ -216,7 +216,7 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 	if err != nil {
 		return b, err
 	}
-	stopReconcile, err := startReconcile(st.reconcile, store, metricsRegistry, log)
+	stopReconcile, err := startReconcile(st.reconcile, store, metricsRegistry, log, gw.Receipt())
 	if err != nil {
 		return b, err
 	}

@@ -83,6 +83,7 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 			log.Warn("reconcile: removing the record failed; it stays UNKNOWN", "error", err)
 		default:
 			log.Info("reconcile: the upstream did not commit: record removed, the next call runs the tool")
+			w.resolved(rec, 0)
 		}
 		return
 	}
@@ -114,6 +115,7 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 		log.Warn("reconcile: completing the record failed; it stays UNKNOWN", "error", err)
 	default:
 		log.Info("reconcile: the upstream committed: record completed", "status", answer.Status)
+		w.resolved(rec, answer.Status)
 	}
 }
 

@@ -85,6 +85,10 @@ type Options struct {
 	Logger     *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnResolved, when set, hears of every record the worker resolved:
+	// completed with the owner's answer (status) or removed as not
+	// committed (status 0). The gateway leaves a receipt for it.
+	OnResolved func(rec idempotency.Record, status int)
 }
 
 // Worker reconciles the records of its targets until its context ends.
@@ -95,6 +99,8 @@ type Worker struct {
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics
+	// resolved is Options.OnResolved, or a no-op.
+	resolved func(rec idempotency.Record, status int)
 }
 
 // New checks opts and returns the worker.
@@ -111,7 +117,11 @@ func New(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: metrics: %w", err)
 	}
-	w := &Worker{store: opts.Store, targets: opts.Targets, owner: opts.Owner, log: opts.Logger, now: opts.Now, metrics: m}
+	w := &Worker{store: opts.Store, targets: opts.Targets, owner: opts.Owner, log: opts.Logger, now: opts.Now, metrics: m,
+		resolved: opts.OnResolved}
+	if w.resolved == nil {
+		w.resolved = func(idempotency.Record, int) {}
+	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
