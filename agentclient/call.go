@@ -20,7 +20,8 @@ import (
 // are sent, with the key derived from them.
 //
 // Call retries as the package documentation describes. It returns a *Result
-// for the tool's outcome, an *Error for a problem or 5xx response, a
+// for the tool's outcome, an [*ApprovalPendingError] at once when the call
+// waits for a human's approval, an *Error for any other problem or 5xx response, a
 // keyderive error for invalid inputs or an ErrInvalidBaseURL/ErrInvalidToken
 // error for a misconfigured client (both at once, no request sent), or the
 // network error of the last attempt. When ctx ends during retries the error
@@ -87,7 +88,7 @@ func (c *Client) callWithRetries(ctx context.Context, call *attemptRequest) (*Re
 			lastErr = fmt.Errorf("agentclient: %w", err)
 			wait = c.backoff(attempt - 1)
 		case !shouldRetry(problem):
-			return nil, problem
+			return nil, asApprovalPending(problem)
 		case problem.RetryAfter > 0:
 			wait = problem.RetryAfter
 		default:

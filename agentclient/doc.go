@@ -63,6 +63,16 @@
 // and answered with the outcome as soon as it exists, instead of being told
 // 409 "come back after Retry-After". The gateway waits at most 60 s.
 //
+// # Approvals
+//
+// A tool whose decide rules ask for a human's approval answers 409
+// approval_pending: Call returns an *ApprovalPendingError (approval id and
+// expiry) at once, never retrying it, since the answer takes a human. The
+// runtime pauses and later makes the same call (same session, step, tool and
+// arguments): it runs once when approved, and fails with approval_denied or
+// approval_expired otherwise. Client.Approve and Client.Deny answer an
+// approval of a rule with approver: caller for the caller's own human.
+//
 // # MCP
 //
 // A runtime that reaches the gateway's POST /mcp endpoint with an MCP client

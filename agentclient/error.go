@@ -40,6 +40,15 @@ type Error struct {
 	// should be 1, an escaped \u00e9 that should be é).
 	ExpectedKey        string `json:"expected_key,omitempty"`
 	CanonicalArguments string `json:"canonical_arguments,omitempty"`
+	// ApprovalID and ApprovalExpiresAt (RFC 3339) name the call's approval
+	// (approval_pending, approval_denied, approval_expired); Call returns
+	// approval_pending as an [*ApprovalPendingError] wrapping this Error.
+	ApprovalID        string `json:"approval_id,omitempty"`
+	ApprovalExpiresAt string `json:"approval_expires_at,omitempty"`
+	// Reason says why the call was refused (call_denied: the rule's reason;
+	// approval_denied: the approver's note) and By who decided it.
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
 	// RetryAfter is the response's Retry-After (0 when absent).
 	RetryAfter time.Duration `json:"-"`
 	// RequestID is the gateway's X-Request-Id.
@@ -74,6 +83,12 @@ func (e *Error) Error() string {
 		b.WriteString(" (" + strings.Join(violations, "; ") + ")")
 	case e.ExpectedKey != "":
 		fmt.Fprintf(&b, " (expected key %.8s…)", e.ExpectedKey)
+	case e.ApprovalID != "":
+		fmt.Fprintf(&b, " (approval %s", e.ApprovalID)
+		if e.By != "" {
+			fmt.Fprintf(&b, ", decided by %s", e.By)
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }

@@ -20,7 +20,7 @@ from . import runtimes, wire
 from .aio import AsyncClient, AsyncSession
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonicalize, format_number, parse_json_text
 from .client import Client, Result, Session
-from .errors import (CanonicalizationError, GatewayConnectionError, GatewayError,
+from .errors import (ApprovalPendingError, CanonicalizationError, GatewayConnectionError, GatewayError,
                      InvalidInputError)
 from .keys import (MAX_STEP_INDEX, derive_key, mcp_meta, validate_session_id,
                    validate_step_index, validate_tool_name)
@@ -28,6 +28,7 @@ from .keys import (MAX_STEP_INDEX, derive_key, mcp_meta, validate_session_id,
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalPendingError",
     "AsyncClient",
     "AsyncSession",
     "CanonicalizationError",

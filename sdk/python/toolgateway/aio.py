@@ -12,7 +12,7 @@ like any other retry.
 """
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Optional
 
 from .client import Client, Result
 from .keys import validate_session_id
@@ -37,6 +37,14 @@ class AsyncClient:
     def base_url(self) -> str:
         """The gateway's root URL, without a trailing slash."""
         return self._client.base_url
+
+    async def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+        """:meth:`toolgateway.Client.approve`, awaited."""
+        await asyncio.to_thread(self._client.approve, approval_id, note)
+
+    async def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+        """:meth:`toolgateway.Client.deny`, awaited."""
+        await asyncio.to_thread(self._client.deny, approval_id, note)
 
     def session(self, session_id: str) -> "AsyncSession":
         """A handle for the agent run ``session_id`` (checked now).

@@ -13,7 +13,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Optional, Union
 
 from . import wire
-from .errors import GatewayConnectionError, GatewayError, InvalidInputError
+from .errors import ApprovalPendingError, GatewayConnectionError, GatewayError, InvalidInputError
 from .keys import derive, validate_session_id
 
 __all__ = ["Client", "Session", "Result"]
@@ -142,6 +142,43 @@ class Client:
         """
         return Session(self, validate_session_id(session_id))
 
+    def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+        """Approve ``approval_id`` for the caller's own human: the answer to an
+        approval of a rule with ``approver: caller``, sent once with this
+        client's (the tenant's) token. Nothing runs now: the agent's next call
+        of the same step runs the call, once.
+
+        Raises:
+            GatewayError: ``approval_not_yours`` (an operator decides it, or
+                another tenant's), ``approval_not_pending`` (decided already),
+                ``not_found``.
+            GatewayConnectionError: no answer.
+        """
+        self._decide(approval_id, "approve", note)
+
+    def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+        """Deny ``approval_id`` as :meth:`approve` approves it; the call then
+        raises ``approval_denied`` with ``note`` as its ``reason``."""
+        self._decide(approval_id, "deny", note)
+
+    def _decide(self, approval_id: str, decision: str, note: Optional[str]) -> None:
+        # Sent once: a second decision answers approval_not_pending, so a
+        # lost answer is the caller's to check, not this method's to retry.
+        if not isinstance(approval_id, str) or not approval_id:
+            raise InvalidInputError("toolgateway: approval_id must be a non-empty str")
+        body = json.dumps({"note": note} if note else {}).encode()
+        headers = {"Content-Type": wire.MEDIA_TYPE_JSON, "User-Agent": _USER_AGENT,
+                   "Accept": wire.MEDIA_TYPE_JSON + ", " + wire.MEDIA_TYPE_PROBLEM}
+        if self.token:
+            headers[wire.HEADER_AUTHORIZATION] = "Bearer " + self.token
+        url = self.base_url + "/api/tools/v1/approvals/" + urllib.parse.quote(approval_id, safe="") + "/" + decision
+        outcome = self._attempt(_Call(url, body, headers, "", f"{decision} approval {approval_id}"), 1)
+        if isinstance(outcome, GatewayError):
+            raise outcome
+        if isinstance(outcome, Exception):
+            raise GatewayConnectionError(
+                f"toolgateway: {decision} approval {approval_id}: no answer from {self.base_url}: {outcome}", 1) from outcome
+
     def _backoff(self, retry: int) -> float:
         ceiling = min(self.initial_backoff * (2 ** min(retry, 62)), self.max_backoff)
         return self._random(ceiling / 2, ceiling)
@@ -219,7 +256,8 @@ class Client:
                         problem = decoded
                 except ValueError:
                     pass  # a malformed problem keeps its bytes in .body
-            return GatewayError(
+            error_type = ApprovalPendingError if problem.get("code") == wire.CODE_APPROVAL_PENDING else GatewayError
+            return error_type(
                 status, problem, body=payload, request_id=request_id, attempts=attempt,
                 retry_after=_parse_retry_after(response_headers.get(wire.HEADER_RETRY_AFTER)),
                 retryable=None if is_problem else status in _RETRYABLE_STATUSES,
@@ -269,11 +307,21 @@ class Session:
 
         Raises:
             InvalidInputError: bad step, tool name or arguments; nothing was sent.
+            ApprovalPendingError: the call waits for a human's approval (at
+                once, never retried); make the same call again once decided.
             GatewayError: a problem answer, or the last retryable answer when
                 the bound was reached.
             GatewayConnectionError: no answer, after the retries.
         """
         return self.client._call(self.id, step, tool, args)
+
+    def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+        """:meth:`Client.approve` through this session's client."""
+        self.client.approve(approval_id, note)
+
+    def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+        """:meth:`Client.deny` through this session's client."""
+        self.client.deny(approval_id, note)
 
 
 def _should_retry(error: GatewayError) -> bool:

@@ -11,6 +11,7 @@ Two families, so callers can tell "fix the call" from "the gateway answered":
   all, after the retries.
 """
 
+import datetime
 from typing import Any, Dict, Optional
 
 
@@ -45,6 +46,10 @@ class GatewayError(Exception):
         expected_key, canonical_arguments: for ``idempotency_key_mismatch``,
             the key the gateway derived and the canonical text it derived it
             from (``None`` otherwise).
+        approval_id: the call's approval (``approval_pending``,
+            ``approval_denied``, ``approval_expired``; ``""`` otherwise).
+        reason, by: why the call was refused and who decided
+            (``call_denied``, ``approval_denied``, ``approval_expired``).
         retry_after: the response's ``Retry-After`` in seconds (``None`` if absent).
         request_id: the gateway's ``X-Request-Id``.
         body: the response body exactly as received.
@@ -72,6 +77,9 @@ class GatewayError(Exception):
         self.retryable = retryable
         self.expected_key: Optional[str] = self.problem.get("expected_key")
         self.canonical_arguments: Optional[str] = self.problem.get("canonical_arguments")
+        self.approval_id: str = _str(self.problem.get("approval_id"))
+        self.reason: str = _str(self.problem.get("reason"))
+        self.by: str = _str(self.problem.get("by"))
         self.retry_after = retry_after
         self.request_id = request_id
         self.body = body
@@ -89,6 +97,28 @@ class GatewayError(Exception):
         return text
 
 
+class ApprovalPendingError(GatewayError):
+    """409 ``approval_pending``: the tool's rules hold the call for a human's
+    approval; nothing ran.
+
+    Raised at once, never retried, although the gateway marks it retryable: a
+    human answers in minutes or hours, so the agent pauses (checkpoints) and
+    makes the same call again (same session, step, tool and arguments) once
+    the approval is decided; it then runs once, or raises ``approval_denied``
+    / ``approval_expired``. For a rule with ``approver: caller``, answer with
+    :meth:`toolgateway.Client.approve` / :meth:`~toolgateway.Client.deny`.
+
+    Attributes (beside :class:`GatewayError`'s):
+        approval_id: the approval's id (a ULID).
+        expires_at: when it expires undecided (an aware ``datetime``, or
+            ``None`` if the gateway did not say).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.expires_at: Optional[datetime.datetime] = _parse_time(self.problem.get("approval_expires_at"))
+
+
 class GatewayConnectionError(ConnectionError):
     """The gateway could not be reached (or the answer was cut off), and the
     retries allowed by the client's bound are used up. ``__cause__`` is the
@@ -101,3 +131,13 @@ class GatewayConnectionError(ConnectionError):
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _parse_time(value: Any) -> Optional[datetime.datetime]:
+    """An RFC 3339 time (``Z`` or an offset), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None

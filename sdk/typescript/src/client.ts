@@ -1,4 +1,4 @@
-import { GatewayError, isProblemMediaType } from "./errors.js";
+import { GatewayError, gatewayError, isProblemMediaType } from "./errors.js";
 import { checkSessionId, checkStepIndex, checkToolName, derive } from "./key.js";
 import {
   HeaderAuthorization,
@@ -63,6 +63,14 @@ export interface ClientOptions {
 /** Options of one {@link Session.call}. */
 export interface CallOptions {
   /** Aborts the call, including its retries and the waits between them; the call rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Client.approve} and {@link Client.deny}. */
+export interface DecisionOptions {
+  /** The human's note, kept with the decision (a denial's `reason`). */
+  note?: string;
+  /** Aborts the request. */
   signal?: AbortSignal;
 }
 
@@ -206,7 +214,7 @@ export class Client {
       throw new NetworkError(`toolgateway: GET ${url}: ${reason}`, 1, err);
     }
     if (!response.ok) {
-      throw new GatewayError({
+      throw gatewayError({
         status: response.status,
         statusText: response.statusText,
         contentType: response.headers.get("Content-Type"),
@@ -218,6 +226,53 @@ export class Client {
     const listed = (JSON.parse(text) as { tools?: unknown }).tools;
     if (!Array.isArray(listed)) throw new TypeError(`toolgateway: GET ${url}: the answer has no tools list`);
     return listed as ToolDefinition[];
+  }
+
+  /**
+   * Approves the approval `id` for the caller's own human: the answer to an
+   * approval of a rule with `approver: caller`, sent once (no retries: a
+   * second decision answers `approval_not_pending`) with this client's (the
+   * tenant's) token to `POST /api/tools/v1/approvals/{id}/approve`. Nothing
+   * runs now: the agent's next call of the same step runs the call, once.
+   * Throws a {@link GatewayError}: `approval_not_yours` (an operator decides
+   * it, or another tenant's), `approval_not_pending` (decided already),
+   * `not_found`; a {@link NetworkError} when there is no answer.
+   */
+  async approve(id: string, options: DecisionOptions = {}): Promise<void> {
+    await this.#decide(id, "approve", options);
+  }
+
+  /** Denies the approval `id` as {@link Client.approve} approves it; the call then throws `approval_denied` with the note as its `reason`. */
+  async deny(id: string, options: DecisionOptions = {}): Promise<void> {
+    await this.#decide(id, "deny", options);
+  }
+
+  async #decide(id: string, decision: "approve" | "deny", options: DecisionOptions): Promise<void> {
+    if (typeof id !== "string" || id === "") throw new TypeError(`toolgateway: ${decision}: the approval id must be a non-empty string`);
+    const url = `${this.baseUrl}/api/tools/v1/approvals/${encodeURIComponent(id)}/${decision}`;
+    const headers: Record<string, string> = { "Content-Type": MediaTypeJSON, Accept: `${MediaTypeJSON}, ${MediaTypeProblem}` };
+    if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
+    const body = JSON.stringify(options.note ? { note: options.note } : {});
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, { method: "POST", headers, body, signal: options.signal ?? null });
+      text = await response.text();
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      const reason = err instanceof Error ? describeNetworkError(err) : String(err);
+      throw new NetworkError(`toolgateway: POST ${url}: ${reason}`, 1, err);
+    }
+    if (!response.ok) {
+      throw gatewayError({
+        status: response.status,
+        statusText: response.statusText,
+        contentType: response.headers.get("Content-Type"),
+        body: text,
+        retryAfter: parseRetryAfter(response.headers.get(HeaderRetryAfter)),
+        requestId: response.headers.get(HeaderRequestID) ?? undefined,
+      });
+    }
   }
 
   /** @internal One call with its retries; Session.call checks its inputs first. */
@@ -296,7 +351,7 @@ export class Client {
       const contentType = response.headers.get("Content-Type") ?? "";
       const requestId = response.headers.get(HeaderRequestID) ?? "";
       if (response.status >= 500 || (response.status >= 400 && isProblemMediaType(contentType))) {
-        return new GatewayError({
+        return gatewayError({
           status: response.status,
           statusText: response.statusText,
           contentType,

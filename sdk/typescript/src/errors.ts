@@ -1,4 +1,5 @@
 import {
+  CodeApprovalPending,
   CodeIdempotencyKeyMismatch,
   CodeRequestInProgress,
   MediaTypeProblem,
@@ -67,15 +68,14 @@ export class GatewayError extends Error {
   readonly expectedKey: string | undefined;
   /** `idempotency_key_mismatch`: the canonical (RFC 8785) arguments the gateway derived it from. */
   readonly canonicalArguments: string | undefined;
+  /** `approval_pending`, `approval_denied`, `approval_expired`: the call's approval id. */
+  readonly approvalId: string | undefined;
+  /** `call_denied`, `approval_denied`, `approval_expired`: why the call was refused (the rule's reason, the approver's note). */
+  readonly reason: string | undefined;
+  /** `approval_denied`, `approval_expired`: who decided. */
+  readonly by: string | undefined;
 
-  constructor(init: {
-    status: number;
-    statusText?: string;
-    contentType?: string | null;
-    body: string;
-    retryAfter?: number | undefined;
-    requestId?: string | undefined;
-  }) {
+  constructor(init: GatewayErrorInit) {
     const problem = isProblemMediaType(init.contentType) ? parseObject(init.body) : undefined;
     const text = (name: string): string => {
       const v = problem?.[name];
@@ -110,6 +110,9 @@ export class GatewayError extends Error {
     this.expectedKey = code === CodeIdempotencyKeyMismatch ? optional("expected_key") : undefined;
     this.canonicalArguments =
       code === CodeIdempotencyKeyMismatch ? optional("canonical_arguments") : undefined;
+    this.approvalId = optional("approval_id");
+    this.reason = optional("reason");
+    this.by = optional("by");
   }
 
   /** Whether `Session.call` retries this answer with the same key (contract: 409 request_in_progress, 502, 503, 504). */
@@ -117,6 +120,52 @@ export class GatewayError extends Error {
     if (this.status === 409) return this.code === CodeRequestInProgress;
     return isRetryableStatus(this.status);
   }
+}
+
+/** What a {@link GatewayError} is built from: one HTTP answer. */
+export interface GatewayErrorInit {
+  status: number;
+  statusText?: string;
+  contentType?: string | null;
+  body: string;
+  retryAfter?: number | undefined;
+  requestId?: string | undefined;
+}
+
+/**
+ * 409 `approval_pending`: the tool's rules hold the call for a human's
+ * approval; nothing ran. `Session.call` throws it at once and never retries
+ * it, although the gateway marks it retryable: a human answers in minutes or
+ * hours, so the agent pauses (the runtime adapters turn it into the
+ * runtime's own approval pause) and makes the same call again (same
+ * session, step, tool and arguments) once it is decided: it then runs once,
+ * or throws `approval_denied` / `approval_expired`. For a rule with
+ * `approver: caller`, answer with {@link Client.approve} / `Client.deny`.
+ */
+export class ApprovalPendingError extends GatewayError {
+  /** The approval's id (a ULID). */
+  declare readonly approvalId: string;
+  /** When the approval expires undecided (undefined when the gateway did not say). */
+  readonly expiresAt: Date | undefined;
+
+  constructor(init: GatewayErrorInit) {
+    super(init);
+    this.name = "ApprovalPendingError";
+    const at = this.problem?.["approval_expires_at"];
+    const date = typeof at === "string" ? new Date(at) : undefined;
+    this.expiresAt = date && !Number.isNaN(date.getTime()) ? date : undefined;
+  }
+
+  /** Never: a human is in the loop (see the class). */
+  override get retriedByClient(): boolean {
+    return false;
+  }
+}
+
+/** The error of one problem or 5xx answer: an {@link ApprovalPendingError} for `approval_pending`, else a {@link GatewayError}. */
+export function gatewayError(init: GatewayErrorInit): GatewayError {
+  const error = new GatewayError(init);
+  return error.code === CodeApprovalPending && error.approvalId ? new ApprovalPendingError(init) : error;
 }
 
 /** 502, 503 and 504: the gateway stored nothing, so sending the same key again is safe. */

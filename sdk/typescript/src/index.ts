@@ -11,8 +11,8 @@
 export { canonicalize, MaxDepth } from "./canonical.js";
 export { deriveKey, MaxSessionIDLength, MaxStepIndex } from "./key.js";
 export { Client, Defaults, NetworkError, Result, Session } from "./client.js";
-export type { CallOptions, ClientOptions, ToolDefinition } from "./client.js";
-export { GatewayError, InvalidInputError } from "./errors.js";
+export type { CallOptions, ClientOptions, DecisionOptions, ToolDefinition } from "./client.js";
+export { ApprovalPendingError, GatewayError, InvalidInputError } from "./errors.js";
 export type { Violation } from "./errors.js";
 export { mcpMeta } from "./mcp.js";
 export type { McpMeta } from "./mcp.js";

@@ -22,11 +22,12 @@
 import { ToolMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { DynamicStructuredTool, type StructuredToolInterface, type ToolRunnableConfig } from "@langchain/core/tools";
-import { getCurrentTaskInput } from "@langchain/langgraph";
+import { getCurrentTaskInput, interrupt } from "@langchain/langgraph";
 
-import { callGateway, readOnlyIdentity } from "./adapter-core.js";
+import { callGateway, readOnlyIdentity, type CallIdentity, type GatewayAnswer } from "./adapter-core.js";
 import type { Client, ToolDefinition } from "./client.js";
-import { InvalidInputError } from "./errors.js";
+import { ApprovalPendingError, GatewayError, InvalidInputError } from "./errors.js";
+import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
 import { deriveKey } from "./key.js";
 import { langgraphIdentity } from "./runtimes.js";
 
@@ -161,7 +162,7 @@ export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToo
       const callId = (config as ToolNodeConfig | undefined)?.toolCall?.id ?? "";
       // A read-only tool needs no thread (see readOnlyIdentity).
       const identity = readOnly ? readOnlyIdentity : toolCallIdentity(config);
-      const answer = await callGateway(client, identity, name, args ?? {}, config?.signal);
+      const answer = await callUntilDecided(client, identity, name, args ?? {}, config?.signal);
       if (answer.refused) return new ToolMessage({ status: "error", content: answer.text, name, tool_call_id: callId });
       const result = answer.result;
       return new ToolMessage({
@@ -174,6 +175,98 @@ export function gatewayTool(client: Client, tool: ToolDefinition | StructuredToo
       });
     },
   });
+}
+
+/**
+ * The value of the `interrupt()` a gateway tool raises when its call waits
+ * for a human's approval (409 `approval_pending`): what to show the human.
+ * It is the interrupt's `value` in `state.tasks[].interrupts` and in the
+ * run's `__interrupt__`.
+ */
+export interface ApprovalInterrupt {
+  type: "toolgateway.approval";
+  approval_id: string;
+  /** RFC 3339; undefined when the gateway did not say. */
+  expires_at: string | undefined;
+  tool: string;
+  args: unknown;
+}
+
+/**
+ * The human's answer, given as `new Command({ resume: answer })`: `true` /
+ * `false`, or `{ approved, note }`. Anything else (`null`, a string) is no
+ * answer: the tool only checks again.
+ *
+ * On resume the tool makes the same call again (same step, same arguments):
+ * for a rule with `approver: caller`, the answer is first sent to the
+ * gateway with the client's token (`Client.approve` / `deny`), and the call
+ * then runs once or comes back as a denial the model reads. For an
+ * operator's approval the answer cannot decide it (the gateway answers
+ * `approval_not_yours`): an approval runs the call if the operator approved
+ * meanwhile, and otherwise pauses again at a new interrupt; a refusal ends
+ * the call with a tool error message for the model saying the user
+ * declined (nothing ran; the operator's approval stays pending until it
+ * expires).
+ */
+export type ApprovalAnswer = boolean | { approved: boolean; note?: string };
+
+function answerOf(resume: unknown): { approved: boolean; note?: string } | undefined {
+  if (typeof resume === "boolean") return { approved: resume };
+  if (resume !== null && typeof resume === "object" && typeof (resume as { approved?: unknown }).approved === "boolean") {
+    const { approved, note } = resume as { approved: boolean; note?: unknown };
+    return typeof note === "string" ? { approved, note } : { approved };
+  }
+  return undefined;
+}
+
+/**
+ * One call through the gateway that pauses the graph at an `interrupt()`
+ * while the call waits for a human's approval. LangGraph runs the tool again
+ * from its start on resume, so the first call after a resume is the same
+ * call with the same key: approved, it runs once; still pending, the
+ * `interrupt()` returns the human's answer (the resume value), which is
+ * sent to the gateway before calling once more.
+ */
+async function callUntilDecided(
+  client: Client,
+  identity: CallIdentity,
+  tool: string,
+  args: unknown,
+  signal: AbortSignal | undefined,
+): Promise<GatewayAnswer> {
+  for (;;) {
+    let pending: ApprovalPendingError;
+    try {
+      return await callGateway(client, identity, tool, args, signal);
+    } catch (err) {
+      if (!(err instanceof ApprovalPendingError)) throw err;
+      pending = err;
+    }
+    const request: ApprovalInterrupt = {
+      type: "toolgateway.approval",
+      approval_id: pending.approvalId,
+      expires_at: pending.expiresAt?.toISOString(),
+      tool,
+      args,
+    };
+    // Throws GraphInterrupt the first time (the run pauses at its
+    // checkpoint); returns the resume value when the run is resumed.
+    const answer = answerOf(interrupt(request));
+    if (answer === undefined) continue;
+    try {
+      if (answer.approved) await client.approve(pending.approvalId, { ...answer, signal });
+      else await client.deny(pending.approvalId, { ...answer, signal });
+    } catch (err) {
+      // Decided already (a run that crashed after sending the answer): the
+      // call says how. An operator's approval: the runtime's human cannot
+      // decide it.
+      if (err instanceof GatewayError && err.code === CodeApprovalNotPending) continue;
+      if (!(err instanceof GatewayError && err.code === CodeApprovalNotYours)) throw err;
+      if (!answer.approved) {
+        return { refused: true, text: `This call of ${tool} was NOT run: the user declined it. Do not make it again.` };
+      }
+    }
+  }
 }
 
 /**

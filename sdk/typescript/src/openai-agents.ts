@@ -31,10 +31,11 @@ import {
 
 import { ConversationTools } from "./adapter-core.js";
 import { NetworkError, type Client, type Session, type ToolDefinition } from "./client.js";
-import { GatewayError } from "./errors.js";
+import { ApprovalPendingError, GatewayError } from "./errors.js";
 import { runStateItems } from "./openai-agents-run-state.js";
 import { openaiAgentsCallIds } from "./runtimes.js";
 import { unconfirmedText } from "./tool-outcome.js";
+import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
 
 export type { ToolDefinition } from "./client.js";
 
@@ -87,6 +88,8 @@ function errorFunction(name: string, onFailure: OpenAIAgentsFailure) {
   if (onFailure === "stop") return null;
   if (onFailure === "tell-model") {
     return (_context: unknown, error: unknown) => {
+      // Still waiting for an operator: stop, to resume from the stored RunState.
+      if (error instanceof ApprovalPendingError) throw error;
       if (!(error instanceof NetworkError || error instanceof GatewayError)) throw error;
       return unconfirmedText(name, error);
     };
@@ -114,6 +117,11 @@ export class OpenAIAgentsGateway {
   readonly tools: FunctionTool<any, any, string>[];
   /** The definitions, the read-only tools, and the step of each function call by call id (learnt from the model's responses or from a resumed RunState). */
   readonly #core: ConversationTools<OpenAIAgentsToolDefinition>;
+  readonly #client: Client;
+  /** The arguments of each function call as the model wrote them, by call id. */
+  readonly #arguments = new Map<string, string>();
+  /** Calls the approval check already made through the gateway: their output (or error) for `execute`, by call id. */
+  readonly #settled = new Map<string, { output: string } | { error: unknown }>();
 
   constructor(
     client: Client,
@@ -128,6 +136,7 @@ export class OpenAIAgentsGateway {
       strict: false,
     }));
     this.session = this.#core.session;
+    this.#client = client;
     const onFailure = options.onFailure ?? "stop";
     this.tools = Object.entries(this.#core.definitions).map(([name, definition]) =>
       tool({
@@ -135,10 +144,19 @@ export class OpenAIAgentsGateway {
         description: definition.description,
         parameters: definition.parameters as never,
         strict: (definition.strict ?? true) as never,
-        needsApproval: definition.needsApproval ?? false,
+        needsApproval: definition.needsApproval
+          ? true
+          : async (_context: unknown, _input: unknown, callId?: string) => this.#needsApproval(name, callId),
         errorFunction: errorFunction(name, onFailure),
-        execute: async (_input: unknown, _context: unknown, details?: { toolCall?: { callId: string; arguments: string } }) =>
-          this.#execute(name, details?.toolCall),
+        execute: async (_input: unknown, _context: unknown, details?: { toolCall?: { callId: string; arguments: string } }) => {
+          const settled = details?.toolCall && this.#settled.get(details.toolCall.callId);
+          if (settled) {
+            this.#settled.delete(details.toolCall!.callId);
+            if ("error" in settled) throw settled.error;
+            return settled.output;
+          }
+          return this.#executeApproved(name, details?.toolCall);
+        },
       }) as FunctionTool<any, any, string>,
     );
   }
@@ -159,6 +177,7 @@ export class OpenAIAgentsGateway {
         if (typeof callId === "string") core.remember(callId, step);
         step++;
       }
+      this.#learnArguments(response.output);
     };
     const check = (request: ModelRequest) => {
       if (request.conversationId || request.previousResponseId) {
@@ -202,7 +221,63 @@ export class OpenAIAgentsGateway {
       if (typeof callId === "string") this.#core.remember(callId, step);
       step++;
     }
+    this.#learnArguments(runStateItems(state));
     return state;
+  }
+
+  #learnArguments(items: readonly unknown[]): void {
+    for (let item of items) {
+      const field = (name: string) => (item !== null && typeof item === "object" ? (item as Record<string, unknown>)[name] : undefined);
+      if (field("type") === "tool_call_item") item = field("rawItem");
+      const callId = field("callId") ?? field("call_id");
+      const args = field("arguments");
+      if (field("type") === "function_call" && typeof callId === "string" && typeof args === "string") this.#arguments.set(callId, args);
+    }
+  }
+
+  /**
+   * The tool's approval check (the SDK's `needsApproval`): the call is made
+   * through the gateway here, and only a call its rules hold for a human
+   * (409 `approval_pending`) becomes the SDK's tool-approval interruption.
+   * Any other outcome (the result, a refusal, an error) is kept for
+   * `execute`, which hands it on without calling again.
+   */
+  async #needsApproval(tool: string, callId: string | undefined): Promise<boolean> {
+    if (callId === undefined || this.#core.isReadOnly(tool)) return false;
+    const args = this.#arguments.get(callId);
+    try {
+      const output = await this.#execute(tool, args === undefined ? undefined : { callId, arguments: args });
+      this.#settled.set(callId, { output });
+    } catch (err) {
+      if (err instanceof ApprovalPendingError) return true;
+      this.#settled.set(callId, { error: err });
+    }
+    return false;
+  }
+
+  /**
+   * A call the SDK runs: after the approval check, or after the app
+   * approved the call's interruption (`state.approve`). If the gateway still
+   * holds the call for approval, the runtime's approval is the human's
+   * answer: it is sent to the gateway (a rule with `approver: caller`) and
+   * the call made again, so it runs once. An operator's approval cannot be
+   * decided so: the call throws the {@link ApprovalPendingError} and the run
+   * stops; the app resumes its stored RunState later.
+   */
+  async #executeApproved(tool: string, call: { callId: string; arguments: string } | undefined): Promise<string> {
+    try {
+      return await this.#execute(tool, call);
+    } catch (err) {
+      if (!(err instanceof ApprovalPendingError)) throw err;
+      try {
+        await this.#client.approve(err.approvalId);
+      } catch (decision) {
+        const code = decision instanceof GatewayError ? decision.code : "";
+        if (code === CodeApprovalNotYours) throw err;
+        if (code !== CodeApprovalNotPending) throw decision;
+      }
+      return this.#execute(tool, call);
+    }
   }
 
   async #execute(tool: string, call: { callId: string; arguments: string } | undefined): Promise<string> {

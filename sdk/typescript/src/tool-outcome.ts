@@ -9,6 +9,9 @@
 import { NetworkError, type Result } from "./client.js";
 import { GatewayError } from "./errors.js";
 import {
+  CodeApprovalDenied,
+  CodeApprovalExpired,
+  CodeCallDenied,
   CodeIdempotencyKeyReused,
   CodeInvalidArguments,
   CodeOutcomeUnknown,
@@ -29,6 +32,11 @@ const modelVisible: ReadonlySet<string> = new Set([
   CodeOutcomeUnknown,
   CodePayloadTooLarge,
   CodeUpstreamResponseTooLarge,
+  // The tool's rules or a human said no: the model tells the user or
+  // does something else; the call never ran.
+  CodeCallDenied,
+  CodeApprovalDenied,
+  CodeApprovalExpired,
 ]);
 
 /** The tool's answer as the model should see it. */
@@ -75,6 +83,12 @@ export function refusalText(tool: string, step: number, err: unknown): string | 
       `Its effect has happened; its result is not available here. ` +
       `If this call is still needed, make it again: it will run as a new call.`
     );
+  }
+  if (err.code === CodeCallDenied || err.code === CodeApprovalDenied || err.code === CodeApprovalExpired) {
+    const who = err.by ? ` by ${err.by}` : "";
+    const why = err.reason ? `: ${err.reason}` : "";
+    const what = err.code === CodeCallDenied ? "denied by the tool's rules" : err.code === CodeApprovalDenied ? `denied${who}` : "not approved in time";
+    return `This call of ${tool} was NOT run: it was ${what}${why} (${err.code}). Do not make it again; tell the user.`;
   }
   // The violations tell the model what to fix in its arguments.
   const violations = err.code === CodeInvalidArguments && err.errors ? ` ${JSON.stringify(err.errors)}` : "";

@@ -8,10 +8,13 @@
 //   RESPONSE <tool>       the gateway answered a tool call (only with holdAfterResponse:
 //                         the process then never finishes the call, so the runtime never
 //                         checkpoints it: the test kills it there)
+//   INTERRUPTED <json>    the run paused at interrupts (their values); the process
+//                         then waits, paused, for the test to kill it
 //   DONE <json>           the run finished: its messages (AgentMessage[])
 import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
+import { Command } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { createReactAgent } from "@langchain/langgraph/prebuilt";
 
@@ -37,8 +40,12 @@ export interface AgentInput {
   turns: ScriptedCall[][];
   /** Tool-call ids get this prefix: a new one per process, as a model's are new per generation. */
   idPrefix: string;
-  /** start: a new run; resume: continue the thread from its last checkpoint; fork: see forkBeforeTurn. */
-  mode: "start" | "resume" | "fork";
+  /** start: a new run; resume: continue the thread from its last checkpoint; fork: see forkBeforeTurn; answer: resume an interrupt with `answer`. */
+  mode: "start" | "resume" | "fork" | "answer";
+  /** answer: the resume value (the human's answer to the interrupt). */
+  answer?: unknown;
+  /** The client's preferWait (seconds); the default when absent. */
+  preferWait?: number;
   /** fork: run again from the checkpoint before the model's turn of this number (0-based). */
   forkBeforeTurn?: number;
   /** LangGraph's durability mode for the run. */
@@ -95,7 +102,12 @@ async function main(): Promise<void> {
     }
     return response;
   };
-  const client = new Client(input.gateway, { token: input.token, fetch: fetchThenHold, maxRetryTime: 20_000 });
+  const client = new Client(input.gateway, {
+    token: input.token,
+    fetch: fetchThenHold,
+    maxRetryTime: 20_000,
+    ...(input.preferWait === undefined ? {} : { preferWait: input.preferWait }),
+  });
 
   // The adopter's three lines: the gateway's tools, the agent, the run.
   const tools = await gatewayTools(client);
@@ -108,6 +120,8 @@ async function main(): Promise<void> {
     result = await agent.invoke({ messages: [new HumanMessage("Provision what the script says")] }, config);
   } else if (input.mode === "resume") {
     result = await agent.invoke(null, config);
+  } else if (input.mode === "answer") {
+    result = await agent.invoke(new Command({ resume: input.answer }), config);
   } else {
     let before: { configurable?: Record<string, unknown> } | undefined;
     for await (const snapshot of agent.getStateHistory({ configurable: { thread_id: input.thread } })) {
@@ -117,6 +131,11 @@ async function main(): Promise<void> {
     }
     if (!before) throw new Error(`no checkpoint before the model's turn ${input.forkBeforeTurn}`);
     result = await agent.invoke(null, { ...before, durability: input.durability ?? "sync" });
+  }
+  const paused = (await agent.getState(config)).tasks.flatMap((task) => task.interrupts.map((i) => i.value));
+  if (paused.length > 0) {
+    process.stdout.write(`INTERRUPTED ${JSON.stringify(paused)}\n`);
+    await new Promise(() => {}); // paused: the test kills the process here
   }
   const messages: AgentMessage[] = result.messages.map((m) => {
     const out: AgentMessage = { type: m.getType(), content: typeof m.content === "string" ? m.content : JSON.stringify(m.content) };

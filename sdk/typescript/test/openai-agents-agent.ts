@@ -14,6 +14,12 @@
 //                    after the model's turn; the app persists the RunState
 //                    (state.toString()), approves and resumes it; after a
 //                    restart it resumes the persisted RunState
+//                    "gateway": the gateway's decide rules ask for approval:
+//                    a call they hold is the run's interruption; the app
+//                    persists the RunState, prints INTERRUPTED and waits (the
+//                    test kills it); started again, it resumes the persisted
+//                    RunState, approving its interruptions if `answer` is
+//                    "approve", rejecting them if "reject"
 //   turns            the model's script: turn k (k = function calls already
 //                    in the input, counted turn by turn) calls these tools;
 //                    after the last, the model answers with the outputs it saw
@@ -50,7 +56,8 @@ interface Config {
   token: string;
   state: string;
   conversation: string;
-  mode: "history" | "approval";
+  mode: "history" | "approval" | "gateway";
+  answer?: "approve" | "reject";
   turns: { tool: string; args: Record<string, unknown> }[][];
   stream?: boolean;
   crash?: "after-tools";
@@ -154,6 +161,24 @@ try {
     const result = await runOnce(input);
     crashPoint();
     persist(JSON.stringify(result.history));
+    output = result.finalOutput;
+  } else if (config.mode === "gateway") {
+    let result;
+    if (existsSync(config.state)) {
+      const state = gw.resume(await RunState.fromString(agent, readFileSync(config.state, "utf8")));
+      for (const interruption of state.getInterruptions()) {
+        if (config.answer === "approve") state.approve(interruption);
+        if (config.answer === "reject") state.reject(interruption);
+      }
+      result = await runOnce(state);
+    } else {
+      result = await runOnce(start);
+    }
+    if (result.interruptions.length > 0) {
+      persist(result.state.toString());
+      process.stdout.write(`INTERRUPTED ${result.interruptions.length}\n`);
+      await new Promise(() => {}); // paused: the test kills the process here
+    }
     output = result.finalOutput;
   } else {
     let result = existsSync(config.state)
