@@ -64,7 +64,7 @@ func prepare(path string, getenv func(string) string, logOut io.Writer) (*startu
 	if err != nil {
 		return nil, err
 	}
-	targets, err := cfg.reconcileTargets(opts, store)
+	targets, err := cfg.reconcileTargets(opts)
 	if err != nil {
 		return nil, err
 	}

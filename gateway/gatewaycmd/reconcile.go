@@ -50,9 +50,9 @@ const (
 )
 
 // reconcileTargets checks every reconcile: section and returns the
-// worker's targets; errors name the field. The store must offer
-// reconciliation (the embedded and Redis stores do).
-func (c *Config) reconcileTargets(opts gateway.Options, store storeChoice) ([]reconcile.Target, error) {
+// worker's targets; errors name the field. Every store offers
+// reconciliation (idempotency.Reconciler).
+func (c *Config) reconcileTargets(opts gateway.Options) ([]reconcile.Target, error) {
 	var targets []reconcile.Target
 	var client *http.Client
 	httpAsker := func(field, url string) (reconcile.Asker, error) {
@@ -101,9 +101,6 @@ func (c *Config) reconcileTargets(opts gateway.Options, store storeChoice) ([]re
 			return nil, err
 		}
 		targets = append(targets, targets2...)
-	}
-	if len(targets) > 0 && store.kind == storeKindPostgres {
-		return nil, fmt.Errorf("%s: reconciliation needs the embedded or a Redis store in this version (the PostgreSQL store does not keep reconcile leases yet)", "reconcile")
 	}
 	return targets, nil
 }

@@ -32,13 +32,14 @@ type scannedRecord struct {
 	arguments                                          *string
 	approval                                           scannedApproval
 	approvalUseUS                                      *int64
+	reconcile                                          scannedReconciliation
 }
 
 func (r *scannedRecord) dest() []any {
 	dest := []any{&r.tenant, &r.tool, &r.key, &r.state, &r.fingerprint, &r.executionID,
 		&r.fencing, &r.createdAt, &r.leaseExpiresAt, &r.expiresAt, &r.sessionID, &r.stepIndex,
 		&r.status, &r.contentType, &r.body, &r.arguments}
-	return append(append(dest, r.approval.dest()...), &r.approvalUseUS)
+	return append(append(append(dest, r.approval.dest()...), &r.approvalUseUS), r.reconcile.dest()...)
 }
 
 func deref[T any](p *T) T {
@@ -74,6 +75,7 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 		rec.Response = &idempotency.StoredResponse{Status: int(*r.status), ContentType: deref(r.contentType), Body: r.body}
 	}
 	rec.Approval = r.approval.approval(r.approvalUseUS)
+	r.reconcile.apply(&rec)
 	return rec
 }
 

@@ -106,6 +106,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// Version 7: effect reservations (effects.go); claim takes the effect
 	// as a 20th argument (the 19-argument one is dropped).
 	effectsMigration,
+	// Version 8: reconciliation (reconcile.go): the reconcile lease,
+	// attempts and resolved_by as columns of the record's row.
+	reconcileMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

@@ -14,6 +14,8 @@ type statements struct {
 	findExecution, resolve string
 	// Approval statements (approvals.go).
 	getApproval, decideApproval string
+	// Reconciler statements (reconcile.go).
+	reconcile reconcileStatements
 }
 
 func newStatements(schema string) statements {
@@ -24,6 +26,7 @@ func newStatements(schema string) statements {
 	getApproval, decideApproval := approvalStatements(q)
 	return statements{
 		getApproval: getApproval, decideApproval: decideApproval,
+		reconcile: newReconcileStatements(q),
 		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
 				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
 				by_effect, holder_state, h_key, h_session, h_step
@@ -93,4 +96,4 @@ const recordColumns = `r.tenant, r.tool, r.idempotency_key,
 	r.fencing_token, r.created_at, r.lease_expires_at, r.expires_at, r.session_id, r.step_index,
 	r.status, r.content_type, r.body, r.canonical_arguments,
 	r.approval_id, r.approval_rule, r.approval_reason, r.approver, r.approval_requested_at,
-	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note, r.approval_use_us`
+	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note, r.approval_use_us, ` + reconcileColumns
