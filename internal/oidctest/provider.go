@@ -185,3 +185,28 @@ type publicKey struct{ *signingKey }
 func (k publicKey) Algorithm() jose.SignatureAlgorithm { return jose.RS256 }
 func (k publicKey) Use() string                        { return "sig" }
 func (k publicKey) Key() any                           { return &k.key.PublicKey }
+
+// The example OP's first user, whose profile names "Test User" and whose
+// verified email is UserEmail; its username is "test-user@" + the
+// issuer's host name ([Provider.Username]).
+const (
+	UserSubject  = "id1"
+	UserPassword = "verysecure"
+	UserEmail    = "test-user@zitadel.ch"
+	UserName     = "Test User"
+)
+
+// Username is the first user's login name at this provider.
+func (p *Provider) Username() string {
+	host := strings.TrimPrefix(p.Issuer, "http://")
+	host, _, _ = strings.Cut(host, ":")
+	return "test-user@" + host
+}
+
+// RegisterWebClient registers a confidential web client (authorization
+// code, client_secret_basic) that may redirect to redirectURL, as an
+// operator registers the console at their provider. Client ids are global
+// to the example OP: give each test its own.
+func (p *Provider) RegisterWebClient(id, secret, redirectURL string) {
+	storage.RegisterClients(storage.WebClient(id, secret, redirectURL))
+}
