@@ -149,6 +149,9 @@ func New(backend Backend, opts Options) http.Handler {
 	c := &Console{backend: backend, opts: opts, pages: mustParsePages()}
 	if opts.OIDC != nil {
 		c.oidc = &oidcClient{cfg: *opts.OIDC}
+		if c.oidc.cfg.HTTPClient == nil {
+			c.oidc.cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		}
 	}
 	routes := c.routes()
 	// The console routes on the full path wherever it is mounted: drop a

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -34,7 +35,8 @@ type OIDC struct {
 	// Allow lists the people who may sign in, by email (verified) or
 	// subject; empty lets in every user of the issuer.
 	Allow []string
-	// HTTPClient reaches the provider; nil means http.DefaultClient.
+	// HTTPClient reaches the provider; nil means a client with a 10 s
+	// timeout, so a provider that hangs cannot hold sign-ins forever.
 	HTTPClient *http.Client
 }
 
@@ -68,10 +70,7 @@ type oidcClient struct {
 }
 
 func (o *oidcClient) ctx(ctx context.Context) context.Context {
-	if o.cfg.HTTPClient != nil {
-		return oidc.ClientContext(ctx, o.cfg.HTTPClient)
-	}
-	return ctx
+	return oidc.ClientContext(ctx, o.cfg.HTTPClient)
 }
 
 // discover returns the OAuth config and ID token verifier, discovering the
@@ -140,6 +139,7 @@ func (c *Console) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := c.issue(w, r, by); err != nil {
+		c.opts.Log.ErrorContext(r.Context(), "console: cannot start a session", "error", err)
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return
 	}
@@ -200,7 +200,7 @@ type personClaims struct {
 
 // by is "Name (subject)", bounded, so two people with one name stay apart.
 func (p personClaims) by(subject string) string {
-	name := cmpOr(p.Name, p.PreferredUsername, p.Email)
+	name := cmp.Or(strings.TrimSpace(p.Name), strings.TrimSpace(p.PreferredUsername), strings.TrimSpace(p.Email))
 	by := subject
 	if name != "" {
 		by = name + " (" + subject + ")"
@@ -209,15 +209,6 @@ func (p personClaims) by(subject string) string {
 		by = by[:maxOperatorName]
 	}
 	return strings.ToValidUTF8(by, "")
-}
-
-func cmpOr(values ...string) string {
-	for _, v := range values {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // signValue encodes v as a cookie value signed with the session key.
