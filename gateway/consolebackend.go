@@ -37,7 +37,8 @@ func (s *Server) mountConsole(r chi.Router) {
 			}
 			return keys
 		},
-		Log: s.log,
+		Log:  s.log,
+		OIDC: s.opts.ConsoleOIDC,
 	})
 	r.Handle(console.Base, h)
 	r.Handle(console.Base+"/*", h)

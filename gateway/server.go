@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
@@ -114,6 +115,10 @@ type Options struct {
 	Receipts receipts.Store
 	// ReceiptRetention is how long receipts are kept (0: 30 days).
 	ReceiptRetention time.Duration
+	// ConsoleOIDC, when set, lets operators sign in to the console through
+	// the identity provider beside the admin token; a change needs a
+	// restart.
+	ConsoleOIDC *console.OIDC
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry

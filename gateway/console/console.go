@@ -114,6 +114,9 @@ type Options struct {
 	Now func() time.Time
 	// Log receives the console's errors; nil discards them.
 	Log *slog.Logger
+	// OIDC, when set, adds sign-in through the identity provider beside
+	// the admin token.
+	OIDC *OIDC
 }
 
 // Base is the path the console is mounted at.
@@ -124,6 +127,8 @@ type Console struct {
 	backend Backend
 	opts    Options
 	pages   *pages
+	// oidc is the identity provider's client; nil without [Options.OIDC].
+	oidc *oidcClient
 }
 
 // New returns the console's handler, to be mounted at [Base] on the admin
@@ -142,6 +147,12 @@ func New(backend Backend, opts Options) http.Handler {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{backend: backend, opts: opts, pages: mustParsePages()}
+	if opts.OIDC != nil {
+		c.oidc = &oidcClient{cfg: *opts.OIDC}
+		if c.oidc.cfg.HTTPClient == nil {
+			c.oidc.cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		}
+	}
 	routes := c.routes()
 	// The console routes on the full path wherever it is mounted: drop a
 	// router context the mounting router left, so its own starts fresh.
@@ -158,6 +169,10 @@ func (c *Console) routes() http.Handler {
 	r.Handle(Base+"/static/*", http.StripPrefix(Base, http.FileServerFS(assetFS)))
 	r.Get(Base+"/signin", c.handleSignInPage)
 	r.Post(Base+"/signin", c.handleSignIn)
+	if c.oidc != nil {
+		r.Get(Base+"/oidc/start", c.handleOIDCStart)
+		r.Get(Base+"/oidc/callback", c.handleOIDCCallback)
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(c.requireSession)
 		r.Get(Base, redirectTo(Base+"/approvals"))

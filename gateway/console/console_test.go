@@ -76,6 +76,13 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with console options changed by edit
+// (before the server starts, with its URL).
+func newFixtureWith(t testing.TB, edit func(o *console.Options, url string)) *fixture {
+	t.Helper()
 	clk := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"), boltstore.Options{SweepInterval: -1, Now: clk.Now})
 	if err != nil {
@@ -83,13 +90,18 @@ func newFixture(t testing.TB) *fixture {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	sum := sha256.Sum256([]byte(adminToken))
-	h := console.New(storeBackend{st}, console.Options{
+	opts := console.Options{
 		Authenticate: func(token string) bool { return sha256.Sum256([]byte(token)) == sum },
 		SessionKeys:  func() [][]byte { return [][]byte{console.SessionKey(sum)} },
 		SessionTTL:   time.Hour,
 		Now:          clk.Now,
-	})
-	srv := httptest.NewServer(h)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	if edit != nil {
+		edit(&opts, "http://"+srv.Listener.Addr().String())
+	}
+	srv.Config.Handler = console.New(storeBackend{st}, opts)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return &fixture{srv: srv, store: st, clock: clk}
 }

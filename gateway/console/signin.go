@@ -11,6 +11,8 @@ import (
 // signInView is the sign-in page's data.
 type signInView struct {
 	CSRF, Next, Name, Message string
+	// OIDC offers sign-in through the identity provider.
+	OIDC bool
 }
 
 // maxOperatorName bounds the name an operator signs in with (it is
@@ -38,6 +40,7 @@ func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status in
 		c.setCookie(w, r, signInCookie, token, time.Hour)
 	}
 	v.CSRF = token
+	v.OIDC = c.oidc != nil
 	c.pages.render(w, status, "signin", page{Title: "Sign in", Body: v})
 }
 

@@ -50,6 +50,8 @@ type Config struct {
 	Approvals ApprovalsConfig `yaml:"approvals"`
 	// Receipts keeps the receipts of consequential events (receipts.go).
 	Receipts ReceiptsConfig `yaml:"receipts"`
+	// Console configures the operator console's sign-in (console.go).
+	Console ConsoleConfig `yaml:"console"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string
@@ -60,6 +62,8 @@ type Config struct {
 	postgresURLFrom string
 	// notifySecret is the value of approvals.notify.secret_env.
 	notifySecret string
+	// consoleSecret is the value of console.oidc.client_secret_env.
+	consoleSecret string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -349,6 +353,9 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	}
 	if n := c.Approvals.Notify; n != nil && n.SecretEnv != "" {
 		c.notifySecret = getenv(n.SecretEnv)
+	}
+	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
+		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
 }
 

@@ -363,6 +363,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err := c.checkReceipts(); err != nil {
 		return gateway.Options{}, err
 	}
+	consoleOIDC, err := c.consoleOIDC()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
@@ -385,6 +389,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		Mode:                     decideMode,
 		Approvals:                approvals,
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),
+		ConsoleOIDC:              consoleOIDC,
 	}, nil
 }
 

@@ -31,11 +31,17 @@ type started struct {
 
 func startGateway(t *testing.T, configText string) *started {
 	t.Helper()
+	return startGatewayEnv(t, configText, func(string) string { return "" })
+}
+
+// startGatewayEnv is startGateway with getenv as the environment.
+func startGatewayEnv(t *testing.T, configText string, getenv func(string) string) *started {
+	t.Helper()
 	path := writeConfig(t, configText)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		s.done <- Run(ctx, []string{"gateway", "-config", path}, func(string) string { return "" }, s.logs)
+		s.done <- Run(ctx, []string{"gateway", "-config", path}, getenv, s.logs)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.addr == "" {

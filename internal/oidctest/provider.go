@@ -11,12 +11,15 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
@@ -54,15 +57,30 @@ type Provider struct {
 // stops when the test ends.
 func Start(t testing.TB, audience string) *Provider {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
+	p := serve(httptest.NewUnstartedServer(nil), audience)
+	t.Cleanup(p.Server.Close)
+	return p
+}
+
+// Listen runs a provider on addr (host:port; port 0 picks one) for a
+// program outside Go's tests (internal/cmd/testop); Close its Server to
+// stop it.
+func Listen(addr, audience string) (*Provider, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("oidctest: listen: %w", err)
+	}
+	return serve(&httptest.Server{Listener: l, Config: &http.Server{ReadHeaderTimeout: 10 * time.Second}}, audience), nil
+}
+
+func serve(srv *httptest.Server, audience string) *Provider {
 	issuer := "http://" + srv.Listener.Addr().(*net.TCPAddr).String() + "/"
-	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), audience: audience}
+	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), audience: audience, jwtClients: map[string]bool{}}
 	st.rotate()
 	// SetupServer makes its logger the process's default (the example's
 	// request log): a discarding one keeps test output readable.
 	srv.Config.Handler = exampleop.SetupServer(issuer, st, slog.New(slog.DiscardHandler), false, op.WithAllowInsecure())
 	srv.Start()
-	t.Cleanup(srv.Close)
 	return &Provider{Issuer: issuer, Server: srv, store: st}
 }
 
@@ -97,6 +115,9 @@ type store struct {
 
 	mu  sync.Mutex
 	key *signingKey
+	// jwtClients are the web clients whose code-flow access tokens are
+	// JWTs for the audience (RegisterResourceClient).
+	jwtClients map[string]bool
 }
 
 func (s *store) rotate() {
@@ -157,6 +178,38 @@ func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID
 	return claims, nil
 }
 
+// GetClientByClientID gives the resource clients JWT access tokens and
+// lets them ask for the claim scopes.
+func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	resource := s.jwtClients[id]
+	s.mu.Unlock()
+	if resource {
+		return resourceClient{c}, nil
+	}
+	return c, nil
+}
+
+// AuthRequestByCode addresses a resource client's code-flow access token
+// to the gateway as well as to the client.
+func (s *store) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	req, err := s.Storage.AuthRequestByCode(ctx, code)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	resource := s.jwtClients[req.GetClientID()]
+	s.mu.Unlock()
+	if resource {
+		return audienceRequest{req, s.audience}, nil
+	}
+	return req, nil
+}
+
 func (s *store) SigningKey(context.Context) (op.SigningKey, error) { return s.signing(), nil }
 
 func (s *store) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
@@ -168,6 +221,25 @@ func (s *store) KeySet(context.Context) ([]op.Key, error) {
 }
 
 type jwtClient struct{ op.Client }
+
+// resourceClient is a web client whose access tokens are JWTs and who may
+// ask for the claim scopes (org:…, name:…).
+type resourceClient struct{ op.Client }
+
+func (resourceClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
+func (c resourceClient) IsScopeAllowed(scope string) bool {
+	return strings.HasPrefix(scope, OrgScopePrefix) || strings.HasPrefix(scope, NameScopePrefix) || c.Client.IsScopeAllowed(scope)
+}
+
+// audienceRequest adds the gateway to an auth request's audience.
+type audienceRequest struct {
+	op.AuthRequest
+	audience string
+}
+
+func (r audienceRequest) GetAudience() []string {
+	return append(r.AuthRequest.GetAudience(), r.audience)
+}
 
 func (jwtClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
 
@@ -185,3 +257,38 @@ type publicKey struct{ *signingKey }
 func (k publicKey) Algorithm() jose.SignatureAlgorithm { return jose.RS256 }
 func (k publicKey) Use() string                        { return "sig" }
 func (k publicKey) Key() any                           { return &k.key.PublicKey }
+
+// The example OP's first user, whose profile names "Test User" and whose
+// verified email is UserEmail; its username is "test-user@" + the
+// issuer's host name ([Provider.Username]).
+const (
+	UserSubject  = "id1"
+	UserPassword = "verysecure"
+	UserEmail    = "test-user@zitadel.ch"
+	UserName     = "Test User"
+)
+
+// Username is the first user's login name at this provider.
+func (p *Provider) Username() string {
+	host := strings.TrimPrefix(p.Issuer, "http://")
+	host, _, _ = strings.Cut(host, ":")
+	return "test-user@" + host
+}
+
+// RegisterWebClient registers a confidential web client (authorization
+// code, client_secret_basic) that may redirect to redirectURL, as an
+// operator registers the console at their provider. Client ids are global
+// to the example OP: give each test its own.
+func (p *Provider) RegisterWebClient(id, secret, redirectURL string) {
+	storage.RegisterClients(storage.WebClient(id, secret, redirectURL))
+}
+
+// RegisterResourceClient registers a web client as an MCP host is one: its
+// authorization-code access tokens are JWTs for the gateway's audience,
+// with the claims of the scopes it asks for (org:acme → org_id acme).
+func (p *Provider) RegisterResourceClient(id, secret, redirectURL string) {
+	p.RegisterWebClient(id, secret, redirectURL)
+	p.store.mu.Lock()
+	p.store.jwtClients[id] = true
+	p.store.mu.Unlock()
+}
