@@ -68,6 +68,7 @@ type receiptWriter struct {
 	retention time.Duration
 	ctx       context.Context // cancelled when a drain's deadline passes
 	cancel    context.CancelFunc
+	checks    chainChecks // the console's verification of the chains
 }
 
 type queuedReceipt struct {
