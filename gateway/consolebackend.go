@@ -157,14 +157,21 @@ func (b consoleBackend) Delete(ctx context.Context, scope idempotency.Scope) err
 	return err
 }
 
-// Receipts: the gateway does not keep receipts yet.
-func (b consoleBackend) Receipts(context.Context, receipts.Filter) ([]receipts.Receipt, int64, error) {
-	return nil, 0, console.ErrReceiptsOff
+// Receipts answers one page of a tenant's receipts.
+func (b consoleBackend) Receipts(ctx context.Context, f receipts.Filter) ([]receipts.Receipt, int64, error) {
+	if b.s.receipts == nil {
+		return nil, 0, console.ErrReceiptsOff
+	}
+	return b.s.receipts.store.List(ctx, f)
 }
 
-// ReceiptChains: the gateway does not keep receipts yet.
-func (b consoleBackend) ReceiptChains(context.Context) ([]console.ChainState, error) {
-	return nil, console.ErrReceiptsOff
+// ReceiptChains verifies each tenant's chain, a bounded run further on
+// each call (receiptchains.go), and answers their states.
+func (b consoleBackend) ReceiptChains(ctx context.Context) ([]console.ChainState, error) {
+	if b.s.receipts == nil {
+		return nil, console.ErrReceiptsOff
+	}
+	return b.s.receipts.checks.states(ctx, b.s.receipts.store)
 }
 
 // Tools reports every configured tool's resolved policy and its counters.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ const (
 	// receiptExpireEvery is how often receipts older than the retention
 	// are deleted.
 	receiptExpireEvery = time.Hour
+	// receiptMaxRun bounds the receipts written in one batch (a Redis
+	// script takes a run as arguments: far below Lua's stack limit).
+	receiptMaxRun = 256
 )
 
 // ReceiptHook is the narrow entry other parts of the gateway (effect keys,
@@ -68,6 +72,7 @@ type receiptWriter struct {
 	retention time.Duration
 	ctx       context.Context // cancelled when a drain's deadline passes
 	cancel    context.CancelFunc
+	checks    chainChecks // the console's verification of the chains
 }
 
 type queuedReceipt struct {
@@ -106,13 +111,28 @@ func (w *receiptWriter) enqueue(tenant string, r receipts.Receipt) {
 	}
 }
 
-// run appends the queued receipts in order until the writer is closed.
+// run appends the queued receipts in order until the writer is closed:
+// what queued up meanwhile, up to receiptMaxRun, is written as one run
+// per tenant (one store round trip each, in the tenant's order).
 func (w *receiptWriter) run() {
+	batch := make([]queuedReceipt, 0, receiptMaxRun)
 	for {
 		select {
 		case q := <-w.queue:
-			w.write(q)
-			w.pending.Done()
+			batch = append(batch[:0], q)
+		more:
+			for len(batch) < receiptMaxRun {
+				select {
+				case q := <-w.queue:
+					batch = append(batch, q)
+				default:
+					break more
+				}
+			}
+			for _, run := range runsByTenant(batch) {
+				w.write(run)
+			}
+			w.pending.Add(-len(batch))
 		case <-w.ctx.Done():
 			for {
 				select {
@@ -127,29 +147,57 @@ func (w *receiptWriter) run() {
 	}
 }
 
-// write appends one receipt, retrying with backoff.
-func (w *receiptWriter) write(q queuedReceipt) {
+// tenantRun is the receipts of one tenant in a batch, in queue order.
+type tenantRun struct {
+	tenant   string
+	receipts []receipts.Receipt
+}
+
+// runsByTenant splits batch into one run per tenant, tenants in the order
+// of their first receipt, each run in queue order.
+func runsByTenant(batch []queuedReceipt) []tenantRun {
+	var runs []tenantRun
+	for _, q := range batch {
+		i := slices.IndexFunc(runs, func(r tenantRun) bool { return r.tenant == q.tenant })
+		if i < 0 {
+			runs = append(runs, tenantRun{tenant: q.tenant})
+			i = len(runs) - 1
+		}
+		runs[i].receipts = append(runs[i].receipts, q.receipt)
+	}
+	return runs
+}
+
+// write appends one tenant's run, retrying with backoff.
+func (w *receiptWriter) write(run tenantRun) {
 	backoff := receiptBackoff
 	var err error
 	for attempt := range receiptAttempts {
 		ctx, cancel := context.WithTimeout(w.ctx, storeCallTimeout)
-		_, err = w.store.Append(ctx, q.tenant, q.receipt)
+		_, err = w.store.AppendRun(ctx, run.tenant, run.receipts)
 		cancel()
 		if err == nil {
 			return
 		}
 		if attempt == 0 {
-			w.log.Warn("receipt not written yet; retrying", "tenant", q.tenant, "event", q.receipt.Event, "error", err)
+			w.log.Warn("receipts not written yet; retrying", "tenant", run.tenant, "count", len(run.receipts), "error", err)
 		}
 		select {
 		case <-time.After(backoff):
 		case <-w.ctx.Done():
-			w.giveUp(q.tenant, q.receipt, err)
+			w.giveUpRun(run, err)
 			return
 		}
 		backoff = min(2*backoff, receiptMaxBackoff)
 	}
-	w.giveUp(q.tenant, q.receipt, err)
+	w.giveUpRun(run, err)
+}
+
+// giveUpRun gives up every receipt of run.
+func (w *receiptWriter) giveUpRun(run tenantRun, err error) {
+	for _, r := range run.receipts {
+		w.giveUp(run.tenant, r, err)
+	}
 }
 
 // giveUp counts and logs a receipt that will not be written, with what it

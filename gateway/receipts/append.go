@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -14,11 +15,18 @@ import (
 // optimistic shape: seal after the head the writer believes, then write
 // only if the head is still that one.
 type Log interface {
-	// CompareAndAppend stores sealed (whose encoding is line) as tenant's
-	// new head if tenant's head is still expected, in one atomic step.
-	// Otherwise it writes nothing and returns the current head and
-	// [ErrHeadMoved].
-	CompareAndAppend(ctx context.Context, tenant string, expected Head, sealed Receipt, line []byte) (Head, error)
+	// CompareAndAppend stores run (receipts sealed one after the other
+	// after expected, at least one) as tenant's next receipts, the last
+	// one its new head, if tenant's head is still expected, in one atomic
+	// step: all of the run or nothing. Otherwise it writes nothing and
+	// returns the current head and [ErrHeadMoved].
+	CompareAndAppend(ctx context.Context, tenant string, expected Head, run []Sealed) (Head, error)
+}
+
+// Sealed is a sealed receipt and its stored form ([Encode]).
+type Sealed struct {
+	Receipt Receipt
+	Line    []byte
 }
 
 // maxAppendAttempts bounds the retries of one append. Appends of one
@@ -57,41 +65,75 @@ func NewAppender(log Log, now func() time.Time) *Appender {
 
 // Append implements [Store.Append].
 func (a *Appender) Append(ctx context.Context, tenant string, r Receipt) (Receipt, error) {
+	run, err := a.AppendRun(ctx, tenant, []Receipt{r})
+	if err != nil {
+		return Receipt{}, err
+	}
+	return run[0], nil
+}
+
+// AppendRun implements [Store.AppendRun]: the run is sealed in Go and
+// written by one compare-and-append (one store round trip when nobody
+// else appended to the chain meanwhile).
+func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) ([]Receipt, error) {
 	if tenant == "" {
-		return Receipt{}, ErrTenantRequired
+		return nil, ErrTenantRequired
 	}
-	r.Tenant = tenant
-	if r.Time.IsZero() {
-		r.Time = a.now()
+	if len(rs) == 0 {
+		return nil, nil
 	}
-	if y := r.Time.Year(); y < 0 || y > 9999 { // JSON's time range; Seal would panic
-		return Receipt{}, fmt.Errorf("receipts: append for %s: time %v out of range", tenant, y)
+	rs = slices.Clone(rs)
+	for i := range rs {
+		rs[i].Tenant = tenant
+		if rs[i].Time.IsZero() {
+			rs[i].Time = a.now()
+		}
+		if y := rs[i].Time.Year(); y < 0 || y > 9999 { // JSON's time range; Seal would panic
+			return nil, fmt.Errorf("receipts: append for %s: time %v out of range", tenant, y)
+		}
 	}
 	chain := a.chain(tenant)
 	select {
 	case chain.turn <- struct{}{}:
 		defer func() { <-chain.turn }()
 	case <-ctx.Done():
-		return Receipt{}, fmt.Errorf("receipts: append for %s: waiting for the chain: %w", tenant, ctx.Err())
+		return nil, fmt.Errorf("receipts: append for %s: waiting for the chain: %w", tenant, ctx.Err())
 	}
+	run := make([]Sealed, len(rs))
 	for range maxAppendAttempts {
-		sealed := SealAfter(chain.head, r)
-		line, err := Encode(sealed)
-		if err != nil {
-			return Receipt{}, err
+		if err := sealRun(chain.head, rs, run); err != nil {
+			return nil, err
 		}
-		current, err := a.log.CompareAndAppend(ctx, tenant, chain.head, sealed, line)
+		current, err := a.log.CompareAndAppend(ctx, tenant, chain.head, run)
 		switch {
 		case err == nil:
-			chain.head = HeadOf(sealed)
-			return sealed, nil
+			chain.head = HeadOf(run[len(run)-1].Receipt)
+			out := make([]Receipt, len(run))
+			for i, s := range run {
+				out[i] = s.Receipt
+			}
+			return out, nil
 		case errors.Is(err, ErrHeadMoved):
 			chain.head = current
 		default:
-			return Receipt{}, fmt.Errorf("receipts: append for %s: %w", tenant, err)
+			return nil, fmt.Errorf("receipts: append for %s: %w", tenant, err)
 		}
 	}
-	return Receipt{}, fmt.Errorf("receipts: append for %s after %d attempts: %w", tenant, maxAppendAttempts, ErrContended)
+	return nil, fmt.Errorf("receipts: append for %s after %d attempts: %w", tenant, maxAppendAttempts, ErrContended)
+}
+
+// sealRun seals rs one after the other after head into run.
+func sealRun(head Head, rs []Receipt, run []Sealed) error {
+	for i, r := range rs {
+		sealed := SealAfter(head, r)
+		line, err := Encode(sealed)
+		if err != nil {
+			return err
+		}
+		run[i] = Sealed{Receipt: sealed, Line: line}
+		head = HeadOf(sealed)
+	}
+	return nil
 }
 
 func (a *Appender) chain(tenant string) *chainTurn {

@@ -25,7 +25,7 @@ func newMemLog() *memLog {
 	return &memLog{heads: map[string]receipts.Head{}, lines: map[string][][]byte{}}
 }
 
-func (m *memLog) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
+func (m *memLog) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, run []receipts.Sealed) (receipts.Head, error) {
 	if m.hold != nil {
 		m.entered <- struct{}{}
 		<-m.hold
@@ -36,8 +36,10 @@ func (m *memLog) CompareAndAppend(ctx context.Context, tenant string, expected r
 	if cur := m.heads[tenant]; cur != expected {
 		return cur, receipts.ErrHeadMoved
 	}
-	m.heads[tenant] = receipts.HeadOf(sealed)
-	m.lines[tenant] = append(m.lines[tenant], line)
+	for _, s := range run {
+		m.heads[tenant] = receipts.HeadOf(s.Receipt)
+		m.lines[tenant] = append(m.lines[tenant], s.Line)
+	}
 	return m.heads[tenant], nil
 }
 

@@ -41,17 +41,27 @@ func SealAfter(head Head, r Receipt) Receipt {
 	return r
 }
 
-// hashOf is the hash of r, whose Hash must be empty (and so absent).
+// hashOf is the hash of r, whose Hash must be empty (and so absent): the
+// SHA-256 of its JCS, written by canonical.
 func hashOf(r Receipt) string {
+	if b, ok := canonical(make([]byte, 0, 512), r); ok {
+		return sha256Hex(b)
+	}
+	return sha256Hex(genericJCS(r))
+}
+
+// genericJCS is the JCS of r the generic way: jcs.Transform of its JSON.
+// It is the reference canonical is tested against.
+func genericJCS(r Receipt) []byte {
 	raw, err := json.Marshal(r)
 	if err != nil { // a Receipt holds only strings, ints and a time
 		panic(fmt.Sprintf("receipts: marshal: %v", err))
 	}
-	canonical, err := jcs.Transform(raw)
+	out, err := jcs.Transform(raw)
 	if err != nil { // json.Marshal's output is valid JSON
 		panic(fmt.Sprintf("receipts: jcs: %v", err))
 	}
-	return sha256Hex(canonical)
+	return out
 }
 
 // Valid reports whether r's Hash is the hash of its content.

@@ -15,6 +15,10 @@ type Store interface {
 	// so concurrent appends, from this process or another replica, never
 	// fork the chain. It returns the sealed receipt.
 	Append(ctx context.Context, tenant string, r Receipt) (Receipt, error)
+	// AppendRun is Append of several receipts of tenant, in order, in one
+	// atomic step (all or none): what the gateway's writer does with what
+	// queued up, one store round trip for the run.
+	AppendRun(ctx context.Context, tenant string, rs []Receipt) ([]Receipt, error)
 	// List returns one page of a tenant's receipts matching f, in seq
 	// order, and the cursor of the next page (0: no more). A page reads
 	// at most f.Limit receipts from the store, so a selective filter may

@@ -71,7 +71,7 @@ func decodeHead(v []byte) receipts.Head {
 }
 
 // CompareAndAppend implements [receipts.Log]: one Update transaction.
-func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
+func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, run []receipts.Sealed) (receipts.Head, error) {
 	if err := ctx.Err(); err != nil { // a bbolt commit cannot be cancelled
 		return receipts.Head{}, err
 	}
@@ -88,10 +88,13 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 		if err != nil {
 			return err
 		}
-		if err := chain.Put(seqKey(sealed.Seq), line); err != nil {
-			return err
+		for _, r := range run {
+			if err := chain.Put(seqKey(r.Receipt.Seq), r.Line); err != nil {
+				return err
+			}
 		}
-		return heads.Put([]byte(tenant), append(seqKey(sealed.Seq), sealed.Hash...))
+		last := run[len(run)-1].Receipt
+		return heads.Put([]byte(tenant), append(seqKey(last.Seq), last.Hash...))
 	})
 	switch {
 	case err != nil:
@@ -99,7 +102,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	case moved:
 		return current, receipts.ErrHeadMoved
 	}
-	return receipts.HeadOf(sealed), nil
+	return receipts.HeadOf(run[len(run)-1].Receipt), nil
 }
 
 // Tenants implements [receipts.Store].

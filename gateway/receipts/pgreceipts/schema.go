@@ -34,7 +34,7 @@ func qualifier(schema string) func(string) string {
 type statements struct {
 	// $1 tenant, $2 seq, $3 hash, $4 time_ns, $5 line.
 	// appendFirst creates the head of an empty chain; appendNext moves a
-	// head that is still $6 seq, $7 hash. Each is one statement: the
+	// head that is still $7 seq, $8 hash. Each is one statement: the
 	// receipt is inserted only if the head row was written, and a
 	// concurrent writer of the same head waits for the row lock and then
 	// finds the head moved (READ COMMITTED re-checks the condition).
@@ -45,13 +45,17 @@ type statements struct {
 
 func newStatements(schema string) statements {
 	q := qualifier(schema)
+	// $1 tenant, $2 and $3 the run's last seq and hash (the new head),
+	// $4 the run's times (ns), $5 its lines, $6 its seqs; appendNext's
+	// $7 and $8 are the expected head.
 	const insert = `INSERT INTO @.receipts (tenant, seq, time_ns, line)
-		SELECT $1, $2, $4, $5 FROM h`
+		SELECT $1, u.seq, u.time_ns, u.line FROM h,
+			unnest($6::bigint[], $4::bigint[], $5::text[]) AS u(seq, time_ns, line)`
 	return statements{
 		appendFirst: q(`WITH h AS (INSERT INTO @.receipt_heads (tenant, seq, hash) VALUES ($1, $2, $3)
 			ON CONFLICT (tenant) DO NOTHING RETURNING 1) ` + insert),
 		appendNext: q(`WITH h AS (UPDATE @.receipt_heads SET seq = $2, hash = $3
-			WHERE tenant = $1 AND seq = $6 AND hash = $7 RETURNING 1) ` + insert),
+			WHERE tenant = $1 AND seq = $7 AND hash = $8 RETURNING 1) ` + insert),
 		head:    q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
 		tenants: q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
 		// $1 tenant, $2 after, $3 limit + 1.

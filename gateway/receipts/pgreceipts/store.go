@@ -39,8 +39,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, schema string, now func() time
 
 // CompareAndAppend implements [receipts.Log]: one statement when the head
 // is the expected one, a second to read the head when it moved.
-func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
-	args := []any{tenant, sealed.Seq, sealed.Hash, sealed.Time.UnixNano(), string(line)}
+func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, run []receipts.Sealed) (receipts.Head, error) {
+	last := run[len(run)-1].Receipt
+	seqs, times, lines := make([]int64, len(run)), make([]int64, len(run)), make([]string, len(run))
+	for i, r := range run {
+		seqs[i], times[i], lines[i] = r.Receipt.Seq, r.Receipt.Time.UnixNano(), string(r.Line)
+	}
+	args := []any{tenant, last.Seq, last.Hash, times, lines, seqs}
 	stmt := s.sql.appendFirst
 	if expected.Seq != 0 {
 		stmt = s.sql.appendNext
@@ -50,8 +55,8 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	if err != nil {
 		return receipts.Head{}, fmt.Errorf("pgreceipts: append: %w", err)
 	}
-	if tag.RowsAffected() == 1 {
-		return receipts.HeadOf(sealed), nil
+	if tag.RowsAffected() == int64(len(run)) {
+		return receipts.HeadOf(last), nil
 	}
 	var current receipts.Head
 	err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)

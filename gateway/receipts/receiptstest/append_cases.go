@@ -16,6 +16,41 @@ func appendCases() []testCase {
 		{"AppendWithoutTenantIsRefused", appendWithoutTenant},
 		{"AppendOutOfRangeTimeIsRefused", appendOutOfRangeTime},
 		{"ConcurrentAppendsFromTwoReplicasNeverFork", concurrentAppends},
+		{"AppendRunChainsARunAfterAnotherReplica", appendRun},
+	}
+}
+
+// appendRun: a run is sealed and stored in order, one after the other;
+// a run sealed after a head another replica moved is resealed after the
+// new head, whole, so the chain stays one.
+func appendRun(t *testing.T, b Backend) {
+	now := time.Now()
+	run := func(from, n int) []receipts.Receipt {
+		var rs []receipts.Receipt
+		for i := range n {
+			rs = append(rs, event(from+i, "refund", receipts.EventExecuted, now))
+		}
+		return rs
+	}
+	first, err := b.Replicas[0].AppendRun(t.Context(), "acme", run(0, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, b.Replicas[1], "acme", event(3, "refund", receipts.EventDenied, now))
+	second, err := b.Replicas[0].AppendRun(t.Context(), "acme", run(4, 200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 3 || first[2].Seq != 3 || len(second) != 200 || second[0].Seq != 5 || second[199].Seq != 204 {
+		t.Fatalf("runs sealed at seqs %d..%d and %d..%d", first[0].Seq, first[len(first)-1].Seq, second[0].Seq, second[len(second)-1].Seq)
+	}
+	got := listAll(t, b.Replicas[1], receipts.Filter{Tenant: "acme"})
+	sameLines(t, got[5:], second[1:])
+	if rep := exportAndVerify(t, b.Replicas[1]); !rep.OK() || tenantReport(t, rep, "acme").Checked != 204 {
+		t.Fatalf("Verify: %+v", rep)
+	}
+	if rs, err := b.Replicas[0].AppendRun(t.Context(), "acme", nil); err != nil || len(rs) != 0 {
+		t.Fatalf("empty run: %v, %v", rs, err)
 	}
 }
 

@@ -57,21 +57,25 @@ func (s *Store) tenantsKey() string { return s.prefix + "receipts:tenants" }
 // CompareAndAppend implements [receipts.Log]: one script call. The first
 // receipt of a chain first adds the tenant to the tenants set (another
 // slot, so not in the script): a chain never exists unlisted.
-func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, sealed receipts.Receipt, line []byte) (receipts.Head, error) {
+func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected receipts.Head, run []receipts.Sealed) (receipts.Head, error) {
 	if expected.Seq == 0 {
 		if err := s.client.SAdd(ctx, s.tenantsKey(), tenant).Err(); err != nil {
 			return receipts.Head{}, fmt.Errorf("redisreceipts: list tenant: %w", err)
 		}
 	}
 	head, log := s.chainKeys(tenant)
-	res, err := appendScript.Run(ctx, s.client, []string{head, log},
-		strconv.FormatInt(expected.Seq, 10), expected.Hash,
-		strconv.FormatInt(sealed.Seq, 10), line, sealed.Hash).Slice()
+	last := run[len(run)-1].Receipt
+	args := make([]any, 0, 3+2*len(run))
+	args = append(args, strconv.FormatInt(expected.Seq, 10), expected.Hash, last.Hash)
+	for _, r := range run {
+		args = append(args, strconv.FormatInt(r.Receipt.Seq, 10), r.Line)
+	}
+	res, err := appendScript.Run(ctx, s.client, []string{head, log}, args...).Slice()
 	if err != nil {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: %w", err)
 	}
 	if ok, _ := res[0].(int64); ok == 1 {
-		return receipts.HeadOf(sealed), nil
+		return receipts.HeadOf(last), nil
 	}
 	if len(res) != 3 {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: unexpected answer %v", res)
