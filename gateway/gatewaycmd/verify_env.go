@@ -1,0 +1,187 @@
+package gatewaycmd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// standIn replaces one of the user's tools: the same spec (name, schema,
+// read_only, policy), no upstream. It counts its executions and does what
+// the running guarantee tells it to.
+type standIn struct {
+	spec tools.Spec
+	runs atomic.Int64
+	// uncertain, when set, makes the next executions end as if the upstream
+	// took the call and never answered.
+	uncertain atomic.Bool
+}
+
+func (s *standIn) Spec() tools.Spec { return s.spec }
+
+func (s *standIn) Call(_ context.Context, req *tools.Request) (*tools.Response, error) {
+	n := s.runs.Add(1)
+	if s.uncertain.Load() {
+		return nil, fmt.Errorf("verify stand-in %s: %w", s.spec.Name, tools.ErrOutcomeUncertain)
+	}
+	return tools.JSON(200, map[string]any{"ok": true, "n": n, "execution_id": req.ExecutionID})
+}
+
+// verifyTenant is a scratch tenant: one of the configured names with a
+// token verify made up (the configured tokens are never known to it).
+type verifyTenant struct {
+	name, token string
+}
+
+// verifyEnv is the scratch gateway the guarantees run against: the user's
+// options with stand-ins for the tools, scratch tenants and a scratch store.
+type verifyEnv struct {
+	srv     *httptest.Server
+	client  *http.Client
+	store   idempotency.Store
+	opts    gateway.Options
+	standIn map[string]*standIn
+	tenants []verifyTenant
+	mu      sync.Mutex
+	n       int
+}
+
+// wrapStore lets a test put a double around the scratch store.
+type wrapStore func(idempotency.Store) idempotency.Store
+
+// newVerifyEnv builds the scratch gateway from the checked config st on an
+// embedded store in dir. The user's decide rules are left out of it: the
+// guarantees about calls that run need calls that are allowed.
+func newVerifyEnv(st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
+	store, err := boltstore.Open(filepath.Join(dir, "verify.db"), boltstore.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("verify: scratch store: %w", err)
+	}
+	var wrapped idempotency.Store = store
+	if wrap != nil {
+		wrapped = wrap(store)
+	}
+	env := &verifyEnv{store: wrapped, standIn: map[string]*standIn{}}
+	registry := tools.NewRegistry()
+	for _, e := range st.opts.Tools.Entries() {
+		s := &standIn{spec: e.Spec}
+		if err := registry.Add(s); err != nil {
+			_ = store.Close()
+			return nil, fmt.Errorf("verify: stand-in for %s: %w", e.Spec.Name, err)
+		}
+		env.standIn[e.Spec.Name] = s
+	}
+	o := st.opts
+	o.Store, o.Tools = wrapped, registry
+	o.Decisions, o.OIDC, o.Limiter, o.Notifier, o.Receipts = nil, nil, nil, nil, nil
+	o.Mounts, o.TracerProvider = nil, nil
+	o.Tenants = nil
+	for i, t := range st.opts.Tenants {
+		if i == 2 {
+			break
+		}
+		token := randomToken()
+		env.tenants = append(env.tenants, verifyTenant{name: t.Name, token: token})
+		o.Tenants = append(o.Tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
+	}
+	reg := prometheus.NewRegistry()
+	o.Registerer, o.Gatherer = reg, reg
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	gw, err := gateway.NewServer(o)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("verify: scratch gateway: %w", err)
+	}
+	env.opts = o
+	env.srv = httptest.NewServer(gw)
+	env.client = &http.Client{Timeout: 30 * time.Second}
+	return env, nil
+}
+
+func (env *verifyEnv) Close() {
+	env.srv.Close()
+	_ = env.store.Close()
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// session returns a session id no other call of this run used.
+func (env *verifyEnv) session() string {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.n++
+	return "verify-" + strconv.Itoa(env.n) + "-" + randomToken()[:8]
+}
+
+// verifyCall is one call to the tool API of the scratch gateway.
+type verifyCall struct {
+	tool, session string
+	step          uint64
+	args          []byte
+	key           string // "" derives it
+	tenant        int    // index into env.tenants, when there are any
+}
+
+type verifyResponse struct {
+	status int
+	body   []byte
+}
+
+func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.srv.URL+"/api/tools/v1/"+c.tool, bytes.NewReader(c.args))
+	if err != nil {
+		return verifyResponse{}, err
+	}
+	key := c.key
+	if key == "" {
+		if key, err = keyderive.Key(c.session, c.step, c.tool, c.args); err != nil {
+			return verifyResponse{}, fmt.Errorf("derive key: %w", err)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Agent-Session-Id", c.session)
+	req.Header.Set("Agent-Step-Index", strconv.FormatUint(c.step, 10))
+	if len(env.tenants) > 0 {
+		req.Header.Set("Authorization", "Bearer "+env.tenants[c.tenant].token)
+	}
+	resp, err := env.client.Do(req)
+	if err != nil {
+		return verifyResponse{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return verifyResponse{status: resp.StatusCode, body: body}, err
+}
+
+// deriveKey is the key call c is sent under.
+func deriveKey(c verifyCall) (string, error) {
+	if c.key != "" {
+		return c.key, nil
+	}
+	return keyderive.Key(c.session, c.step, c.tool, c.args)
+}
