@@ -137,6 +137,15 @@ func (env *verifyEnv) session() string {
 	return "verify-" + strconv.Itoa(env.n) + "-" + randomToken()[:8]
 }
 
+// seed returns an argument seed no other call of this run used (the next
+// one is free too: freshArgs takes two).
+func (env *verifyEnv) seed() int {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.n += 2
+	return env.n
+}
+
 // verifyCall is one call to the tool API of the scratch gateway.
 type verifyCall struct {
 	tool, session string

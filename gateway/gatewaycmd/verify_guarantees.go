@@ -22,11 +22,10 @@ type verifyTool struct {
 	name   string
 	spec   tools.Spec
 	policy tools.Policy
-	// args and other are two different valid argument sets (argsErr says
-	// why there are none).
-	args, other []byte
-	argsErr     error
-	standIn     *standIn
+	entry  *tools.Entry
+	// argsErr says why verify cannot make arguments for the tool.
+	argsErr error
+	standIn *standIn
 }
 
 // guarantee is one promise of the gateway, checked on one tool: it returns
@@ -58,6 +57,13 @@ func needsRecords(t *verifyTool) (string, bool) {
 	return "", true
 }
 
+// freshArgs are two different valid argument sets no other call of this
+// run used: an effect key made of them is new too.
+func (t *verifyTool) freshArgs(env *verifyEnv) (args, other []byte, err error) {
+	seed := env.seed()
+	return argsFor(t.entry, seed)
+}
+
 // ran counts the stand-in's executions during do.
 func ran(t *verifyTool, do func() error) (int64, error) {
 	before := t.standIn.runs.Load()
@@ -69,7 +75,11 @@ func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: t.args}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	var first, second verifyResponse
 	n, err := ran(t, func() (err error) {
 		if first, err = env.call(ctx, c); err != nil {
@@ -95,8 +105,12 @@ func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
 	const racers = 8
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: t.args}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	var wg sync.WaitGroup
 	errs := make(chan error, racers)
 	n, _ := ran(t, func() error {
@@ -126,16 +140,20 @@ func checkReusedKey(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	if bytes.Equal(t.args, t.other) {
+	args, other, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	if bytes.Equal(args, other) {
 		return verifyNA, t.name + "'s schema admits only one argument value"
 	}
-	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: t.args}
+	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	if _, err := env.call(ctx, first); err != nil {
 		return verifyFail, err.Error()
 	}
 	key, _ := deriveKey(first)
 	reused := first
-	reused.args, reused.key, reused.step = t.other, key, 2
+	reused.args, reused.key, reused.step = other, key, 2
 	var resp verifyResponse
 	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, reused); return err })
 	switch {
@@ -153,18 +171,22 @@ func checkStepGuard(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
+	args, other, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
 	if env.opts.StepGuardOff {
 		return verifyNA, "idempotency.step_guard is off"
 	}
-	if bytes.Equal(t.args, t.other) {
+	if bytes.Equal(args, other) {
 		return verifyNA, t.name + "'s schema admits only one argument value"
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: t.args}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	if _, err := env.call(ctx, c); err != nil {
 		return verifyFail, err.Error()
 	}
 	changed := c
-	changed.args = t.other
+	changed.args = other
 	var resp verifyResponse
 	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, changed); return err })
 	switch {
@@ -182,10 +204,14 @@ func checkUncertain(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
 	if t.policy.LeaseExpiry != tools.LeaseExpiryUnknown {
 		return verifyNA, t.name + " has lease_expiry: " + string(t.policy.LeaseExpiry) + ", not unknown"
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: t.args}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	t.standIn.uncertain.Store(true)
 	first, err := env.call(ctx, c)
 	t.standIn.uncertain.Store(false)
@@ -209,10 +235,14 @@ func checkTenants(ctx context.Context, env *verifyEnv, t *verifyTool) (string, s
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
 	if len(env.tenants) < 2 {
 		return verifyNA, "fewer than 2 tenants configured"
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: t.args}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	mine, err := env.call(ctx, c)
 	if err != nil {
 		return verifyFail, err.Error()

@@ -44,7 +44,7 @@ var errNoneApplied = &ExitStatus{Code: 2, Err: errors.New("verify: no guarantee 
 func verifyConfig(ctx context.Context, path string, getenv func(string) string, wrap wrapStore) ([]VerifyResult, error) {
 	st, err := prepare(path, getenv, io.Discard)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
 	}
 	if st.mcp != nil {
 		defer st.mcp.Close()
@@ -62,18 +62,36 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	gatewayDefaults := tools.Policy{Timeout: st.opts.ToolTimeout, ReplayTTL: st.opts.ReplayTTL}
 	var results []VerifyResult
 	for _, e := range env.opts.Tools.Entries() {
-		t := &verifyTool{name: e.Spec.Name, spec: e.Spec, standIn: env.standIn[e.Spec.Name],
+		t := &verifyTool{name: e.Spec.Name, spec: e.Spec, entry: e, standIn: env.standIn[e.Spec.Name],
 			policy: st.opts.Policies[e.Spec.Name].Resolve(e.Spec.Policy, gatewayDefaults)}
-		t.args, t.argsErr = verifyArgs(e.Spec.InputSchema, 1)
-		if t.argsErr == nil {
-			t.other, t.argsErr = verifyArgs(e.Spec.InputSchema, 2)
-		}
+		_, _, t.argsErr = argsFor(e, 1)
 		for _, g := range guarantees {
 			verdict, detail := g.check(ctx, env, t)
 			results = append(results, VerifyResult{Tool: t.name, Guarantee: g.name, Verdict: verdict, Detail: detail})
 		}
 	}
 	return results, nil
+}
+
+// argsFor makes two argument sets for e's schema and has the gateway's own
+// validation confirm them: arguments it would refuse prove nothing.
+func argsFor(e *tools.Entry, seed int) (args, other []byte, err error) {
+	if args, err = verifyArgs(e.Spec.InputSchema, seed); err != nil {
+		return nil, nil, err
+	}
+	if other, err = verifyArgs(e.Spec.InputSchema, seed+1); err != nil {
+		return nil, nil, err
+	}
+	for _, a := range [][]byte{args, other} {
+		violations, err := e.Schema().ValidateJSON(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(violations) > 0 {
+			return nil, nil, fmt.Errorf("the arguments verify made (%s) do not satisfy its input schema at %q: %s", a, violations[0].Location, violations[0].Message)
+		}
+	}
+	return args, other, nil
 }
 
 // verifyExit is the error for results: nil when every applicable guarantee
