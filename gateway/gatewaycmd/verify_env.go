@@ -56,7 +56,10 @@ type verifyTenant struct {
 // verifyEnv is the scratch gateway the guarantees run against: the user's
 // options with stand-ins for the tools, scratch tenants and a scratch store.
 type verifyEnv struct {
-	srv     *httptest.Server
+	srv *httptest.Server
+	// decided is the same gateway with the user's decide rules and mode,
+	// on the same store and stand-ins: the guarantees about decisions.
+	decided *httptest.Server
 	client  *http.Client
 	store   idempotency.Store
 	opts    gateway.Options
@@ -112,14 +115,24 @@ func newVerifyEnv(st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
 		_ = store.Close()
 		return nil, fmt.Errorf("verify: scratch gateway: %w", err)
 	}
-	env.opts = o
-	env.srv = httptest.NewServer(gw)
+	d := o
+	d.Decisions, d.Mode = st.opts.Decisions, st.opts.Mode
+	dreg := prometheus.NewRegistry()
+	d.Registerer, d.Gatherer = dreg, dreg
+	decided, err := gateway.NewServer(d)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("verify: scratch gateway with decide rules: %w", err)
+	}
+	env.opts = d
+	env.srv, env.decided = httptest.NewServer(gw), httptest.NewServer(decided)
 	env.client = &http.Client{Timeout: 30 * time.Second}
 	return env, nil
 }
 
 func (env *verifyEnv) Close() {
 	env.srv.Close()
+	env.decided.Close()
 	_ = env.store.Close()
 }
 
@@ -153,23 +166,28 @@ type verifyCall struct {
 	args          []byte
 	key           string // "" derives it
 	tenant        int    // index into env.tenants, when there are any
+	// decided sends the call to the gateway with the decide rules.
+	decided bool
 }
 
 type verifyResponse struct {
 	status int
+	header http.Header
 	body   []byte
 }
 
 func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.srv.URL+"/api/tools/v1/"+c.tool, bytes.NewReader(c.args))
+	base := env.srv.URL
+	if c.decided {
+		base = env.decided.URL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/tools/v1/"+c.tool, bytes.NewReader(c.args))
 	if err != nil {
 		return verifyResponse{}, err
 	}
-	key := c.key
-	if key == "" {
-		if key, err = keyderive.Key(c.session, c.step, c.tool, c.args); err != nil {
-			return verifyResponse{}, fmt.Errorf("derive key: %w", err)
-		}
+	key, err := deriveKey(c)
+	if err != nil {
+		return verifyResponse{}, fmt.Errorf("derive key: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
@@ -184,7 +202,7 @@ func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, e
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return verifyResponse{status: resp.StatusCode, body: body}, err
+	return verifyResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
 }
 
 // deriveKey is the key call c is sent under.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
 )
 
 // Verdicts of one guarantee on one tool.
@@ -43,6 +44,8 @@ var guarantees = []guarantee{
 	{"step guard refuses a changed step", checkStepGuard},
 	{"uncertain outcome is not rerun", checkUncertain},
 	{"tenants never see each other's records", checkTenants},
+	{"effect key runs once across steps and sessions", checkEffectKeyOnce},
+	{"denied call never runs", checkDenied},
 }
 
 // needsRecords is the N/A every stored-record guarantee gives a read-only
@@ -257,4 +260,40 @@ func checkTenants(ctx context.Context, env *verifyEnv, t *verifyTool) (string, s
 		return verifyFail, fmt.Sprintf("%s's identical call got %s's record (%d executions)", env.tenants[1].name, env.tenants[0].name, n)
 	}
 	return verifyPass, fmt.Sprintf("the same call as %s ran on its own for %s", env.tenants[0].name, env.tenants[1].name)
+}
+
+// checkEffectKeyOnce sends the same arguments under two sessions and steps
+// (two keys, one effect key): the tool runs once, the second is a replay.
+func checkEffectKeyOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	if t.policy.EffectKey == "" {
+		return verifyNA, t.name + " has no effect_key"
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	again := verifyCall{tool: t.name, session: env.session(), step: 7, args: args}
+	var r1, r2 verifyResponse
+	n, err := ran(t, func() (err error) {
+		if r1, err = env.call(ctx, first); err != nil {
+			return err
+		}
+		r2, err = env.call(ctx, again)
+		return err
+	})
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case r1.status != http.StatusOK:
+		return verifyFail, fmt.Sprintf("first call answered %d: %s", r1.status, r1.body)
+	case n != 1:
+		return verifyFail, fmt.Sprintf("the same effect in another session and step ran the tool %d times", n)
+	case r2.header.Get(wire.HeaderEffectKeyReplayed) != "true":
+		return verifyFail, fmt.Sprintf("the same effect in another session answered %d without %s: true", r2.status, wire.HeaderEffectKeyReplayed)
+	}
+	return verifyPass, "2 sessions, 2 steps, 1 execution, the second a replay"
 }
