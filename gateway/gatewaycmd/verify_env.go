@@ -22,6 +22,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -62,7 +63,9 @@ type verifyEnv struct {
 	decided *httptest.Server
 	client  *http.Client
 	store   idempotency.Store
-	opts    gateway.Options
+	// receipts is nil when the config turns receipts off.
+	receipts receipts.Store
+	opts     gateway.Options
 	standIn map[string]*standIn
 	tenants []verifyTenant
 	mu      sync.Mutex
@@ -75,16 +78,23 @@ type wrapStore func(idempotency.Store) idempotency.Store
 // newVerifyEnv builds the scratch gateway from the checked config st on an
 // embedded store in dir. The user's decide rules are left out of it: the
 // guarantees about calls that run need calls that are allowed.
-func newVerifyEnv(st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
+func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
 	store, err := boltstore.Open(filepath.Join(dir, "verify.db"), boltstore.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("verify: scratch store: %w", err)
+	}
+	// Receipts as start-up keeps them (none when the config turns them off),
+	// beside the scratch store.
+	receiptStore, err := st.cfg.receiptsFor(ctx, store)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("verify: scratch receipts: %w", err)
 	}
 	var wrapped idempotency.Store = store
 	if wrap != nil {
 		wrapped = wrap(store)
 	}
-	env := &verifyEnv{store: wrapped, standIn: map[string]*standIn{}}
+	env := &verifyEnv{store: wrapped, receipts: receiptStore, standIn: map[string]*standIn{}}
 	registry := tools.NewRegistry()
 	for _, e := range st.opts.Tools.Entries() {
 		s := &standIn{spec: e.Spec}
@@ -96,7 +106,7 @@ func newVerifyEnv(st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
 	}
 	o := st.opts
 	o.Store, o.Tools = wrapped, registry
-	o.Decisions, o.OIDC, o.Limiter, o.Notifier, o.Receipts = nil, nil, nil, nil, nil
+	o.Decisions, o.OIDC, o.Limiter, o.Notifier, o.Receipts = nil, nil, nil, nil, receiptStore
 	o.Mounts, o.TracerProvider = nil, nil
 	o.Tenants = nil
 	for i, t := range st.opts.Tenants {

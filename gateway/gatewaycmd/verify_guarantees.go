@@ -46,6 +46,7 @@ var guarantees = []guarantee{
 	{"tenants never see each other's records", checkTenants},
 	{"effect key runs once across steps and sessions", checkEffectKeyOnce},
 	{"denied call never runs", checkDenied},
+	{"altered receipt is detected", checkReceiptAltered},
 }
 
 // needsRecords is the N/A every stored-record guarantee gives a read-only

@@ -54,7 +54,7 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 		return nil, fmt.Errorf("verify: scratch directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	env, err := newVerifyEnv(st, dir, wrap)
+	env, err := newVerifyEnv(ctx, st, dir, wrap)
 	if err != nil {
 		return nil, err
 	}
