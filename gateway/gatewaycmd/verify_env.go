@@ -66,10 +66,10 @@ type verifyEnv struct {
 	// receipts is nil when the config turns receipts off.
 	receipts receipts.Store
 	opts     gateway.Options
-	standIn map[string]*standIn
-	tenants []verifyTenant
-	mu      sync.Mutex
-	n       int
+	standIn  map[string]*standIn
+	tenants  []verifyTenant
+	mu       sync.Mutex
+	n        int
 }
 
 // wrapStore lets a test put a double around the scratch store.
