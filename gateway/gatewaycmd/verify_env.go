@@ -23,6 +23,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -63,6 +64,8 @@ type verifyEnv struct {
 	decided *httptest.Server
 	client  *http.Client
 	store   idempotency.Store
+	// reconcile are the config's reconcile targets by tool.
+	reconcile map[string]reconcile.Target
 	// receipts is nil when the config turns receipts off.
 	receipts receipts.Store
 	opts     gateway.Options
@@ -94,7 +97,10 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 	if wrap != nil {
 		wrapped = wrap(store)
 	}
-	env := &verifyEnv{store: wrapped, receipts: receiptStore, standIn: map[string]*standIn{}}
+	env := &verifyEnv{store: wrapped, receipts: receiptStore, standIn: map[string]*standIn{}, reconcile: map[string]reconcile.Target{}}
+	for _, target := range st.reconcile {
+		env.reconcile[target.Tool] = target
+	}
 	registry := tools.NewRegistry()
 	for _, e := range st.opts.Tools.Entries() {
 		s := &standIn{spec: e.Spec}

@@ -47,6 +47,7 @@ var guarantees = []guarantee{
 	{"effect key runs once across steps and sessions", checkEffectKeyOnce},
 	{"denied call never runs", checkDenied},
 	{"altered receipt is detected", checkReceiptAltered},
+	{"reconciliation completes a record it is told committed", checkReconcile},
 }
 
 // needsRecords is the N/A every stored-record guarantee gives a read-only
