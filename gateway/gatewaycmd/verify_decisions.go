@@ -28,20 +28,9 @@ func checkDenied(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	if t.argsErr != nil {
 		return verifyNA, fmt.Sprintf("no arguments for %s: %v", t.name, t.argsErr)
 	}
-	tenant := ""
-	if len(env.tenants) > 0 {
-		tenant = env.tenants[0].name
-	}
 	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
-	for _, seed := range denySeeds {
-		args, _, err := argsFor(t.entry, seed)
-		if err != nil {
-			continue
-		}
-		v, _ := policy.Decide(ctx, &decide.Input{Arguments: args, Tenant: tenant, Session: c.session, Step: c.step, HasStep: true, API: "rest"})
-		if v.Decision != decide.Deny {
-			continue
-		}
+	args, _ := argsDecided(ctx, env, t, c, decide.Deny)
+	if args != nil {
 		c.args = args
 		var resp verifyResponse
 		n, err := ran(t, func() (err error) { resp, err = env.call(ctx, c); return err })
@@ -56,6 +45,28 @@ func checkDenied(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 		return verifyPass, fmt.Sprintf("denied call (%s) refused with 403 %s, not run", args, wire.CodeCallDenied)
 	}
 	return verifyNA, "none of the arguments verify made is denied by " + t.name + "'s decide rules"
+}
+
+// argsDecided finds arguments (and other arguments) the tool's own rules
+// decide want for call c, as the rules themselves say; nil when none of
+// verify's arguments are.
+func argsDecided(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCall, want decide.Decision) (args, other []byte) {
+	tenant := ""
+	if len(env.tenants) > 0 {
+		tenant = env.tenants[c.tenant].name
+	}
+	policy := env.opts.Decisions[t.name]
+	for _, seed := range denySeeds {
+		args, other, err := argsFor(t.entry, seed+env.seed())
+		if err != nil {
+			continue
+		}
+		v, _ := policy.Decide(ctx, &decide.Input{Arguments: args, Tenant: tenant, Session: c.session, Step: c.step, HasStep: true, API: "rest"})
+		if v.Decision == want {
+			return args, other
+		}
+	}
+	return nil, nil
 }
 
 // problemCode is the code member of a problem body ("" if none).

@@ -62,8 +62,11 @@ type verifyEnv struct {
 	// decided is the same gateway with the user's decide rules and mode,
 	// on the same store and stand-ins: the guarantees about decisions.
 	decided *httptest.Server
-	client  *http.Client
-	store   idempotency.Store
+	// expiring is decided with approvals that expire after
+	// approvalExpiry: the guarantee that approvals expire.
+	expiring *httptest.Server
+	client   *http.Client
+	store    idempotency.Store
 	// reconcile are the config's reconcile targets by tool.
 	reconcile map[string]reconcile.Target
 	// receipts is nil when the config turns receipts off.
@@ -140,8 +143,17 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 		_ = store.Close()
 		return nil, fmt.Errorf("verify: scratch gateway with decide rules: %w", err)
 	}
+	x := d
+	x.Approvals.Timeout = approvalExpiry
+	xreg := prometheus.NewRegistry()
+	x.Registerer, x.Gatherer = xreg, xreg
+	expiring, err := gateway.NewServer(x)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("verify: scratch gateway with expiring approvals: %w", err)
+	}
 	env.opts = d
-	env.srv, env.decided = httptest.NewServer(gw), httptest.NewServer(decided)
+	env.srv, env.decided, env.expiring = httptest.NewServer(gw), httptest.NewServer(decided), httptest.NewServer(expiring)
 	env.client = &http.Client{Timeout: 30 * time.Second}
 	return env, nil
 }
@@ -149,6 +161,7 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 func (env *verifyEnv) Close() {
 	env.srv.Close()
 	env.decided.Close()
+	env.expiring.Close()
 	_ = env.store.Close()
 }
 
@@ -182,8 +195,9 @@ type verifyCall struct {
 	args          []byte
 	key           string // "" derives it
 	tenant        int    // index into env.tenants, when there are any
-	// decided sends the call to the gateway with the decide rules.
-	decided bool
+	// decided sends the call to the gateway with the decide rules;
+	// expiring to the one whose approvals expire at once.
+	decided, expiring bool
 }
 
 type verifyResponse struct {
@@ -194,8 +208,11 @@ type verifyResponse struct {
 
 func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, error) {
 	base := env.srv.URL
-	if c.decided {
+	switch {
+	case c.decided:
 		base = env.decided.URL
+	case c.expiring:
+		base = env.expiring.URL
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/tools/v1/"+c.tool, bytes.NewReader(c.args))
 	if err != nil {

@@ -46,6 +46,9 @@ var guarantees = []guarantee{
 	{"tenants never see each other's records", checkTenants},
 	{"effect key runs once across steps and sessions", checkEffectKeyOnce},
 	{"denied call never runs", checkDenied},
+	{"approval never lets other arguments run", checkApprovalOtherArgs},
+	{"approval is used once", checkApprovalUsedOnce},
+	{"approval expires", checkApprovalExpires},
 	{"altered receipt is detected", checkReceiptAltered},
 	{"reconciliation completes a record it is told committed", checkReconcile},
 }

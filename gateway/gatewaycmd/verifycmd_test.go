@@ -43,6 +43,9 @@ tools:
     decide:
       - when: "args.amount <= 100"
         decision: allow
+      - when: "args.amount <= 100000"
+        decision: approve
+        reason: "finance approves"
       - decision: deny
         reason: "too large"
     reconcile:
