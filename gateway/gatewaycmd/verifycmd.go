@@ -61,6 +61,7 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	defer env.Close()
 	gatewayDefaults := tools.Policy{Timeout: st.opts.ToolTimeout, ReplayTTL: st.opts.ReplayTTL}
 	var results []VerifyResult
+	var recording *verifyTool // a tool the store guarantee can call
 	for _, e := range env.opts.Tools.Entries() {
 		t := &verifyTool{name: e.Spec.Name, spec: e.Spec, entry: e, standIn: env.standIn[e.Spec.Name],
 			policy: st.opts.Policies[e.Spec.Name].Resolve(e.Spec.Policy, gatewayDefaults)}
@@ -69,8 +70,11 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 			verdict, detail := g.check(ctx, env, t)
 			results = append(results, VerifyResult{Tool: t.name, Guarantee: g.name, Verdict: verdict, Detail: detail})
 		}
+		if _, ok := needsRecords(t); ok && recording == nil {
+			recording = t
+		}
 	}
-	return results, nil
+	return append(results, checkNewerLayout(ctx, env, dir, recording)), nil
 }
 
 // argsFor makes two argument sets for e's schema and has the gateway's own

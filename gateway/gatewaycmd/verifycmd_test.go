@@ -106,6 +106,9 @@ func TestVerifyPassesOnAConfigWithEveryV4Feature(t *testing.T) {
 			t.Errorf("search / %s: %s, want N/A", g.name, v)
 		}
 	}
+	if v := got[storeColumn+"/"+layoutGuarantee]; v != verifyPass {
+		t.Errorf("%s / %s: %s, want PASS", storeColumn, layoutGuarantee, v)
+	}
 	raw, err := os.ReadFile(junit)
 	if err != nil {
 		t.Fatal(err)
