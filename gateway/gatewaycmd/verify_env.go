@@ -126,38 +126,43 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 		env.tenants = append(env.tenants, verifyTenant{name: t.Name, token: token})
 		o.Tenants = append(o.Tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
 	}
-	reg := prometheus.NewRegistry()
-	o.Registerer, o.Gatherer = reg, reg
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw, err := gateway.NewServer(o)
-	if err != nil {
-		_ = store.Close()
-		return nil, fmt.Errorf("verify: scratch gateway: %w", err)
-	}
 	d := o
 	d.Decisions, d.Mode = st.opts.Decisions, st.opts.Mode
-	dreg := prometheus.NewRegistry()
-	d.Registerer, d.Gatherer = dreg, dreg
-	decided, err := gateway.NewServer(d)
-	if err != nil {
-		_ = store.Close()
-		return nil, fmt.Errorf("verify: scratch gateway with decide rules: %w", err)
-	}
 	x := d
 	x.Approvals.Timeout = approvalExpiry
-	xreg := prometheus.NewRegistry()
-	x.Registerer, x.Gatherer = xreg, xreg
-	expiring, err := gateway.NewServer(x)
+	servers, err := scratchServers(o, d, x)
 	if err != nil {
 		_ = store.Close()
-		return nil, fmt.Errorf("verify: scratch gateway with expiring approvals: %w", err)
+		return nil, err
 	}
 	env.opts = d
-	env.srv, env.decided, env.expiring = httptest.NewServer(gw), httptest.NewServer(decided), httptest.NewServer(expiring)
+	env.srv, env.decided, env.expiring = servers[0], servers[1], servers[2]
 	env.client = &http.Client{Timeout: 30 * time.Second}
 	return env, nil
 }
 
+// scratchServers serves a gateway for each of opts, each with its own
+// metrics registry (they share the store and the stand-ins).
+func scratchServers(opts ...gateway.Options) ([]*httptest.Server, error) {
+	gateways := make([]*gateway.Server, len(opts))
+	for i, o := range opts {
+		reg := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = reg, reg
+		gw, err := gateway.NewServer(o)
+		if err != nil {
+			return nil, fmt.Errorf("verify: scratch gateway: %w", err)
+		}
+		gateways[i] = gw
+	}
+	servers := make([]*httptest.Server, len(gateways))
+	for i, gw := range gateways {
+		servers[i] = httptest.NewServer(gw)
+	}
+	return servers, nil
+}
+
+// Close stops the scratch gateways and closes the scratch store.
 func (env *verifyEnv) Close() {
 	env.srv.Close()
 	env.decided.Close()

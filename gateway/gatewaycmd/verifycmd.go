@@ -14,7 +14,7 @@ import (
 	"github.com/toolgateway/toolgateway/tools"
 )
 
-const verifyUsage = "-config FILE [-json] [-junit FILE]"
+const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch]"
 
 // VerifyResult is one guarantee checked on one tool.
 type VerifyResult struct {
@@ -26,13 +26,18 @@ type VerifyResult struct {
 	Detail string `json:"detail"`
 }
 
-// ExitStatus is an error that asks for a process exit status other than 1.
+// ExitStatus is an error that asks for a process exit status other than 1:
+// [MainWith] exits with Code (`gateway verify` exits 2 when no guarantee
+// applied).
 type ExitStatus struct {
 	Code int
 	Err  error
 }
 
+// Error is the wrapped error's message.
 func (e *ExitStatus) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *ExitStatus) Unwrap() error { return e.Err }
 
 // errNoneApplied is `gateway verify`'s exit status 2.
@@ -126,11 +131,15 @@ func runVerify(ctx context.Context, inv invocation) error {
 	configPath := fs.String("config", "", "path to the config file (required)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file")
+	storeMode := fs.String("store", "scratch", "where the guarantees run: scratch, a fresh embedded store in a temporary directory (the only choice in this version)")
 	if err := parseFlags(fs, inv, "verify", verifyUsage); err != nil {
 		return helpIsSuccess(err)
 	}
 	if *configPath == "" {
 		return fmt.Errorf("verify: -config is required (usage: gateway verify %s)", verifyUsage)
+	}
+	if *storeMode != "scratch" {
+		return fmt.Errorf("verify: -store %q: this version runs the guarantees on a scratch embedded store only (-store scratch)", *storeMode)
 	}
 	results, err := verifyConfig(ctx, *configPath, inv.getenv, nil)
 	if err != nil {

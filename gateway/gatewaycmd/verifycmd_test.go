@@ -200,3 +200,10 @@ func TestVerifyWithNothingApplicableExits2(t *testing.T) {
 		t.Fatalf("want only N/A lines with the reason, got:\n%s", out)
 	}
 }
+
+func TestVerifyRefusesAStoreItCannotUse(t *testing.T) {
+	_, err := runVerifyCmd(t, "-config", exampleConfigPath, "-store", "configured")
+	if err == nil || !strings.Contains(err.Error(), `-store "configured"`) {
+		t.Fatalf("verify -store configured: %v, want a refusal naming it", err)
+	}
+}
