@@ -37,7 +37,7 @@ var commands = []command{
 }
 
 // RunIO is the whole program. args[0] is the program name; when args[1] is
-// a subcommand (key, check, health, admin, migrate) that subcommand runs and returns,
+// a subcommand (key, check, health, admin, migrate, verify, ...) that subcommand runs and returns,
 // otherwise the gateway serves: it loads the config, opens the store,
 // serves until ctx ends, then drains the tools in flight and returns nil
 // (logs go to stdout as JSON lines). stdin is read only by `key` without
