@@ -32,11 +32,12 @@ var commands = []command{
 	{"health", "probe a gateway's health endpoint (exit 0 when it answers 200)", healthUsage, runHealth},
 	{"admin", "search, show, resolve and delete idempotency records through a gateway's admin API", adminUsage, runAdmin},
 	{"migrate", "apply (or with -print show) this version's store schema or layout change", migrateUsage, runMigrate},
+	{"verify", "run the gateway's guarantees against this config's tools (stand-in upstreams, scratch store)", verifyUsage, runVerify},
 	{"receipts", "export the receipts of the configured store as JSON lines, or verify every chain of an export (or of the store)", receiptsUsage, runReceipts},
 }
 
 // RunIO is the whole program. args[0] is the program name; when args[1] is
-// a subcommand (key, check, health, admin, migrate) that subcommand runs and returns,
+// a subcommand (key, check, health, admin, migrate, verify, ...) that subcommand runs and returns,
 // otherwise the gateway serves: it loads the config, opens the store,
 // serves until ctx ends, then drains the tools in flight and returns nil
 // (logs go to stdout as JSON lines). stdin is read only by `key` without

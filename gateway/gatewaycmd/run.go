@@ -39,6 +39,10 @@ func MainWith(run func(ctx context.Context, args []string, getenv func(string) s
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
+		var status *ExitStatus
+		if errors.As(err, &status) {
+			os.Exit(status.Code)
+		}
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,147 @@
+package gatewaycmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/decide"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// approvalExpiry is how long approvals stay pending on the scratch
+// gateway that checks they expire.
+const approvalExpiry = 100 * time.Millisecond
+
+// approvalCall finds arguments the tool's rules send for approval and
+// makes the first call with them: the approval id, or why the guarantee
+// does not apply (na) or failed.
+func approvalCall(ctx context.Context, env *verifyEnv, t *verifyTool, c *verifyCall) (id, na, failure string, other []byte) {
+	if env.opts.Decisions[t.name].Rules() == 0 {
+		return "", t.name + " has no decide rules", "", nil
+	}
+	if env.opts.Mode == decide.ModeObserve {
+		return "", "mode is observe: approvals are reported, not enforced", "", nil
+	}
+	if why, ok := needsRecords(t); !ok {
+		return "", why, "", nil
+	}
+	args, other := argsDecided(ctx, env, t, *c, decide.Approve)
+	if args == nil {
+		return "", "none of the arguments verify made needs an approval by " + t.name + "'s decide rules", "", nil
+	}
+	c.args = args
+	resp, err := env.call(ctx, *c)
+	if err != nil {
+		return "", "", err.Error(), nil
+	}
+	var p struct {
+		Code       string `json:"code"`
+		ApprovalID string `json:"approval_id"`
+	}
+	_ = json.Unmarshal(resp.body, &p)
+	if resp.status != http.StatusConflict || p.Code != wire.CodeApprovalPending || p.ApprovalID == "" {
+		return "", "", fmt.Sprintf("a call its rules send for approval answered %d %s, not 409 %s", resp.status, resp.body, wire.CodeApprovalPending), nil
+	}
+	return p.ApprovalID, "", "", other
+}
+
+// approve grants approval id in the scratch store, as an operator would.
+func approve(ctx context.Context, env *verifyEnv, id string) error {
+	a, ok := env.store.(idempotency.Approvals)
+	if !ok {
+		return fmt.Errorf("the scratch store keeps no approvals")
+	}
+	_, err := a.DecideApproval(ctx, id, idempotency.ApprovalDecision{Approve: true, By: "gateway verify"})
+	return err
+}
+
+func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
+	id, na, failure, other := approvalCall(ctx, env, t, &c)
+	switch {
+	case na != "":
+		return verifyNA, na
+	case failure != "":
+		return verifyFail, failure
+	}
+	if err := approve(ctx, env, id); err != nil {
+		return verifyFail, err.Error()
+	}
+	changed := c
+	changed.args = other
+	var resp verifyResponse
+	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, changed); return err })
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case n != 0:
+		return verifyFail, fmt.Sprintf("after approving %s, other arguments at the same step ran the tool (answered %d)", c.args, resp.status)
+	}
+	return verifyPass, fmt.Sprintf("approved call's step with other arguments answered %d, not run", resp.status)
+}
+
+func checkApprovalUsedOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
+	id, na, failure, _ := approvalCall(ctx, env, t, &c)
+	switch {
+	case na != "":
+		return verifyNA, na
+	case failure != "":
+		return verifyFail, failure
+	}
+	if err := approve(ctx, env, id); err != nil {
+		return verifyFail, err.Error()
+	}
+	const racers = 8
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	n, _ := ran(t, func() error {
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := env.call(ctx, c)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					statuses[resp.status]++
+				}
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
+	if n != 1 {
+		return verifyFail, fmt.Sprintf("%d calls of an approved key ran the tool %d times (statuses %v)", racers, n, statuses)
+	}
+	return verifyPass, fmt.Sprintf("%d calls of an approved key, 1 execution", racers)
+}
+
+func checkApprovalExpires(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, expiring: true}
+	_, na, failure, _ := approvalCall(ctx, env, t, &c)
+	switch {
+	case na != "":
+		return verifyNA, na
+	case failure != "":
+		return verifyFail, failure
+	}
+	time.Sleep(2 * approvalExpiry) // nobody decides in time
+	var resp verifyResponse
+	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, c); return err })
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case n != 0:
+		return verifyFail, fmt.Sprintf("a call whose approval expired ran the tool (answered %d)", resp.status)
+	case resp.status != http.StatusForbidden || problemCode(resp.body) != wire.CodeApprovalExpired:
+		return verifyFail, fmt.Sprintf("a call pending past approvals.timeout answered %d %s, not 403 %s", resp.status, resp.body, wire.CodeApprovalExpired)
+	}
+	return verifyPass, fmt.Sprintf("pending past approvals.timeout: 403 %s, not run", wire.CodeApprovalExpired)
+}

@@ -1,0 +1,252 @@
+package gatewaycmd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/reconcile"
+	"github.com/toolgateway/toolgateway/keyderive"
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+// standIn replaces one of the user's tools: the same spec (name, schema,
+// read_only, policy), no upstream. It counts its executions and does what
+// the running guarantee tells it to.
+type standIn struct {
+	spec tools.Spec
+	runs atomic.Int64
+	// uncertain, when set, makes the next executions end as if the upstream
+	// took the call and never answered.
+	uncertain atomic.Bool
+}
+
+func (s *standIn) Spec() tools.Spec { return s.spec }
+
+func (s *standIn) Call(_ context.Context, req *tools.Request) (*tools.Response, error) {
+	n := s.runs.Add(1)
+	if s.uncertain.Load() {
+		return nil, fmt.Errorf("verify stand-in %s: %w", s.spec.Name, tools.ErrOutcomeUncertain)
+	}
+	return tools.JSON(200, map[string]any{"ok": true, "n": n, "execution_id": req.ExecutionID})
+}
+
+// verifyTenant is a scratch tenant: one of the configured names with a
+// token verify made up (the configured tokens are never known to it).
+type verifyTenant struct {
+	name, token string
+}
+
+// verifyEnv is the scratch gateway the guarantees run against: the user's
+// options with stand-ins for the tools, scratch tenants and a scratch store.
+type verifyEnv struct {
+	srv *httptest.Server
+	// decided is the same gateway with the user's decide rules and mode,
+	// on the same store and stand-ins: the guarantees about decisions.
+	decided *httptest.Server
+	// expiring is decided with approvals that expire after
+	// approvalExpiry: the guarantee that approvals expire.
+	expiring *httptest.Server
+	client   *http.Client
+	store    idempotency.Store
+	// reconcile are the config's reconcile targets by tool.
+	reconcile map[string]reconcile.Target
+	// receipts is nil when the config turns receipts off.
+	receipts receipts.Store
+	opts     gateway.Options
+	standIn  map[string]*standIn
+	tenants  []verifyTenant
+	mu       sync.Mutex
+	n        int
+}
+
+// wrapStore lets a test put a double around the scratch store.
+type wrapStore func(idempotency.Store) idempotency.Store
+
+// newVerifyEnv builds the scratch gateway from the checked config st on an
+// embedded store in dir. The user's decide rules are left out of it: the
+// guarantees about calls that run need calls that are allowed.
+func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
+	store, err := boltstore.Open(filepath.Join(dir, "verify.db"), boltstore.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("verify: scratch store: %w", err)
+	}
+	// Receipts as start-up keeps them (none when the config turns them off),
+	// beside the scratch store.
+	receiptStore, err := st.cfg.receiptsFor(ctx, store)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("verify: scratch receipts: %w", err)
+	}
+	var wrapped idempotency.Store = store
+	if wrap != nil {
+		wrapped = wrap(store)
+	}
+	env := &verifyEnv{store: wrapped, receipts: receiptStore, standIn: map[string]*standIn{}, reconcile: map[string]reconcile.Target{}}
+	for _, target := range st.reconcile {
+		env.reconcile[target.Tool] = target
+	}
+	registry := tools.NewRegistry()
+	for _, e := range st.opts.Tools.Entries() {
+		s := &standIn{spec: e.Spec}
+		if err := registry.Add(s); err != nil {
+			_ = store.Close()
+			return nil, fmt.Errorf("verify: stand-in for %s: %w", e.Spec.Name, err)
+		}
+		env.standIn[e.Spec.Name] = s
+	}
+	o := st.opts
+	o.Store, o.Tools = wrapped, registry
+	o.Decisions, o.OIDC, o.Limiter, o.Notifier, o.Receipts = nil, nil, nil, nil, receiptStore
+	o.Mounts, o.TracerProvider = nil, nil
+	o.Tenants = nil
+	for i, t := range st.opts.Tenants {
+		if i == 2 {
+			break
+		}
+		token := randomToken()
+		env.tenants = append(env.tenants, verifyTenant{name: t.Name, token: token})
+		o.Tenants = append(o.Tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
+	}
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := o
+	d.Decisions, d.Mode = st.opts.Decisions, st.opts.Mode
+	x := d
+	x.Approvals.Timeout = approvalExpiry
+	servers, err := scratchServers(o, d, x)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	env.opts = d
+	env.srv, env.decided, env.expiring = servers[0], servers[1], servers[2]
+	env.client = &http.Client{Timeout: 30 * time.Second}
+	return env, nil
+}
+
+// scratchServers serves a gateway for each of opts, each with its own
+// metrics registry (they share the store and the stand-ins).
+func scratchServers(opts ...gateway.Options) ([]*httptest.Server, error) {
+	gateways := make([]*gateway.Server, len(opts))
+	for i, o := range opts {
+		reg := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = reg, reg
+		gw, err := gateway.NewServer(o)
+		if err != nil {
+			return nil, fmt.Errorf("verify: scratch gateway: %w", err)
+		}
+		gateways[i] = gw
+	}
+	servers := make([]*httptest.Server, len(gateways))
+	for i, gw := range gateways {
+		servers[i] = httptest.NewServer(gw)
+	}
+	return servers, nil
+}
+
+// Close stops the scratch gateways and closes the scratch store.
+func (env *verifyEnv) Close() {
+	env.srv.Close()
+	env.decided.Close()
+	env.expiring.Close()
+	_ = env.store.Close()
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// session returns a session id no other call of this run used.
+func (env *verifyEnv) session() string {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.n++
+	return "verify-" + strconv.Itoa(env.n) + "-" + randomToken()[:8]
+}
+
+// seed returns an argument seed no other call of this run used (the next
+// one is free too: freshArgs takes two).
+func (env *verifyEnv) seed() int {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.n += 2
+	return env.n
+}
+
+// verifyCall is one call to the tool API of the scratch gateway.
+type verifyCall struct {
+	tool, session string
+	step          uint64
+	args          []byte
+	key           string // "" derives it
+	tenant        int    // index into env.tenants, when there are any
+	// decided sends the call to the gateway with the decide rules;
+	// expiring to the one whose approvals expire at once.
+	decided, expiring bool
+}
+
+type verifyResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, error) {
+	base := env.srv.URL
+	switch {
+	case c.decided:
+		base = env.decided.URL
+	case c.expiring:
+		base = env.expiring.URL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/tools/v1/"+c.tool, bytes.NewReader(c.args))
+	if err != nil {
+		return verifyResponse{}, err
+	}
+	key, err := deriveKey(c)
+	if err != nil {
+		return verifyResponse{}, fmt.Errorf("derive key: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Agent-Session-Id", c.session)
+	req.Header.Set("Agent-Step-Index", strconv.FormatUint(c.step, 10))
+	if len(env.tenants) > 0 {
+		req.Header.Set("Authorization", "Bearer "+env.tenants[c.tenant].token)
+	}
+	resp, err := env.client.Do(req)
+	if err != nil {
+		return verifyResponse{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return verifyResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
+}
+
+// deriveKey is the key call c is sent under.
+func deriveKey(c verifyCall) (string, error) {
+	if c.key != "" {
+		return c.key, nil
+	}
+	return keyderive.Key(c.session, c.step, c.tool, c.args)
+}

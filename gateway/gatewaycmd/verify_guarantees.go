@@ -1,0 +1,304 @@
+package gatewaycmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// Verdicts of one guarantee on one tool.
+const (
+	verifyPass = "PASS"
+	verifyFail = "FAIL"
+	verifyNA   = "N/A"
+)
+
+// verifyTool is what the guarantees know of one configured tool.
+type verifyTool struct {
+	name   string
+	spec   tools.Spec
+	policy tools.Policy
+	entry  *tools.Entry
+	// argsErr says why verify cannot make arguments for the tool.
+	argsErr error
+	standIn *standIn
+}
+
+// guarantee is one promise of the gateway, checked on one tool: it returns
+// the verdict and what happened (or, for N/A, why it does not apply).
+type guarantee struct {
+	name  string
+	check func(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string)
+}
+
+// guarantees are the checks verify runs, in the order it prints them.
+var guarantees = []guarantee{
+	{"replay runs once", checkReplay},
+	{"racing identical calls run once", checkRacing},
+	{"reused key with other arguments is refused", checkReusedKey},
+	{"step guard refuses a changed step", checkStepGuard},
+	{"uncertain outcome is not rerun", checkUncertain},
+	{"tenants never see each other's records", checkTenants},
+	{"effect key runs once across steps and sessions", checkEffectKeyOnce},
+	{"denied call never runs", checkDenied},
+	{"approval never lets other arguments run", checkApprovalOtherArgs},
+	{"approval is used once", checkApprovalUsedOnce},
+	{"approval expires", checkApprovalExpires},
+	{"altered receipt is detected", checkReceiptAltered},
+	{"reconciliation completes a record it is told committed", checkReconcile},
+}
+
+// needsRecords is the N/A every stored-record guarantee gives a read-only
+// tool, or one whose arguments verify cannot make.
+func needsRecords(t *verifyTool) (string, bool) {
+	if t.spec.ReadOnly {
+		return t.name + " is read_only (nothing is stored, every call runs)", false
+	}
+	if t.argsErr != nil {
+		return fmt.Sprintf("no arguments for %s: %v", t.name, t.argsErr), false
+	}
+	return "", true
+}
+
+// freshArgs are two different valid argument sets no other call of this
+// run used: an effect key made of them is new too.
+func (t *verifyTool) freshArgs(env *verifyEnv) (args, other []byte, err error) {
+	seed := env.seed()
+	return argsFor(t.entry, seed)
+}
+
+// ran counts the stand-in's executions during do.
+func ran(t *verifyTool, do func() error) (int64, error) {
+	before := t.standIn.runs.Load()
+	err := do()
+	return t.standIn.runs.Load() - before, err
+}
+
+func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	var first, second verifyResponse
+	n, err := ran(t, func() (err error) {
+		if first, err = env.call(ctx, c); err != nil {
+			return err
+		}
+		second, err = env.call(ctx, c)
+		return err
+	})
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case first.status != http.StatusOK:
+		return verifyFail, fmt.Sprintf("first call answered %d: %s", first.status, first.body)
+	case n != 1:
+		return verifyFail, fmt.Sprintf("two identical calls ran the tool %d times", n)
+	case second.status != first.status || !bytes.Equal(second.body, first.body):
+		return verifyFail, fmt.Sprintf("the replay answered %d %s, not the first answer", second.status, second.body)
+	}
+	return verifyPass, "2 identical calls, 1 execution, same answer"
+}
+
+func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	const racers = 8
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	var wg sync.WaitGroup
+	errs := make(chan error, racers)
+	n, _ := ran(t, func() error {
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := env.call(ctx, c); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
+	close(errs)
+	if err := <-errs; err != nil {
+		return verifyFail, err.Error()
+	}
+	if n != 1 {
+		return verifyFail, fmt.Sprintf("%d racing identical calls ran the tool %d times", racers, n)
+	}
+	return verifyPass, fmt.Sprintf("%d racing identical calls, 1 execution", racers)
+}
+
+func checkReusedKey(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, other, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	if bytes.Equal(args, other) {
+		return verifyNA, t.name + "'s schema admits only one argument value"
+	}
+	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	if _, err := env.call(ctx, first); err != nil {
+		return verifyFail, err.Error()
+	}
+	key, _ := deriveKey(first)
+	reused := first
+	reused.args, reused.key, reused.step = other, key, 2
+	var resp verifyResponse
+	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, reused); return err })
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case n != 0:
+		return verifyFail, fmt.Sprintf("the reused key with other arguments ran the tool (answered %d)", resp.status)
+	case resp.status < 400:
+		return verifyFail, fmt.Sprintf("the reused key with other arguments answered %d", resp.status)
+	}
+	return verifyPass, fmt.Sprintf("refused with %d, not run", resp.status)
+}
+
+func checkStepGuard(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, other, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	if env.opts.StepGuardOff {
+		return verifyNA, "idempotency.step_guard is off"
+	}
+	if bytes.Equal(args, other) {
+		return verifyNA, t.name + "'s schema admits only one argument value"
+	}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	if _, err := env.call(ctx, c); err != nil {
+		return verifyFail, err.Error()
+	}
+	changed := c
+	changed.args = other
+	var resp verifyResponse
+	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, changed); return err })
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case n != 0:
+		return verifyFail, fmt.Sprintf("a changed call at the same step ran the tool (answered %d)", resp.status)
+	case resp.status != http.StatusUnprocessableEntity:
+		return verifyFail, fmt.Sprintf("a changed call at the same step answered %d, not 422", resp.status)
+	}
+	return verifyPass, "changed call at the same step refused with 422, not run"
+}
+
+func checkUncertain(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	if t.policy.LeaseExpiry != tools.LeaseExpiryUnknown {
+		return verifyNA, t.name + " has lease_expiry: " + string(t.policy.LeaseExpiry) + ", not unknown"
+	}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	t.standIn.uncertain.Store(true)
+	first, err := env.call(ctx, c)
+	t.standIn.uncertain.Store(false)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	var retry verifyResponse
+	n, err := ran(t, func() (err error) { retry, err = env.call(ctx, c); return err })
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case n != 0:
+		return verifyFail, fmt.Sprintf("after an uncertain outcome (answered %d) the retry ran the tool again (answered %d)", first.status, retry.status)
+	case retry.status < 400:
+		return verifyFail, fmt.Sprintf("the retry after an uncertain outcome answered %d", retry.status)
+	}
+	return verifyPass, fmt.Sprintf("retry after an uncertain outcome answered %d, not run", retry.status)
+}
+
+func checkTenants(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	if len(env.tenants) < 2 {
+		return verifyNA, "fewer than 2 tenants configured"
+	}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	mine, err := env.call(ctx, c)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	c.tenant = 1
+	var theirs verifyResponse
+	n, err := ran(t, func() (err error) { theirs, err = env.call(ctx, c); return err })
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case n != 1 || bytes.Equal(mine.body, theirs.body):
+		return verifyFail, fmt.Sprintf("%s's identical call got %s's record (%d executions)", env.tenants[1].name, env.tenants[0].name, n)
+	}
+	return verifyPass, fmt.Sprintf("the same call as %s ran on its own for %s", env.tenants[0].name, env.tenants[1].name)
+}
+
+// checkEffectKeyOnce sends the same arguments under two sessions and steps
+// (two keys, one effect key): the tool runs once, the second is a replay.
+func checkEffectKeyOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	if t.policy.EffectKey == "" {
+		return verifyNA, t.name + " has no effect_key"
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	again := verifyCall{tool: t.name, session: env.session(), step: 7, args: args}
+	var r1, r2 verifyResponse
+	n, err := ran(t, func() (err error) {
+		if r1, err = env.call(ctx, first); err != nil {
+			return err
+		}
+		r2, err = env.call(ctx, again)
+		return err
+	})
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case r1.status != http.StatusOK:
+		return verifyFail, fmt.Sprintf("first call answered %d: %s", r1.status, r1.body)
+	case n != 1:
+		return verifyFail, fmt.Sprintf("the same effect in another session and step ran the tool %d times", n)
+	case r2.header.Get(wire.HeaderEffectKeyReplayed) != "true":
+		return verifyFail, fmt.Sprintf("the same effect in another session answered %d without %s: true", r2.status, wire.HeaderEffectKeyReplayed)
+	}
+	return verifyPass, "2 sessions, 2 steps, 1 execution, the second a replay"
+}

@@ -1,0 +1,92 @@
+package gatewaycmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// layoutGuarantee names the store's guarantee in verify's output; its
+// tool column is storeColumn, since it holds for the store, not a tool.
+const (
+	layoutGuarantee = "newer store layout is refused"
+	storeColumn     = "(store)"
+)
+
+// checkNewerLayout opens a second scratch store that a newer gateway has
+// marked (boltstore.MarkNewerLayout), serves tool t on it, and checks a
+// call is refused without running.
+func checkNewerLayout(ctx context.Context, env *verifyEnv, dir string, t *verifyTool) VerifyResult {
+	r := VerifyResult{Tool: storeColumn, Guarantee: layoutGuarantee}
+	if t == nil {
+		r.Verdict, r.Detail = verifyNA, "no tool of this config stores records with arguments verify can make"
+		return r
+	}
+	r.Verdict, r.Detail = newerLayoutVerdict(ctx, env, filepath.Join(dir, "newer.db"), t)
+	return r
+}
+
+func newerLayoutVerdict(ctx context.Context, env *verifyEnv, path string, t *verifyTool) (string, string) {
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err == nil {
+		err = s.Close()
+	}
+	if err == nil {
+		err = boltstore.MarkNewerLayout(path)
+	}
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	store, err := boltstore.Open(path, boltstore.Options{NoMigrate: true})
+	if errors.Is(err, idempotency.ErrNewerLayout) {
+		return verifyPass, "refused at open: " + err.Error()
+	}
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	defer func() { _ = store.Close() }()
+	stand := &standIn{spec: t.spec}
+	registry := tools.NewRegistry()
+	if err := registry.Add(stand); err != nil {
+		return verifyFail, err.Error()
+	}
+	reg := prometheus.NewRegistry()
+	policies := map[string]tools.Policy{t.name: env.opts.Policies[t.name]}
+	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, Policies: policies, KeyMode: env.opts.KeyMode,
+		Logger: slog.New(slog.DiscardHandler), Registerer: reg, Gatherer: reg})
+	if errors.Is(err, idempotency.ErrNewerLayout) {
+		return verifyPass, "refused at start: " + err.Error()
+	}
+	if err != nil {
+		return verifyFail, "scratch gateway on the newer store: " + err.Error()
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	layoutEnv := &verifyEnv{srv: srv, client: env.client}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	resp, err := layoutEnv.call(ctx, verifyCall{tool: t.name, session: env.session(), step: 1, args: args})
+	switch {
+	case err != nil:
+		return verifyFail, err.Error()
+	case stand.runs.Load() != 0:
+		return verifyFail, fmt.Sprintf("on a store a newer gateway changed, %s ran (answered %d)", t.name, resp.status)
+	case resp.status != http.StatusServiceUnavailable || problemCode(resp.body) != wire.CodeStoreUnavailable:
+		return verifyFail, fmt.Sprintf("on a store a newer gateway changed, a call answered %d %s, not 503 %s", resp.status, resp.body, wire.CodeStoreUnavailable)
+	}
+	return verifyPass, fmt.Sprintf("a call of %s on a store with a newer layout: 503 %s, not run", t.name, wire.CodeStoreUnavailable)
+}

@@ -1,0 +1,61 @@
+package gatewaycmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+)
+
+// receiptStatus is the status member of an exported receipt line.
+var receiptStatus = regexp.MustCompile(`"status":(\d+)`)
+
+// checkReceiptAltered runs one call of the tool, exports the receipts (as
+// `gateway receipts export` does), checks the untouched export verifies,
+// then changes the status of the tool's receipt and checks that
+// receipts.Verify (what `gateway receipts verify` runs) finds it altered.
+func checkReceiptAltered(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	if env.receipts == nil {
+		return verifyNA, "receipts are off (receipts.off: true)"
+	}
+	if why, ok := needsRecords(t); !ok {
+		return verifyNA, why
+	}
+	args, _, err := t.freshArgs(env)
+	if err != nil {
+		return verifyFail, err.Error()
+	}
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	if _, err := env.call(ctx, c); err != nil {
+		return verifyFail, err.Error()
+	}
+	var export bytes.Buffer
+	if err := receipts.Export(ctx, env.receipts, &export); err != nil {
+		return verifyFail, err.Error()
+	}
+	if report, err := receipts.Verify(bytes.NewReader(export.Bytes())); err != nil || !report.OK() {
+		return verifyFail, fmt.Sprintf("the untouched export does not verify: %v %+v", err, report)
+	}
+	lines := bytes.Split(export.Bytes(), []byte("\n"))
+	marker := []byte(`"execution_id":`)
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
+		if !bytes.Contains(line, []byte(`"tool":"`+t.name+`"`)) || !bytes.Contains(line, marker) || !receiptStatus.Match(line) {
+			continue
+		}
+		lines[i] = receiptStatus.ReplaceAll(line, []byte(`"status":299`))
+		report, err := receipts.Verify(bytes.NewReader(bytes.Join(lines, []byte("\n"))))
+		if err != nil {
+			return verifyFail, err.Error()
+		}
+		for _, tr := range report.Tenants {
+			if tr.Failure != nil && tr.Failure.Problem == receipts.ProblemAltered {
+				return verifyPass, "a receipt whose status was changed: " + tr.Failure.String()
+			}
+		}
+		return verifyFail, "a receipt whose status was changed verified as whole"
+	}
+	return verifyFail, "the call left no receipt with a status for " + t.name
+}

@@ -1,0 +1,215 @@
+package gatewaycmd
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/toolgateway/toolgateway/tools"
+)
+
+const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch]"
+
+// VerifyResult is one guarantee checked on one tool.
+type VerifyResult struct {
+	Tool      string `json:"tool"`
+	Guarantee string `json:"guarantee"`
+	// Verdict is PASS, FAIL or N/A.
+	Verdict string `json:"verdict"`
+	// Detail says what happened, or for N/A why it does not apply.
+	Detail string `json:"detail"`
+}
+
+// ExitStatus is an error that asks for a process exit status other than 1:
+// [MainWith] exits with Code (`gateway verify` exits 2 when no guarantee
+// applied).
+type ExitStatus struct {
+	Code int
+	Err  error
+}
+
+// Error is the wrapped error's message.
+func (e *ExitStatus) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *ExitStatus) Unwrap() error { return e.Err }
+
+// errNoneApplied is `gateway verify`'s exit status 2.
+var errNoneApplied = &ExitStatus{Code: 2, Err: errors.New("verify: no guarantee applies to this config")}
+
+// verifyConfig loads the config at path as `gateway check` does (the same
+// errors) and runs every guarantee on every tool against stand-ins on a
+// scratch embedded store; wrap, when set, is put around that store.
+func verifyConfig(ctx context.Context, path string, getenv func(string) string, wrap wrapStore) ([]VerifyResult, error) {
+	st, err := prepare(path, getenv, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
+	}
+	if st.mcp != nil {
+		defer st.mcp.Close()
+	}
+	dir, err := os.MkdirTemp("", "gateway-verify-")
+	if err != nil {
+		return nil, fmt.Errorf("verify: scratch directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	env, err := newVerifyEnv(ctx, st, dir, wrap)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	gatewayDefaults := tools.Policy{Timeout: st.opts.ToolTimeout, ReplayTTL: st.opts.ReplayTTL}
+	var results []VerifyResult
+	var recording *verifyTool // a tool the store guarantee can call
+	for _, e := range env.opts.Tools.Entries() {
+		t := &verifyTool{name: e.Spec.Name, spec: e.Spec, entry: e, standIn: env.standIn[e.Spec.Name],
+			policy: st.opts.Policies[e.Spec.Name].Resolve(e.Spec.Policy, gatewayDefaults)}
+		_, _, t.argsErr = argsFor(e, 1)
+		for _, g := range guarantees {
+			verdict, detail := g.check(ctx, env, t)
+			results = append(results, VerifyResult{Tool: t.name, Guarantee: g.name, Verdict: verdict, Detail: detail})
+		}
+		if _, ok := needsRecords(t); ok && recording == nil {
+			recording = t
+		}
+	}
+	return append(results, checkNewerLayout(ctx, env, dir, recording)), nil
+}
+
+// argsFor makes two argument sets for e's schema and has the gateway's own
+// validation confirm them: arguments it would refuse prove nothing.
+func argsFor(e *tools.Entry, seed int) (args, other []byte, err error) {
+	if args, err = verifyArgs(e.Spec.InputSchema, seed); err != nil {
+		return nil, nil, err
+	}
+	if other, err = verifyArgs(e.Spec.InputSchema, seed+1); err != nil {
+		return nil, nil, err
+	}
+	for _, a := range [][]byte{args, other} {
+		violations, err := e.Schema().ValidateJSON(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(violations) > 0 {
+			return nil, nil, fmt.Errorf("the arguments verify made (%s) do not satisfy its input schema at %q: %s", a, violations[0].Location, violations[0].Message)
+		}
+	}
+	return args, other, nil
+}
+
+// verifyExit is the error for results: nil when every applicable guarantee
+// passed, exit 2 when none applied, exit 1 naming the failures otherwise.
+func verifyExit(results []VerifyResult) error {
+	applied, failed := 0, 0
+	for _, r := range results {
+		switch r.Verdict {
+		case verifyFail:
+			failed++
+			applied++
+		case verifyPass:
+			applied++
+		}
+	}
+	switch {
+	case failed > 0:
+		return fmt.Errorf("verify: %d of %d applicable guarantees FAILED", failed, applied)
+	case applied == 0:
+		return errNoneApplied
+	}
+	return nil
+}
+
+// runVerify is `gateway verify`.
+func runVerify(ctx context.Context, inv invocation) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	configPath := fs.String("config", "", "path to the config file (required)")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	junit := fs.String("junit", "", "also write the results as JUnit XML to this file")
+	storeMode := fs.String("store", "scratch", "where the guarantees run: scratch, a fresh embedded store in a temporary directory (the only choice in this version)")
+	if err := parseFlags(fs, inv, "verify", verifyUsage); err != nil {
+		return helpIsSuccess(err)
+	}
+	if *configPath == "" {
+		return fmt.Errorf("verify: -config is required (usage: gateway verify %s)", verifyUsage)
+	}
+	if *storeMode != "scratch" {
+		return fmt.Errorf("verify: -store %q: this version runs the guarantees on a scratch embedded store only (-store scratch)", *storeMode)
+	}
+	results, err := verifyConfig(ctx, *configPath, inv.getenv, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(inv.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
+		for _, r := range results {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Verdict, r.Tool, r.Guarantee, r.Detail)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if *junit != "" {
+		if err := writeJUnit(*junit, results); err != nil {
+			return err
+		}
+	}
+	return verifyExit(results)
+}
+
+// junitSuite is the JUnit XML CI systems read: one testcase per guarantee
+// per tool, N/A as skipped.
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	ClassName string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+}
+
+func writeJUnit(path string, results []VerifyResult) error {
+	suite := junitSuite{Name: "gateway verify", Tests: len(results)}
+	for _, r := range results {
+		c := junitCase{ClassName: r.Tool, Name: r.Guarantee}
+		switch r.Verdict {
+		case verifyFail:
+			c.Failure = &junitMessage{Message: r.Detail}
+			suite.Failures++
+		case verifyNA:
+			c.Skipped = &junitMessage{Message: r.Detail}
+			suite.Skipped++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	out, err := xml.MarshalIndent(suite, "", "  ")
+	if err != nil {
+		return fmt.Errorf("verify: junit: %w", err)
+	}
+	if err := os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644); err != nil {
+		return fmt.Errorf("verify: junit: %w", err)
+	}
+	return nil
+}
