@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -158,5 +159,14 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if v := s.settings.Load().oidc; v != nil {
+		if err := v.Ready(); err != nil {
+			// Ready still: the store decides and static tokens work; only
+			// the provider's tokens are refused until its keys are had.
+			body, _ := json.Marshal(map[string]string{"status": "ready", "oidc": err.Error()})
+			_, _ = w.Write(body)
+			return
+		}
+	}
 	_, _ = w.Write([]byte(`{"status":"ready"}`))
 }

@@ -184,3 +184,46 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestOIDCIssuerUnreachableAtStart: the gateway starts while its identity
+// provider does not answer; static tokens work, the provider's tokens get
+// 401 with the challenge, and /readyz stays ready but says why.
+func TestOIDCIssuerUnreachableAtStart(t *testing.T) {
+	p := oidctest.Start(t, oidcAudience)
+	token := p.Token(t, "org:acme") // a real token of a provider that then goes away
+	issuer := p.Issuer
+	p.Server.Close()
+	up := newMCPUpstream(t)
+	g := startGateway(t, fmt.Sprintf(`listen: 127.0.0.1:0
+store:
+  path: %s
+auth:
+  tenants:
+    - name: static
+      token_sha256: %s
+  oidc:
+    issuer: %s
+    audience: %s
+    tenant_claim: %s
+mcp_servers:
+  - name: tickets
+    url: %s
+    prefix: t_
+`, filepath.Join(t.TempDir(), "gw.db"), tokenHash("static-token"), issuer, oidcAudience, oidctest.TenantClaim, up.http.URL))
+	if r := bearerCall(t, g.addr, "static-token", "sess", 1, "t_create_ticket", `{"title":"static"}`); r.status != http.StatusOK {
+		t.Fatalf("static token with the provider down: %d %s", r.status, r.body)
+	}
+	r := bearerCall(t, g.addr, token, "sess", 2, "t_create_ticket", `{"title":"provider"}`)
+	if r.status != http.StatusUnauthorized || !strings.Contains(r.header.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Fatalf("provider token with the provider down: %d %q", r.status, r.header.Get("WWW-Authenticate"))
+	}
+	if n := len(up.srv.Executions(mcptest.ToolCreate)); n != 1 {
+		t.Fatalf("%d executions, want 1 (the static tenant's)", n)
+	}
+	ready := get(t, "http://"+g.addr+"/readyz")
+	var body map[string]string
+	if ready.status != http.StatusOK || json.Unmarshal(ready.body, &body) != nil || body["status"] != "ready" ||
+		!strings.Contains(body["oidc"], "unavailable") {
+		t.Fatalf("/readyz: %d %s, want ready naming the provider's state", ready.status, ready.body)
+	}
+}
