@@ -74,6 +74,20 @@ function toolCallsOf(message: ModelMessage): { toolCallId: string; toolName: str
   return calls;
 }
 
+/** Whether the messages approve the call: a `tool-approval-request` for it answered by a `tool-approval-response` with `approved: true`. */
+function approvedInMessages(toolCallId: string, messages: readonly ModelMessage[]): boolean {
+  const requests = new Set<string>();
+  for (const message of messages) {
+    if (message.role !== "assistant" || typeof message.content === "string") continue;
+    for (const part of message.content) if (part.type === "tool-approval-request" && part.toolCallId === toolCallId) requests.add(part.approvalId);
+  }
+  for (const message of messages) {
+    if (message.role !== "tool") continue;
+    for (const part of message.content) if (part.type === "tool-approval-response" && part.approved && requests.has(part.approvalId)) return true;
+  }
+  return false;
+}
+
 /**
  * The gateway's tools for one conversation of an AI SDK app. Make one per
  * conversation (and per request handling it); see {@link aiSdkGateway}.
@@ -227,8 +241,9 @@ export class AiSdkGateway {
    * A call the SDK runs: after the approval check, or after the app
    * approved the call's `tool-approval-request` (a `tool-approval-response`
    * part with `approved: true`, usually in a new process, from the stored
-   * messages). If the gateway still holds the call, the runtime's approval
-   * is the human's answer: it is sent to the gateway (a rule with
+   * messages). If the gateway still holds the call and the messages hold
+   * the human's approval of it (never otherwise: an app's own
+   * `toolApproval` may skip the check), that approval is the answer: it is sent to the gateway (a rule with
    * `approver: caller`) and the call made again with the same step, so it
    * runs once. An operator's approval cannot be decided so: the call throws
    * the {@link ApprovalPendingError} (generateText rejects, or the model
@@ -246,6 +261,8 @@ export class AiSdkGateway {
       } catch (err) {
         if (!(err instanceof ApprovalPendingError)) throw err;
         this.#held.set(options.toolCallId, err);
+        // Only a human's answer in the runtime approves: not a call whose approval check the app's own `toolApproval` replaced.
+        if (!approvedInMessages(options.toolCallId, options.messages)) throw err;
         await this.#approveAsCaller(err);
         this.#held.delete(options.toolCallId);
         outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
