@@ -25,6 +25,7 @@ const agentEnv = "TOOLGATEWAY_EINO_AGENT"
 const (
 	lineModelWaits = "MODEL-WAITS" // the model was called at agentConfig.HangAtTurn and never answers
 	lineFinal      = "FINAL "      // followed by the final answer
+	lineApproval   = "APPROVAL "   // followed by the approval id the run waits for; the agent then waits to be killed
 )
 
 func TestMain(m *testing.M) {
@@ -78,6 +79,10 @@ func runAgent(configJSON string) error {
 		answer, err = ask(ctx, config.Gateway, &scriptedModel{config: config}, config.CheckpointDir, config.Thread, question)
 	} else {
 		answer, err = runFork(ctx, config, question)
+	}
+	if pending := eino.PendingApprovals(err); len(pending) > 0 {
+		fmt.Println(lineApproval + pending[0].ApprovalID)
+		select {} // paused until a human answers: the test kills this process
 	}
 	if err != nil {
 		return err

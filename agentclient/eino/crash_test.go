@@ -91,6 +91,13 @@ func (u *countingUpstream) of(session string) []execution {
 // directory with the provision tool served by upstream, and returns its URL.
 func startGateway(t *testing.T, upstream http.Handler) string {
 	t.Helper()
+	return startGatewayWith(t, upstream, "", "")
+}
+
+// startGatewayWith is startGateway with more YAML: toolYAML in the
+// provision tool (indented by 4), topYAML at the top level.
+func startGatewayWith(t *testing.T, upstream http.Handler, toolYAML, topYAML string) string {
+	t.Helper()
 	upstreamServer := httptest.NewServer(upstream)
 	t.Cleanup(upstreamServer.Close)
 
@@ -105,7 +112,7 @@ tools:
     input_schema: {type: object, required: [name], properties: {name: {type: string}}}
     http:
       url: %s/provision
-`, filepath.Join(dir, "gateway.db"), upstreamServer.URL)
+%s%s`, filepath.Join(dir, "gateway.db"), upstreamServer.URL, toolYAML, topYAML)
 	configPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

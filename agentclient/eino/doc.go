@@ -40,7 +40,11 @@
 // words the TypeScript adapters use (RefusalText), and the run goes on:
 // step_conflict (a regenerated turn that asks other arguments at a step
 // that already ran), invalid_arguments (with the violations),
-// idempotency_key_reused, outcome_unknown, payload_too_large and
-// upstream_response_too_large. Other failures are errors of the tool,
-// which end the graph run.
+// idempotency_key_reused, outcome_unknown, payload_too_large,
+// upstream_response_too_large, and the denials (call_denied,
+// approval_denied, approval_expired). A call the gateway holds for a
+// human's approval is an Eino interrupt whose Info is an
+// [ApprovalInterrupt] ([PendingApprovals] lists them from Invoke's error);
+// Invoke again once the human answered. Other failures are errors of the
+// tool, which end the graph run.
 package eino

@@ -54,6 +54,9 @@ func newAgent(ctx context.Context, gatewayURL string, chatModel model.ToolCallin
 			})),
 		graph.AddToolsNode("tools", toolsNode, compose.WithStatePreHandler(
 			func(_ context.Context, in *schema.Message, s *State) (*schema.Message, error) {
+				if in == nil { // the node resumed after a tool's interrupt (an approval): the turn is in the history already
+					return in, nil
+				}
 				s.Messages = append(s.Messages, in) // the model's turn joins the history before any tool runs
 				return in, nil
 			})),
@@ -80,20 +83,23 @@ func newAgent(ctx context.Context, gatewayURL string, chatModel model.ToolCallin
 // runThread runs the conversation threadID to its end: its first run, or
 // its resumption from its last checkpoint after a crash. Before each run
 // of the tools node the agent stops with an interrupt, its state stored;
-// Invoke again with the same checkpoint id goes on from there.
+// Invoke again with the same checkpoint id goes on from there. A call the
+// gateway holds for a human's approval stops the run too: that interrupt
+// is returned (eino.PendingApprovals(err) lists the approvals), and the
+// app runs the thread again once the human answered.
 func runThread(ctx context.Context, agent Agent, threadID string, input []*schema.Message) (*schema.Message, error) {
 	ctx = eino.WithSession(ctx, threadID) // the run's id, kept by resumes and forks
 	for {
 		answer, err := agent.Invoke(ctx, input, compose.WithCheckPointID(threadID))
-		if _, interrupted := compose.ExtractInterruptInfo(err); !interrupted {
+		if _, interrupted := compose.ExtractInterruptInfo(err); !interrupted || len(eino.PendingApprovals(err)) > 0 {
 			return answer, err
 		}
 	}
 }
 
 // ask puts question to the conversation threadID: a new one, or one to
-// resume after a crash (then question is not read again: the checkpoint
-// holds the conversation).
+// resume after a crash or a human's answer to an approval (then question
+// is not read again: the checkpoint holds the conversation).
 func ask(ctx context.Context, gatewayURL string, chatModel model.ToolCallingChatModel, checkpointDir, threadID, question string) (*schema.Message, error) {
 	store, err := eino.NewFileCheckPointStore(checkpointDir) // keep it: a resume reads it
 	if err != nil {

@@ -23,6 +23,9 @@ var modelVisible = map[string]bool{
 	wire.CodeOutcomeUnknown:           true,
 	wire.CodePayloadTooLarge:          true,
 	wire.CodeUpstreamResponseTooLarge: true,
+	wire.CodeCallDenied:               true,
+	wire.CodeApprovalDenied:           true,
+	wire.CodeApprovalExpired:          true,
 }
 
 // RefusalText returns the text the model is shown, as the tool's result,
@@ -49,6 +52,9 @@ func RefusalText(tool string, step uint64, err error) (string, bool) {
 			"Its effect has happened; its result is not available here. "+
 			"If this call is still needed, make it again: it will run as a new call.", tool, step, earlier, execution), true
 	}
+	if text, ok := deniedText(tool, problem); ok {
+		return text, true
+	}
 	what := problem.Detail
 	if what == "" {
 		what = problem.Title
@@ -63,6 +69,31 @@ func RefusalText(tool string, step uint64, err error) (string, bool) {
 		violations = " " + compactJSON(problem.Errors)
 	}
 	return fmt.Sprintf("The gateway refused this call of %s (%d %s): %s%s", tool, problem.Status, code, what, violations), true
+}
+
+// deniedText is the text for a call the gateway will not run: denied by
+// the tool's rules (call_denied), by a human (approval_denied), or not
+// approved in time (approval_expired). The model should not make it again.
+func deniedText(tool string, problem *agentclient.Error) (string, bool) {
+	var what string
+	switch problem.Code {
+	case wire.CodeCallDenied:
+		what = "denied by the tool's rules"
+	case wire.CodeApprovalDenied:
+		what = "denied"
+		if problem.By != "" {
+			what += " by " + problem.By
+		}
+	case wire.CodeApprovalExpired:
+		what = "not approved in time"
+	default:
+		return "", false
+	}
+	why := ""
+	if problem.Reason != "" {
+		why = ": " + problem.Reason
+	}
+	return fmt.Sprintf("This call of %s was NOT run: it was %s%s (%s). Do not make it again; tell the user.", tool, what, why, problem.Code), true
 }
 
 // compactJSON is v as JSON without HTML escaping, as JavaScript's

@@ -2,6 +2,7 @@ package eino
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cloudwego/eino/components/tool"
@@ -56,7 +57,8 @@ func (t *gatewayTool) Info(context.Context) (*schema.ToolInfo, error) {
 // InvokableRun implements tool.InvokableTool: it calls the gateway with the
 // run's session and the call's step, and returns the tool's response body.
 // A refusal the model can act on (RefusalText) is returned as the result,
-// for the model to read; any other failure is the tool's error.
+// for the model to read; a call held for a human's approval is an Eino
+// interrupt ([ApprovalInterrupt]); any other failure is the tool's error.
 func (t *gatewayTool) InvokableRun(ctx context.Context, argumentsInJSON string, _ ...tool.Option) (string, error) {
 	session, ok := SessionFrom(ctx)
 	if !ok {
@@ -73,6 +75,9 @@ func (t *gatewayTool) InvokableRun(ctx context.Context, argumentsInJSON string, 
 	result, err := t.gateway.client.Session(session).Call(ctx, step, t.info.Name, []byte(argumentsInJSON))
 	if text, ok := RefusalText(t.info.Name, step, err); ok {
 		return text, nil
+	}
+	if pending := (*agentclient.ApprovalPendingError)(nil); errors.As(err, &pending) {
+		return "", approvalInterrupt(ctx, pending, t.info.Name, argumentsInJSON, step)
 	}
 	if err != nil {
 		return "", fmt.Errorf("toolgateway eino: %s step %d: %w", t.info.Name, step, err)

@@ -31,6 +31,9 @@ import {
 
 import { ConversationTools } from "./adapter-core.js";
 import type { Client, Session, ToolDefinition } from "./client.js";
+import { ApprovalPendingError, GatewayError } from "./errors.js";
+import type { ToolOutcome } from "./tool-outcome.js";
+import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
 
 export type { ToolDefinition } from "./client.js";
 
@@ -71,6 +74,20 @@ function toolCallsOf(message: ModelMessage): { toolCallId: string; toolName: str
   return calls;
 }
 
+/** Whether the messages approve the call: a `tool-approval-request` for it answered by a `tool-approval-response` with `approved: true`. */
+function approvedInMessages(toolCallId: string, messages: readonly ModelMessage[]): boolean {
+  const requests = new Set<string>();
+  for (const message of messages) {
+    if (message.role !== "assistant" || typeof message.content === "string") continue;
+    for (const part of message.content) if (part.type === "tool-approval-request" && part.toolCallId === toolCallId) requests.add(part.approvalId);
+  }
+  for (const message of messages) {
+    if (message.role !== "tool") continue;
+    for (const part of message.content) if (part.type === "tool-approval-response" && part.approved && requests.has(part.approvalId)) return true;
+  }
+  return false;
+}
+
 /**
  * The gateway's tools for one conversation of an AI SDK app. Make one per
  * conversation (and per request handling it); see {@link aiSdkGateway}.
@@ -92,6 +109,11 @@ export class AiSdkGateway {
   readonly declarations: ToolSet;
   /** The definitions, the read-only tools, and each tool call's position in the model turn that made it (by tool call id, learnt from the model's responses). */
   readonly #core: ConversationTools<AiSdkToolDefinition>;
+  readonly #client: Client;
+  /** Calls the approval check already made through the gateway: their outcome (or error) for `execute`, by tool call id. */
+  readonly #settled = new Map<string, { outcome: ToolOutcome } | { error: unknown }>();
+  /** The gateway's pending approval of each call it held, by tool call id. */
+  readonly #held = new Map<string, ApprovalPendingError>();
 
   constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly ToolDefinition[]) {
     this.#core = new ConversationTools(client, conversationId, definitions, (discovered) => ({
@@ -99,6 +121,7 @@ export class AiSdkGateway {
       inputSchema: jsonSchema(discovered.input_schema),
     }));
     this.session = this.#core.session;
+    this.#client = client;
     const tools: ToolSet = {};
     const declarations: ToolSet = {};
     for (const [name, definition] of Object.entries(this.#core.definitions)) {
@@ -109,9 +132,12 @@ export class AiSdkGateway {
         // Before the call runs, outside the tool's own error handling: a
         // model that is not wrapped fails generateText / streamText itself,
         // instead of handing the model a tool error the app never sees.
-        onInputAvailable: ({ toolCallId }) => {
-          this.#position(name, toolCallId);
+        onInputAvailable: ({ toolCallId, messages }) => {
+          this.#step(name, toolCallId, messages);
         },
+        // The gateway's own approval rules become the AI SDK's tool approval.
+        needsApproval: (input: unknown, options: { toolCallId: string; messages: ModelMessage[] }) =>
+          this.#needsApproval(name, input, options.toolCallId, options.messages),
         execute: (input: unknown, options: ToolExecutionOptions<unknown>) => this.#execute(name, input, options),
       });
     }
@@ -151,9 +177,34 @@ export class AiSdkGateway {
     return wrapLanguageModel({ model, middleware });
   }
 
-  /** The call's position in the model's turn (0 for a read-only tool, which needs no step); throws if the model was not wrapped. */
-  #position(tool: string, toolCallId: string): number {
+  /**
+   * The gateway's pending approval of a call it held for a human (the call
+   * of a `tool-approval-request` part, by its `toolCallId`): its id, expiry
+   * and problem, to show the approver or to poll. Also set for an approved
+   * call the gateway still holds for its operator: the run read it as a
+   * tool error, so the app should not store that turn, and resume from the
+   * stored messages once the operator decided. Known only in this process.
+   */
+  heldApproval(toolCallId: string): ApprovalPendingError | undefined {
+    return this.#held.get(toolCallId);
+  }
+
+  /**
+   * The step of a call: its ordinal among the tool calls of the messages
+   * when they already hold it (a call the app approved, run when the run
+   * resumes from the stored messages), else the tool calls of the messages
+   * plus its position in the model's turn (0 for a read-only tool, which
+   * needs no step); throws if the model was not wrapped.
+   */
+  #step(tool: string, toolCallId: string, messages: readonly ModelMessage[]): number {
     if (this.#core.isReadOnly(tool)) return 0;
+    let ordinal = 0;
+    for (const message of messages) {
+      for (const call of toolCallsOf(message)) {
+        if (call.toolCallId === toolCallId) return ordinal;
+        ordinal++;
+      }
+    }
     const position = this.#core.recall(toolCallId);
     if (position === undefined) {
       throw new Error(
@@ -161,14 +212,75 @@ export class AiSdkGateway {
           `gateway.model(...): pass generateText/streamText the wrapped model, so the call's step is known`,
       );
     }
-    return position;
+    return ordinal + position;
   }
 
+  /**
+   * The tool's approval check (the AI SDK's `needsApproval`): the call is
+   * made through the gateway here, and only a call its rules hold for a
+   * human (409 `approval_pending`) becomes the SDK's tool-approval request.
+   * Any other outcome (the result, a refusal, an error) is kept for
+   * `execute`, which hands it on without calling again.
+   */
+  async #needsApproval(tool: string, input: unknown, toolCallId: string, messages: readonly ModelMessage[]): Promise<boolean> {
+    if (this.#core.isReadOnly(tool)) return false;
+    try {
+      const outcome = await this.#core.outcome(tool, this.#step(tool, toolCallId, messages), input);
+      this.#settled.set(toolCallId, { outcome });
+    } catch (err) {
+      if (err instanceof ApprovalPendingError) {
+        this.#held.set(toolCallId, err);
+        return true;
+      }
+      this.#settled.set(toolCallId, { error: err });
+    }
+    return false;
+  }
+
+  /**
+   * A call the SDK runs: after the approval check, or after the app
+   * approved the call's `tool-approval-request` (a `tool-approval-response`
+   * part with `approved: true`, usually in a new process, from the stored
+   * messages). If the gateway still holds the call and the messages hold
+   * the human's approval of it (never otherwise: an app's own
+   * `toolApproval` may skip the check), that approval is the answer: it is sent to the gateway (a rule with
+   * `approver: caller`) and the call made again with the same step, so it
+   * runs once. An operator's approval cannot be decided so: the call throws
+   * the {@link ApprovalPendingError} (generateText rejects, or the model
+   * reads it as a tool error, as the app's tools do); resume later.
+   */
   async #execute(tool: string, input: unknown, options: ToolExecutionOptions<unknown>): Promise<unknown> {
-    const step = aiSdkToolCallCount(options.messages) + this.#position(tool, options.toolCallId);
-    const outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
+    const settled = this.#settled.get(options.toolCallId);
+    this.#settled.delete(options.toolCallId);
+    if (settled && "error" in settled) throw settled.error;
+    let outcome = settled?.outcome;
+    if (outcome === undefined) {
+      const step = this.#step(tool, options.toolCallId, options.messages);
+      try {
+        outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
+      } catch (err) {
+        if (!(err instanceof ApprovalPendingError)) throw err;
+        this.#held.set(options.toolCallId, err);
+        // Only a human's answer in the runtime approves: not a call whose approval check the app's own `toolApproval` replaced.
+        if (!approvedInMessages(options.toolCallId, options.messages)) throw err;
+        await this.#approveAsCaller(err);
+        this.#held.delete(options.toolCallId);
+        outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
+      }
+    }
     if (!outcome.ok) throw new Error(outcome.value);
     return outcome.value;
+  }
+
+  /** Sends the app's approval to the gateway's caller endpoint; rethrows `pending` when the rule's approver is the operator. */
+  async #approveAsCaller(pending: ApprovalPendingError): Promise<void> {
+    try {
+      await this.#client.approve(pending.approvalId);
+    } catch (decision) {
+      const code = decision instanceof GatewayError ? decision.code : "";
+      if (code === CodeApprovalNotYours) throw pending;
+      if (code !== CodeApprovalNotPending) throw decision;
+    }
   }
 
   /**

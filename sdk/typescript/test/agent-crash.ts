@@ -37,7 +37,7 @@ export interface CrashStack {
   close(): Promise<void>;
 }
 
-export async function startCrashStack(): Promise<CrashStack> {
+export async function startCrashStack({ effectKey }: { effectKey?: string } = {}): Promise<CrashStack> {
   const dir = tempDir("tsgw-crash-");
   const executions = new Map<string, number>();
   const waiters = new Map<string, (() => void)[]>();
@@ -54,7 +54,7 @@ export async function startCrashStack(): Promise<CrashStack> {
     res.writeHead(201, { "Content-Type": "application/json" });
     res.end(JSON.stringify({ resource: `${args.name}-${total}`, execution: total }));
   });
-  const config = provisionConfig(dir, upstream.url, token);
+  const config = provisionConfig(dir, upstream.url, token, { effectKey });
   const gateway = await startGateway(dir, config);
   const agents = new Set<ChildProcess>();
   const release = () => {

@@ -32,7 +32,9 @@ interface Config {
   token: string;
   state: string;
   conversation: string;
-  mode: "tools" | "durable";
+  /** "approval": generateText with the gateway tools; a call the gateway holds stops the run at the SDK's tool-approval request (messages persisted, "INTERRUPTED" printed, then the app waits to be killed); `answer` approves or denies it in the stored messages and resumes. */
+  mode: "tools" | "durable" | "approval";
+  answer?: "approve" | "deny";
   turns: { tool: string; args: Record<string, unknown> }[][];
   stream?: boolean;
   crash?: "after-tools";
@@ -126,7 +128,35 @@ const gw = aiSdkGateway(
 );
 
 const messages = load();
-if (config.mode === "tools") {
+if (config.mode === "approval") {
+  const last = messages[messages.length - 1]!;
+  if (config.answer && last.role === "assistant" && typeof last.content !== "string") {
+    const content = last.content.flatMap((part) =>
+      part.type === "tool-approval-request"
+        ? [{ type: "tool-approval-response" as const, approvalId: part.approvalId, approved: config.answer === "approve" }]
+        : [],
+    );
+    messages.push({ role: "tool", content });
+  }
+  const result = await generateText({ model: gw.model(model), tools: gw.tools, messages, stopWhen: stepCountIs(10) });
+  const held = result.content.filter((part) => part.type === "tool-approval-request");
+  const toolCallIds = messages.flatMap((message) =>
+    message.role === "assistant" && typeof message.content !== "string"
+      ? message.content.flatMap((part) => (part.type === "tool-call" ? [part.toolCallId] : []))
+      : [],
+  );
+  if (toolCallIds.some((id) => gw.heldApproval(id))) {
+    // Approved here, but the gateway's operator has not decided: keep the stored turn.
+    process.stdout.write(JSON.stringify({ pending: true }) + "\n");
+    process.exit(3);
+  }
+  messages.push(...result.responseMessages);
+  persist(messages);
+  if (held.length > 0) {
+    process.stdout.write(`INTERRUPTED ${held.map((part) => gw.heldApproval(part.toolCall.toolCallId)?.approvalId).join(" ")}\n`);
+    await new Promise(() => setInterval(() => {}, 1000)); // paused: the human answers elsewhere
+  }
+} else if (config.mode === "tools") {
   const options = { model: config.unwrapped ? model : gw.model(model), tools: gw.tools, messages, stopWhen: stepCountIs(10) };
   let responseMessages: ModelMessage[];
   if (config.stream) {

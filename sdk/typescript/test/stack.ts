@@ -66,7 +66,11 @@ export function provisionConfig(
   dir: string,
   upstreamUrl: string,
   tenantToken: string,
-  { description = "allocates a resource", extra = {} }: { description?: string; extra?: Record<string, string> } = {},
+  {
+    description = "allocates a resource",
+    extra = {},
+    effectKey,
+  }: { description?: string; extra?: Record<string, string>; effectKey?: string } = {},
 ): string {
   const properties = Object.entries({ name: "{type: string}", ...extra })
     .map(([name, schema]) => `        ${name}: ${schema}\n`)
@@ -89,5 +93,5 @@ tools:
       properties:
 ${properties}    http:
       url: ${upstreamUrl}/provision
-`;
+${effectKey ? `    effect_key: ${JSON.stringify(effectKey)}\n` : ""}`;
 }
