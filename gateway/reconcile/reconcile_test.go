@@ -457,8 +457,23 @@ func TestGaveUpOnRedis(t *testing.T) {
 	if n := o.asked.Load(); n != 2 {
 		t.Fatalf("owner asked %d times, want 2", n)
 	}
-	page, err := s.store.List(context.Background(), idempotency.ListFilter{State: idempotency.StateUnknown, Tool: testTool, Limit: 10})
-	if err != nil || len(page.Records) != 1 || page.Records[0].Reconciliation == nil || page.Records[0].Reconciliation.Count != 2 {
-		t.Fatalf("listing: %v %+v", err, page.Records)
+	// Redis lists with SCAN, bounded work per page: a page may come back
+	// empty with a cursor (the shared Redis holds other tests' keys), so
+	// read every page.
+	var records []idempotency.Record
+	filter := idempotency.ListFilter{State: idempotency.StateUnknown, Tool: testTool, Limit: 10}
+	for {
+		page, err := s.store.List(context.Background(), filter)
+		if err != nil {
+			t.Fatalf("listing: %v", err)
+		}
+		records = append(records, page.Records...)
+		if page.Cursor == "" {
+			break
+		}
+		filter.Cursor = page.Cursor
+	}
+	if len(records) != 1 || records[0].Reconciliation == nil || records[0].Reconciliation.Count != 2 {
+		t.Fatalf("listing: %+v", records)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,22 +21,44 @@ import (
 // Store is a [receipts.Store] on PostgreSQL.
 type Store struct {
 	*receipts.Appender
-	pool *pgxpool.Pool
-	sql  statements
+	pool   *pgxpool.Pool
+	sql    statements
+	schema string
+
+	// created is set once the tables exist; creating them waits for the
+	// first use, so a gateway starts while PostgreSQL is down.
+	created  atomic.Bool
+	creating sync.Mutex
 }
 
 var _ receipts.Store = (*Store)(nil)
 
-// New returns a store in schema (which must exist), creating its tables if
-// they are missing; now is the clock of receipts appended without a time
-// (nil: time.Now).
-func New(ctx context.Context, pool *pgxpool.Pool, schema string, now func() time.Time) (*Store, error) {
-	if _, err := pool.Exec(ctx, qualifier(schema)(schemaSQL)); err != nil {
-		return nil, fmt.Errorf("pgreceipts: create tables in %s: %w", schema, err)
-	}
-	s := &Store{pool: pool, sql: newStatements(schema)}
+// New returns a store in schema (which must exist); its tables are created
+// on first use if they are missing. now is the clock of receipts appended
+// without a time (nil: time.Now). It makes no request.
+func New(_ context.Context, pool *pgxpool.Pool, schema string, now func() time.Time) (*Store, error) {
+	s := &Store{pool: pool, sql: newStatements(schema), schema: schema}
 	s.Appender = receipts.NewAppender(s, now)
 	return s, nil
+}
+
+// ready creates the tables once, before the first statement that needs
+// them; a failure is returned (the receipt writer retries) and tried again
+// next time.
+func (s *Store) ready(ctx context.Context) error {
+	if s.created.Load() {
+		return nil
+	}
+	s.creating.Lock()
+	defer s.creating.Unlock()
+	if s.created.Load() {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, qualifier(s.schema)(schemaSQL)); err != nil {
+		return fmt.Errorf("pgreceipts: create tables in %s: %w", s.schema, err)
+	}
+	s.created.Store(true)
+	return nil
 }
 
 // CompareAndAppend implements [receipts.Log]: one statement when the head
@@ -50,6 +74,9 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	if expected.Seq != 0 {
 		stmt = s.sql.appendNext
 		args = append(args, expected.Seq, expected.Hash)
+	}
+	if err := s.ready(ctx); err != nil {
+		return receipts.Head{}, err
 	}
 	tag, err := s.pool.Exec(ctx, stmt, args...)
 	if err != nil {
@@ -68,6 +95,9 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 
 // Tenants implements [receipts.Store].
 func (s *Store) Tenants(ctx context.Context) ([]string, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, s.sql.tenants)
 	if err != nil {
 		return nil, fmt.Errorf("pgreceipts: tenants: %w", err)
@@ -84,6 +114,9 @@ func (s *Store) Tenants(ctx context.Context) ([]string, error) {
 func (s *Store) List(ctx context.Context, f receipts.Filter) ([]receipts.Receipt, int64, error) {
 	f, err := f.Normalize()
 	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.ready(ctx); err != nil {
 		return nil, 0, err
 	}
 	rows, err := s.pool.Query(ctx, s.sql.list, f.Tenant, f.After, f.Limit+1)
@@ -118,6 +151,9 @@ func (s *Store) List(ctx context.Context, f receipts.Filter) ([]receipts.Receipt
 
 // Expire implements [receipts.Store]: one statement over every tenant.
 func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
 	tag, err := s.pool.Exec(ctx, s.sql.expire, before.UnixNano())
 	if err != nil {
 		return 0, fmt.Errorf("pgreceipts: expire: %w", err)
