@@ -60,17 +60,28 @@ func approve(ctx context.Context, env *verifyEnv, id string) error {
 	return err
 }
 
-func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
-	id, na, failure, other := approvalCall(ctx, env, t, &c)
+// approvedCall makes c, a call the tool's rules send for approval, and
+// approves it; verdict is set (N/A or FAIL, with detail) when that could
+// not be done. other is arguments of the same rule's other call.
+func approvedCall(ctx context.Context, env *verifyEnv, t *verifyTool, c *verifyCall) (other []byte, verdict, detail string) {
+	id, na, failure, other := approvalCall(ctx, env, t, c)
 	switch {
 	case na != "":
-		return verifyNA, na
+		return nil, verifyNA, na
 	case failure != "":
-		return verifyFail, failure
+		return nil, verifyFail, failure
 	}
 	if err := approve(ctx, env, id); err != nil {
-		return verifyFail, err.Error()
+		return nil, verifyFail, err.Error()
+	}
+	return other, "", ""
+}
+
+func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
+	other, verdict, detail := approvedCall(ctx, env, t, &c)
+	if verdict != "" {
+		return verdict, detail
 	}
 	changed := c
 	changed.args = other
@@ -87,15 +98,8 @@ func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) 
 
 func checkApprovalUsedOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
 	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
-	id, na, failure, _ := approvalCall(ctx, env, t, &c)
-	switch {
-	case na != "":
-		return verifyNA, na
-	case failure != "":
-		return verifyFail, failure
-	}
-	if err := approve(ctx, env, id); err != nil {
-		return verifyFail, err.Error()
+	if _, verdict, detail := approvedCall(ctx, env, t, &c); verdict != "" {
+		return verdict, detail
 	}
 	const racers = 8
 	var wg sync.WaitGroup
