@@ -54,11 +54,29 @@ func (s *Store) ready(ctx context.Context) error {
 	if s.created.Load() {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, qualifier(s.schema)(schemaSQL)); err != nil {
+	if err := s.create(ctx); err != nil {
 		return fmt.Errorf("pgreceipts: create tables in %s: %w", s.schema, err)
 	}
 	s.created.Store(true)
 	return nil
+}
+
+// create runs the tables' DDL under a transaction-scoped advisory lock:
+// CREATE TABLE IF NOT EXISTS is not safe against itself, and two replicas
+// (or two stores of one process) may create at the same moment.
+func (s *Store) create(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "toolgateway receipts "+s.schema); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, qualifier(s.schema)(schemaSQL)); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // CompareAndAppend implements [receipts.Log]: one statement when the head
