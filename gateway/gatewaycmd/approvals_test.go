@@ -16,8 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
@@ -77,23 +76,42 @@ func countingUpstream(t *testing.T, delay time.Duration) (*httptest.Server, *ato
 	return srv, &n
 }
 
-// TestApprovedCallSurvivesKills runs the real program on Redis: a call
-// waits for approval, is approved, the gateway is SIGKILLed before the
-// call comes back and again while the consuming call runs; the upstream
-// runs the call at most once (lease_expiry: unknown: the record of the
-// killed run turns UNKNOWN, it never runs again).
+// TestApprovedCallSurvivesKills runs the real program on each store: a
+// call waits for approval, an operator approves it (admin API), the
+// gateway is SIGKILLed before the call comes back and again while the
+// consuming call runs; the upstream runs the call at most once
+// (lease_expiry: unknown: the record of the killed run turns UNKNOWN, it
+// never runs again).
 func TestApprovedCallSurvivesKills(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "gateway")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
 		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
 	}
+	stores := map[string]func(t *testing.T) string{
+		"embedded": func(t *testing.T) string { return "store:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n" },
+		"redis": func(t *testing.T) string {
+			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+			prefix := redistest.Prefix("approvalkill")
+			t.Cleanup(func() { redistest.CleanPrefix(context.Background(), client, prefix); _ = client.Close() })
+			return "store:\n  redis_url: redis://" + redistest.Addr(t) + "/0\n  key_prefix: '" + prefix + "'\n"
+		},
+		"postgres": func(t *testing.T) string {
+			url := pgtest.URL(t)
+			return "store:\n  postgres_url: " + url + "\n  postgres_schema: " + pgtest.Schema(t, url) + "\n"
+		},
+	}
+	for name, storeSection := range stores {
+		t.Run(name, func(t *testing.T) { approvedCallSurvivesKills(t, bin, storeSection(t)) })
+	}
+}
+
+func approvedCallSurvivesKills(t *testing.T, bin, storeSection string) {
 	up, runs := countingUpstream(t, 1500*time.Millisecond)
-	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-	prefix := redistest.Prefix("approvalkill")
-	t.Cleanup(func() { redistest.CleanPrefix(context.Background(), client, prefix); _ = client.Close() })
 	addr := freeAddr(t)
+	const adminToken = "approval-kill-admin"
 	config := filepath.Join(t.TempDir(), "gateway.yaml")
-	if err := os.WriteFile(config, []byte("listen: "+addr+"\nstore:\n  redis_url: redis://"+redistest.Addr(t)+"/0\n  key_prefix: '"+prefix+"'"+`
+	if err := os.WriteFile(config, []byte("listen: "+addr+"\n"+storeSection+`admin:
+  token_sha256: `+tokenHash(adminToken)+`
 idempotency:
   lock_ttl: 1s
 tools:
@@ -120,9 +138,11 @@ tools:
 	if err != nil || json.Unmarshal(r.body, &p) != nil || r.status != http.StatusConflict || p.Code != "approval_pending" {
 		t.Fatalf("first call: %v %d %s", err, r.status, r.body)
 	}
-	store := redisstore.New(client, redisstore.Options{Prefix: prefix})
-	if _, err := store.DecideApproval(context.Background(), p.ApprovalID, idempotency.ApprovalDecision{Approve: true, By: "ops"}); err != nil {
-		t.Fatal(err)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/admin/v1/approvals/"+p.ApprovalID+"/approve", strings.NewReader(`{"by":"ops"}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	if resp := do(t, req); resp.status != http.StatusOK {
+		t.Fatalf("approve: %d %s", resp.status, resp.body)
 	}
 	first.kill() // between the approval and the call that uses it
 
