@@ -81,6 +81,25 @@ func tenantLimits(tenants []Tenant) map[string]TenantLimits {
 	return limits
 }
 
+// staticNames is the set of the listed tenants' names.
+func staticNames(tenants []Tenant) map[string]bool {
+	names := make(map[string]bool, len(tenants))
+	for _, t := range tenants {
+		names[t.Name] = true
+	}
+	return names
+}
+
+// limitsOf returns tenant's limits: a listed tenant's own, or for a tenant
+// only the identity provider names, the provider's tenants' limits.
+func (set *settings) limitsOf(tenant string) (TenantLimits, bool) {
+	if l, ok := set.limits[tenant]; ok || set.static[tenant] || set.oidc == nil {
+		return l, ok
+	}
+	l := set.providerLimits
+	return l, !l.Rate.IsZero() || l.MaxInFlight > 0
+}
+
 // rateLimited is the 429 of a call over one of its tenant's limits.
 func (s *Server) rateLimited(tenant, limit, detail string, retryAfter int) *Problem {
 	s.metrics.rateLimited.WithLabelValues(tenant, limit).Inc()
@@ -89,7 +108,7 @@ func (s *Server) rateLimited(tenant, limit, detail string, retryAfter int) *Prob
 
 // admitRate counts the call against its tenant's rate; nil means go on.
 func (s *Server) admitRate(ctx context.Context, c *Call) *Problem {
-	limits, ok := s.settings.Load().limits[c.Tenant]
+	limits, ok := s.settings.Load().limitsOf(c.Tenant)
 	if !ok || limits.Rate.IsZero() {
 		return nil
 	}
@@ -109,7 +128,7 @@ func (s *Server) admitRate(ctx context.Context, c *Call) *Problem {
 // takeSlot takes one of the tenant's in-flight slots for holder. The
 // returned leave gives it back; it is a no-op for a tenant without a cap.
 func (s *Server) takeSlot(ctx context.Context, c *Call, holder string) (leave func(), p *Problem) {
-	limits, ok := s.settings.Load().limits[c.Tenant]
+	limits, ok := s.settings.Load().limitsOf(c.Tenant)
 	if !ok || limits.MaxInFlight == 0 {
 		return func() {}, nil
 	}

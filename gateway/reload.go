@@ -38,6 +38,8 @@ type Settings struct {
 	// OIDC replaces Options.OIDC (auth with only an identity provider
 	// counts as auth on: it must stay on).
 	OIDC TokenVerifier
+	// ProviderLimits replaces Options.ProviderLimits.
+	ProviderLimits TenantLimits
 	// Decisions replaces Options.Decisions; the next decision of every
 	// call uses them, the consumption of an approval granted under the
 	// old rules included.
@@ -65,6 +67,10 @@ type settings struct {
 	replayTTL time.Duration
 	// oidc checks the identity provider's tokens (nil: none).
 	oidc TokenVerifier
+	// providerLimits are the limits of a provider's tenant that tenants
+	// does not list; static names the tenants listed.
+	providerLimits TenantLimits
+	static         map[string]bool
 	// decisions are the tools' decide rules (only tools that have some);
 	// mode and approvals as Settings says (decide.go).
 	decisions map[string]*decide.Policy
@@ -83,6 +89,9 @@ func authOn(s *settings) bool { return len(s.tenants) > 0 || s.oidc != nil }
 func newSettings(set Settings) (*settings, error) {
 	if err := ValidateAuth(set.Tenants, set.AdminTokenSHA256, set.AdminPreviousTokenSHA256); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if err := set.ProviderLimits.checkLimits(); err != nil {
+		return nil, fmt.Errorf("gateway: auth.oidc.%w", err)
 	}
 	effectKeys := map[string]*EffectKey{}
 	for name, p := range set.Policies {
@@ -118,11 +127,13 @@ func newSettings(set Settings) (*settings, error) {
 		policies:  maps.Clone(set.Policies),
 		replayTTL: orDefault(set.ReplayTTL, DefaultReplayTTL),
 		oidc:      set.OIDC,
+		static:    staticNames(set.Tenants),
 		decisions: withRules(set.Decisions),
 		mode:      mode,
 		approvals: set.Approvals.withDefaults(),
 	}
 	live.effectKeys = effectKeys
+	live.providerLimits = set.ProviderLimits
 	return live, nil
 }
 

@@ -79,6 +79,9 @@ type Options struct {
 	// that is no static tenant's is verified by it, and its tenant is the
 	// one the token names.
 	OIDC TokenVerifier
+	// ProviderLimits are the rate and in-flight limits of each tenant only
+	// OIDC names (a tenant Tenants lists has its own); zero: none.
+	ProviderLimits TenantLimits
 	// AdminTokenSHA256 enables the admin API when non-nil.
 	AdminTokenSHA256 *[sha256.Size]byte
 	// AdminPreviousTokenSHA256, when set, is the admin token being rotated
@@ -200,7 +203,7 @@ func NewServer(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
-		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC,
+		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
 		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals})
 	if err != nil {
 		return nil, err

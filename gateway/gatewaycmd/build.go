@@ -172,7 +172,7 @@ func (c *Config) buildOIDC() (*oidcauth.Authenticator, error) {
 	if c.Auth == nil || c.Auth.OIDC == nil {
 		return nil, nil
 	}
-	a, err := oidcauth.New(*c.Auth.OIDC, oidcauth.Options{})
+	a, err := oidcauth.New(c.Auth.OIDC.Config, oidcauth.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("auth.oidc.%w", err)
 	}
@@ -200,7 +200,7 @@ func optionalHash(field, s string) (*[32]byte, error) {
 // limits converts the tenant's rate, burst and max_in_flight; field is the
 // tenant's path in the file, e.g. auth.tenants[2]. The rules on their
 // values are gateway.ValidateAuth's (buildAuth calls it).
-func (t TenantEntry) limits(field string) (gateway.TenantLimits, error) {
+func (t LimitsConfig) limits(field string) (gateway.TenantLimits, error) {
 	var limits gateway.TenantLimits
 	if t.Rate == "" && t.Burst != 0 {
 		return limits, fmt.Errorf("%s.burst: %d without a rate: give rate too (e.g. rate: 100/s)", field, t.Burst)

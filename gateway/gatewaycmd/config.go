@@ -187,7 +187,7 @@ type AuthConfig struct {
 	Tenants []TenantEntry `yaml:"tenants"`
 	// OIDC makes the gateway a resource server of this issuer's access
 	// tokens (docs/security.md, "Identity provider").
-	OIDC *oidcauth.Config `yaml:"oidc"`
+	OIDC *OIDCEntry `yaml:"oidc"`
 }
 
 // TenantEntry is one tenant, the SHA-256 of its bearer token and its
@@ -198,12 +198,25 @@ type TenantEntry struct {
 	// PreviousTokenSHA256 is the tenant's token being rotated out,
 	// accepted beside TokenSHA256 until it is removed (a reload).
 	PreviousTokenSHA256 string `yaml:"previous_token_sha256"`
+	// LimitsConfig is the tenant's rate and in-flight limits.
+	LimitsConfig `yaml:",inline"`
+}
+
+// LimitsConfig is a tenant's limits as the file gives them.
+type LimitsConfig struct {
 	// Rate is "N/s", "N/m" or "N/h"; absent: no rate limit.
 	Rate string `yaml:"rate"`
 	// Burst is how many calls may come at once (default N of the rate).
 	Burst int `yaml:"burst"`
 	// MaxInFlight caps the tenant's tools running at once (absent: no cap).
 	MaxInFlight int `yaml:"max_in_flight"`
+}
+
+// OIDCEntry is `auth.oidc`: the provider, and the limits of each of its
+// tenants that auth.tenants does not list (a listed one has its own).
+type OIDCEntry struct {
+	oidcauth.Config `yaml:",inline"`
+	LimitsConfig    `yaml:",inline"`
 }
 
 // ToolEntry configures one tool: an HTTP upstream (with http), or settings

@@ -227,3 +227,41 @@ mcp_servers:
 		t.Fatalf("/readyz: %d %s, want ready naming the provider's state", ready.status, ready.body)
 	}
 }
+
+// TestOIDCTenantsHaveTheProviderLimits: auth.oidc's rate applies to each
+// tenant the provider names on its own (acme over it gets 429, globex
+// still runs), not to a static tenant, which has its own limits.
+func TestOIDCTenantsHaveTheProviderLimits(t *testing.T) {
+	p := oidctest.Start(t, oidcAudience)
+	up := newMCPUpstream(t)
+	g := startGateway(t, fmt.Sprintf(`listen: 127.0.0.1:0
+store:
+  path: %s
+auth:
+  tenants:
+    - name: static
+      token_sha256: %s
+  oidc:
+    issuer: %s
+    audience: %s
+    tenant_claim: %s
+    rate: 1/h
+mcp_servers:
+  - name: tickets
+    url: %s
+    prefix: t_
+`, filepath.Join(t.TempDir(), "gw.db"), tokenHash("static-token"), p.Issuer, oidcAudience, oidctest.TenantClaim, up.http.URL))
+	acme, globex := p.Token(t, "org:acme"), p.Token(t, "org:globex")
+	for i, c := range []struct {
+		token string
+		want  int
+	}{{acme, 200}, {acme, 429}, {globex, 200}, {"static-token", 200}, {"static-token", 200}} {
+		r := bearerCall(t, g.addr, c.token, "lim", uint64(i), "t_create_ticket", fmt.Sprintf(`{"title":"call %d"}`, i))
+		if r.status != c.want {
+			t.Fatalf("call %d: %d %s, want %d", i, r.status, r.body, c.want)
+		}
+	}
+	if n := len(up.srv.Executions(mcptest.ToolCreate)); n != 4 {
+		t.Fatalf("%d executions, want 4 (the 429 ran nothing)", n)
+	}
+}

@@ -70,7 +70,7 @@ type reloader struct {
 // settingsOf is the part of opts that gateway.Server.Reload takes.
 func settingsOf(opts gateway.Options) gateway.Settings {
 	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
-		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC,
+		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
 		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals}
 }
 

@@ -345,6 +345,12 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	var providerLimits gateway.TenantLimits
+	if c.Auth != nil && c.Auth.OIDC != nil {
+		if providerLimits, err = c.Auth.OIDC.limits("auth.oidc"); err != nil {
+			return gateway.Options{}, err
+		}
+	}
 	mode := gateway.KeyMode(c.Idempotency.KeyMode)
 	if err := mode.Validate(); err != nil {
 		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %w", err)
@@ -386,6 +392,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		SeparateOperations:       c.AdminListen != "",
 		Tenants:                  tenants,
 		OIDC:                     verifier(provider),
+		ProviderLimits:           providerLimits,
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
 		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},
