@@ -19,6 +19,11 @@ type recordView struct {
 	ExecutionID, Tool, Tenant, State, Session, Step string
 	CreatedAt, LeaseExpiresAt                       time.Time
 	Arguments                                       []byte
+	// Reconciled is how many times reconciliation asked the tool's owner;
+	// Attempts its latest answers, oldest first.
+	Reconciled int
+	Attempts   []idempotency.ReconcileAttempt
+	LastAnswer string
 }
 
 // uncertainView is the Uncertain calls page.
@@ -40,6 +45,12 @@ func toRecordView(rec idempotency.Record) recordView {
 		CreatedAt: rec.CreatedAt, LeaseExpiresAt: rec.LeaseExpiresAt, Arguments: rec.CanonicalArguments}
 	if rec.Step != nil {
 		v.Session, v.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
+	}
+	if r := rec.Reconciliation; r != nil {
+		v.Reconciled, v.Attempts = r.Count, r.Attempts
+		if n := len(r.Attempts); n > 0 {
+			v.LastAnswer = r.Attempts[n-1].Outcome
+		}
 	}
 	return v
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
@@ -53,5 +54,30 @@ func TestResolveNotExecutedRemovesTheRecord(t *testing.T) {
 	}
 	if _, err := f.store.Get(context.Background(), rec.Scope); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("record still there: %v", err)
+	}
+}
+
+// TestUncertainShowsReconciliationAttempts: a record reconciliation asked
+// about shows how often and the latest answers (their detail as text).
+func TestUncertainShowsReconciliationAttempts(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser(t)
+	f.signIn(t, c, "alice", adminToken, "/console/uncertain")
+	rec := f.unknownRecord(t, "k10", `{"amount":7}`)
+	ctx := context.Background()
+	claimed, err := f.store.ClaimReconcile(ctx, rec.Scope, "replica-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.RecordReconcileAttempt(ctx, rec.Scope, "replica-a", claimed.FencingToken,
+		idempotency.ReconcileAttempt{At: time.Now(), Outcome: "unknown", Detail: "<script>alert(1)</script>"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, list := get(t, c, f.srv.URL+"/console/uncertain"); !strings.Contains(list, "asked 1×, last answer unknown") {
+		t.Fatalf("uncertain page lacks the reconciliation:\n%s", list)
+	}
+	_, page := get(t, c, f.srv.URL+"/console/uncertain/"+rec.ExecutionID)
+	if !strings.Contains(page, "asked 1 time(s)") || strings.Contains(page, "<script>alert(1)") || !strings.Contains(page, html.EscapeString("<script>alert(1)</script>")) {
+		t.Fatalf("record page: the attempts, their detail as text:\n%s", page)
 	}
 }
