@@ -94,7 +94,11 @@ func (b consoleBackend) DecideApproval(ctx context.Context, id string, d idempot
 	if err != nil {
 		return idempotency.Record{}, err
 	}
-	return a.DecideApproval(ctx, id, d)
+	rec, err := a.DecideApproval(ctx, id, d)
+	if err == nil {
+		b.s.receiptForRecord(approvalEvent(d.Approve), rec, d.By)
+	}
+	return rec, err
 }
 
 // ListRecords lists one page of records.
@@ -142,6 +146,7 @@ func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, re
 	}
 	rec, err := a.Resolve(ctx, scope, resp, b.s.policyNamed(scope.Tool).ReplayTTL)
 	if err == nil {
+		b.s.receiptForRecord(receipts.EventResolved, rec, res.By)
 		b.s.log.InfoContext(ctx, "console resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 			"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	}
@@ -149,9 +154,11 @@ func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, re
 }
 
 // Delete removes a record (resolved as not executed).
-func (b consoleBackend) Delete(ctx context.Context, scope idempotency.Scope) error {
+func (b consoleBackend) Delete(ctx context.Context, rec idempotency.Record, by string) error {
+	scope := rec.Scope
 	err := b.s.store.Delete(ctx, scope)
 	if err == nil {
+		b.s.receiptForRecord(receipts.EventDeleted, rec, by)
 		b.s.log.InfoContext(ctx, "console deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	}
 	return err

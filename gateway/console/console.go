@@ -39,7 +39,7 @@ type Backend interface {
 	Resolve(ctx context.Context, scope idempotency.Scope, res Resolution) (idempotency.Record, error)
 	// Delete removes a record (resolved as not executed: the next call
 	// runs the tool).
-	Delete(ctx context.Context, scope idempotency.Scope) error
+	Delete(ctx context.Context, rec idempotency.Record, by string) error
 	// Receipts lists one page of a tenant's receipts ([receipts.Store.List]);
 	// [ErrReceiptsOff] when the gateway keeps none.
 	Receipts(ctx context.Context, filter receipts.Filter) ([]receipts.Receipt, int64, error)
@@ -57,6 +57,8 @@ type Resolution struct {
 	Status      int
 	ContentType string
 	Body        string
+	// By is the signed-in operator, for the record's receipt.
+	By string
 }
 
 // ChainState is one tenant's receipt chain as the console shows it.

@@ -49,6 +49,12 @@ func (b storeBackend) ListRecords(ctx context.Context, f idempotency.ListFilter)
 	return b.List(ctx, f)
 }
 
+// Delete removes the record, as the embedded store's Delete does (the
+// test backend keeps no receipts).
+func (b storeBackend) Delete(ctx context.Context, rec idempotency.Record, _ string) error {
+	return b.Store.Delete(ctx, rec.Scope)
+}
+
 func (b storeBackend) Resolve(ctx context.Context, scope idempotency.Scope, res console.Resolution) (idempotency.Record, error) {
 	if res.ContentType == "application/json" && !json.Valid([]byte(res.Body)) {
 		return idempotency.Record{}, fmt.Errorf("%w: the body is not valid JSON", console.ErrInvalidResolution)

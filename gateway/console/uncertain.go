@@ -139,7 +139,7 @@ func (c *Console) handleResolve(w http.ResponseWriter, r *http.Request) {
 	by := sessionFrom(r.Context()).By
 	switch v.Outcome {
 	case "not_executed":
-		if err := c.backend.Delete(r.Context(), rec.Scope); err != nil && !errors.Is(err, idempotency.ErrNotFound) {
+		if err := c.backend.Delete(r.Context(), rec, by); err != nil && !errors.Is(err, idempotency.ErrNotFound) {
 			c.storeFailed(w, r, err)
 			return
 		}
@@ -149,7 +149,7 @@ func (c *Console) handleResolve(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusBadRequest, "The status must be a number from 200 to 499; nothing changed.")
 			return
 		}
-		_, err = c.backend.Resolve(r.Context(), rec.Scope, Resolution{Status: status, ContentType: v.ContentType, Body: v.ResponseBody})
+		_, err = c.backend.Resolve(r.Context(), rec.Scope, Resolution{Status: status, ContentType: v.ContentType, Body: v.ResponseBody, By: by})
 		switch {
 		case errors.Is(err, ErrInvalidResolution):
 			fail(http.StatusBadRequest, strings.TrimPrefix(err.Error(), ErrInvalidResolution.Error()+": ")+"; nothing changed.")

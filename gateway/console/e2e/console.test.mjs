@@ -240,8 +240,16 @@ test("tools, receipts and the phone layout", async () => {
   assert.match(await card.innerText(), /lease_expiry: unknown/);
   assert.match(await card.innerText(), /Replays\s+1/);
   await page.getByRole("link", { name: "Receipts" }).click();
-  // Receipts are not wired into the gateway yet: the page says so.
-  assert.match(await page.locator("main").innerText(), /keeps no receipts/);
+  // The receipts of the calls above: the chain verifies, and the UNKNOWN
+  // call's receipts are in the timeline.
+  const receipts = await page.locator("main").innerText();
+  assert.match(receipts, /anonymous\s+\d+\s+intact/);
+  assert.match(receipts, /made_unknown\s+pay/);
+  assert.match(receipts, /executed\s+pay/);
+  // The operator's own actions in the console: resolved and (not executed) deleted, by the signed-in name.
+  assert.match(receipts, /resolved\s+pay/);
+  assert.match(receipts, /deleted\s+pay/);
+  await page.screenshot({ path: join(shots, "receipts.png"), fullPage: true });
   await page.context().close();
 
   const phone = await newPage({ width: 390, height: 844 });
