@@ -203,26 +203,7 @@ export class Client {
     const url = `${this.baseUrl}/api/tools/v1`;
     const headers: Record<string, string> = { Accept: `${MediaTypeJSON}, ${MediaTypeProblem}` };
     if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
-    let response: Response;
-    let text: string;
-    try {
-      response = await this.#fetch(url, { headers, signal: options.signal ?? null });
-      text = await response.text();
-    } catch (err) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      const reason = err instanceof Error ? describeNetworkError(err) : String(err);
-      throw new NetworkError(`toolgateway: GET ${url}: ${reason}`, 1, err);
-    }
-    if (!response.ok) {
-      throw gatewayError({
-        status: response.status,
-        statusText: response.statusText,
-        contentType: response.headers.get("Content-Type"),
-        body: text,
-        retryAfter: parseRetryAfter(response.headers.get(HeaderRetryAfter)),
-        requestId: response.headers.get(HeaderRequestID) ?? undefined,
-      });
-    }
+    const text = await this.#once("GET", url, { headers }, options.signal);
     const listed = (JSON.parse(text) as { tools?: unknown }).tools;
     if (!Array.isArray(listed)) throw new TypeError(`toolgateway: GET ${url}: the answer has no tools list`);
     return listed as ToolDefinition[];
@@ -247,21 +228,21 @@ export class Client {
     await this.#decide(id, "deny", options);
   }
 
-  async #decide(id: string, decision: "approve" | "deny", options: DecisionOptions): Promise<void> {
-    if (typeof id !== "string" || id === "") throw new TypeError(`toolgateway: ${decision}: the approval id must be a non-empty string`);
-    const url = `${this.baseUrl}/api/tools/v1/approvals/${encodeURIComponent(id)}/${decision}`;
-    const headers: Record<string, string> = { "Content-Type": MediaTypeJSON, Accept: `${MediaTypeJSON}, ${MediaTypeProblem}` };
-    if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
-    const body = JSON.stringify(options.note ? { note: options.note } : {});
+  /**
+   * One request without retries (discovery, an approval's decision): the
+   * answer's text, a {@link NetworkError} when there is none, a
+   * {@link GatewayError} for an answer that is not 2xx.
+   */
+  async #once(method: string, url: string, init: { headers: Record<string, string>; body?: string }, signal?: AbortSignal): Promise<string> {
     let response: Response;
     let text: string;
     try {
-      response = await this.#fetch(url, { method: "POST", headers, body, signal: options.signal ?? null });
+      response = await this.#fetch(url, { ...init, method, signal: signal ?? null });
       text = await response.text();
     } catch (err) {
-      if (options.signal?.aborted) throw options.signal.reason;
+      if (signal?.aborted) throw signal.reason;
       const reason = err instanceof Error ? describeNetworkError(err) : String(err);
-      throw new NetworkError(`toolgateway: POST ${url}: ${reason}`, 1, err);
+      throw new NetworkError(`toolgateway: ${method} ${url}: ${reason}`, 1, err);
     }
     if (!response.ok) {
       throw gatewayError({
@@ -273,6 +254,16 @@ export class Client {
         requestId: response.headers.get(HeaderRequestID) ?? undefined,
       });
     }
+    return text;
+  }
+
+  async #decide(id: string, decision: "approve" | "deny", options: DecisionOptions): Promise<void> {
+    if (typeof id !== "string" || id === "") throw new TypeError(`toolgateway: ${decision}: the approval id must be a non-empty string`);
+    const url = `${this.baseUrl}/api/tools/v1/approvals/${encodeURIComponent(id)}/${decision}`;
+    const headers: Record<string, string> = { "Content-Type": MediaTypeJSON, Accept: `${MediaTypeJSON}, ${MediaTypeProblem}` };
+    if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
+    const body = JSON.stringify(options.note ? { note: options.note } : {});
+    await this.#once("POST", url, { headers, body }, options.signal);
   }
 
   /** @internal One call with its retries; Session.call checks its inputs first. */
