@@ -29,7 +29,15 @@ func startOIDCGateway(t *testing.T) (*started, *oidctest.Provider, *mcpUpstream)
 	t.Helper()
 	p := oidctest.Start(t, oidcAudience)
 	up := newMCPUpstream(t)
-	g := startGateway(t, fmt.Sprintf(`listen: 127.0.0.1:0
+	g := startGateway(t, oidcConfig(t, p.Issuer, up, ""))
+	return g, p, up
+}
+
+// oidcConfig is a gateway with auth.oidc on issuer (tenant from org_id;
+// extra adds lines to the oidc section) beside one static tenant
+// ("static-token"), fronting up.
+func oidcConfig(t *testing.T, issuer string, up *mcpUpstream, extra string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
 store:
   path: %s
 auth:
@@ -40,12 +48,11 @@ auth:
     issuer: %s
     audience: %s
     tenant_claim: %s
-mcp_servers:
+%smcp_servers:
   - name: tickets
     url: %s
     prefix: t_
-`, filepath.Join(t.TempDir(), "gw.db"), tokenHash("static-token"), p.Issuer, oidcAudience, oidctest.TenantClaim, up.http.URL))
-	return g, p, up
+`, filepath.Join(t.TempDir(), "gw.db"), tokenHash("static-token"), issuer, oidcAudience, oidctest.TenantClaim, extra, up.http.URL)
 }
 
 // bearerCall is keyedCall with a bearer token.
@@ -194,22 +201,7 @@ func TestOIDCIssuerUnreachableAtStart(t *testing.T) {
 	issuer := p.Issuer
 	p.Server.Close()
 	up := newMCPUpstream(t)
-	g := startGateway(t, fmt.Sprintf(`listen: 127.0.0.1:0
-store:
-  path: %s
-auth:
-  tenants:
-    - name: static
-      token_sha256: %s
-  oidc:
-    issuer: %s
-    audience: %s
-    tenant_claim: %s
-mcp_servers:
-  - name: tickets
-    url: %s
-    prefix: t_
-`, filepath.Join(t.TempDir(), "gw.db"), tokenHash("static-token"), issuer, oidcAudience, oidctest.TenantClaim, up.http.URL))
+	g := startGateway(t, oidcConfig(t, issuer, up, ""))
 	if r := bearerCall(t, g.addr, "static-token", "sess", 1, "t_create_ticket", `{"title":"static"}`); r.status != http.StatusOK {
 		t.Fatalf("static token with the provider down: %d %s", r.status, r.body)
 	}
@@ -234,23 +226,8 @@ mcp_servers:
 func TestOIDCTenantsHaveTheProviderLimits(t *testing.T) {
 	p := oidctest.Start(t, oidcAudience)
 	up := newMCPUpstream(t)
-	g := startGateway(t, fmt.Sprintf(`listen: 127.0.0.1:0
-store:
-  path: %s
-auth:
-  tenants:
-    - name: static
-      token_sha256: %s
-  oidc:
-    issuer: %s
-    audience: %s
-    tenant_claim: %s
-    rate: 1/h
-mcp_servers:
-  - name: tickets
-    url: %s
-    prefix: t_
-`, filepath.Join(t.TempDir(), "gw.db"), tokenHash("static-token"), p.Issuer, oidcAudience, oidctest.TenantClaim, up.http.URL))
+	g := startGateway(t, oidcConfig(t, p.Issuer, up, `    rate: 1/h
+`))
 	acme, globex := p.Token(t, "org:acme"), p.Token(t, "org:globex")
 	for i, c := range []struct {
 		token string
