@@ -132,6 +132,11 @@ func (s *Servers) gatewayOptions(cfg ServersConfig, store idempotency.Store) gat
 		ReplayTTL: 10 * time.Minute,
 		Logger:    logger,
 		Mounts:    []gateway.Mount{mcpserver.Mount(mcpserver.Options{InProgressWait: cfg.MCPInProgressWait})},
+		// The records gauge's sample (every 30 s, up to thousands of
+		// store reads over the records a run leaves) would land in
+		// whichever target runs at that moment: a periodic cost, not a
+		// call's, that skews side-by-side targets at random.
+		RecordsSampleInterval: -1,
 	}
 }
 
