@@ -116,12 +116,11 @@ func (p *ConsolePoller) Prepare(ctx context.Context) error {
 		return errors.New("benchtool: console: the Approvals page has no data-poll URL")
 	}
 	p.pollURL = p.cfg.AdminURL + html.UnescapeString(string(m[1]))
-	fragment, err := p.get(ctx, strings.TrimPrefix(p.pollURL, p.cfg.AdminURL))
-	if err != nil {
+	// How many of the approvals a poll shows is reported, not required:
+	// on Redis a page is one bounded SCAN of the keyspace, which the
+	// load's records fill.
+	if _, err := p.get(ctx, strings.TrimPrefix(p.pollURL, p.cfg.AdminURL)); err != nil {
 		return err
-	}
-	if n := bytes.Count(fragment, []byte(`class="card approval"`)); n == 0 {
-		return errors.New("benchtool: console: the polled list shows no pending approval")
 	}
 	p.prepared = true
 	return nil
@@ -250,10 +249,14 @@ func (p *ConsolePoller) poll(ctx context.Context, res *Result) {
 		return
 	}
 	req.Header.Set("Accept", "text/html")
-	status, _, err := p.do(req)
+	status, body, err := p.do(req)
 	if err != nil {
 		res.Errors++
 		return
 	}
 	res.record(status, false, time.Since(begin))
+	res.Listed += int64(bytes.Count(body, approvalCard))
 }
+
+// approvalCard marks one pending approval in the polled list.
+var approvalCard = []byte(`class="card approval"`)

@@ -156,8 +156,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	for _, t := range r.Targets {
 		if c := t.Result.Companion; c != nil {
-			fmt.Fprintf(w, "console beside %s: %d polls (%s), p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
-				t.Name, c.Requests+c.Errors, statusLine(c), ms(c.Percentile(0.5)), ms(c.Percentile(0.99)), ms(c.Percentile(1)))
+			fmt.Fprintf(w, "console beside %s: %d polls (%s), p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.1f pending approvals shown per poll\n",
+				t.Name, c.Requests+c.Errors, statusLine(c), ms(c.Percentile(0.5)), ms(c.Percentile(0.99)), ms(c.Percentile(1)),
+				float64(c.Listed)/float64(max(c.Requests, 1)))
 		}
 		if n := t.Result.Receipts; n >= 0 {
 			fmt.Fprintf(w, "receipts, %s: %d written for %d fresh calls (the writer drained inside each run)\n", t.Name, n, t.Result.FreshCalls())
@@ -265,6 +266,8 @@ type jsonConsole struct {
 	Statuses map[string]int64 `json:"statuses"`
 	P50MS    float64          `json:"p50_ms"`
 	P99MS    float64          `json:"p99_ms"`
+	// Shown is the pending approvals the polled list showed, summed.
+	Shown int64 `json:"approvals_shown"`
 }
 
 // JSON returns the report as one JSON object.
@@ -322,7 +325,7 @@ func (r *Report) JSON() []byte {
 		}
 		if c := res.Companion; c != nil {
 			jt.Console = &jsonConsole{Polls: c.Requests, Errors: c.Errors, Statuses: map[string]int64{},
-				P50MS: roundMS(c.Percentile(0.5)), P99MS: roundMS(c.Percentile(0.99))}
+				P50MS: roundMS(c.Percentile(0.5)), P99MS: roundMS(c.Percentile(0.99)), Shown: c.Listed}
 			for code, n := range c.Statuses {
 				jt.Console.Statuses[fmt.Sprint(code)] = n
 			}

@@ -39,6 +39,9 @@ type Result struct {
 	// Receipts counts the receipts the target wrote during the run, when
 	// known (-1 otherwise).
 	Receipts int64
+	// Listed counts the items the answers listed, for a companion that
+	// reads a list (the console: pending approvals shown per poll).
+	Listed int64
 	// Companion is what the target's companion (a console polling)
 	// measured during the run; nil without one.
 	Companion *Result
@@ -67,6 +70,7 @@ func (r *Result) Merge(o *Result) {
 	r.Errors += o.Errors
 	r.Elapsed += o.Elapsed
 	r.Replayed += o.Replayed
+	r.Listed += o.Listed
 	for status, n := range o.Statuses {
 		r.Statuses[status] += n
 	}
