@@ -16,6 +16,13 @@
 // counting tool for such a gateway to call, so the dup check can read its
 // counters.
 //
+// -console-poll 1s adds the target "gateway+console": the same gateway(s),
+// loaded the same way, while a console signed in on the admin listener
+// polls what the open Approvals page polls, over -console-pending pending
+// approvals. -receipts adds "gateway+receipts": gateways the same but for
+// receipts on, each run ending once the receipt writer has caught up.
+// Both are compared with "gateway" in the same rounds.
+//
 // -api mcp sends the same traffic to the gateway's MCP endpoint (one raw
 // JSON-RPC tools/call POST per request, no MCP client library) and adds a
 // plain go-sdk MCP server calling the same tool without idempotency
@@ -25,6 +32,8 @@
 //	gatewaybench -mode fresh -c 32 -d 10s
 //	gatewaybench -mode fresh,replay -api rest,mcp
 //	gatewaybench -mode dup -replicas 2 -k 4
+//	gatewaybench -mode fresh,replay -console-poll 1s -d 5s -rounds 3
+//	gatewaybench -mode fresh,replay -receipts -d 5s -rounds 3
 //	gatewaybench -upstream 127.0.0.1:9000 -counters gwbench:ext:   # tool for an external gateway
 //	gatewaybench -mode dup -url http://127.0.0.1:8080,http://127.0.0.1:8081 -tool bench-incr -counters gwbench:ext:
 package main
