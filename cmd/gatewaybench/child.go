@@ -31,12 +31,21 @@ type childInfo struct {
 	FloorURL    string   `json:"floor_url"`
 	Prefix      string   `json:"prefix"`
 	StatsURL    string   `json:"stats_url"`
+	// AdminURLs, AdminToken: -console-poll's admin listeners and token.
+	AdminURLs  []string `json:"admin_urls,omitempty"`
+	AdminToken string   `json:"admin_token,omitempty"`
+	// ReceiptGatewayURLs: -receipts' gateways.
+	ReceiptGatewayURLs []string `json:"receipt_gateway_urls,omitempty"`
 }
 
 // childStats is what the child's stats endpoint answers.
 type childStats struct {
 	CPUNanos   int64 `json:"cpu_ns"`
 	RoundTrips int64 `json:"round_trips"`
+	// ReceiptRoundTrips and Receipts are the -receipts gateways' store
+	// round trips and receipt counters.
+	ReceiptRoundTrips int64                   `json:"receipt_round_trips"`
+	Receipts          benchtool.ReceiptCounts `json:"receipts"`
 }
 
 // serveChild starts the servers, prints their childInfo and serves until
@@ -52,12 +61,14 @@ func serveChild(ctx context.Context, f *flags, out io.Writer) error {
 		return fmt.Errorf("stats listener: %w", err)
 	}
 	stats := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(childStats{CPUNanos: int64(processCPU()), RoundTrips: servers.StoreRoundTrips()})
+		_ = json.NewEncoder(w).Encode(childStats{CPUNanos: int64(processCPU()), RoundTrips: servers.StoreRoundTrips(),
+			ReceiptRoundTrips: servers.ReceiptStoreRoundTrips(), Receipts: servers.ReceiptCounts()})
 	})}
 	go func() { _ = stats.Serve(l) }()
 	defer stats.Close()
 	info, _ := json.Marshal(childInfo{GatewayURLs: servers.GatewayURLs, BaselineURL: servers.BaselineURL,
-		PlainMCPURL: servers.PlainMCPURL, FloorURL: servers.FloorURL, Prefix: servers.Prefix, StatsURL: "http://" + l.Addr().String()})
+		PlainMCPURL: servers.PlainMCPURL, FloorURL: servers.FloorURL, Prefix: servers.Prefix, StatsURL: "http://" + l.Addr().String(),
+		AdminURLs: servers.AdminURLs, AdminToken: servers.AdminToken, ReceiptGatewayURLs: servers.ReceiptGatewayURLs})
 	fmt.Fprintf(out, "%s\n", info)
 	parentGone := make(chan struct{})
 	go func() {
@@ -160,6 +171,17 @@ func childTargets(ctx context.Context, f *flags, apis []benchtool.API, info *chi
 		}
 		return s.RoundTrips
 	}
+	receiptRoundTrips := func() int64 {
+		s, err := readStats(context.Background())
+		if err != nil {
+			return -1
+		}
+		return s.ReceiptRoundTrips
+	}
+	receiptCounts := func(ctx context.Context) (benchtool.ReceiptCounts, error) {
+		s, err := readStats(ctx)
+		return s.Receipts, err
+	}
 	tool := benchtool.NewCounterTool(client, f.tool, info.Prefix+"tool:")
 	redisCPU := func(ctx context.Context) (time.Duration, error) { return benchtool.RedisCPU(ctx, client) }
 	commands := func(ctx context.Context) (map[string]int64, error) { return benchtool.RedisCommandCalls(ctx, client) }
@@ -174,7 +196,14 @@ func childTargets(ctx context.Context, f *flags, apis []benchtool.API, info *chi
 	}
 	floor := common
 	floor.Name, floor.URLs = benchtool.FloorName, []string{info.FloorURL}
+	beside, err := besideTargets(f, apis, gw, besideServers{adminURLs: info.AdminURLs, adminToken: info.AdminToken,
+		receiptURLs: info.ReceiptGatewayURLs, receiptRoundTrips: receiptRoundTrips, receiptCounts: receiptCounts})
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
 	targets := append([]benchtool.Target{base, floor}, gatewayTargets(gw, apis)...)
+	targets = append(targets, beside...)
 	for _, api := range apis {
 		if api == benchtool.APIMCP {
 			plain := common

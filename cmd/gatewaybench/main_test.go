@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"testing"
 	"time"
 
@@ -24,5 +25,42 @@ func TestAPIFlagMakesOneGatewayTargetPerAPI(t *testing.T) {
 	}
 	if mcpInProgressWait(0) >= 0 || mcpInProgressWait(3) != 3*time.Second {
 		t.Errorf("-wait 0 -> %v, -wait 3 -> %v; want an immediate -32001 and 3s", mcpInProgressWait(0), mcpInProgressWait(3))
+	}
+}
+
+func TestBesideTargetsNeedTheRESTGatewayAndTheServers(t *testing.T) {
+	f, err := parseFlags([]string{"-console-poll", "1s", "-receipts"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := benchtool.Target{URLs: []string{"http://gw"}}
+	servers := besideServers{adminURLs: []string{"http://admin"}, adminToken: "t", receiptURLs: []string{"http://receipts"}}
+	got, err := besideTargets(f, []benchtool.API{benchtool.APIREST, benchtool.APIMCP}, gw, servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != benchtool.ConsoleName || got[0].URLs[0] != "http://gw" || got[0].Companion == nil ||
+		got[1].Name != benchtool.ReceiptsName || got[1].URLs[0] != "http://receipts" || got[1].Settle == nil ||
+		got[0].Beside != "gateway" || got[1].Beside != "gateway" || got[0].API != benchtool.APIREST {
+		t.Fatalf("targets %+v", got)
+	}
+	if _, err := besideTargets(f, []benchtool.API{benchtool.APIMCP}, gw, servers); err == nil {
+		t.Error("-api mcp alone accepted: nothing to compare with")
+	}
+	if _, err := besideTargets(f, []benchtool.API{benchtool.APIREST}, gw, besideServers{}); err == nil {
+		t.Error("accepted servers without a console or receipts")
+	}
+	none, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := besideTargets(none, []benchtool.API{benchtool.APIREST}, gw, besideServers{}); err != nil || len(got) != 0 {
+		t.Errorf("default flags: %d targets, %v; want none, as before", len(got), err)
+	}
+	if _, err := parseFlags([]string{"-console-pending", "0"}, io.Discard); err == nil {
+		t.Error("-console-pending 0 accepted")
+	}
+	if err := run(t.Context(), []string{"-url", "http://127.0.0.1:1", "-receipts", "-d", "1ms"}, io.Discard); err == nil {
+		t.Error("-receipts with -url accepted")
 	}
 }

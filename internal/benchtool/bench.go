@@ -33,6 +33,20 @@ type Target struct {
 	// NoIdempotency: the target is a plain server without the gateway's
 	// layer (over MCP its results carry no executionId to verify).
 	NoIdempotency bool
+	// Companion, when set, runs beside the load in each measured run (a
+	// console left polling: ConsolePoller); what it measured is the run's
+	// Result.Companion.
+	Companion Companion
+	// Settle, when set, waits for the target's work that outlives its
+	// answers (receipts: WaitReceipts) before and after each measured run,
+	// so that work is counted in the run that caused it.
+	Settle func(context.Context) error
+	// Receipts, when set, reads the receipts the target has written so
+	// far, so a run reports how many it wrote (Result.Receipts).
+	Receipts func(context.Context) (int64, error)
+	// Beside names the target this one is the same as but for one thing
+	// (the console, receipts), which its checks compare it with.
+	Beside string
 }
 
 // BaselineName is the name of the target ratios are computed against.
@@ -65,6 +79,8 @@ type TargetReport struct {
 	// NoIdempotency: a plain server, which makes no exactly-once promise
 	// (its dup check is reported, not held against it).
 	NoIdempotency bool
+	// Beside is Target.Beside.
+	Beside string
 }
 
 // Report is the outcome of RunBench.
@@ -107,14 +123,18 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 		merged[i] = newResult()
 	}
 	// The warm-up's dup steps are checked too: they ran under the same rules.
+	width := 11
+	for _, t := range cfg.Targets {
+		width = max(width, len(t.Name))
+	}
 	for round := range cfg.Rounds {
 		for i, t := range cfg.Targets {
 			res, err := measuredRun(ctx, t, loads[i], cfg.Duration)
 			if err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(cfg.Progress, "round %d %-11s %8.0f req/s  p99 %7.2f ms  errors %d  server %.0f us/req  redis %.1f us/req\n",
-				round+1, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors, res.ServerMicrosPerRequest(), res.RedisMicrosPerRequest())
+			fmt.Fprintf(cfg.Progress, "round %d %-*s %8.0f req/s  p99 %7.2f ms  errors %d  server %.0f us/req  redis %.1f us/req\n",
+				round+1, width, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors, res.ServerMicrosPerRequest(), res.RedisMicrosPerRequest())
 			merged[i].Merge(res)
 		}
 	}
@@ -134,6 +154,11 @@ func prepareLoad(ctx context.Context, cfg BenchConfig, t Target) (*Load, error) 
 	if err := l.Prepare(ctx); err != nil {
 		return l, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	if t.Companion != nil {
+		if err := t.Companion.Prepare(ctx); err != nil {
+			return l, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+	}
 	if cfg.Warmup > 0 {
 		if _, err := l.Run(ctx, cfg.Warmup); err != nil {
 			return l, fmt.Errorf("target %s: warm-up: %w", t.Name, err)
@@ -148,6 +173,7 @@ type counters struct {
 	redisCPU   time.Duration
 	commands   map[string]int64
 	serverCPU  time.Duration
+	receipts   int64
 }
 
 // readCounters reads every probe t has.
@@ -170,20 +196,34 @@ func readCounters(ctx context.Context, t Target) (c counters, err error) {
 			return c, err
 		}
 	}
+	if t.Receipts != nil {
+		if c.receipts, err = t.Receipts(ctx); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
-// measuredRun runs l for d and attributes to it what t's probes counted
-// meanwhile.
+// measuredRun runs l for d, with t's companion beside it, and attributes
+// to it what t's probes counted meanwhile, t's settling included.
 func measuredRun(ctx context.Context, t Target, l *Load, d time.Duration) (*Result, error) {
+	if err := settle(ctx, t); err != nil {
+		return nil, err
+	}
 	before, err := readCounters(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	procBefore := processCPU()
+	companion := startCompanion(ctx, t.Companion)
 	res, err := l.Run(ctx, d)
+	polled := companion()
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	res.Companion = polled
+	if err := settle(ctx, t); err != nil {
+		return nil, err
 	}
 	res.ProcessCPU = processCPU() - procBefore
 	after, err := readCounters(ctx, t)
@@ -202,7 +242,36 @@ func measuredRun(ctx context.Context, t Target, l *Load, d time.Duration) (*Resu
 	if t.RedisCPU != nil {
 		res.RedisCPU = after.redisCPU - before.redisCPU
 	}
+	if t.Receipts != nil {
+		res.Receipts = after.receipts - before.receipts
+	}
 	return res, nil
+}
+
+// settle runs t.Settle when it has one.
+func settle(ctx context.Context, t Target) error {
+	if t.Settle == nil {
+		return nil
+	}
+	if err := t.Settle(ctx); err != nil {
+		return fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// startCompanion runs c until the returned function is called, which
+// returns what c measured (nil without a companion).
+func startCompanion(ctx context.Context, c Companion) func() *Result {
+	if c == nil {
+		return func() *Result { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan *Result, 1)
+	go func() { done <- c.Run(ctx) }()
+	return func() *Result {
+		cancel()
+		return <-done
+	}
 }
 
 // newReport puts the merged results together, with the dup check of each
@@ -211,7 +280,7 @@ func newReport(ctx context.Context, cfg BenchConfig, loads []*Load, merged []*Re
 	lc := loads[0].Config()
 	report := &Report{Mode: lc.Mode, Workers: lc.Workers, DupK: lc.DupK, Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: lc.Rate}
 	for i, t := range cfg.Targets {
-		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency}
+		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency, Beside: t.Beside}
 		if lc.Mode == ModeDup && t.Tool != nil {
 			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
 			if err != nil {

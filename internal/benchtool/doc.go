@@ -4,5 +4,6 @@
 // a plain go-sdk MCP server serving the same tool), a go-redis hook
 // counting store round trips, Redis CPU and command counters, and the load
 // generator with its fresh, replay and dup modes over REST or raw JSON-RPC
-// MCP.
+// MCP; beside a target, an operator console polling its approvals
+// (ConsolePoller) or the same gateway with receipts on (WaitReceipts).
 package benchtool

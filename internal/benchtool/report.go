@@ -29,6 +29,10 @@ type Check struct {
 	Want string  `json:"want"`
 	Got  float64 `json:"got"`
 	Pass bool    `json:"pass"`
+	// Correctness: a miss is wrong behaviour, not slowness (a step run
+	// twice, a console poll refused), and fails the run even when
+	// throughput and latency misses do not.
+	Correctness bool `json:"correctness,omitempty"`
 }
 
 func (r *Report) baseline() *TargetReport { return r.target(BaselineName) }
@@ -52,7 +56,7 @@ func (r *Report) floorCheck(t TargetReport) (Check, bool) {
 		return Check{}, false
 	}
 	ratio := t.Result.RPS() / floor.Result.RPS()
-	return Check{fmt.Sprintf("%s %s throughput / floor", t.Name, r.Mode), fmt.Sprintf(">= %.1f", TargetFloorRatio), ratio, ratio >= TargetFloorRatio}, true
+	return Check{fmt.Sprintf("%s %s throughput / floor", t.Name, r.Mode), fmt.Sprintf(">= %.1f", TargetFloorRatio), ratio, ratio >= TargetFloorRatio, false}, true
 }
 
 // Checks evaluates the issue's targets for every non-baseline target: the
@@ -77,29 +81,32 @@ func (r *Report) Checks() []Check {
 			ratio := res.RPS() / base.Result.RPS()
 			switch r.Mode {
 			case ModeFresh:
-				out = append(out, Check{t.Name + " fresh throughput / baseline", fmt.Sprintf(">= %.1f", TargetFreshRatio), ratio, ratio >= TargetFreshRatio})
+				out = append(out, Check{t.Name + " fresh throughput / baseline", fmt.Sprintf(">= %.1f", TargetFreshRatio), ratio, ratio >= TargetFreshRatio, false})
 			case ModeReplay:
-				out = append(out, Check{t.Name + " replay throughput / baseline", fmt.Sprintf(">= %.1f", TargetReplayRatio), ratio, ratio >= TargetReplayRatio})
+				out = append(out, Check{t.Name + " replay throughput / baseline", fmt.Sprintf(">= %.1f", TargetReplayRatio), ratio, ratio >= TargetReplayRatio, false})
 			}
 		}
 		if !reference && base != nil && base.Result.Requests > 0 {
 			if r.Workers == TargetP99AtWorkers && r.Mode != ModeDup {
 				added := ms(res.Percentile(0.99) - base.Result.Percentile(0.99))
-				out = append(out, Check{t.Name + " p99 added over baseline (ms)", fmt.Sprintf("<= %.1f", TargetP99AddedMS), added, added <= TargetP99AddedMS})
+				out = append(out, Check{t.Name + " p99 added over baseline (ms)", fmt.Sprintf("<= %.1f", TargetP99AddedMS), added, added <= TargetP99AddedMS, false})
 			}
 		}
-		if trips := res.RoundTripsPerRequest(); !math.IsNaN(trips) {
+		// A companion's requests (the console's reads) share the store
+		// client: its round trips are reported, not held against a call.
+		if trips := res.RoundTripsPerRequest(); !math.IsNaN(trips) && res.Companion == nil {
 			switch r.Mode {
 			case ModeFresh:
-				out = append(out, Check{t.Name + " store round trips per fresh call", fmt.Sprintf("= %.0f", TargetFreshTrips), trips, math.Abs(trips-TargetFreshTrips) <= tripsTolerance})
+				out = append(out, Check{t.Name + " store round trips per fresh call", fmt.Sprintf("= %.0f", TargetFreshTrips), trips, math.Abs(trips-TargetFreshTrips) <= tripsTolerance, false})
 			case ModeReplay:
-				out = append(out, Check{t.Name + " store round trips per replay", fmt.Sprintf("= %.0f", TargetReplayTrips), trips, math.Abs(trips-TargetReplayTrips) <= tripsTolerance})
+				out = append(out, Check{t.Name + " store round trips per replay", fmt.Sprintf("= %.0f", TargetReplayTrips), trips, math.Abs(trips-TargetReplayTrips) <= tripsTolerance, false})
 			}
 		}
 		if t.Dup != nil && !t.NoIdempotency {
-			out = append(out, Check{t.Name + " steps executed more than once", "= 0", float64(t.Dup.Duplicated), t.Dup.Duplicated == 0})
-			out = append(out, Check{t.Name + " steps never executed", "= 0", float64(t.Dup.Missing), t.Dup.Missing == 0})
+			out = append(out, Check{t.Name + " steps executed more than once", "= 0", float64(t.Dup.Duplicated), t.Dup.Duplicated == 0, true})
+			out = append(out, Check{t.Name + " steps never executed", "= 0", float64(t.Dup.Missing), t.Dup.Missing == 0, true})
 		}
+		out = append(out, r.besideChecks(t)...)
 	}
 	return out
 }
@@ -114,8 +121,9 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", %d copies per step", r.DupK)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-11s %9s %9s %6s %7s %7s %7s %7s %6s %8s %9s %8s  %s\n",
-		"target", "requests", "req/s", "ratio", "p50 ms", "p90 ms", "p99 ms", "p99.9", "rt/req", "proc us", "server us", "redis us", "statuses")
+	width := nameWidth(r.Targets)
+	fmt.Fprintf(w, "%-*s %9s %9s %6s %7s %7s %7s %7s %6s %8s %9s %8s  %s\n",
+		width, "target", "requests", "req/s", "ratio", "p50 ms", "p90 ms", "p99 ms", "p99.9", "rt/req", "proc us", "server us", "redis us", "statuses")
 	base := r.baseline()
 	for _, t := range r.Targets {
 		res := t.Result
@@ -131,8 +139,8 @@ func (r *Report) WriteText(w io.Writer) {
 		if v := res.RedisMicrosPerRequest(); !math.IsNaN(v) {
 			redisUS = fmt.Sprintf("%.1f", v)
 		}
-		fmt.Fprintf(w, "%-11s %9d %9.0f %6s %7.2f %7.2f %7.2f %7.2f %6s %8.1f %9.1f %8s  %s",
-			t.Name, res.Requests, res.RPS(), ratio,
+		fmt.Fprintf(w, "%-*s %9d %9.0f %6s %7.2f %7.2f %7.2f %7.2f %6s %8.1f %9.1f %8s  %s",
+			width, t.Name, res.Requests, res.RPS(), ratio,
 			ms(res.Percentile(0.5)), ms(res.Percentile(0.9)), ms(res.Percentile(0.99)), ms(res.Percentile(0.999)),
 			trips, res.ProcessMicrosPerRequest(), res.ServerMicrosPerRequest(), redisUS, statusLine(res))
 		if t.Dup != nil {
@@ -146,13 +154,33 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "redis commands per request, %s: %s\n", t.Name, line)
 		}
 	}
+	for _, t := range r.Targets {
+		if c := t.Result.Companion; c != nil {
+			fmt.Fprintf(w, "console beside %s: %d polls (%s), p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.1f pending approvals shown per poll\n",
+				t.Name, c.Requests+c.Errors, statusLine(c), ms(c.Percentile(0.5)), ms(c.Percentile(0.99)), ms(c.Percentile(1)),
+				float64(c.Listed)/float64(max(c.Requests, 1)))
+		}
+		if n := t.Result.Receipts; n >= 0 {
+			fmt.Fprintf(w, "receipts, %s: %d written for %d fresh calls (the writer drained inside each run)\n", t.Name, n, t.Result.FreshCalls())
+		}
+	}
 	for _, c := range r.Checks() {
 		verdict := "PASS"
 		if !c.Pass {
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(w, "target %-4s %-50s want %-6s got %.3f\n", verdict, c.Name, c.Want, c.Got)
+		fmt.Fprintf(w, "target %-4s %-55s want %-7s got %.3f\n", verdict, c.Name, c.Want, c.Got)
 	}
+}
+
+// nameWidth is the width of the target column: the longest name, at
+// least 11 (the table's width before the longer names).
+func nameWidth(targets []TargetReport) int {
+	width := 11
+	for _, t := range targets {
+		width = max(width, len(t.Name))
+	}
+	return width
 }
 
 // commandLine lists the Redis commands per request, most frequent first.
@@ -227,6 +255,19 @@ type jsonTarget struct {
 	DupSteps       *int               `json:"dup_steps,omitempty"`
 	DupDuplicated  *int               `json:"dup_duplicated,omitempty"`
 	DupMissing     *int               `json:"dup_missing,omitempty"`
+	Receipts       *int64             `json:"receipts_written,omitempty"`
+	Console        *jsonConsole       `json:"console,omitempty"`
+}
+
+// jsonConsole is what a target's console measured.
+type jsonConsole struct {
+	Polls    int64            `json:"polls"`
+	Errors   int64            `json:"errors"`
+	Statuses map[string]int64 `json:"statuses"`
+	P50MS    float64          `json:"p50_ms"`
+	P99MS    float64          `json:"p99_ms"`
+	// Shown is the pending approvals the polled list showed, summed.
+	Shown int64 `json:"approvals_shown"`
 }
 
 // JSON returns the report as one JSON object.
@@ -278,6 +319,16 @@ func (r *Report) JSON() []byte {
 				jt.RedisCommands = make(map[string]float64)
 			}
 			jt.RedisCommands[name] = round3(n)
+		}
+		if res.Receipts >= 0 {
+			jt.Receipts = &res.Receipts
+		}
+		if c := res.Companion; c != nil {
+			jt.Console = &jsonConsole{Polls: c.Requests, Errors: c.Errors, Statuses: map[string]int64{},
+				P50MS: roundMS(c.Percentile(0.5)), P99MS: roundMS(c.Percentile(0.99)), Shown: c.Listed}
+			for code, n := range c.Statuses {
+				jt.Console.Statuses[fmt.Sprint(code)] = n
+			}
 		}
 		if t.Dup != nil {
 			jt.DupSteps, jt.DupDuplicated, jt.DupMissing = &t.Dup.Steps, &t.Dup.Duplicated, &t.Dup.Missing

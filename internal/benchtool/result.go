@@ -36,13 +36,22 @@ type Result struct {
 	// RedisCommands counts the Redis commands run during the run, by name,
 	// when known (nil otherwise).
 	RedisCommands map[string]int64
+	// Receipts counts the receipts the target wrote during the run, when
+	// known (-1 otherwise).
+	Receipts int64
+	// Listed counts the items the answers listed, for a companion that
+	// reads a list (the console: pending approvals shown per poll).
+	Listed int64
+	// Companion is what the target's companion (a console polling)
+	// measured during the run; nil without one.
+	Companion *Result
 	// latencies of the answered requests, sorted once read.
 	latencies []time.Duration
 	sorted    bool
 }
 
 func newResult() *Result {
-	return &Result{Statuses: make(map[int]int64), RoundTrips: -1, RedisCPU: -1, ServerCPU: -1}
+	return &Result{Statuses: make(map[int]int64), RoundTrips: -1, RedisCPU: -1, ServerCPU: -1, Receipts: -1}
 }
 
 func (r *Result) record(status int, replayed bool, latency time.Duration) {
@@ -61,6 +70,7 @@ func (r *Result) Merge(o *Result) {
 	r.Errors += o.Errors
 	r.Elapsed += o.Elapsed
 	r.Replayed += o.Replayed
+	r.Listed += o.Listed
 	for status, n := range o.Statuses {
 		r.Statuses[status] += n
 	}
@@ -81,6 +91,15 @@ func (r *Result) Merge(o *Result) {
 	}
 	if o.RedisCPU >= 0 {
 		r.RedisCPU = max(r.RedisCPU, 0) + o.RedisCPU
+	}
+	if o.Receipts >= 0 {
+		r.Receipts = max(r.Receipts, 0) + o.Receipts
+	}
+	if o.Companion != nil {
+		if r.Companion == nil {
+			r.Companion = newResult()
+		}
+		r.Companion.Merge(o.Companion)
 	}
 	r.latencies = append(r.latencies, o.latencies...)
 	r.sorted = false
@@ -128,6 +147,18 @@ func (r *Result) RedisMicrosPerRequest() float64 {
 		return math.NaN()
 	}
 	return float64(r.RedisCPU) / float64(time.Microsecond) / float64(r.Requests)
+}
+
+// FreshCalls counts the answers of calls that ran the tool: 2xx and not
+// replayed.
+func (r *Result) FreshCalls() int64 {
+	var n int64
+	for status, count := range r.Statuses {
+		if status >= 200 && status < 300 {
+			n += count
+		}
+	}
+	return n - r.Replayed
 }
 
 // RPS is answered requests per second of wall time.

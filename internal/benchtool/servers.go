@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,10 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
-	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -48,6 +43,17 @@ type ServersConfig struct {
 	// outcome (0: the gateway's default, 10 s; negative: answer -32001 at
 	// once, as REST answers 409 without Prefer: wait).
 	MCPInProgressWait time.Duration
+	// Console gives every gateway replica an admin token (Servers.AdminToken),
+	// an admin listener serving the admin API and the operator console
+	// (Servers.AdminURLs), and a second tool (ApprovalToolName) whose every
+	// call waits for an operator's approval, so a console has approvals to
+	// show.
+	Console bool
+	// Receipts starts a second set of Replicas gateways
+	// (Servers.ReceiptGatewayURLs), the same as the first but keeping
+	// receipts in Redis under the run's prefix, so receipts on and off are
+	// loaded side by side.
+	Receipts bool
 }
 
 // Servers are the gateway replicas and the baseline, on loopback
@@ -69,6 +75,14 @@ type Servers struct {
 	FloorURL string
 	// Prefix starts every Redis key of this run.
 	Prefix string
+	// AdminURLs are the base URLs of the gateways' admin listeners
+	// (ServersConfig.Console), serving /admin/v1 and /console/.
+	AdminURLs []string
+	// AdminToken is the gateways' admin token (ServersConfig.Console).
+	AdminToken string
+	// ReceiptGatewayURLs are the base URLs of the gateways that keep
+	// receipts (ServersConfig.Receipts).
+	ReceiptGatewayURLs []string
 
 	toolClient   *redis.Client
 	boltStores   []*boltstore.Store
@@ -79,6 +93,13 @@ type Servers struct {
 	floorRoundTrips RoundTrips
 	gateways        []*gateway.Server
 	httpServers     []*http.Server
+	// receiptRoundTrips count the store round trips of the gateways that
+	// keep receipts (their receipt writes excluded: another client).
+	receiptRoundTrips []*RoundTrips
+	// receiptLog counts the receipts written; receiptTool the executions
+	// of the tool behind the gateways that keep receipts.
+	receiptLog  *countingReceipts
+	receiptTool *countingTool
 }
 
 // StartServers starts the servers; Close stops them and deletes their keys.
@@ -104,51 +125,16 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 	}
 	s.Tool = NewCounterTool(s.toolClient, cfg.ToolName, s.Prefix+"tool:")
 
-	for range cfg.Replicas {
-		// Each replica has its own client, as separate processes would.
-		client := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Protocol: cfg.Protocol})
-		counter := &RoundTrips{}
-		client.AddHook(counter)
-		s.storeClients = append(s.storeClients, client)
-		s.roundTrips = append(s.roundTrips, counter)
-		reg, err := tools.NewRegistryOf(s.Tool)
-		if err != nil {
-			return nil, fmt.Errorf("benchtool: registry: %w", err)
-		}
-		logger := slog.New(slog.DiscardHandler)
-		if cfg.AccessLog {
-			logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-		}
-		var store idempotency.Store = redisstore.New(client, redisstore.Options{Prefix: s.Prefix + "store:"})
-		if cfg.BoltPath != "" {
-			if _, err := os.Stat(cfg.BoltPath); err == nil {
-				return nil, fmt.Errorf("benchtool: embedded store %s exists; give a new path", cfg.BoltPath)
-			}
-			bolt, err := boltstore.Open(cfg.BoltPath, boltstore.Options{})
-			if err != nil {
-				return nil, fmt.Errorf("benchtool: embedded store: %w", err)
-			}
-			s.boltStores = append(s.boltStores, bolt)
-			s.boltPath = cfg.BoltPath
-			store = bolt
-		}
-		gw, err := gateway.NewServer(gateway.Options{
-			Store: store,
-			Tools: reg,
-			// Records outlive the run only briefly if Close never runs.
-			ReplayTTL: 10 * time.Minute,
-			Logger:    logger,
-			Mounts:    []gateway.Mount{mcpserver.Mount(mcpserver.Options{InProgressWait: cfg.MCPInProgressWait})},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("benchtool: gateway: %w", err)
-		}
-		s.gateways = append(s.gateways, gw)
-		url, err := s.serve(gw)
-		if err != nil {
+	if cfg.BoltPath != "" && cfg.Receipts {
+		return nil, errors.New("benchtool: receipts are measured on the Redis store only")
+	}
+	if err := s.startGateways(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Receipts {
+		if err := s.startReceiptGateways(cfg); err != nil {
 			return nil, err
 		}
-		s.GatewayURLs = append(s.GatewayURLs, url)
 	}
 
 	reg, err := tools.NewRegistryOf(s.Tool)
@@ -196,6 +182,26 @@ func (s *Servers) StoreRoundTrips() int64 {
 	return n
 }
 
+// ReceiptStoreRoundTrips is StoreRoundTrips of the gateways that keep
+// receipts (ServersConfig.Receipts).
+func (s *Servers) ReceiptStoreRoundTrips() int64 {
+	var n int64
+	for _, rt := range s.receiptRoundTrips {
+		n += rt.Count()
+	}
+	return n
+}
+
+// ReceiptCounts reports, for the gateways that keep receipts, the receipts
+// written so far and the tool executions so far (each leaves one receipt);
+// zeros without ServersConfig.Receipts.
+func (s *Servers) ReceiptCounts() ReceiptCounts {
+	if s.receiptLog == nil {
+		return ReceiptCounts{}
+	}
+	return ReceiptCounts{Written: s.receiptLog.written.Load(), Executed: s.receiptTool.executed.Load()}
+}
+
 // FloorRoundTrips is the number of round trips the floor's store client
 // made so far.
 func (s *Servers) FloorRoundTrips() int64 { return s.floorRoundTrips.Count() }
@@ -221,6 +227,8 @@ func (s *Servers) Close() error {
 	}
 	if s.toolClient != nil {
 		deletePrefix(ctx, s.toolClient, s.Prefix)
+		// Receipt chains are hash-tagged: {<prefix>receipts:<tenant>}:...
+		deletePrefix(ctx, s.toolClient, "{"+s.Prefix)
 		errs = append(errs, s.toolClient.Close())
 	}
 	for _, c := range s.storeClients {
