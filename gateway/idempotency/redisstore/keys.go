@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -17,7 +18,7 @@ import (
 //
 //	<prefix>R{tag}<scope>        Cluster: record (string: the packed record, see record.go)
 //	<prefix>R<scope>             single Redis: record (no tag: there are no slots)
-//	<prefix>S{H(tenant,session)}<step index>   step guard entry → record key name
+//	<prefix>S{HS(tenant,session)}<step index>  step guard entry: the holder's execution id and tool
 //	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
 //	<prefix>A{H(approval id)}<approval id>     approval index → record key name (approvals.go)
 //
@@ -27,7 +28,7 @@ import (
 // name holds is repeated in the value, and the name is the check: two
 // scopes never share a record name, whatever the hash tags do.
 //
-// On Redis Cluster, tag is H(tenant, session) for a request whose key is
+// On Redis Cluster, tag is HS(tenant, session) for a request whose key is
 // bound to its step, so a record and its session's step entries share a
 // slot and one script decides on both; otherwise tag is H(tenant, tool,
 // key). The pointer set lets Get and Delete, which know only the scope,
@@ -70,7 +71,7 @@ func (k keyLayout) scopeTag(scope idempotency.Scope) string {
 
 func (k keyLayout) recordTag(scope idempotency.Scope, step *idempotency.Step) string {
 	if k.usesPointer(step) {
-		return tag(scope.Tenant, step.SessionID)
+		return sessionTag(scope.Tenant, step.SessionID)
 	}
 	return k.scopeTag(scope)
 }
@@ -151,7 +152,36 @@ func (k keyLayout) parseRecord(name string) (idempotency.Scope, error) {
 
 // step returns the step key of tenant + session + index.
 func (k keyLayout) step(tenant string, step idempotency.Step) string {
-	return k.prefix + "S{" + tag(tenant, step.SessionID) + "}" + strconv.FormatUint(step.Index, 10)
+	return k.stepHead() + sessionTag(tenant, step.SessionID) + "}" + strconv.FormatUint(step.Index, 10)
+}
+
+// stepHead is what every step key name starts with.
+func (k keyLayout) stepHead() string { return k.prefix + "S{" }
+
+// sessionTag is HS(tenant, session): 16 hex characters of SHA-1 of the
+// tenant, a newline and the packed session id (packID). A record keeps
+// only its session and step index, not its step key's name: the scripts
+// rebuild the name (heldStep in them) with redis.sha1hex, the one hash
+// their Lua has. The tag is a name, not a secret: SHA-1 spreads it as
+// well as SHA-256 would.
+func sessionTag(tenant, session string) string {
+	h := sha1.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{'\n'})
+	h.Write([]byte(packID(session)))
+	return hex.EncodeToString(h.Sum(nil))[:tagLen]
+}
+
+// stepArgs are the ARGV a script needs to name the step entry its record
+// holds (heldStep in the scripts): the step keys' head and the record's
+// tenant. Every script that changes a record's life embeds them last.
+type stepArgs struct {
+	StepHead string `lua:"step_head"` // <prefix>S{
+	Tenant   string `lua:"tenant"`    // the record's tenant
+}
+
+func (k keyLayout) stepArgs(tenant string) stepArgs {
+	return stepArgs{StepHead: k.stepHead(), Tenant: tenant}
 }
 
 // pointer returns the key of the set of record keys that hold scope. A

@@ -25,7 +25,7 @@ func TestRecordNames(t *testing.T) {
 	}{
 		{"single, derived", single, req.Scope, req.Step, ""},
 		{"single, opaque key, long tenant", single, opaque, nil, ""},
-		{"cluster, session tag", cluster, req.Scope, req.Step, "{" + tag(req.Scope.Tenant, req.Step.SessionID) + "}"},
+		{"cluster, session tag", cluster, req.Scope, req.Step, "{" + sessionTag(req.Scope.Tenant, req.Step.SessionID) + "}"},
 		{"cluster, scope tag", cluster, opaque, nil, "{" + tag(opaque.Tenant, opaque.Tool, opaque.Key) + "}"},
 	} {
 		name := c.layout.record(c.scope, c.step)
