@@ -13,8 +13,8 @@ local id = ARGV[1]              -- the approval id (packed)
 local approve = ARGV[2] == '1'  -- approve or deny
 local by = ARGV[3]              -- who decided
 local note = ARGV[4]            -- the decider's note
-local step_head = ARGV[5]   -- what every step key name starts with: <prefix>S{
-local tenant = ARGV[6]      -- the record's tenant (its step key's tag hashes it)
+local step_head = ARGV[5]       -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[6]          -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
 -- The step entry the record holds: its name rebuilt from the record's

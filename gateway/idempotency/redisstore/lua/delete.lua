@@ -3,8 +3,8 @@
 --
 -- Returns 1, or 0 if there is no such record. Layout: see claim.lua.
 local rec = KEYS[1]  -- the record
-local step_head = ARGV[1]   -- what every step key name starts with: <prefix>S{
-local tenant = ARGV[2]      -- the record's tenant (its step key's tag hashes it)
+local step_head = ARGV[1] -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[2] -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 -- The step entry the record holds: its name rebuilt from the record's
 -- session and step index (keys.go, sessionTag).

@@ -10,8 +10,8 @@ local rec = KEYS[1]        -- the record
 local owner = ARGV[1]      -- owner token (packed)
 local fence = ARGV[2]      -- fencing token (decimal)
 local replay_ms = ARGV[3]  -- how long the UNKNOWN record is kept
-local step_head = ARGV[4]   -- what every step key name starts with: <prefix>S{
-local tenant = ARGV[5]      -- the record's tenant (its step key's tag hashes it)
+local step_head = ARGV[4]  -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[5]     -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 -- The step entry the record holds: its name rebuilt from the record's

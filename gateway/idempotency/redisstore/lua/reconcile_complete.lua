@@ -13,8 +13,8 @@ local ttl_ms = ARGV[3]            -- how long the response is kept
 local status = tonumber(ARGV[4])  -- the confirmed status
 local ctype = ARGV[5]             -- content type (packed)
 local body = ARGV[6]              -- body
-local step_head = ARGV[7]   -- what every step key name starts with: <prefix>S{
-local tenant = ARGV[8]      -- the record's tenant (its step key's tag hashes it)
+local step_head = ARGV[7]         -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local DONE = '>HHc0'
 -- The step entry the record holds: its name rebuilt from the record's
