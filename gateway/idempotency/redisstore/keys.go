@@ -33,16 +33,17 @@ import (
 // slot and one script decides on both; otherwise tag is H(tenant, tool,
 // key). The pointer set lets Get and Delete, which know only the scope,
 // find a record that lives under a session tag. A single Redis has no
-// slots to respect, so there every record lives under its scope tag and no
-// pointer is needed: a retry that names another session still meets its
-// record. Nor is a tag: it would only repeat the scope the name already
-// holds, and its 18 bytes take the name (sds) down a jemalloc size class
-// for common scopes (80 → 64 bytes per record).
+// slots to respect, so there every record is found by its scope alone and
+// no pointer is needed: a retry that names another session still meets
+// its record. Nor is a tag needed there: it would only repeat the scope
+// the name holds, and its 18 bytes take a common record's name (sds) up a
+// jemalloc size class (64 → 80 bytes per record).
 //
-// A tag is 16 hex characters of SHA-256 of the newline-joined parts. It
-// keeps user input
-// ('{', '}' in sessions and keys) out of the slot computation: the first
-// '{' of the name opens the tag, and the bytes after its '}' may be any.
+// H is 16 hex characters of SHA-256 of the newline-joined parts (tag), HS
+// 16 of SHA-1 of tenant and packed session (sessionTag: the scripts
+// rebuild step names with it). A tag keeps user input ('{', '}' in
+// sessions and keys) out of the slot computation: the first '{' of the
+// name opens the tag, and the bytes after its '}' may be any.
 type keyLayout struct {
 	prefix string
 	// sessionSlots puts records with a step under their session's tag
