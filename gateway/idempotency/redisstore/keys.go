@@ -162,7 +162,7 @@ func (k keyLayout) stepHead() string { return k.prefix + "S{" }
 // sessionTag is HS(tenant, session): 16 hex characters of SHA-1 of the
 // tenant, a newline and the packed session id (packID). A record keeps
 // only its session and step index, not its step key's name: the scripts
-// rebuild the name (heldStep in them) with redis.sha1hex, the one hash
+// rebuild the name (held_step in them) with redis.sha1hex, the one hash
 // their Lua has. The tag is a name, not a secret: SHA-1 spreads it as
 // well as SHA-256 would.
 func sessionTag(tenant, session string) string {
@@ -174,7 +174,7 @@ func sessionTag(tenant, session string) string {
 }
 
 // stepArgs are the ARGV a script needs to name the step entry its record
-// holds (heldStep in the scripts): the step keys' head and the record's
+// holds (held_step in the scripts): the step keys' head and the record's
 // tenant. Every script that changes a record's life embeds them last.
 type stepArgs struct {
 	StepHead string `lua:"step_head"` // <prefix>S{
