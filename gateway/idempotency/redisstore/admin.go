@@ -51,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	}
 	deleted := 0
 	for _, f := range found {
-		ok, err := s.evalInt(ctx, call(deleteScript, []string{f.key}, deleteArgs{}))
+		ok, err := s.evalInt(ctx, call(deleteScript, []string{f.key}, deleteArgs{s.keys.stepArgs(scope.Tenant)}))
 		if err != nil {
 			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}
@@ -170,7 +170,7 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 	}
 	target := newest(found)
 	cmds, err := s.eval(ctx, call(resolveScript, []string{target.key},
-		resolveArgs{millis(ttl), resp.Status, packCtype(resp.ContentType), resp.Body}))
+		resolveArgs{millis(ttl), resp.Status, packCtype(resp.ContentType), resp.Body, s.keys.stepArgs(scope.Tenant)}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: resolve %v: %w", scope, err)
 	}

@@ -52,9 +52,10 @@ type approveArgs struct {
 	Approve string `lua:"approve"` // "1" approve, "0" deny
 	By      string `lua:"by"`
 	Note    string `lua:"note"`
+	stepArgs
 }
 
-func (a approveArgs) Argv() []any { return []any{a.ID, a.Approve, a.By, a.Note} }
+func (a approveArgs) Argv() []any { return []any{a.ID, a.Approve, a.By, a.Note, a.StepHead, a.Tenant} }
 
 // approval returns the key of the approval index entry of id.
 func (k keyLayout) approval(id string) string {
@@ -200,7 +201,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 	}
 	cmds, err := s.eval(ctx, call(approveScript, []string{f.key},
-		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, Note: decision.Note}))
+		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, Note: decision.Note, stepArgs: s.keys.stepArgs(f.record.Scope.Tenant)}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 	}

@@ -25,11 +25,13 @@ type claimArgs struct {
 	Tool        string `lua:"tool"`         // for the step entry
 	Arguments   []byte `lua:"args"`         // canonical arguments, kept while open
 	approvalClaimArgs
+	StepIndex string `lua:"step_index"` // decimal; "" without a step
+	stepArgs
 }
 
 func (a claimArgs) Argv() []any {
 	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments,
-		a.Approval, a.Rule, a.Reason, a.Approver, a.TimeoutMS, a.UseMS}
+		a.Approval, a.Rule, a.Reason, a.Approver, a.TimeoutMS, a.UseMS, a.StepIndex, a.StepHead, a.Tenant}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.
@@ -46,9 +48,10 @@ func ownerOf(lease idempotency.Lease) ownerCheck {
 type renewArgs struct {
 	ownerCheck
 	LockMS int64 `lua:"lock_ms"`
+	stepArgs
 }
 
-func (a renewArgs) Argv() []any { return []any{a.Owner, a.Fence, a.LockMS} }
+func (a renewArgs) Argv() []any { return []any{a.Owner, a.Fence, a.LockMS, a.StepHead, a.Tenant} }
 
 // completeArgs are complete.lua's ARGV.
 type completeArgs struct {
@@ -57,26 +60,31 @@ type completeArgs struct {
 	Status   int    `lua:"status"`
 	Ctype    string `lua:"ctype"` // packed (packCtype)
 	Body     []byte `lua:"body"`
+	stepArgs
 }
 
 func (a completeArgs) Argv() []any {
-	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body}
+	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body, a.StepHead, a.Tenant}
 }
 
 // markUnknownArgs are mark_unknown.lua's ARGV.
 type markUnknownArgs struct {
 	ownerCheck
 	ReplayMS int64 `lua:"replay_ms"`
+	stepArgs
 }
 
-func (a markUnknownArgs) Argv() []any { return []any{a.Owner, a.Fence, a.ReplayMS} }
+func (a markUnknownArgs) Argv() []any {
+	return []any{a.Owner, a.Fence, a.ReplayMS, a.StepHead, a.Tenant}
+}
 
 // releaseArgs are release.lua's ARGV.
 type releaseArgs struct {
 	ownerCheck
+	stepArgs
 }
 
-func (a releaseArgs) Argv() []any { return []any{a.Owner, a.Fence} }
+func (a releaseArgs) Argv() []any { return []any{a.Owner, a.Fence, a.StepHead, a.Tenant} }
 
 // resolveArgs are resolve.lua's ARGV.
 type resolveArgs struct {
@@ -84,9 +92,12 @@ type resolveArgs struct {
 	Status int    `lua:"status"`
 	Ctype  string `lua:"ctype"` // packed (packCtype)
 	Body   []byte `lua:"body"`
+	stepArgs
 }
 
-func (a resolveArgs) Argv() []any { return []any{a.TTLMS, a.Status, a.Ctype, a.Body} }
+func (a resolveArgs) Argv() []any {
+	return []any{a.TTLMS, a.Status, a.Ctype, a.Body, a.StepHead, a.Tenant}
+}
 
 // pointArgs are point.lua's ARGV.
 type pointArgs struct {
@@ -103,10 +114,13 @@ type layoutArgs struct {
 
 func (a layoutArgs) Argv() []any { return []any{a.Version} }
 
-// deleteArgs are delete.lua's ARGV: none (the key name is the scope check).
-type deleteArgs struct{}
+// deleteArgs are delete.lua's ARGV: only what names the step entry (the
+// key name is the scope check).
+type deleteArgs struct {
+	stepArgs
+}
 
-func (deleteArgs) Argv() []any { return nil }
+func (a deleteArgs) Argv() []any { return []any{a.StepHead, a.Tenant} }
 
 // flag is a boolean as the scripts read it.
 func flag(b bool) string {

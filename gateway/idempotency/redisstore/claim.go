@@ -52,10 +52,12 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest) (idem
 		Arguments:   req.CanonicalArguments,
 		// The call's decision: approve writes a pending approval.
 		approvalClaimArgs: approvalClaimArgsOf(req.Approval),
+		stepArgs:          s.keys.stepArgs(req.Scope.Tenant),
 	}
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
 		args.Session = packID(req.Step.SessionID)
+		args.StepIndex = strconv.FormatUint(req.Step.Index, 10)
 	}
 	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -15,8 +16,9 @@ import (
 
 // keyLayout names the store's keys.
 //
-//	<prefix>R{tag}<scope>        record (string: the packed record, see record.go)
-//	<prefix>S{H(tenant,session)}<step index>   step guard entry → record key name
+//	<prefix>R{tag}<scope>        Cluster: record (string: the packed record, see record.go)
+//	<prefix>R<scope>             single Redis: record (no tag: there are no slots)
+//	<prefix>S{HS(tenant,session)}<step index>  step guard entry: the holder's execution id and tool
 //	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
 //	<prefix>A{H(approval id)}<approval id>     approval index → record key name (approvals.go)
 //
@@ -26,19 +28,22 @@ import (
 // name holds is repeated in the value, and the name is the check: two
 // scopes never share a record name, whatever the hash tags do.
 //
-// On Redis Cluster, tag is H(tenant, session) for a request whose key is
+// On Redis Cluster, tag is HS(tenant, session) for a request whose key is
 // bound to its step, so a record and its session's step entries share a
 // slot and one script decides on both; otherwise tag is H(tenant, tool,
 // key). The pointer set lets Get and Delete, which know only the scope,
 // find a record that lives under a session tag. A single Redis has no
-// slots to respect, so there every record lives under its scope tag and no
-// pointer is needed: a retry that names another session still meets its
-// record.
+// slots to respect, so there every record is found by its scope alone and
+// no pointer is needed: a retry that names another session still meets
+// its record. Nor is a tag needed there: it would only repeat the scope
+// the name holds, and its 18 bytes take a common record's name (sds) up a
+// jemalloc size class (64 → 80 bytes per record).
 //
-// A tag is 16 hex characters of SHA-256 of the newline-joined parts. It
-// keeps user input
-// ('{', '}' in sessions and keys) out of the slot computation: the first
-// '{' of the name opens the tag, and the bytes after its '}' may be any.
+// H is 16 hex characters of SHA-256 of the newline-joined parts (tag), HS
+// 16 of SHA-1 of tenant and packed session (sessionTag: the scripts
+// rebuild step names with it). A tag keeps user input ('{', '}' in
+// sessions and keys) out of the slot computation: the first '{' of the
+// name opens the tag, and the bytes after its '}' may be any.
 type keyLayout struct {
 	prefix string
 	// sessionSlots puts records with a step under their session's tag
@@ -67,7 +72,7 @@ func (k keyLayout) scopeTag(scope idempotency.Scope) string {
 
 func (k keyLayout) recordTag(scope idempotency.Scope, step *idempotency.Step) string {
 	if k.usesPointer(step) {
-		return tag(scope.Tenant, step.SessionID)
+		return sessionTag(scope.Tenant, step.SessionID)
 	}
 	return k.scopeTag(scope)
 }
@@ -76,29 +81,58 @@ func (k keyLayout) recordTag(scope idempotency.Scope, step *idempotency.Step) st
 func (k keyLayout) record(scope idempotency.Scope, step *idempotency.Step) string {
 	b := make([]byte, 0, len(k.prefix)+tagLen+len(scope.Tenant)+len(scope.Tool)+len(scope.Key)+8)
 	b = append(b, k.prefix...)
-	b = append(b, "R{"...)
-	b = append(b, k.recordTag(scope, step)...)
-	b = append(b, '}')
-	b = binary.AppendUvarint(b, uint64(len(scope.Tenant)))
-	b = append(b, scope.Tenant...)
-	b = binary.AppendUvarint(b, uint64(len(scope.Tool)))
-	b = append(b, scope.Tool...)
+	if k.sessionSlots {
+		b = append(b, "R{"...)
+		b = append(b, k.recordTag(scope, step)...)
+		b = append(b, '}')
+	} else {
+		b = append(b, 'R')
+	}
+	b = append(b, packScopeHead(scope.Tenant, scope.Tool)...)
 	b = append(b, packID(scope.Key)...)
 	return string(b)
 }
 
+// packScopeHead packs the start of a record name's scope: uvarint length +
+// tenant, then (when tool is not empty) uvarint length + tool.
+func packScopeHead(tenant, tool string) []byte {
+	b := make([]byte, 0, len(tenant)+len(tool)+4)
+	b = binary.AppendUvarint(b, uint64(len(tenant)))
+	b = append(b, tenant...)
+	if tool != "" {
+		b = binary.AppendUvarint(b, uint64(len(tool)))
+		b = append(b, tool...)
+	}
+	return b
+}
+
+// recordPatternHead is the SCAN pattern of a record name up to its scope:
+// the prefix, "R" and, on a cluster, any tag.
+func (k keyLayout) recordPatternHead() string {
+	if k.sessionSlots {
+		return globEscape(k.prefix) + "R{" + strings.Repeat("?", tagLen) + "}"
+	}
+	return globEscape(k.prefix) + "R"
+}
+
 // recordPattern is the SCAN pattern of the record keys.
-func (k keyLayout) recordPattern() string { return globEscape(k.prefix) + "R{*" }
+func (k keyLayout) recordPattern() string { return k.recordPatternHead() + "*" }
 
 var errNotRecordName = errors.New("not a record key name")
 
 // parseRecord returns the scope a record key name holds.
 func (k keyLayout) parseRecord(name string) (idempotency.Scope, error) {
-	rest, ok := strings.CutPrefix(name, k.prefix+"R{")
-	if !ok || len(rest) < tagLen+1 || rest[tagLen] != '}' {
+	rest, ok := strings.CutPrefix(name, k.prefix+"R")
+	if ok && k.sessionSlots {
+		ok = len(rest) >= tagLen+2 && rest[0] == '{' && rest[tagLen+1] == '}'
+		if ok {
+			rest = rest[tagLen+2:]
+		}
+	}
+	if !ok {
 		return idempotency.Scope{}, errNotRecordName
 	}
-	b := []byte(rest[tagLen+1:])
+	b := []byte(rest)
 	field := func() (string, bool) {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
@@ -119,7 +153,36 @@ func (k keyLayout) parseRecord(name string) (idempotency.Scope, error) {
 
 // step returns the step key of tenant + session + index.
 func (k keyLayout) step(tenant string, step idempotency.Step) string {
-	return k.prefix + "S{" + tag(tenant, step.SessionID) + "}" + strconv.FormatUint(step.Index, 10)
+	return k.stepHead() + sessionTag(tenant, step.SessionID) + "}" + strconv.FormatUint(step.Index, 10)
+}
+
+// stepHead is what every step key name starts with.
+func (k keyLayout) stepHead() string { return k.prefix + "S{" }
+
+// sessionTag is HS(tenant, session): 16 hex characters of SHA-1 of the
+// tenant, a newline and the packed session id (packID). A record keeps
+// only its session and step index, not its step key's name: the scripts
+// rebuild the name (held_step in them) with redis.sha1hex, the one hash
+// their Lua has. The tag is a name, not a secret: SHA-1 spreads it as
+// well as SHA-256 would.
+func sessionTag(tenant, session string) string {
+	h := sha1.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{'\n'})
+	h.Write([]byte(packID(session)))
+	return hex.EncodeToString(h.Sum(nil))[:tagLen]
+}
+
+// stepArgs are the ARGV a script needs to name the step entry its record
+// holds (held_step in the scripts): the step keys' head and the record's
+// tenant. Every script that changes a record's life embeds them last.
+type stepArgs struct {
+	StepHead string `lua:"step_head"` // <prefix>S{
+	Tenant   string `lua:"tenant"`    // the record's tenant
+}
+
+func (k keyLayout) stepArgs(tenant string) stepArgs {
+	return stepArgs{StepHead: k.stepHead(), Tenant: tenant}
 }
 
 // pointer returns the key of the set of record keys that hold scope. A

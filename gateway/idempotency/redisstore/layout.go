@@ -23,7 +23,10 @@ const (
 	// layoutVersion is the layout this code writes.
 	// Version 2 keeps an open record's canonical arguments (claim.lua).
 	// Version 3 adds approval records (states 'A', 'Y', 'N' with their
-	// APPROVAL block) and the approval index keys.
+	// APPROVAL block) and the approval index keys; before its release it
+	// also changed in place to untagged record names on a single Redis and
+	// a record's step index instead of its step key's name (keys.go), so a
+	// store written by a pre-release build of 3 is not read by this one.
 	layoutVersion = 3
 	// newestKnownLayout is the newest layout this code reads.
 	newestKnownLayout = layoutVersion

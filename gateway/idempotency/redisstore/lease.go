@@ -20,7 +20,7 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("renew", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, call(renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl)}))
+	ok, err := s.evalInt(ctx, call(renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl), s.keys.stepArgs(lease.Scope.Tenant)}))
 	return ownedResult("renew", lease, ok, err)
 }
 
@@ -39,7 +39,7 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	}
 	ttlMS := millis(ttl)
 	return s.finish(ctx, "complete", lease, ttlMS, completeScript,
-		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})
+		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body, s.keys.stepArgs(lease.Scope.Tenant)})
 }
 
 // MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
@@ -54,7 +54,7 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 		return ownedResult("mark unknown", lease, 0, err)
 	}
 	ttlMS := millis(ttl)
-	return s.finish(ctx, "mark unknown", lease, ttlMS, markUnknownScript, markUnknownArgs{ownerOf(lease), ttlMS})
+	return s.finish(ctx, "mark unknown", lease, ttlMS, markUnknownScript, markUnknownArgs{ownerOf(lease), ttlMS, s.keys.stepArgs(lease.Scope.Tenant)})
 }
 
 // finish runs a script that ends lease's record (complete.lua,
@@ -87,7 +87,7 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("release", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease)}))
+	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant)}))
 	return ownedResult("release", lease, ok, err)
 }
 

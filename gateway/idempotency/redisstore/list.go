@@ -169,19 +169,13 @@ func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approva
 }
 
 // listPattern narrows a listing's SCAN on the server: with a tenant (and a
-// tool) the record names share a prefix after the tag.
+// tool) the record names share a prefix after "R" (and, on a cluster, the
+// tag).
 func (s *Store) listPattern(filter idempotency.ListFilter) string {
 	if filter.Tenant == "" {
 		return s.keys.recordPattern()
 	}
-	var b []byte
-	b = binary.AppendUvarint(b, uint64(len(filter.Tenant)))
-	b = append(b, filter.Tenant...)
-	if filter.Tool != "" {
-		b = binary.AppendUvarint(b, uint64(len(filter.Tool)))
-		b = append(b, filter.Tool...)
-	}
-	return globEscape(s.keys.prefix) + "R{" + strings.Repeat("?", tagLen) + "}" + globEscape(string(b)) + "*"
+	return s.keys.recordPatternHead() + globEscape(string(packScopeHead(filter.Tenant, filter.Tool))) + "*"
 }
 
 // matches applies the filter to a loaded record.

@@ -101,7 +101,7 @@ func (s *Store) ClaimReconcile(ctx context.Context, scope idempotency.Scope, own
 	if err != nil {
 		return idempotency.Record{}, err
 	}
-	cmds, err := s.eval(ctx, call(reconcileClaimScript, []string{key, s.keys.reconcileKey(key)}, reconcileClaimArgs{Owner: owner, TTLMS: millis(ttl)}))
+	cmds, err := s.eval(ctx, call(reconcileClaimScript, []string{key, s.keys.reconcileKey(key)}, reconcileClaimArgs{Owner: owner, TTLMS: millis(ttl), stepArgs: s.keys.stepArgs(scope.Tenant)}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: claim reconcile %v: %w", scope, err)
 	}
@@ -181,7 +181,7 @@ func (s *Store) CompleteReconciled(ctx context.Context, scope idempotency.Scope,
 	}
 	cmds, err := s.eval(ctx, call(reconcileCompleteScript, []string{key, s.keys.reconcileKey(key)}, reconcileCompleteArgs{
 		Owner: owner, Fence: strconv.FormatInt(fencingToken, 10), TTLMS: millis(ttl),
-		Status: resp.Status, Ctype: packCtype(resp.ContentType), Body: resp.Body}))
+		Status: resp.Status, Ctype: packCtype(resp.ContentType), Body: resp.Body, stepArgs: s.keys.stepArgs(scope.Tenant)}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: complete reconciled %v: %w", scope, err)
 	}
@@ -202,7 +202,7 @@ func (s *Store) DropReconciled(ctx context.Context, scope idempotency.Scope, own
 		return leaseLostIfMissing(err)
 	}
 	ok, err := s.evalInt(ctx, call(reconcileDropScript, []string{key, s.keys.reconcileKey(key)},
-		reconcileDropArgs{Owner: owner, Fence: strconv.FormatInt(fencingToken, 10)}))
+		reconcileDropArgs{Owner: owner, Fence: strconv.FormatInt(fencingToken, 10), stepArgs: s.keys.stepArgs(scope.Tenant)}))
 	if err != nil {
 		return fmt.Errorf("redisstore: drop reconciled %v: %w", scope, err)
 	}
@@ -225,9 +225,10 @@ func leaseLostIfMissing(err error) error {
 type reconcileClaimArgs struct {
 	Owner string `lua:"owner"`
 	TTLMS int64  `lua:"ttl_ms"`
+	stepArgs
 }
 
-func (a reconcileClaimArgs) Argv() []any { return []any{a.Owner, a.TTLMS} }
+func (a reconcileClaimArgs) Argv() []any { return []any{a.Owner, a.TTLMS, a.StepHead, a.Tenant} }
 
 // reconcileAttemptArgs are reconcile_attempt.lua's ARGV.
 type reconcileAttemptArgs struct {
@@ -251,16 +252,18 @@ type reconcileCompleteArgs struct {
 	Status int    `lua:"status"`
 	Ctype  string `lua:"ctype"` // packed (packCtype)
 	Body   []byte `lua:"body"`
+	stepArgs
 }
 
 func (a reconcileCompleteArgs) Argv() []any {
-	return []any{a.Owner, a.Fence, a.TTLMS, a.Status, a.Ctype, a.Body}
+	return []any{a.Owner, a.Fence, a.TTLMS, a.Status, a.Ctype, a.Body, a.StepHead, a.Tenant}
 }
 
 // reconcileDropArgs are reconcile_drop.lua's ARGV.
 type reconcileDropArgs struct {
 	Owner string `lua:"owner"`
 	Fence string `lua:"fence"`
+	stepArgs
 }
 
-func (a reconcileDropArgs) Argv() []any { return []any{a.Owner, a.Fence} }
+func (a reconcileDropArgs) Argv() []any { return []any{a.Owner, a.Fence, a.StepHead, a.Tenant} }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -15,7 +14,7 @@ import (
 // scripts equal to these).
 const (
 	// layoutHead is the header every record starts with: state,
-	// fingerprint, execution id, fencing token, created, step key, held,
+	// fingerprint, execution id, fencing token, created, step index, held,
 	// session.
 	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0"
 	// layoutProgress follows the header of an IN_PROGRESS record: owner,
@@ -40,8 +39,8 @@ type packed struct {
 	state    byte // 'P', 'C' or 'U'
 	fp, exec string
 	fence    int64
-	created  int64 // µs
-	step     string
+	created  int64  // µs
+	step     string // the step index, decimal ("" without a step)
 	held     bool
 	session  string
 	lease    int64 // µs, 'P' only
@@ -162,7 +161,7 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 		FencingToken: p.fence, CreatedAt: time.UnixMicro(p.created), ExpiresAt: expires,
 	}
 	if p.step != "" {
-		n, err := strconv.ParseUint(p.step[strings.LastIndexByte(p.step, '}')+1:], 10, 64)
+		n, err := strconv.ParseUint(p.step, 10, 64)
 		if err != nil {
 			return idempotency.Record{}, fmt.Errorf("%w: step index", errBadReply)
 		}

@@ -128,10 +128,19 @@ func measureCost(b *testing.B, workers int, opts Options) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// MEMORY USAGE of one call's two keys (what Redis counts per key: name,
+	// value and main-dictionary entry; not the expiry entry nor the slots).
+	recordUsage := client.MemoryUsage(ctx, store.keys.record(reqs[0].Scope, store.keys.slotStep(reqs[0]))).Val()
+	stepUsage := client.MemoryUsage(ctx, store.keys.step(reqs[0].Scope.Tenant, *reqs[0].Step)).Val()
+	if recordUsage == 0 || stepUsage == 0 {
+		b.Fatalf("MEMORY USAGE of a call's keys: record %d, step entry %d bytes", recordUsage, stepUsage)
+	}
 	n := float64(storetest.ReferenceCalls)
 	b.ReportMetric(float64(open.usedMemory-before.usedMemory)/n, "redis-bytes/open-call")
 	b.ReportMetric(float64(fresh.usedMemory-before.usedMemory)/n, "redis-bytes/call")
 	b.ReportMetric(float64(keys)/n, "keys/call")
+	b.ReportMetric(float64(recordUsage), "record-usage-bytes")
+	b.ReportMetric(float64(stepUsage), "step-usage-bytes")
 	b.ReportMetric((fresh.cpuMicros-before.cpuMicros)/n, "redis-cpu-µs/fresh")
 	b.ReportMetric(float64(fresh.evalMicros-before.evalMicros)/n, "script-µs/fresh")
 	b.ReportMetric((replay.cpuMicros-fresh.cpuMicros)/n, "redis-cpu-µs/replay")

@@ -13,12 +13,19 @@ local id = ARGV[1]              -- the approval id (packed)
 local approve = ARGV[2] == '1'  -- approve or deny
 local by = ARGV[3]              -- who decided
 local note = ARGV[4]            -- the decider's note
+local step_head = ARGV[5]       -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[6]          -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, _, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
+local state, _, _, _, _, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
 if state ~= 'A' and state ~= 'Y' and state ~= 'N' then return {'not_found'} end
 local aid, rule, reason, approver, requested, aexp, use_ms, replay_ms, _, _, _, q = struct.unpack(APPROVAL, v, p)
 if aid ~= id then return {'not_found'} end
@@ -33,5 +40,5 @@ local nv = nstate .. string.sub(v, 2, p - 1)
     use_ms, replay_ms, #by, by, now, #note, note)
   .. string.sub(v, q)
 redis.call('SET', rec, nv, 'PX', ttl_ms)
-if rheld == 1 then redis.call('PEXPIRE', rstep, ttl_ms) end
+if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), ttl_ms) end
 return {'ok', nv, string.format('%d', redis.call('PEXPIRETIME', rec))}

@@ -27,8 +27,9 @@
 --   fence     I8   fencing token (µs of the Redis clock at its claim, or
 --                  the previous token + 1)
 --   created   I8   µs of the Redis clock
---   step      B c0 the step key of the claim ("" without a step)
---   held      B    1 if the record holds that step key
+--   step      B c0 the claim's step index, decimal ("" without a step)
+--   held      B    1 if the record holds that step's entry, whose name
+--                  held_step rebuilds from session and step index
 --   session   H c0 session id (packed; "" without a step; for the admin API)
 --   then for 'P': owner B c0, lease end I8 (µs), replay ms I8, then the
 --                 canonical arguments (the rest)
@@ -65,10 +66,18 @@ local reason = ARGV[13]                 -- its reason
 local approver = ARGV[14]               -- "operator" | "caller"
 local timeout_ms = tonumber(ARGV[15])   -- how long the approval may stay pending
 local use_ms = tonumber(ARGV[16])       -- how long an approved call may wait to run
+local step_index = ARGV[17]  -- the step index, decimal ("" without a step)
+local step_head = ARGV[18]   -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[19]      -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
+-- The step entry a record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local v
 if stepkey then v = redis.call('MGET', rec, stepkey) else v = {redis.call('GET', rec)} end
@@ -82,14 +91,14 @@ local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function in_progress(e, fence, created, step, held, sess, lease_end)
-  return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #step, step, held, #sess, sess)
+local function in_progress(e, fence, created, index, held, sess, lease_end)
+  return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #index, index, held, #sess, sess)
     .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms) .. args
 end
 local ttl_ms = lock_ms + replay_ms
 
 if v then
-  local state, rfp, rexec, rfence, rcreated, rstep, rheld, rsession, p = struct.unpack(HEAD, v)
+  local state, rfp, rexec, rfence, rcreated, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
   if state == 'A' or state == 'Y' or state == 'N' then
@@ -102,8 +111,8 @@ if v then
     -- Approved, or pending under rules that now allow the call: it runs,
     -- as a first claim of the record, and the approval is used up.
     local fence = math.max(rfence + 1, now)
-    redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
-    if rheld == 1 then redis.call('SET', rstep, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
+    redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
+    if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
     return {'consumed', int(fence), block}
   end
   local rowner, rlease, _, q = struct.unpack(PROGRESS, v, p)
@@ -114,13 +123,13 @@ if v then
   if rlease > now then return {'in_progress', rexec, int(rlease - now)} end
   if lease_expiry == 'unknown' then
     redis.call('SET', rec, 'U' .. string.sub(v, 2, p - 1) .. string.sub(v, q), 'PX', replay_ms)
-    if rheld == 1 then redis.call('PEXPIRE', rstep, replay_ms) end
+    if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), replay_ms) end
     return {'unknown', rexec}
   end
   local fence = math.max(rfence + 1, now)
-  redis.call('SET', rec, in_progress(exec, fence, rcreated, rstep, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
+  redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
   -- The step now names the new execution.
-  if rheld == 1 then redis.call('SET', rstep, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
+  if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
   return -fence
 end
 
@@ -136,11 +145,11 @@ if approval ~= '' then
   local life = timeout_ms + replay_ms
   local block = struct.pack(APPROVAL, #approval, approval, rule, #reason, reason, #approver, approver,
     now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '')
-  redis.call('SET', rec, struct.pack(HEAD, 'A', #fp, fp, #exec, exec, 0, now, #(stepkey or ''), stepkey or '',
+  redis.call('SET', rec, struct.pack(HEAD, 'A', #fp, fp, #exec, exec, 0, now, #step_index, step_index,
     bind and 1 or 0, #session, session) .. block .. args, 'PX', life)
   if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', life) end
   return {'awaiting_approval', exec, block}
 end
-redis.call('SET', rec, in_progress(exec, now, now, stepkey or '', bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
+redis.call('SET', rec, in_progress(exec, now, now, step_index, bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
 if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
 return now

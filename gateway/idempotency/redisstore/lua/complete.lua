@@ -12,15 +12,22 @@ local replay_ms = ARGV[3]         -- how long the response is kept
 local status = tonumber(ARGV[4])  -- the response's status
 local ctype = ARGV[5]             -- its content type (packed)
 local body = ARGV[6]              -- its body
+local step_head = ARGV[7]         -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
 local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('SET', rec, 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body, 'PX', replay_ms)
-if rheld == 1 then redis.call('PEXPIRE', rstep, replay_ms) end
+if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), replay_ms) end
 return 1

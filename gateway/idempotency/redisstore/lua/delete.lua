@@ -3,11 +3,18 @@
 --
 -- Returns 1, or 0 if there is no such record. Layout: see claim.lua.
 local rec = KEYS[1]  -- the record
+local step_head = ARGV[1] -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[2] -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local v = redis.call('GET', rec)
 if not v then return 0 end
-local _, _, _, _, _, rstep, rheld = struct.unpack(HEAD, v)
+local _, _, _, _, _, rindex, rheld, rsession = struct.unpack(HEAD, v)
 redis.call('DEL', rec)
-if rheld == 1 then redis.call('DEL', rstep) end
+if rheld == 1 then redis.call('DEL', held_step(rsession, rindex)) end
 return 1

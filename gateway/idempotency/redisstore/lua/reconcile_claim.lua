@@ -15,8 +15,15 @@ local rec = KEYS[1]       -- the record
 local rq = KEYS[2]        -- its reconciliation
 local owner = ARGV[1]     -- the reconciler
 local ttl_ms = ARGV[2]    -- the reconcile lease
+local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[4]    -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -24,13 +31,13 @@ local now_ms = math.floor(now_us / 1000)
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, rfence, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
+local state, _, _, rfence, _, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
 if state == 'P' then
   local _, lease, replay_ms, q = struct.unpack(PROGRESS, v, p)
   if lease > now_us then return {'not_resolvable'} end
   v = 'U' .. string.sub(v, 2, p - 1) .. string.sub(v, q)
   redis.call('SET', rec, v, 'PX', replay_ms)
-  if rheld == 1 then redis.call('PEXPIRE', rstep, replay_ms) end
+  if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), replay_ms) end
 elseif state ~= 'U' then
   return {'not_resolvable'}
 end

@@ -13,12 +13,19 @@ local ttl_ms = ARGV[3]            -- how long the response is kept
 local status = tonumber(ARGV[4])  -- the confirmed status
 local ctype = ARGV[5]             -- content type (packed)
 local body = ARGV[6]              -- body
+local step_head = ARGV[7]         -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local DONE = '>HHc0'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'
-local _, _, _, rfence, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
 if string.format('%d', rfence) ~= fence then return 0 end
 local raw = redis.call('GET', rq)
 if not raw then return 0 end
@@ -26,7 +33,7 @@ local st = cjson.decode(raw)
 if st.f ~= fence or st.o ~= owner then return 0 end
 local nv = 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body
 redis.call('SET', rec, nv, 'PX', ttl_ms)
-if rheld == 1 then redis.call('PEXPIRE', rstep, ttl_ms) end
+if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), ttl_ms) end
 st.o = nil
 st.l = nil
 st.rb = 'reconcile'

@@ -8,16 +8,23 @@ local rec = KEYS[1]     -- the record
 local rq = KEYS[2]      -- its reconciliation
 local owner = ARGV[1]   -- the reconciler
 local fence = ARGV[2]   -- the record's fencing token (decimal)
+local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[4]  -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'
-local _, _, _, rfence, _, rstep, rheld = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession = struct.unpack(HEAD, v)
 if string.format('%d', rfence) ~= fence then return 0 end
 local raw = redis.call('GET', rq)
 if not raw then return 0 end
 local st = cjson.decode(raw)
 if st.f ~= fence or st.o ~= owner then return 0 end
 redis.call('DEL', rec, rq)
-if rheld == 1 then redis.call('DEL', rstep) end
+if rheld == 1 then redis.call('DEL', held_step(rsession, rindex)) end
 return 1

@@ -10,9 +10,16 @@ local ttl_ms = ARGV[1]            -- how long the response is kept
 local status = tonumber(ARGV[2])  -- the operator's status
 local ctype = ARGV[3]             -- content type (packed)
 local body = ARGV[4]              -- body
+local step_head = ARGV[5]         -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[6]            -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
+-- The step entry the record holds: its name rebuilt from the record's
+-- session and step index (keys.go, sessionTag).
+local function held_step(sess, index)
+  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
+end
 
 local function clock()
   local t = redis.call('TIME')
@@ -21,7 +28,7 @@ end
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, _, _, rstep, rheld, _, p = struct.unpack(HEAD, v)
+local state, _, _, _, _, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
 if state ~= 'P' and state ~= 'U' then return {'not_resolvable'} end -- COMPLETED, or an approval
 if state == 'P' then
   local _, lease = struct.unpack(PROGRESS, v, p)
@@ -29,5 +36,5 @@ if state == 'P' then
 end
 local nv = 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body
 redis.call('SET', rec, nv, 'PX', ttl_ms)
-if rheld == 1 then redis.call('PEXPIRE', rstep, ttl_ms) end
+if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), ttl_ms) end
 return {'ok', nv}
