@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -81,17 +79,17 @@ type verifyEnv struct {
 // wrapStore lets a test put a double around the scratch store.
 type wrapStore func(idempotency.Store) idempotency.Store
 
-// newVerifyEnv builds the scratch gateway from the checked config st on an
-// embedded store in dir. The user's decide rules are left out of it: the
-// guarantees about calls that run need calls that are allowed.
-func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
-	store, err := boltstore.Open(filepath.Join(dir, "verify.db"), boltstore.Options{})
+// newVerifyEnv builds the scratch gateway from the checked config st on the
+// store of the scratch space. The user's decide rules are left out of it:
+// the guarantees about calls that run need calls that are allowed.
+func newVerifyEnv(ctx context.Context, st *startup, space *scratchSpace, wrap wrapStore) (*verifyEnv, error) {
+	store, _, err := space.cfg.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, fmt.Errorf("verify: scratch store: %w", err)
+		return nil, fmt.Errorf("verify: scratch store %s: %w", space.desc, err)
 	}
 	// Receipts as start-up keeps them (none when the config turns them off),
 	// beside the scratch store.
-	receiptStore, err := st.cfg.receiptsFor(ctx, store)
+	receiptStore, err := space.cfg.receiptsFor(ctx, store)
 	if err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("verify: scratch receipts: %w", err)

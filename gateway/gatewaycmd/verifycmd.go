@@ -14,7 +14,7 @@ import (
 	"github.com/toolgateway/toolgateway/tools"
 )
 
-const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch]"
+const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch|configured]"
 
 // VerifyResult is one guarantee checked on one tool.
 type VerifyResult struct {
@@ -44,9 +44,11 @@ func (e *ExitStatus) Unwrap() error { return e.Err }
 var errNoneApplied = &ExitStatus{Code: 2, Err: errors.New("verify: no guarantee applies to this config")}
 
 // verifyConfig loads the config at path as `gateway check` does (the same
-// errors) and runs every guarantee on every tool against stand-ins on a
-// scratch embedded store; wrap, when set, is put around that store.
-func verifyConfig(ctx context.Context, path string, getenv func(string) string, wrap wrapStore) ([]VerifyResult, error) {
+// errors) and runs every guarantee on every tool against stand-ins, on the
+// scratch space storeMode names; wrap, when set, is put around its store.
+// Everything the run wrote is removed afterwards: an error doing so comes
+// with the results.
+func verifyConfig(ctx context.Context, path string, getenv func(string) string, storeMode string, wrap wrapStore) ([]VerifyResult, error) {
 	st, err := prepare(path, getenv, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
@@ -54,12 +56,20 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	if st.mcp != nil {
 		defer st.mcp.Close()
 	}
-	dir, err := os.MkdirTemp("", "gateway-verify-")
+	space, err := newScratchSpace(ctx, st.cfg, st.store, storeMode)
 	if err != nil {
-		return nil, fmt.Errorf("verify: scratch directory: %w", err)
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	env, err := newVerifyEnv(ctx, st, dir, wrap)
+	results, err := verifyIn(ctx, st, space, wrap)
+	if removeErr := space.remove(context.WithoutCancel(ctx)); removeErr != nil {
+		err = errors.Join(err, removeErr)
+	}
+	return results, err
+}
+
+// verifyIn runs the guarantees on the scratch space and closes its stores.
+func verifyIn(ctx context.Context, st *startup, space *scratchSpace, wrap wrapStore) ([]VerifyResult, error) {
+	env, err := newVerifyEnv(ctx, st, space, wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +89,8 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 			recording = t
 		}
 	}
-	return append(results, checkNewerLayout(ctx, env, dir, recording)), nil
+	results = append(results, checkNewerLayout(ctx, env, space, recording))
+	return append(results, mcpServerResults(st.cfg)...), nil
 }
 
 // argsFor makes two argument sets for e's schema and has the gateway's own
@@ -131,21 +142,33 @@ func runVerify(ctx context.Context, inv invocation) error {
 	configPath := fs.String("config", "", "path to the config file (required)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file")
-	storeMode := fs.String("store", "scratch", "where the guarantees run: scratch, a fresh embedded store in a temporary directory (the only choice in this version)")
+	storeMode := fs.String("store", verifyStoreScratch, "where the guarantees run: scratch, a fresh embedded store in a temporary directory; configured, a scratch prefix, schema or file of the configured store, removed afterwards")
 	if err := parseFlags(fs, inv, "verify", verifyUsage); err != nil {
 		return helpIsSuccess(err)
 	}
 	if *configPath == "" {
 		return fmt.Errorf("verify: -config is required (usage: gateway verify %s)", verifyUsage)
 	}
-	if *storeMode != "scratch" {
-		return fmt.Errorf("verify: -store %q: this version runs the guarantees on a scratch embedded store only (-store scratch)", *storeMode)
+	if *storeMode != verifyStoreScratch && *storeMode != verifyStoreConfigured {
+		return fmt.Errorf("verify: -store %q: want %s (a fresh embedded store) or %s (a scratch part of the configured store)", *storeMode, verifyStoreScratch, verifyStoreConfigured)
 	}
-	results, err := verifyConfig(ctx, *configPath, inv.getenv, nil)
-	if err != nil {
+	results, err := verifyConfig(ctx, *configPath, inv.getenv, *storeMode, nil)
+	if err != nil && results == nil {
 		return err
 	}
-	if *asJSON {
+	if printErr := printVerify(inv, results, *asJSON, *junit); printErr != nil {
+		return printErr
+	}
+	if err != nil { // the results stand; the scratch space was not removed
+		return err
+	}
+	return verifyExit(results)
+}
+
+// printVerify writes the results to stdout (as text or JSON) and, when
+// junit is set, as JUnit XML to that file.
+func printVerify(inv invocation, results []VerifyResult, asJSON bool, junit string) error {
+	if asJSON {
 		enc := json.NewEncoder(inv.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {
@@ -160,12 +183,10 @@ func runVerify(ctx context.Context, inv invocation) error {
 			return err
 		}
 	}
-	if *junit != "" {
-		if err := writeJUnit(*junit, results); err != nil {
-			return err
-		}
+	if junit != "" {
+		return writeJUnit(junit, results)
 	}
-	return verifyExit(results)
+	return nil
 }
 
 // junitSuite is the JUnit XML CI systems read: one testcase per guarantee
