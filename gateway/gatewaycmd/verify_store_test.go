@@ -111,7 +111,7 @@ func TestVerifyStoreConfiguredOnRedisLeavesNoKey(t *testing.T) {
 			duringRun = countKeys(t, client, prefix+"verify-*")
 		}}
 	}
-	results, err := verifyConfig(t.Context(), path, envOf(nil), verifyStoreConfigured, wrap)
+	results, err := verifyConfig(t.Context(), path, envOf(nil), verifyRun{storeMode: verifyStoreConfigured, wrap: wrap})
 	assertVerifyPassedOn(t, results, err, "redis")
 	if duringRun < 1 {
 		t.Fatalf("%d keys under %sverify-* while verify ran, want its records there", duringRun, prefix)
@@ -157,7 +157,7 @@ func TestVerifyStoreConfiguredOnPostgresLeavesNoSchema(t *testing.T) {
 			_, tablesDuringRun = schemaTables(t, url, scratch)
 		}}
 	}
-	results, err := verifyConfig(t.Context(), path, envOf(nil), verifyStoreConfigured, wrap)
+	results, err := verifyConfig(t.Context(), path, envOf(nil), verifyRun{storeMode: verifyStoreConfigured, wrap: wrap})
 	assertVerifyPassedOn(t, results, err, "postgres")
 	if scratch == usersSchema || tablesDuringRun == 0 {
 		t.Fatalf("verify ran in schema %s with %d tables, want a scratch schema with the store's tables", scratch, tablesDuringRun)
@@ -192,7 +192,7 @@ func TestVerifyStoreConfiguredEmbeddedBesideTheFile(t *testing.T) {
 			}
 		}}
 	}
-	results, err := verifyConfig(t.Context(), exampleWithStore(t, "  path: "+usersFile+"\n"), envOf(nil), verifyStoreConfigured, wrap)
+	results, err := verifyConfig(t.Context(), exampleWithStore(t, "  path: "+usersFile+"\n"), envOf(nil), verifyRun{storeMode: verifyStoreConfigured, wrap: wrap})
 	assertVerifyPassedOn(t, results, err, "embedded")
 	if len(duringRun) != 2 || !strings.HasPrefix(duringRun[0], ".gateway-verify-") {
 		t.Fatalf("beside the store file while verify ran: %v, want its scratch directory", duringRun)
@@ -206,7 +206,7 @@ func TestVerifyStoreConfiguredEmbeddedBesideTheFile(t *testing.T) {
 	// A directory that does not exist yet is made as start-up would make it,
 	// and removed again.
 	missing := filepath.Join(t.TempDir(), "var", "lib")
-	results, err = verifyConfig(t.Context(), exampleWithStore(t, "  path: "+filepath.Join(missing, "gw.db")+"\n"), envOf(nil), verifyStoreConfigured, nil)
+	results, err = verifyConfig(t.Context(), exampleWithStore(t, "  path: "+filepath.Join(missing, "gw.db")+"\n"), envOf(nil), verifyRun{storeMode: verifyStoreConfigured})
 	assertVerifyPassedOn(t, results, err, "embedded")
 	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s after verify: %v, want it removed again", filepath.Dir(missing), err)

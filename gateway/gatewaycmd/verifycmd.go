@@ -14,7 +14,7 @@ import (
 	"github.com/toolgateway/toolgateway/tools"
 )
 
-const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch|configured]"
+const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch|configured] [-mcp-list]"
 
 // VerifyResult is one guarantee checked on one tool.
 type VerifyResult struct {
@@ -43,12 +43,22 @@ func (e *ExitStatus) Unwrap() error { return e.Err }
 // errNoneApplied is `gateway verify`'s exit status 2.
 var errNoneApplied = &ExitStatus{Code: 2, Err: errors.New("verify: no guarantee applies to this config")}
 
+// verifyRun is how `gateway verify` runs, from its flags.
+type verifyRun struct {
+	// storeMode is -store: verifyStoreScratch or verifyStoreConfigured.
+	storeMode string
+	// mcpList is -mcp-list: list the tools of the MCP servers (tools/list
+	// only) and verify them too.
+	mcpList bool
+	// wrap, when set, is put around the scratch store (tests).
+	wrap wrapStore
+}
+
 // verifyConfig loads the config at path as `gateway check` does (the same
 // errors) and runs every guarantee on every tool against stand-ins, on the
-// scratch space storeMode names; wrap, when set, is put around its store.
-// Everything the run wrote is removed afterwards: an error doing so comes
-// with the results.
-func verifyConfig(ctx context.Context, path string, getenv func(string) string, storeMode string, wrap wrapStore) ([]VerifyResult, error) {
+// scratch space run.storeMode names. Everything the run wrote is removed
+// afterwards: an error doing so comes with the results.
+func verifyConfig(ctx context.Context, path string, getenv func(string) string, run verifyRun) ([]VerifyResult, error) {
 	st, err := prepare(path, getenv, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
@@ -56,11 +66,16 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	if st.mcp != nil {
 		defer st.mcp.Close()
 	}
-	space, err := newScratchSpace(ctx, st.cfg, st.store, storeMode)
+	if run.mcpList {
+		if err := listMCPTools(ctx, st); err != nil {
+			return nil, err
+		}
+	}
+	space, err := newScratchSpace(ctx, st.cfg, st.store, run.storeMode)
 	if err != nil {
 		return nil, err
 	}
-	results, err := verifyIn(ctx, st, space, wrap)
+	results, err := verifyIn(ctx, st, space, run)
 	if removeErr := space.remove(context.WithoutCancel(ctx)); removeErr != nil {
 		err = errors.Join(err, removeErr)
 	}
@@ -68,8 +83,8 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 }
 
 // verifyIn runs the guarantees on the scratch space and closes its stores.
-func verifyIn(ctx context.Context, st *startup, space *scratchSpace, wrap wrapStore) ([]VerifyResult, error) {
-	env, err := newVerifyEnv(ctx, st, space, wrap)
+func verifyIn(ctx context.Context, st *startup, space *scratchSpace, run verifyRun) ([]VerifyResult, error) {
+	env, err := newVerifyEnv(ctx, st, space, run.wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +105,7 @@ func verifyIn(ctx context.Context, st *startup, space *scratchSpace, wrap wrapSt
 		}
 	}
 	results = append(results, checkNewerLayout(ctx, env, space, recording))
-	return append(results, mcpServerResults(st.cfg)...), nil
+	return append(results, mcpServerResults(st, run.mcpList)...), nil
 }
 
 // argsFor makes two argument sets for e's schema and has the gateway's own
@@ -142,6 +157,7 @@ func runVerify(ctx context.Context, inv invocation) error {
 	configPath := fs.String("config", "", "path to the config file (required)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file")
+	mcpList := fs.Bool("mcp-list", false, "list the tools of mcp_servers (tools/list only, never tools/call) and verify them on stand-ins too")
 	storeMode := fs.String("store", verifyStoreScratch, "where the guarantees run: scratch, a fresh embedded store in a temporary directory; configured, a scratch prefix, schema or file of the configured store, removed afterwards")
 	if err := parseFlags(fs, inv, "verify", verifyUsage); err != nil {
 		return helpIsSuccess(err)
@@ -152,7 +168,7 @@ func runVerify(ctx context.Context, inv invocation) error {
 	if *storeMode != verifyStoreScratch && *storeMode != verifyStoreConfigured {
 		return fmt.Errorf("verify: -store %q: want %s (a fresh embedded store) or %s (a scratch part of the configured store)", *storeMode, verifyStoreScratch, verifyStoreConfigured)
 	}
-	results, err := verifyConfig(ctx, *configPath, inv.getenv, *storeMode, nil)
+	results, err := verifyConfig(ctx, *configPath, inv.getenv, verifyRun{storeMode: *storeMode, mcpList: *mcpList})
 	if err != nil && results == nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func (s releasingStore) MarkUnknown(ctx context.Context, lease idempotency.Lease
 // failed, on which tool, and the exit status is not 0.
 func TestVerifyFailsAgainstAStoreThatReleasesUnknownRecords(t *testing.T) {
 	wrap := func(s idempotency.Store) idempotency.Store { return releasingStore{s.(*boltstore.Store)} }
-	results, err := verifyConfig(context.Background(), v4Config(t), envOf(nil), verifyStoreScratch, wrap)
+	results, err := verifyConfig(context.Background(), v4Config(t), envOf(nil), verifyRun{storeMode: verifyStoreScratch, wrap: wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
