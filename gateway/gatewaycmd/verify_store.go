@@ -32,6 +32,10 @@ const (
 // storeReachTimeout bounds verify's first contact with the configured store.
 const storeReachTimeout = 5 * time.Second
 
+// scratchRemoveTimeout bounds the removal of a run's scratch part (which
+// runs even when the run was interrupted).
+const scratchRemoveTimeout = 30 * time.Second
+
 // scratchSpace is where one verify run keeps its records, and how it
 // leaves nothing behind.
 type scratchSpace struct {
@@ -199,28 +203,32 @@ func postgresSpace(ctx context.Context, cfg *Config, choice storeChoice, id stri
 			return nil, fmt.Errorf("verify: scratch schema: %w", err)
 		}
 	}
-	exec := func(ctx context.Context, sql string) error {
+	exec := func(ctx context.Context, sql string) (reached bool, err error) {
 		conn, err := connectPostgres(ctx, cfg.Store.PostgresURL)
 		if err != nil {
-			return fmt.Errorf("verify: store %s does not answer: %w", choice.desc, err)
+			return false, err
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("verify: store %s: %w", choice.desc, err)
-		}
-		return nil
+		_, err = conn.Exec(ctx, sql)
+		return true, err
 	}
 	reachCtx, cancel := context.WithTimeout(ctx, storeReachTimeout)
 	defer cancel()
-	if err := exec(reachCtx, "CREATE SCHEMA "+schemas[0]+"; CREATE SCHEMA "+schemas[1]); err != nil {
-		return nil, err
+	switch reached, err := exec(reachCtx, "CREATE SCHEMA "+schemas[0]+"; CREATE SCHEMA "+schemas[1]); {
+	case !reached:
+		return nil, fmt.Errorf("verify: store %s does not answer: %w", choice.desc, err)
+	case err != nil:
+		return nil, fmt.Errorf("verify: store %s: creating the scratch schema %s: %w", choice.desc, schema, err)
 	}
 	return &scratchSpace{kind: choice.kind,
 		cfg:   withStore(cfg, func(s *StoreConfig) { s.PostgresSchema = schemas[0] }),
 		newer: withStore(cfg, func(s *StoreConfig) { s.PostgresSchema = schemas[1] }),
 		desc:  strings.TrimSuffix(choice.desc, " schema "+orString(cfg.Store.PostgresSchema, pgstore.DefaultSchema)) + " schema " + schema,
 		remove: func(ctx context.Context) error {
-			return exec(ctx, "DROP SCHEMA IF EXISTS "+schemas[0]+" CASCADE; DROP SCHEMA IF EXISTS "+schemas[1]+" CASCADE")
+			if _, err := exec(ctx, "DROP SCHEMA IF EXISTS "+schemas[0]+" CASCADE; DROP SCHEMA IF EXISTS "+schemas[1]+" CASCADE"); err != nil {
+				return fmt.Errorf("verify: removing the scratch schemas %s and %s of %s: %w", schemas[0], schemas[1], choice.desc, err)
+			}
+			return nil
 		},
 	}, nil
 }

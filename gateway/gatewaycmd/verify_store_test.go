@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -121,6 +122,39 @@ func TestVerifyStoreConfiguredOnRedisLeavesNoKey(t *testing.T) {
 	}
 	if v, _ := client.Get(t.Context(), prefix+"users-own").Result(); v != "untouched" {
 		t.Fatalf("the user's key holds %q after verify", v)
+	}
+}
+
+// On Redis Cluster the scratch keys spread over the masters' slots; every
+// one is deleted afterwards, on every master.
+func TestVerifyStoreConfiguredOnRedisClusterLeavesNoKey(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix("verifycluster")
+	path := exampleWithStore(t, "  cluster_addrs: ["+strings.Join(cluster.Addrs(), ", ")+"]\n  key_prefix: \""+prefix+"\"\n")
+	client := cluster.Client()
+	keysOnMasters := func() int {
+		var n atomic.Int64 // ForEachMaster calls the masters at once
+		err := client.ForEachMaster(context.Background(), func(ctx context.Context, master *redis.Client) error {
+			keys, err := master.Keys(ctx, prefix+"*").Result()
+			n.Add(int64(len(keys)))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(n.Load())
+	}
+	duringRun := -1
+	wrap := func(s idempotency.Store) idempotency.Store {
+		return redisAtClose{s.(clientOwningStore), func() { duringRun = keysOnMasters() }}
+	}
+	results, err := verifyConfig(t.Context(), path, envOf(nil), verifyRun{storeMode: verifyStoreConfigured, wrap: wrap})
+	assertVerifyPassedOn(t, results, err, "redis-cluster")
+	if duringRun < 1 {
+		t.Fatalf("%d keys under %s on the masters while verify ran, want its records there", duringRun, prefix)
+	}
+	if n := keysOnMasters(); n != 0 {
+		t.Fatalf("%d keys under %s on the masters after verify, want none", n, prefix)
 	}
 }
 

@@ -76,7 +76,9 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 		return nil, err
 	}
 	results, err := verifyIn(ctx, st, space, run)
-	if removeErr := space.remove(context.WithoutCancel(ctx)); removeErr != nil {
+	removeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scratchRemoveTimeout)
+	defer cancel()
+	if removeErr := space.remove(removeCtx); removeErr != nil {
 		err = errors.Join(err, removeErr)
 	}
 	return results, err
