@@ -63,7 +63,7 @@ func newScratchSpace(ctx context.Context, cfg *Config, choice storeChoice, mode 
 		if err != nil {
 			return nil, fmt.Errorf("verify: scratch directory: %w", err)
 		}
-		return embeddedSpace(cfg, dir, func(context.Context) error { return os.RemoveAll(dir) }), nil
+		return embeddedSpace(cfg, dir, func(context.Context) error { return removeScratchDir(dir) }), nil
 	}
 	id := strings.ToLower(ulid.Make().String())
 	switch choice.kind {
@@ -107,13 +107,26 @@ func besideEmbedded(cfg *Config, choice storeChoice) (*scratchSpace, error) {
 		return nil, fmt.Errorf("verify: store %s: a scratch directory beside it: %w", choice.desc, err)
 	}
 	return embeddedSpace(cfg, dir, func(context.Context) error {
-		err := os.RemoveAll(dir)
-		// Only the directories verify made, and only while empty.
-		for d := parent; made != "" && err == nil && strings.HasPrefix(d, made); d = filepath.Dir(d) {
-			err = os.Remove(d)
+		if err := removeScratchDir(dir); err != nil {
+			return err
 		}
-		return err
+		// The directories verify made, while empty: one that is not (the
+		// gateway has started meanwhile, say) is left, and so are its parents.
+		for d := parent; made != "" && strings.HasPrefix(d, made); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
+		return nil
 	}), nil
+}
+
+// removeScratchDir removes a run's scratch directory and what it holds.
+func removeScratchDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("verify: removing the scratch directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 // firstMissing is the outermost directory of path's ancestry (path
