@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,11 +20,11 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
 
 // standIn replaces one of the user's tools: the same spec (name, schema,
@@ -73,25 +72,28 @@ type verifyEnv struct {
 	receipts receipts.Store
 	opts     gateway.Options
 	standIn  map[string]*standIn
-	tenants  []verifyTenant
-	mu       sync.Mutex
-	n        int
+	// mcp serves the stand-ins of the tools MCP servers listed (nil
+	// without -mcp-list).
+	mcp     *mcpStandIns
+	tenants []verifyTenant
+	mu      sync.Mutex
+	n       int
 }
 
 // wrapStore lets a test put a double around the scratch store.
 type wrapStore func(idempotency.Store) idempotency.Store
 
-// newVerifyEnv builds the scratch gateway from the checked config st on an
-// embedded store in dir. The user's decide rules are left out of it: the
-// guarantees about calls that run need calls that are allowed.
-func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) (*verifyEnv, error) {
-	store, err := boltstore.Open(filepath.Join(dir, "verify.db"), boltstore.Options{})
+// newVerifyEnv builds the scratch gateway from the checked config st on the
+// store of the scratch space. The user's decide rules are left out of it:
+// the guarantees about calls that run need calls that are allowed.
+func newVerifyEnv(ctx context.Context, st *startup, space *scratchSpace, wrap wrapStore) (*verifyEnv, error) {
+	store, _, err := space.cfg.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, fmt.Errorf("verify: scratch store: %w", err)
+		return nil, fmt.Errorf("verify: scratch store %s: %w", space.desc, err)
 	}
 	// Receipts as start-up keeps them (none when the config turns them off),
 	// beside the scratch store.
-	receiptStore, err := st.cfg.receiptsFor(ctx, store)
+	receiptStore, err := space.cfg.receiptsFor(ctx, store)
 	if err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("verify: scratch receipts: %w", err)
@@ -104,14 +106,10 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 	for _, target := range st.reconcile {
 		env.reconcile[target.Tool] = target
 	}
-	registry := tools.NewRegistry()
-	for _, e := range st.opts.Tools.Entries() {
-		s := &standIn{spec: e.Spec}
-		if err := registry.Add(s); err != nil {
-			_ = store.Close()
-			return nil, fmt.Errorf("verify: stand-in for %s: %w", e.Spec.Name, err)
-		}
-		env.standIn[e.Spec.Name] = s
+	registry, err := env.standInRegistry(ctx, st)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
 	}
 	o := st.opts
 	o.Store, o.Tools = wrapped, registry
@@ -133,6 +131,7 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 	x.Approvals.Timeout = approvalExpiry
 	servers, err := scratchServers(o, d, x)
 	if err != nil {
+		env.mcp.Close()
 		_ = store.Close()
 		return nil, err
 	}
@@ -140,6 +139,26 @@ func newVerifyEnv(ctx context.Context, st *startup, dir string, wrap wrapStore) 
 	env.srv, env.decided, env.expiring = servers[0], servers[1], servers[2]
 	env.client = &http.Client{Timeout: 30 * time.Second}
 	return env, nil
+}
+
+// standInRegistry is a registry of stand-ins for st's tools: in process,
+// but the tools MCP servers listed (-mcp-list) are served by stand-in MCP
+// servers and reached through the gateway's MCP upstream code.
+func (env *verifyEnv) standInRegistry(ctx context.Context, st *startup) (*tools.Registry, error) {
+	registry := tools.NewRegistry()
+	for _, e := range st.opts.Tools.Entries() {
+		if _, ok := e.Tool.(*mcptool.Tool); ok {
+			continue
+		}
+		s := &standIn{spec: e.Spec}
+		if err := registry.Add(s); err != nil {
+			return nil, fmt.Errorf("verify: stand-in for %s: %w", e.Spec.Name, err)
+		}
+		env.standIn[e.Spec.Name] = s
+	}
+	var err error
+	env.mcp, err = startMCPStandIns(ctx, st, registry, env.standIn)
+	return registry, err
 }
 
 // scratchServers serves a gateway for each of opts, each with its own
@@ -167,6 +186,7 @@ func (env *verifyEnv) Close() {
 	env.srv.Close()
 	env.decided.Close()
 	env.expiring.Close()
+	env.mcp.Close()
 	_ = env.store.Close()
 }
 

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -25,31 +25,60 @@ const (
 	storeColumn     = "(store)"
 )
 
-// checkNewerLayout opens a second scratch store that a newer gateway has
-// marked (boltstore.MarkNewerLayout), serves tool t on it, and checks a
-// call is refused without running.
-func checkNewerLayout(ctx context.Context, env *verifyEnv, dir string, t *verifyTool) VerifyResult {
+// checkNewerLayout opens a second scratch store of the scratch space's
+// kind that a newer gateway has marked (markNewerLayout), serves tool t on
+// it, and checks a call is refused without running.
+func checkNewerLayout(ctx context.Context, env *verifyEnv, space *scratchSpace, t *verifyTool) VerifyResult {
 	r := VerifyResult{Tool: storeColumn, Guarantee: layoutGuarantee}
 	if t == nil {
 		r.Verdict, r.Detail = verifyNA, "no tool of this config stores records with arguments verify can make"
 		return r
 	}
-	r.Verdict, r.Detail = newerLayoutVerdict(ctx, env, filepath.Join(dir, "newer.db"), t)
+	r.Verdict, r.Detail = newerLayoutVerdict(ctx, env, space, t)
 	return r
 }
 
-func newerLayoutVerdict(ctx context.Context, env *verifyEnv, path string, t *verifyTool) (string, string) {
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err == nil {
-		err = s.Close()
+// markNewerLayout sets the layout up in the space's second store and then
+// records there the layout version after the newest this gateway knows,
+// where each kind keeps it (the place `gateway migrate -print` names).
+func markNewerLayout(ctx context.Context, space *scratchSpace) error {
+	store, _, err := space.newer.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
 	}
+	layouts, ok := store.(idempotency.Layouts)
+	if !ok {
+		_ = store.Close()
+		return fmt.Errorf("the %s store has no layout version", space.kind)
+	}
+	v, err := layouts.LayoutVersion(ctx)
 	if err == nil {
-		err = boltstore.MarkNewerLayout(path)
+		switch s := store.(type) {
+		case clientOwningStore:
+			err = s.client.Set(ctx, space.newer.Store.KeyPrefix+"layout", v.Known+1, 0).Err()
+		case *pgstore.Store:
+			_, err = s.Pool().Exec(ctx, "INSERT INTO "+s.Schema()+".schema_version (version) VALUES ($1)", v.Known+1)
+		}
+	}
+	if closeErr := store.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil && space.kind == storeKindEmbedded {
+		err = boltstore.MarkNewerLayout(space.newer.Store.Path) // a closed file only
 	}
 	if err != nil {
+		return fmt.Errorf("marking a newer layout in %s: %w", space.desc, err)
+	}
+	return nil
+}
+
+func newerLayoutVerdict(ctx context.Context, env *verifyEnv, space *scratchSpace, t *verifyTool) (string, string) {
+	if err := markNewerLayout(ctx, space); err != nil {
 		return verifyFail, err.Error()
 	}
-	store, err := boltstore.Open(path, boltstore.Options{NoMigrate: true})
+	noMigrate := *space.newer
+	noMigrate.Store.Migrate = new(bool)
+	store, _, err := noMigrate.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
 	if errors.Is(err, idempotency.ErrNewerLayout) {
 		return verifyPass, "refused at open: " + err.Error()
 	}
@@ -88,5 +117,5 @@ func newerLayoutVerdict(ctx context.Context, env *verifyEnv, path string, t *ver
 	case resp.status != http.StatusServiceUnavailable || problemCode(resp.body) != wire.CodeStoreUnavailable:
 		return verifyFail, fmt.Sprintf("on a store a newer gateway changed, a call answered %d %s, not 503 %s", resp.status, resp.body, wire.CodeStoreUnavailable)
 	}
-	return verifyPass, fmt.Sprintf("a call of %s on a store with a newer layout: 503 %s, not run", t.name, wire.CodeStoreUnavailable)
+	return verifyPass, fmt.Sprintf("a call of %s on a store with a newer layout (%s): 503 %s, not run", t.name, space.kind, wire.CodeStoreUnavailable)
 }

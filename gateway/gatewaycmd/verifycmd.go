@@ -14,7 +14,7 @@ import (
 	"github.com/toolgateway/toolgateway/tools"
 )
 
-const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch]"
+const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch|configured] [-mcp-list]"
 
 // VerifyResult is one guarantee checked on one tool.
 type VerifyResult struct {
@@ -43,10 +43,22 @@ func (e *ExitStatus) Unwrap() error { return e.Err }
 // errNoneApplied is `gateway verify`'s exit status 2.
 var errNoneApplied = &ExitStatus{Code: 2, Err: errors.New("verify: no guarantee applies to this config")}
 
+// verifyRun is how `gateway verify` runs, from its flags.
+type verifyRun struct {
+	// storeMode is -store: verifyStoreScratch or verifyStoreConfigured.
+	storeMode string
+	// mcpList is -mcp-list: list the tools of the MCP servers (tools/list
+	// only) and verify them too.
+	mcpList bool
+	// wrap, when set, is put around the scratch store (tests).
+	wrap wrapStore
+}
+
 // verifyConfig loads the config at path as `gateway check` does (the same
-// errors) and runs every guarantee on every tool against stand-ins on a
-// scratch embedded store; wrap, when set, is put around that store.
-func verifyConfig(ctx context.Context, path string, getenv func(string) string, wrap wrapStore) ([]VerifyResult, error) {
+// errors) and runs every guarantee on every tool against stand-ins, on the
+// scratch space run.storeMode names. Everything the run wrote is removed
+// afterwards: an error doing so comes with the results.
+func verifyConfig(ctx context.Context, path string, getenv func(string) string, run verifyRun) ([]VerifyResult, error) {
 	st, err := prepare(path, getenv, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
@@ -54,12 +66,27 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	if st.mcp != nil {
 		defer st.mcp.Close()
 	}
-	dir, err := os.MkdirTemp("", "gateway-verify-")
-	if err != nil {
-		return nil, fmt.Errorf("verify: scratch directory: %w", err)
+	if run.mcpList {
+		if err := listMCPTools(ctx, st); err != nil {
+			return nil, err
+		}
 	}
-	defer os.RemoveAll(dir)
-	env, err := newVerifyEnv(ctx, st, dir, wrap)
+	space, err := newScratchSpace(ctx, st.cfg, st.store, run.storeMode)
+	if err != nil {
+		return nil, err
+	}
+	results, err := verifyIn(ctx, st, space, run)
+	removeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scratchRemoveTimeout)
+	defer cancel()
+	if removeErr := space.remove(removeCtx); removeErr != nil {
+		err = errors.Join(err, removeErr)
+	}
+	return results, err
+}
+
+// verifyIn runs the guarantees on the scratch space and closes its stores.
+func verifyIn(ctx context.Context, st *startup, space *scratchSpace, run verifyRun) ([]VerifyResult, error) {
+	env, err := newVerifyEnv(ctx, st, space, run.wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +106,8 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 			recording = t
 		}
 	}
-	return append(results, checkNewerLayout(ctx, env, dir, recording)), nil
+	results = append(results, checkNewerLayout(ctx, env, space, recording))
+	return append(results, mcpServerResults(st, run.mcpList)...), nil
 }
 
 // argsFor makes two argument sets for e's schema and has the gateway's own
@@ -131,21 +159,34 @@ func runVerify(ctx context.Context, inv invocation) error {
 	configPath := fs.String("config", "", "path to the config file (required)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file")
-	storeMode := fs.String("store", "scratch", "where the guarantees run: scratch, a fresh embedded store in a temporary directory (the only choice in this version)")
+	mcpList := fs.Bool("mcp-list", false, "list the tools of mcp_servers (tools/list only, never tools/call) and verify them on stand-ins too")
+	storeMode := fs.String("store", verifyStoreScratch, "where the guarantees run: scratch, a fresh embedded store in a temporary directory; configured, a scratch prefix, schema or file of the configured store, removed afterwards")
 	if err := parseFlags(fs, inv, "verify", verifyUsage); err != nil {
 		return helpIsSuccess(err)
 	}
 	if *configPath == "" {
 		return fmt.Errorf("verify: -config is required (usage: gateway verify %s)", verifyUsage)
 	}
-	if *storeMode != "scratch" {
-		return fmt.Errorf("verify: -store %q: this version runs the guarantees on a scratch embedded store only (-store scratch)", *storeMode)
+	if *storeMode != verifyStoreScratch && *storeMode != verifyStoreConfigured {
+		return fmt.Errorf("verify: -store %q: want %s (a fresh embedded store) or %s (a scratch part of the configured store)", *storeMode, verifyStoreScratch, verifyStoreConfigured)
 	}
-	results, err := verifyConfig(ctx, *configPath, inv.getenv, nil)
-	if err != nil {
+	results, err := verifyConfig(ctx, *configPath, inv.getenv, verifyRun{storeMode: *storeMode, mcpList: *mcpList})
+	if err != nil && results == nil {
 		return err
 	}
-	if *asJSON {
+	if printErr := printVerify(inv, results, *asJSON, *junit); printErr != nil {
+		return printErr
+	}
+	if err != nil { // the results stand; the scratch space was not removed
+		return err
+	}
+	return verifyExit(results)
+}
+
+// printVerify writes the results to stdout (as text or JSON) and, when
+// junit is set, as JUnit XML to that file.
+func printVerify(inv invocation, results []VerifyResult, asJSON bool, junit string) error {
+	if asJSON {
 		enc := json.NewEncoder(inv.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {
@@ -160,12 +201,10 @@ func runVerify(ctx context.Context, inv invocation) error {
 			return err
 		}
 	}
-	if *junit != "" {
-		if err := writeJUnit(*junit, results); err != nil {
-			return err
-		}
+	if junit != "" {
+		return writeJUnit(junit, results)
 	}
-	return verifyExit(results)
+	return nil
 }
 
 // junitSuite is the JUnit XML CI systems read: one testcase per guarantee
