@@ -159,14 +159,37 @@ func TestOIDCOverMCPAndKeyRotation(t *testing.T) {
 	}
 	callMCP(p.Token(t, "org:acme"), 0)
 	p.RotateKeys()
-	// The key set is fetched again at most once per interval; wait it out
-	// so the new key id is looked up.
+	// The key set is fetched again at most once per interval: a token of
+	// the new key is refused until then, and accepted after. Asked until
+	// accepted (a loaded machine may stretch the interval's end), never
+	// before one interval has passed.
+	rotated := p.Token(t, "org:acme")
 	time.Sleep(oidcauth.DefaultMinRefreshInterval + 100*time.Millisecond)
-	callMCP(p.Token(t, "org:acme"), 1)
+	for deadline := time.Now().Add(20 * time.Second); !mcpAccepts(g.addr, rotated); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a token signed with the rotated key is still refused after 20 s")
+		}
+	}
+	callMCP(rotated, 1)
 	runs := up.srv.Executions(mcptest.ToolCreate)
 	if len(runs) != 2 || runs[0].Meta[wire.MetaTenant] != "acme" || runs[1].Meta[wire.MetaTenant] != "acme" {
 		t.Fatalf("executions %+v, want 2 as tenant acme", runs)
 	}
+}
+
+// mcpAccepts reports whether the gateway at addr accepts token for an MCP
+// session (initialize only: no tool runs).
+func mcpAccepts(addr, token string) bool {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport(token)}
+	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client, MaxRetries: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gatewaycmd-oidc-test", Version: "1"}, nil).Connect(ctx, transport, nil)
+	if err != nil {
+		return false
+	}
+	_ = cs.Close()
+	return true
 }
 
 func mcpClientWithToken(t *testing.T, addr, token string) *mcp.ClientSession {
