@@ -312,5 +312,7 @@ func (c *Config) redisOptions() redisstore.Options {
 		Prefix:       c.Store.KeyPrefix,
 		WaitReplicas: c.Store.WaitReplicas,
 		NoMigrate:    !c.Store.migrates(),
+		// With receipts on, completions mark their receipt pending.
+		ReceiptOutbox: c.receiptsOn(),
 	}
 }

@@ -57,10 +57,14 @@ type completeArgs struct {
 	Status   int    `lua:"status"`
 	Ctype    string `lua:"ctype"` // packed (packCtype)
 	Body     []byte `lua:"body"`
+	// OutboxExec and OutboxEntry: the receipt outbox entry (outbox.go),
+	// "" with receipts off.
+	OutboxExec  string `lua:"outbox_exec"`
+	OutboxEntry []byte `lua:"outbox_entry"`
 }
 
 func (a completeArgs) Argv() []any {
-	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body}
+	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body, a.OutboxExec, a.OutboxEntry}
 }
 
 // markUnknownArgs are mark_unknown.lua's ARGV.

@@ -76,8 +76,8 @@ func newStatements(schema string) statements {
 		duplicates: q(`SELECT execution_id FROM @.receipt_executions WHERE tenant = $1 AND execution_id = ANY($2::text[])`),
 		// $1 before (ns): the index is kept as long as the receipts.
 		expireIndex: q(`DELETE FROM @.receipt_executions WHERE time_ns < $1`),
-		head:    q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
-		tenants: q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
+		head:        q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
+		tenants:     q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
 		// $1 tenant, $2 after, $3 limit + 1.
 		list: q(`SELECT seq, line FROM @.receipts WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
 		// $1 before (ns): per tenant, every receipt below the first one
