@@ -77,9 +77,9 @@ type receiptWriter struct {
 	// the entries of what it appended, the sweep recovers the others.
 	outbox       idempotency.ReceiptOutbox
 	recoverAfter time.Duration
-	ctx       context.Context // cancelled when a drain's deadline passes
-	cancel    context.CancelFunc
-	checks    chainChecks // the console's verification of the chains
+	ctx          context.Context // cancelled when a drain's deadline passes
+	cancel       context.CancelFunc
+	checks       chainChecks // the console's verification of the chains
 }
 
 type queuedReceipt struct {

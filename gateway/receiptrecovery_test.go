@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,12 +25,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/receipts/pgreceipts"
 	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
 	"github.com/toolgateway/toolgateway/internal/gatewayproc"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -41,11 +49,11 @@ import (
 // executed receipt; no execution has two, and none ran twice.
 
 const (
-	crashTenants         = 4
+	crashTenants          = 4
 	crashWorkersPerTenant = 4
-	crashLoadBefore      = 1500 * time.Millisecond // load before the kill
-	crashLoadAfter       = 1500 * time.Millisecond // load after it
-	crashSettle          = 20 * time.Second        // bound on the sweep's work after the load
+	crashLoadBefore       = 1500 * time.Millisecond // load before the kill
+	crashLoadAfter        = 1500 * time.Millisecond // load after it
+	crashSettle           = 20 * time.Second        // bound on the sweep's work after the load
 )
 
 func TestReceiptsSurviveKill9(t *testing.T) {
@@ -388,4 +396,84 @@ func scrapeMetric(t *testing.T, url, name string) string {
 		}
 	}
 	return "absent"
+}
+
+// outboxStore opens a fresh store of kind whose completions write the
+// receipt outbox (receipts on, as the program opens it).
+func outboxStore(t *testing.T, kind storeKind) idempotency.Store {
+	t.Helper()
+	switch kind {
+	case gatewaytest.Redis:
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+		prefix := redistest.Prefix("gwtest-outbox")
+		t.Cleanup(func() {
+			redistest.CleanPrefix(context.Background(), client, prefix)
+			_ = client.Close()
+		})
+		return redisstore.New(client, redisstore.Options{Prefix: prefix, ReceiptOutbox: true})
+	case gatewaytest.Embedded:
+		s, err := boltstore.Open(filepath.Join(t.TempDir(), "gw.db"), boltstore.Options{ReceiptOutbox: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	url := pgtest.URL(t)
+	s, err := pgstore.Open(t.Context(), url, pgstore.Options{Schema: pgtest.Schema(t, url), SweepInterval: -1, ReceiptOutbox: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestReceiptRecoveredFromTheOutbox: a completion whose gateway died
+// before its receipt was written (the completion alone, straight on the
+// store) gets its executed receipt from the next gateway's sweep, once;
+// a call through that gateway gets its own receipt once, and its outbox
+// entry is cleared by the writer.
+func TestReceiptRecoveredFromTheOutbox(t *testing.T) {
+	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
+		store := outboxStore(t, kind)
+		rs := receiptsBeside(t, store)
+		outbox := store.(idempotency.ReceiptOutbox)
+		scope := idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "refund", Key: "dead-gateway-key"}
+		d, err := store.Claim(t.Context(), idempotency.ClaimRequest{Scope: scope, Fingerprint: strings.Repeat("a", 64),
+			Step: &idempotency.Step{SessionID: "s", Index: 7}, ExecutionID: "01JDEADGATEWAYEXECUTION000", Owner: "dead",
+			LockTTL: time.Minute, ReplayTTL: time.Hour})
+		if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+			t.Fatalf("claim: %v, %v", d.Outcome, err)
+		}
+		if err := store.Complete(t.Context(), d.Lease, idempotency.StoredResponse{Status: 201, ContentType: "application/json", Body: []byte(`{}`)}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		tool := gatewaytest.NewTool("refund")
+		h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), func(o *gateway.Options) {
+			o.Receipts, o.ReceiptRecoverAfter = rs, 200*time.Millisecond
+		})
+		chain := chainOf(t, rs, gateway.AnonymousTenant, 1)
+		got := chain[0]
+		if got.Event != receipts.EventExecuted || got.ExecutionID != d.Lease.ExecutionID || got.Status != 201 ||
+			got.Key != receipts.KeyHash(scope.Key) || got.Session != "s" || got.Step != "7" || got.Tool != "refund" {
+			t.Fatalf("recovered receipt: %+v", got)
+		}
+		r := h.Do(refund("s", 8, "50"))
+		if r.Status != http.StatusOK {
+			t.Fatalf("call: %d %s", r.Status, r.Body)
+		}
+		chainOf(t, rs, gateway.AnonymousTenant, 2)
+		gatewaytest.Eventually(t, 10*time.Second, "outbox cleared", func() bool {
+			pending, err := outbox.PendingReceipts(t.Context(), time.Now().Add(time.Hour), 10)
+			return err == nil && len(pending) == 0
+		})
+		time.Sleep(500 * time.Millisecond) // sweeps run meanwhile: nothing is appended twice
+		chain = chainOf(t, rs, gateway.AnonymousTenant, 2)
+		if len(chain) != 2 || chain[1].ExecutionID != r.Header.Get(wire.HeaderExecutionID) || tool.Total.Load() != 1 {
+			t.Fatalf("chain %+v after the call (tool ran %d times), want the recovered receipt and the call's", chain, tool.Total.Load())
+		}
+		if v := scrapeMetric(t, h.Srv.URL, "gateway_receipts_recovered_total"); v != "1" {
+			t.Fatalf("gateway_receipts_recovered_total = %s, want 1", v)
+		}
+	})
 }

@@ -257,7 +257,7 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 	case storeKindPostgres:
 		return c.openPostgres(ctx)
 	case storeKindEmbedded:
-		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates()})
+		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates(), ReceiptOutbox: c.receiptsOn()})
 		if err != nil {
 			return nil, "", fmt.Errorf("store.path: %w", err)
 		}
