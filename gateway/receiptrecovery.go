@@ -26,8 +26,10 @@ import (
 // minute), so the sweep does not race a live writer's retries.
 const DefaultReceiptRecoverAfter = 2 * time.Minute
 
-// recoverBatch bounds the entries one sweep round reads.
-const recoverBatch = 1000
+// recoverBatch bounds the entries one sweep round reads: a writer's run
+// at most, so a tenant's recovered run fits one append as the writer's
+// runs do.
+const recoverBatch = receiptMaxRun
 
 // clearOutbox clears the outbox entries of a run just appended. A failure
 // only leaves the entries to the sweep, whose append finds them there.
