@@ -42,7 +42,7 @@ import (
 )
 
 // The proof of receipts surviving kill -9: two gateway processes on one
-// store, 4 tenants calling (fresh calls, replays, keys reused with other
+// store (Redis, a Redis Cluster, PostgreSQL), 4 tenants calling (fresh calls, replays, keys reused with other
 // arguments) through both, one gateway killed with SIGKILL mid-run. When
 // the survivor's sweep has emptied the receipt outbox, every chain
 // verifies and every execution whose outcome was recorded has exactly one
@@ -74,6 +74,14 @@ func TestReceiptsSurviveKill9(t *testing.T) {
 			redisreceipts.New(client, prefix, nil),
 			func(ctx context.Context) (int64, error) { return client.HLen(ctx, prefix+"O{outbox}").Result() })
 	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		cluster := redistest.StartCluster(t, 3)
+		client := cluster.Client()
+		prefix := redistest.Prefix("gwtest-outbox")
+		runCrash(t, bin, map[string]any{"cluster_addrs": cluster.Addrs(), "key_prefix": prefix},
+			redisreceipts.New(client, prefix, nil),
+			func(ctx context.Context) (int64, error) { return clusterOutboxLen(ctx, client, prefix) })
+	})
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.URL(t)
 		schema := pgtest.Schema(t, url)
@@ -93,6 +101,27 @@ func TestReceiptsSurviveKill9(t *testing.T) {
 				return n, err
 			})
 	})
+}
+
+// clusterOutboxLen counts the outbox entries on every master: one hash
+// per record tag, <prefix>O{<tag>}.
+func clusterOutboxLen(ctx context.Context, client *redis.ClusterClient, prefix string) (int64, error) {
+	var mu sync.Mutex
+	var total int64
+	err := client.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, prefix+"O{*", 500).Iterator()
+		for iter.Next(ctx) {
+			n, err := node.HLen(ctx, iter.Val()).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}
+		return iter.Err()
+	})
+	return total, err
 }
 
 // crashUpstream is the HTTP tool: it counts its executions by the
