@@ -320,7 +320,7 @@ func (s *Server) receipt(st *callState) {
 		}
 	}
 	var ref *idempotency.OutboxRef
-	if ran && st.lease.ExecutionID != "" { // its completion may have written the outbox entry
+	if event == receipts.EventExecuted && ran && st.lease.ExecutionID != "" { // its completion may have written the outbox entry
 		ref = &idempotency.OutboxRef{Scope: st.lease.Scope, Step: st.lease.Step, ExecutionID: st.lease.ExecutionID}
 	}
 	s.receipts.enqueueWith(st.call.Tenant, r, ref)
