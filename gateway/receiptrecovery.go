@@ -31,17 +31,20 @@ const DefaultReceiptRecoverAfter = 2 * time.Minute
 // runs do.
 const recoverBatch = receiptMaxRun
 
-// clearOutbox clears the outbox entries of a run just appended. A failure
-// only leaves the entries to the sweep, whose append finds them there.
-func (w *receiptWriter) clearOutbox(tenant string, refs []idempotency.OutboxRef) {
+// clearOutbox clears the outbox entries of a run just appended and
+// reports whether it did. A failure only leaves the entries to the
+// sweep, whose append finds them there.
+func (w *receiptWriter) clearOutbox(tenant string, refs []idempotency.OutboxRef) bool {
 	if w.outbox == nil || len(refs) == 0 {
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, storeCallTimeout)
 	defer cancel()
-	if err := w.outbox.ClearReceipts(ctx, refs); err != nil && w.ctx.Err() == nil {
+	err := w.outbox.ClearReceipts(ctx, refs)
+	if err != nil && w.ctx.Err() == nil {
 		w.log.Warn("receipt outbox not cleared; the recovery sweep will", "tenant", tenant, "count", len(refs), "error", err)
 	}
+	return err == nil
 }
 
 // recoverLoop sweeps the outbox once at start, then every half
@@ -86,7 +89,9 @@ func (w *receiptWriter) recoverOnce() (more bool) {
 			w.recovered.Add(float64(len(appended)))
 			w.log.Info("receipts recovered from the outbox", "tenant", run.tenant, "count", len(appended))
 		}
-		w.clearOutbox(run.tenant, run.outbox)
+		if !w.clearOutbox(run.tenant, run.outbox) {
+			more = false // the same entries again: wait for the next sweep
+		}
 	}
 	return more
 }
