@@ -39,6 +39,9 @@ type metrics struct {
 	abandonedPublished map[string]float64
 	// receiptsUnwritten counts the receipts given up on (receipt.go).
 	receiptsUnwritten prometheus.Counter
+	// receiptsRecovered counts the receipts the recovery sweep appended
+	// from the outbox (receiptrecovery.go).
+	receiptsRecovered prometheus.Counter
 }
 
 // labelUnknownTool is the tool label of a name that is not a configured tool.
@@ -110,12 +113,16 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_receipts_unwritten_total",
 			Help: "Receipts the gateway gave up writing (queue full, store failing past the retries, drain deadline); each is logged with its fields.",
 		}),
+		receiptsRecovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_receipts_recovered_total",
+			Help: "Executed receipts the recovery sweep appended from the receipt outbox: receipts a gateway had not written when it died (or gave up on).",
+		}),
 		recordsAbandoned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_records_abandoned",
 			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
 		}, []string{"tool"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gateway: register metrics: %w", err)
 		}

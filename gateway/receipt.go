@@ -25,8 +25,10 @@ import (
 //
 // The call path only enqueues: a receiptWriter goroutine per Server appends
 // with retries, so writing a receipt never makes a tool wait or run twice.
-// The queue is in memory: what is still in it when the process dies
-// (kill -9) is lost; Drain flushes it within its deadline, and every
+// The queue is in memory; what is still in it when the process dies
+// (kill -9) is recovered from the store's receipt outbox, for an executed
+// call, by another gateway's sweep (receiptrecovery.go). Drain flushes the
+// queue within its deadline, and every
 // receipt the writer gives up on (queue full, store failing past the
 // retries, drain deadline) is counted in gateway_receipts_unwritten_total
 // and logged with its fields, never dropped silently.
@@ -68,34 +70,62 @@ type receiptWriter struct {
 	queue     chan queuedReceipt
 	pending   sync.WaitGroup // receipts enqueued and not yet written or given up
 	unwritten prometheus.Counter
+	recovered prometheus.Counter
 	log       *slog.Logger
 	retention time.Duration
-	ctx       context.Context // cancelled when a drain's deadline passes
-	cancel    context.CancelFunc
-	checks    chainChecks // the console's verification of the chains
+	// outbox is the store's receipt outbox (nil: none): the writer clears
+	// the entries of what it appended, the sweep recovers the others.
+	outbox       idempotency.ReceiptOutbox
+	recoverAfter time.Duration
+	ctx          context.Context // cancelled when a drain's deadline passes
+	cancel       context.CancelFunc
+	checks       chainChecks // the console's verification of the chains
 }
 
 type queuedReceipt struct {
 	tenant  string
 	receipt receipts.Receipt
+	// outbox names the completion's outbox entry of an executed call
+	// (nil: none), cleared once the receipt is appended.
+	outbox *idempotency.OutboxRef
 }
 
-// newReceiptWriter starts the writer and its expiry; nil when store is nil.
-func newReceiptWriter(store receipts.Store, retention time.Duration, unwritten prometheus.Counter, log *slog.Logger) *receiptWriter {
-	if store == nil {
+// receiptWriterConfig is what newReceiptWriter needs.
+type receiptWriterConfig struct {
+	store                   receipts.Store
+	retention, recoverAfter time.Duration
+	outbox                  idempotency.ReceiptOutbox
+	unwritten, recovered    prometheus.Counter
+	log                     *slog.Logger
+}
+
+// newReceiptWriter starts the writer, its expiry and, with an outbox, its
+// recovery sweep; nil when the receipts store is nil.
+func newReceiptWriter(c receiptWriterConfig) *receiptWriter {
+	if c.store == nil {
 		return nil
 	}
-	w := &receiptWriter{store: store, queue: make(chan queuedReceipt, receiptQueueSize), unwritten: unwritten,
-		log: log, retention: orDefault(retention, receipts.DefaultRetention)}
+	w := &receiptWriter{store: c.store, queue: make(chan queuedReceipt, receiptQueueSize), unwritten: c.unwritten,
+		recovered: c.recovered, log: c.log, retention: orDefault(c.retention, receipts.DefaultRetention),
+		outbox: c.outbox, recoverAfter: orDefault(c.recoverAfter, DefaultReceiptRecoverAfter)}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	go w.run()
 	go w.expire()
+	if w.outbox != nil {
+		go w.recoverLoop()
+	}
 	return w
 }
 
 // enqueue hands r to the writer without waiting; a full queue counts it
 // unwritten.
 func (w *receiptWriter) enqueue(tenant string, r receipts.Receipt) {
+	w.enqueueWith(tenant, r, nil)
+}
+
+// enqueueWith is enqueue of an executed call's receipt whose completion
+// wrote the outbox entry ref (nil: none).
+func (w *receiptWriter) enqueueWith(tenant string, r receipts.Receipt, ref *idempotency.OutboxRef) {
 	if w == nil {
 		return
 	}
@@ -104,7 +134,7 @@ func (w *receiptWriter) enqueue(tenant string, r receipts.Receipt) {
 	}
 	w.pending.Add(1)
 	select {
-	case w.queue <- queuedReceipt{tenant: tenant, receipt: r}:
+	case w.queue <- queuedReceipt{tenant: tenant, receipt: r, outbox: ref}:
 	default:
 		w.giveUp(tenant, r, errors.New("receipt queue full"))
 		w.pending.Done()
@@ -147,10 +177,12 @@ func (w *receiptWriter) run() {
 	}
 }
 
-// tenantRun is the receipts of one tenant in a batch, in queue order.
+// tenantRun is the receipts of one tenant in a batch, in queue order,
+// and the outbox entries of its executed ones.
 type tenantRun struct {
 	tenant   string
 	receipts []receipts.Receipt
+	outbox   []idempotency.OutboxRef
 }
 
 // runsByTenant splits batch into one run per tenant, tenants in the order
@@ -164,6 +196,9 @@ func runsByTenant(batch []queuedReceipt) []tenantRun {
 			i = len(runs) - 1
 		}
 		runs[i].receipts = append(runs[i].receipts, q.receipt)
+		if q.outbox != nil {
+			runs[i].outbox = append(runs[i].outbox, *q.outbox)
+		}
 	}
 	return runs
 }
@@ -177,6 +212,7 @@ func (w *receiptWriter) write(run tenantRun) {
 		_, err = w.store.AppendRun(ctx, run.tenant, run.receipts)
 		cancel()
 		if err == nil {
+			w.clearOutbox(run.tenant, run.outbox)
 			return
 		}
 		if attempt == 0 {
@@ -283,7 +319,11 @@ func (s *Server) receipt(st *callState) {
 			r.Status = res.Problem.Status // the tool failed: the answer the client got
 		}
 	}
-	s.receipts.enqueue(st.call.Tenant, r)
+	var ref *idempotency.OutboxRef
+	if event == receipts.EventExecuted && ran && st.lease.ExecutionID != "" { // its completion may have written the outbox entry
+		ref = &idempotency.OutboxRef{Scope: st.lease.Scope, Step: st.lease.Step, ExecutionID: st.lease.ExecutionID}
+	}
+	s.receipts.enqueueWith(st.call.Tenant, r, ref)
 }
 
 // receiptOfCall enqueues the receipt of event for the call (receipts on).

@@ -118,6 +118,10 @@ type Options struct {
 	Receipts receipts.Store
 	// ReceiptRetention is how long receipts are kept (0: 30 days).
 	ReceiptRetention time.Duration
+	// ReceiptRecoverAfter is the age of a receipt outbox entry the
+	// recovery sweep appends (0: 2 minutes; receiptrecovery.go). The
+	// store keeps an outbox when it implements idempotency.ReceiptOutbox.
+	ReceiptRecoverAfter time.Duration
 	// ConsoleOIDC, when set, lets operators sign in to the console through
 	// the identity provider beside the admin token; a change needs a
 	// restart.
@@ -234,7 +238,10 @@ func NewServer(opts Options) (*Server, error) {
 		limiter: opts.Limiter,
 	}
 	s.settings.Store(live)
-	s.receipts = newReceiptWriter(opts.Receipts, opts.ReceiptRetention, m.receiptsUnwritten, opts.Logger)
+	outbox, _ := opts.Store.(idempotency.ReceiptOutbox)
+	s.receipts = newReceiptWriter(receiptWriterConfig{store: opts.Receipts, retention: opts.ReceiptRetention,
+		outbox: outbox, recoverAfter: opts.ReceiptRecoverAfter,
+		unwritten: m.receiptsUnwritten, recovered: m.receiptsRecovered, log: opts.Logger})
 	s.admin, _ = opts.Store.(idempotency.Admin)
 	if opts.TracerProvider != nil {
 		s.tracer = opts.TracerProvider.Tracer(tracerName)

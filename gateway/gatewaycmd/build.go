@@ -257,7 +257,7 @@ func (c *Config) openStoreAnyLayout(ctx context.Context, log *slog.Logger) (idem
 	case storeKindPostgres:
 		return c.openPostgres(ctx)
 	case storeKindEmbedded:
-		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates()})
+		s, err := boltstore.Open(c.path(c.Store.Path), boltstore.Options{NoMigrate: !c.Store.migrates(), ReceiptOutbox: c.receiptsOn()})
 		if err != nil {
 			return nil, "", fmt.Errorf("store.path: %w", err)
 		}
@@ -312,5 +312,7 @@ func (c *Config) redisOptions() redisstore.Options {
 		Prefix:       c.Store.KeyPrefix,
 		WaitReplicas: c.Store.WaitReplicas,
 		NoMigrate:    !c.Store.migrates(),
+		// With receipts on, completions mark their receipt pending.
+		ReceiptOutbox: c.receiptsOn(),
 	}
 }

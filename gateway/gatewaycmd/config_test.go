@@ -73,6 +73,7 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
 		{"previous admin token alone", "admin:\n  previous_token_sha256: " + strings.Repeat("a", 64) + "\n", "admin.previous_token_sha256: set only beside admin.token_sha256"},
 		{"bad log level", "log_level: loud\n", "log_level"},
 		{"too short receipts retention", "receipts:\n  retention: 5m\n", "receipts.retention"},
+		{"too short receipts recover_after", "receipts:\n  recover_after: 10ms\n", "receipts.recover_after"},
 		{"bad receipts enabled", "receipts:\n  enabled: maybe\n", "enabled"},
 	}
 	for _, tc := range cases {

@@ -42,7 +42,8 @@ func (s StoreConfig) checkChoice() error {
 // refuses (a schema newer than this gateway, missing rights) stops the
 // start.
 func (c *Config) openPostgres(ctx context.Context) (idempotency.Store, string, error) {
-	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema, NoMigrate: !c.Store.migrates()})
+	s, err := pgstore.Open(ctx, c.Store.PostgresURL, pgstore.Options{Schema: c.Store.PostgresSchema, NoMigrate: !c.Store.migrates(),
+		ReceiptOutbox: c.receiptsOn()})
 	if err != nil {
 		// Name where the URL came from: the environment overrides the file.
 		return nil, "", fmt.Errorf("%s: %w", orString(c.postgresURLFrom, "store.postgres_url"), err)

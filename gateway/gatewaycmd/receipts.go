@@ -25,6 +25,11 @@ type ReceiptsConfig struct {
 	Enabled *bool `yaml:"enabled"`
 	// Retention is how long receipts are kept (default 30d).
 	Retention Duration `yaml:"retention"`
+	// RecoverAfter is how old an executed call's receipt outbox entry must
+	// be before the recovery sweep appends its receipt (default 2m):
+	// longer than the writer's own retries, so the sweep only takes what
+	// a gateway that died left behind.
+	RecoverAfter Duration `yaml:"recover_after"`
 }
 
 // receiptsOn reports whether receipts are kept.
@@ -39,6 +44,9 @@ func (c *Config) checkReceipts() error {
 	}
 	if r := time.Duration(c.Receipts.Retention); r != 0 && r < time.Hour {
 		return fmt.Errorf("receipts.retention: %s: must be at least 1h", r)
+	}
+	if r := time.Duration(c.Receipts.RecoverAfter); r < 0 || (r != 0 && r < time.Second) {
+		return fmt.Errorf("receipts.recover_after: %s: must be at least 1s", r)
 	}
 	return nil
 }

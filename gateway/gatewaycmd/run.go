@@ -400,6 +400,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		Mode:                     decideMode,
 		Approvals:                approvals,
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),
+		ReceiptRecoverAfter:      time.Duration(c.Receipts.RecoverAfter),
 		ConsoleOIDC:              consoleOIDC,
 	}, nil
 }

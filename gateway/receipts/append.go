@@ -20,7 +20,34 @@ type Log interface {
 	// one its new head, if tenant's head is still expected, in one atomic
 	// step: all of the run or nothing. Otherwise it writes nothing and
 	// returns the current head and [ErrHeadMoved].
+	//
+	// An `executed` receipt whose execution id the chain already has (see
+	// [DedupeID]) is never appended twice: checking the run's ids against
+	// the tenant's index of executed ids, and adding them, is part of the
+	// same atomic step; when some are there already, nothing is written
+	// and the answer is a *[DuplicateError] naming them.
 	CompareAndAppend(ctx context.Context, tenant string, expected Head, run []Sealed) (Head, error)
+}
+
+// DuplicateError is a compare-and-append refused because the chain
+// already holds the `executed` receipt of some of the run's executions.
+type DuplicateError struct {
+	// ExecutionIDs are the run's execution ids the chain already has.
+	ExecutionIDs []string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("receipts: %d executions already have their executed receipt", len(e.ExecutionIDs))
+}
+
+// DedupeID is the id under which a store indexes r to append it once: the
+// execution id of an `executed` receipt, "" for every other receipt (an
+// approval's or an operator's events may repeat).
+func DedupeID(r Receipt) string {
+	if r.Event == EventExecuted {
+		return r.ExecutionID
+	}
+	return ""
 }
 
 // Sealed is a sealed receipt and its stored form ([Encode]).
@@ -66,8 +93,11 @@ func NewAppender(log Log, now func() time.Time) *Appender {
 // Append implements [Store.Append].
 func (a *Appender) Append(ctx context.Context, tenant string, r Receipt) (Receipt, error) {
 	run, err := a.AppendRun(ctx, tenant, []Receipt{r})
-	if err != nil {
+	switch {
+	case err != nil:
 		return Receipt{}, err
+	case len(run) == 0:
+		return Receipt{}, fmt.Errorf("receipts: append for %s: execution %s: %w", tenant, r.ExecutionID, ErrDuplicate)
 	}
 	return run[0], nil
 }
@@ -92,6 +122,7 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 			return nil, fmt.Errorf("receipts: append for %s: time %v out of range", tenant, y)
 		}
 	}
+	rs = dropRepeats(rs, nil)
 	chain := a.chain(tenant)
 	select {
 	case chain.turn <- struct{}{}:
@@ -99,12 +130,16 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 	case <-ctx.Done():
 		return nil, fmt.Errorf("receipts: append for %s: waiting for the chain: %w", tenant, ctx.Err())
 	}
-	run := make([]Sealed, len(rs))
 	for range maxAppendAttempts {
+		if len(rs) == 0 { // every execution already had its receipt
+			return nil, nil
+		}
+		run := make([]Sealed, len(rs))
 		if err := sealRun(chain.head, rs, run); err != nil {
 			return nil, err
 		}
 		current, err := a.log.CompareAndAppend(ctx, tenant, chain.head, run)
+		var dup *DuplicateError
 		switch {
 		case err == nil:
 			chain.head = HeadOf(run[len(run)-1].Receipt)
@@ -115,11 +150,34 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 			return out, nil
 		case errors.Is(err, ErrHeadMoved):
 			chain.head = current
+		case errors.As(err, &dup):
+			rs = dropRepeats(rs, dup.ExecutionIDs)
 		default:
 			return nil, fmt.Errorf("receipts: append for %s: %w", tenant, err)
 		}
 	}
 	return nil, fmt.Errorf("receipts: append for %s after %d attempts: %w", tenant, maxAppendAttempts, ErrContended)
+}
+
+// dropRepeats returns rs without the executed receipts whose [DedupeID]
+// is in known or repeats an earlier one of rs (rs is not modified).
+func dropRepeats(rs []Receipt, known []string) []Receipt {
+	seen := make(map[string]bool, len(known))
+	for _, id := range known {
+		seen[id] = true
+	}
+	kept := make([]Receipt, 0, len(rs))
+	for _, r := range rs {
+		id := DedupeID(r)
+		if id != "" && seen[id] {
+			continue
+		}
+		if id != "" {
+			seen[id] = true
+		}
+		kept = append(kept, r)
+	}
+	return kept
 }
 
 // sealRun seals rs one after the other after head into run.

@@ -13,11 +13,17 @@ type Store interface {
 	// overrides r.Tenant; a zero r.Time is the store's now) and stores it.
 	// Sealing and writing are one atomic step against the tenant's head,
 	// so concurrent appends, from this process or another replica, never
-	// fork the chain. It returns the sealed receipt.
+	// fork the chain. It returns the sealed receipt; an `executed`
+	// receipt of an execution the chain already has is not appended
+	// ([ErrDuplicate]).
 	Append(ctx context.Context, tenant string, r Receipt) (Receipt, error)
 	// AppendRun is Append of several receipts of tenant, in order, in one
 	// atomic step (all or none): what the gateway's writer does with what
-	// queued up, one store round trip for the run.
+	// queued up, one store round trip for the run. The `executed`
+	// receipts of executions the chain already has (see [DedupeID]) are
+	// left out, checked in the same atomic step, so a receipt recovered
+	// from the outbox and the writer's own never both land; it returns
+	// the receipts appended.
 	AppendRun(ctx context.Context, tenant string, rs []Receipt) ([]Receipt, error)
 	// List returns one page of a tenant's receipts matching f, in seq
 	// order, and the cursor of the next page (0: no more). A page reads
@@ -62,6 +68,9 @@ var (
 	// ErrHeadMoved: a compare-and-append found another head than the one
 	// the receipt was sealed after (another writer appended first).
 	ErrHeadMoved = errors.New("receipts: chain head moved")
+	// ErrDuplicate: Append of the `executed` receipt of an execution the
+	// chain already has (kept for the retention, like the receipts).
+	ErrDuplicate = errors.New("receipts: execution already has its executed receipt")
 	// ErrContended: an append lost the race for the head too many times.
 	ErrContended = errors.New("receipts: chain head contended")
 )

@@ -36,6 +36,9 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 		r.ReplayTTL = 0
 		r.ExpiresAt = t.now.Add(ttl).UnixNano()
 		r.Response = &storedResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+		if err := t.markPending(lease, resp.Status); err != nil {
+			return err
+		}
 		return t.putRecord(key, r)
 	})
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// fails with idempotency.ErrLayoutBehind until `gateway migrate` (the
 	// store's Migrate) upgrades it.
 	NoMigrate bool
+	// ReceiptOutbox makes each completion also record its execution's
+	// receipt as pending (receipts on; see idempotency.ReceiptOutbox).
+	// Open creates the outbox bucket; off, completions write none.
+	ReceiptOutbox bool
 }
 
 // Store is an idempotency.Store backed by a bbolt file.
@@ -93,7 +97,15 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := setUp(tx, !opts.NoMigrate)
+		if _, err := setUp(tx, !opts.NoMigrate); err != nil || !opts.ReceiptOutbox {
+			return err
+		}
+		// Only in a file of this layout: a file that is behind stays as
+		// it is until it is migrated.
+		if v, err := readLayout(tx); err != nil || v != layoutVersion {
+			return err
+		}
+		_, err := tx.CreateBucketIfNotExists(outboxBucket)
 		return err
 	})
 	if err != nil {

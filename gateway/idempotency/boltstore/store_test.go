@@ -586,3 +586,13 @@ func runDurabilityChild(path string) {
 	time.Sleep(time.Minute) // the parent kills us long before this ends
 	os.Exit(4)
 }
+
+func TestReceiptOutbox(t *testing.T) {
+	storetest.RunOutbox(t, func(t *testing.T, outbox bool) idempotency.Store {
+		s, err := Open(filepath.Join(t.TempDir(), "gw.db"), Options{SweepInterval: -1, ReceiptOutbox: outbox})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}

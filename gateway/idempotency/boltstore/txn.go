@@ -18,7 +18,9 @@ type txn struct {
 	approvals *bolt.Bucket
 	// effects maps effect keys to the record keys holding them (effects.go).
 	effects *bolt.Bucket
-	now     time.Time
+	// outbox is the receipt outbox (outbox.go); nil when off.
+	outbox *bolt.Bucket
+	now    time.Time
 }
 
 // newTxn reads the file's layout version first: a transaction on a
@@ -33,6 +35,7 @@ func newTxn(tx *bolt.Tx, now time.Time) (*txn, error) {
 		fencing:   tx.Bucket(fencingBucket),
 		approvals: tx.Bucket(approvalsBucket),
 		effects:   tx.Bucket(effectsBucket),
+		outbox:    tx.Bucket(outboxBucket),
 		now:       now,
 	}
 	if t.records == nil || t.steps == nil || t.fencing == nil || t.approvals == nil || t.effects == nil {

@@ -32,7 +32,8 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("complete", lease, pgconn.CommandTag{}, err)
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.complete, completeArgs(lease, resp, ttl)...)
+	stmt, args := s.completion(lease, resp, ttl)
+	tag, err := s.pool.Exec(ctx, stmt, args...)
 	return ownedResult("complete", lease, tag, err)
 }
 

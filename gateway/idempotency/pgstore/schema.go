@@ -107,8 +107,10 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// as a 20th argument (the 19-argument one is dropped).
 	effectsMigration,
 	// Version 8: reconciliation (reconcile.go): the reconcile lease,
-	// attempts and resolved_by as columns of the record's row.
-	reconcileMigration,
+	// attempts and resolved_by as columns of the record's row; and the
+	// receipt outbox (outbox.go). Version 8 is unreleased, so it is
+	// extended in place.
+	reconcileMigration + outboxMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

@@ -10,6 +10,8 @@ package pgstore
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
 	claim, renew, complete, markUnknown, release, get, delete, sweep string
+	// Receipt outbox statements (outbox.go).
+	completeOutbox, pendingReceipts, clearReceipts string
 	// Admin statements (admin.go).
 	findExecution, resolve string
 	// Approval statements (approvals.go).
@@ -43,6 +45,22 @@ func newStatements(schema string) statements {
 				expires_at = c.now + $6 * interval '1 microsecond',
 				status = $7, content_type = $8, body = $9, canonical_arguments = NULL
 			FROM ` + clock + ` WHERE ` + owned),
+		// complete, and in the same statement the execution's receipt
+		// outbox entry: $10 the entry, $11 when (the gateway's clock).
+		// The entry is written only if the record was: its count is the
+		// statement's.
+		completeOutbox: q(`WITH u AS (UPDATE @.records r
+				SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
+					expires_at = c.now + $6 * interval '1 microsecond',
+					status = $7, content_type = $8, body = $9, canonical_arguments = NULL
+				FROM ` + clock + ` WHERE ` + owned + ` RETURNING r.execution_id)
+			INSERT INTO @.receipt_outbox (execution_id, completed_at, entry)
+			SELECT u.execution_id, $11, $10 FROM u
+			ON CONFLICT (execution_id) DO UPDATE SET completed_at = EXCLUDED.completed_at, entry = EXCLUDED.entry`),
+		// $1 before, $2 limit.
+		pendingReceipts: q(`SELECT execution_id, entry FROM @.receipt_outbox WHERE completed_at < $1 ORDER BY completed_at LIMIT $2`),
+		// $1 execution ids.
+		clearReceipts: q(`DELETE FROM @.receipt_outbox WHERE execution_id = ANY($1::text[])`),
 		// $6 ttl µs: the same row the claim function writes for an
 		// expired lease under lease_expiry 'unknown'.
 		markUnknown: q(`UPDATE @.records r

@@ -61,6 +61,9 @@ type Options struct {
 	// (store.migrate: false): a schema that is behind is refused with
 	// idempotency.ErrLayoutBehind, and `gateway migrate` upgrades it.
 	NoMigrate bool
+	// ReceiptOutbox makes each completion also record its execution's
+	// receipt as pending (receipts on; see idempotency.ReceiptOutbox).
+	ReceiptOutbox bool
 }
 
 // Store is an idempotency.Store on PostgreSQL. It is safe for concurrent use.
@@ -70,6 +73,8 @@ type Store struct {
 	schema     string
 	sql        statements
 	sweepBatch int
+	// receiptOutbox: completions write their outbox entry (outbox.go).
+	receiptOutbox bool
 
 	// layout makes the schema current before the first operation (with
 	// NoMigrate: checks that it is).
@@ -107,7 +112,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		pool:       pool,
 		schema:     opts.Schema,
 		sql:        newStatements(opts.Schema),
-		sweepBatch: opts.SweepBatch,
+		sweepBatch: opts.SweepBatch, receiptOutbox: opts.ReceiptOutbox,
 	}
 	s.guard = idempotency.NewLayoutGuard(storeKind, currentVersion, s.readVersion)
 	s.layout = idempotency.NewLayoutSetUp(storeKind, currentVersion, opts.NoMigrate, s.readVersion, func(ctx context.Context) error {

@@ -408,3 +408,10 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestReceiptOutbox(t *testing.T) {
+	storetest.RunOutbox(t, func(t *testing.T, outbox bool) idempotency.Store {
+		s, _ := newTestStore(t, Options{ReceiptOutbox: outbox})
+		return s
+	})
+}

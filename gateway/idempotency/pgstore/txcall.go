@@ -68,7 +68,8 @@ func (c *Call) Complete(ctx context.Context, resp idempotency.StoredResponse, tt
 		_ = c.tx.Rollback(ctx)
 		return fmt.Errorf("pgstore: complete %s: ttl %v must be positive", c.lease.Scope, ttl)
 	}
-	tag, err := c.tx.Exec(ctx, c.store.sql.complete, completeArgs(c.lease, resp, ttl)...)
+	stmt, args := c.store.completion(c.lease, resp, ttl)
+	tag, err := c.tx.Exec(ctx, stmt, args...)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = idempotency.ErrLeaseLost
 	}

@@ -180,3 +180,38 @@ func TestTransactionalRollback(t *testing.T) {
 		t.Fatalf("From without a transaction = %v", err)
 	}
 }
+
+// TestTransactionalCompletionMarksTheReceiptPending: with the receipt
+// outbox on, a transactional call's commit carries its outbox entry; a
+// call rolled back (its lease lost) leaves none.
+func TestTransactionalCompletionMarksTheReceiptPending(t *testing.T) {
+	s, pool := newTestStore(t, Options{ReceiptOutbox: true})
+	if _, err := pool.Exec(t.Context(), qualifier(s.schema)(`CREATE TABLE @.orders (execution_id text PRIMARY KEY)`)); err != nil {
+		t.Fatal(err)
+	}
+	req := request("order-outbox", &idempotency.Step{SessionID: "s", Index: 4})
+	call, lease := runCall(t, s, req)
+	if err := call.Complete(t.Context(), okResponse, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	lost := request("order-outbox-lost", nil)
+	lostCall, lostLease := runCall(t, s, lost)
+	stale := lostLease
+	stale.FencingToken++
+	staleCall, err := s.BeginCall(t.Context(), stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := staleCall.Complete(t.Context(), okResponse, time.Hour); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Complete under another fencing token = %v, want ErrLeaseLost", err)
+	}
+	_ = lostCall.Rollback(t.Context())
+	pending, err := s.PendingReceipts(t.Context(), time.Now().Add(time.Minute), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ExecutionID != lease.ExecutionID || pending[0].Status != okResponse.Status ||
+		pending[0].Scope != lease.Scope || pending[0].Step == nil || pending[0].Step.Index != 4 {
+		t.Fatalf("pending receipts %+v, want the committed call's only", pending)
+	}
+}

@@ -61,10 +61,14 @@ type completeArgs struct {
 	Ctype    string `lua:"ctype"` // packed (packCtype)
 	Body     []byte `lua:"body"`
 	stepArgs
+	// OutboxExec and OutboxEntry: the receipt outbox entry (outbox.go),
+	// "" with receipts off.
+	OutboxExec  string `lua:"outbox_exec"`
+	OutboxEntry []byte `lua:"outbox_entry"`
 }
 
 func (a completeArgs) Argv() []any {
-	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body, a.StepHead, a.Tenant}
+	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body, a.StepHead, a.Tenant, a.OutboxExec, a.OutboxEntry}
 }
 
 // markUnknownArgs are mark_unknown.lua's ARGV.

@@ -21,6 +21,8 @@ import (
 //	<prefix>S{HS(tenant,session)}<step index>  step guard entry: the holder's execution id and tool
 //	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
 //	<prefix>A{H(approval id)}<approval id>     approval index → record key name (approvals.go)
+//	<prefix>O{outbox}  receipt outbox (hash: execution id → entry, outbox.go);
+//	                   on Cluster one per record tag, <prefix>O{tag}
 //
 // <scope> is the scope, packed so that the key name alone names the record
 // exactly: uvarint length + tenant, uvarint length + tool, then the key
@@ -150,6 +152,19 @@ func (k keyLayout) parseRecord(name string) (idempotency.Scope, error) {
 	}
 	return idempotency.Scope{Tenant: tenant, Tool: tool, Key: key}, nil
 }
+
+// outbox returns the receipt outbox key of the record of scope claimed
+// with step: one key on a single Redis, the record's own tag on a
+// Cluster, so complete.lua writes it in the record's slot.
+func (k keyLayout) outbox(scope idempotency.Scope, step *idempotency.Step) string {
+	if !k.sessionSlots {
+		return k.prefix + "O{outbox}"
+	}
+	return k.prefix + "O{" + k.recordTag(scope, step) + "}"
+}
+
+// outboxPattern is the SCAN pattern of the outbox keys.
+func (k keyLayout) outboxPattern() string { return globEscape(k.prefix) + "O{*" }
 
 // step returns the step key of tenant + session + index.
 func (k keyLayout) step(tenant string, step idempotency.Step) string {

@@ -38,8 +38,12 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
 	ttlMS := millis(ttl)
-	return s.finish(ctx, "complete", lease, ttlMS, completeScript,
-		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body, s.keys.stepArgs(lease.Scope.Tenant)})
+	args := completeArgs{ownerCheck: ownerOf(lease), ReplayMS: ttlMS, Status: resp.Status, Ctype: packCtype(resp.ContentType), Body: resp.Body,
+		stepArgs: s.keys.stepArgs(lease.Scope.Tenant)}
+	if s.receiptOutbox {
+		args.OutboxExec, args.OutboxEntry = lease.ExecutionID, idempotency.EncodeOutboxEntry(lease, resp.Status, time.Now())
+	}
+	return s.finish(ctx, "complete", lease, ttlMS, completeScript, args)
 }
 
 // MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
@@ -64,7 +68,11 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 // acknowledged (WaitReplicas) is reported as an error.
 func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, ttlMS int64, script *redis.Script, args redisscript.Args) error {
 	record := s.keys.record(lease.Scope, lease.Step)
-	calls := []redisscript.Call{call(script, []string{record}, args)}
+	keys := []string{record}
+	if s.receiptOutbox && script == completeScript {
+		keys = append(keys, s.keys.outbox(lease.Scope, lease.Step))
+	}
+	calls := []redisscript.Call{call(script, keys, args)}
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}

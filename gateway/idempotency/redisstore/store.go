@@ -33,6 +33,9 @@ type Options struct {
 	// (store.migrate: false): a store that is behind is refused with
 	// idempotency.ErrLayoutBehind, and `gateway migrate` upgrades it.
 	NoMigrate bool
+	// ReceiptOutbox makes each completion also record its execution's
+	// receipt as pending (receipts on; see idempotency.ReceiptOutbox).
+	ReceiptOutbox bool
 }
 
 // Store is an idempotency.Store on Redis. It is safe for concurrent use.
@@ -40,6 +43,8 @@ type Store struct {
 	client redis.UniversalClient
 	keys   keyLayout
 	wait   waitPolicy
+	// receiptOutbox: completions write their outbox entry (outbox.go).
+	receiptOutbox bool
 
 	// guard refuses every operation on a layout newer than this code
 	// knows (layout.go); layout records this gateway's layout version
@@ -63,7 +68,8 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	}
 	// Only a cluster forces a record into its session's slot (see keyLayout).
 	_, cluster := client.(*redis.ClusterClient)
-	s := &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts)}
+	s := &Store{client: client, keys: keyLayout{prefix: prefix, sessionSlots: cluster}, wait: newWaitPolicy(opts),
+		receiptOutbox: opts.ReceiptOutbox}
 	s.guard = idempotency.NewLayoutGuard(storeKind, newestKnownLayout, s.readLayout)
 	s.layout = idempotency.NewLayoutSetUp(storeKind, layoutVersion, opts.NoMigrate, s.readLayout, func(ctx context.Context) error {
 		_, err := s.raiseLayout(ctx)

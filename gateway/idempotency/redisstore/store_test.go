@@ -151,3 +151,19 @@ func TestConformanceOnThreeMasterCluster(t *testing.T) {
 		}
 	})
 }
+
+func TestReceiptOutbox(t *testing.T) {
+	client := testClient(t)
+	storetest.RunOutbox(t, func(t *testing.T, outbox bool) idempotency.Store {
+		return New(client, Options{Prefix: uniquePrefix(t, client), ReceiptOutbox: outbox})
+	})
+}
+
+// TestReceiptOutboxOnCluster: on a Cluster the outbox is one key per
+// record tag, found by SCAN.
+func TestReceiptOutboxOnCluster(t *testing.T) {
+	client := oneNodeCluster(t)
+	storetest.RunOutbox(t, func(t *testing.T, outbox bool) idempotency.Store {
+		return New(client, Options{Prefix: uniquePrefix(t, client), ReceiptOutbox: outbox})
+	})
+}

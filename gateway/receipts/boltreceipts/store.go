@@ -3,6 +3,8 @@
 //
 //	receipt_heads   tenant -> seq (8 bytes, big-endian) + hash
 //	receipts        one bucket per tenant: seq (8 bytes, big-endian) -> JSON line
+//	receipt_executions  one bucket per tenant: execution id of an executed
+//	                    receipt -> its time (Unix ns, 8 bytes, big-endian)
 //
 // An append is one Update transaction: a compare-and-append on the head,
 // sealed in Go by [receipts.Appender] like every store.
@@ -21,8 +23,9 @@ import (
 )
 
 var (
-	headsBucket  = []byte("receipt_heads")
-	chainsBucket = []byte("receipts")
+	headsBucket      = []byte("receipt_heads")
+	chainsBucket     = []byte("receipts")
+	executionsBucket = []byte("receipt_executions")
 )
 
 // Store is a [receipts.Store] in a bbolt file.
@@ -37,7 +40,7 @@ var _ receipts.Store = (*Store)(nil)
 // receipts appended without a time (nil: time.Now).
 func New(db *bolt.DB, now func() time.Time) (*Store, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{headsBucket, chainsBucket} {
+		for _, name := range [][]byte{headsBucket, chainsBucket, executionsBucket} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -77,12 +80,17 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	}
 	var current receipts.Head
 	moved := false
+	var dup *receipts.DuplicateError
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		heads := tx.Bucket(headsBucket)
 		current = decodeHead(heads.Get([]byte(tenant)))
 		if current != expected {
 			moved = true
 			return nil
+		}
+		var err error
+		if dup, err = indexExecutions(tx, tenant, run); err != nil || dup != nil {
+			return err
 		}
 		chain, err := tx.Bucket(chainsBucket).CreateBucketIfNotExists([]byte(tenant))
 		if err != nil {
@@ -101,8 +109,36 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 		return receipts.Head{}, fmt.Errorf("boltreceipts: append: %w", err)
 	case moved:
 		return current, receipts.ErrHeadMoved
+	case dup != nil:
+		return current, dup
 	}
 	return receipts.HeadOf(run[len(run)-1].Receipt), nil
+}
+
+// indexExecutions adds the run's executions to tenant's index in tx, or
+// names those already there (and adds nothing).
+func indexExecutions(tx *bolt.Tx, tenant string, run []receipts.Sealed) (*receipts.DuplicateError, error) {
+	index, err := tx.Bucket(executionsBucket).CreateBucketIfNotExists([]byte(tenant))
+	if err != nil {
+		return nil, err
+	}
+	var dup []string
+	for _, r := range run {
+		if id := receipts.DedupeID(r.Receipt); id != "" && index.Get([]byte(id)) != nil {
+			dup = append(dup, id)
+		}
+	}
+	if dup != nil {
+		return &receipts.DuplicateError{ExecutionIDs: dup}, nil
+	}
+	for _, r := range run {
+		if id := receipts.DedupeID(r.Receipt); id != "" {
+			if err := index.Put([]byte(id), seqKey(r.Receipt.Time.UnixNano())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, nil
 }
 
 // Tenants implements [receipts.Store].
@@ -173,6 +209,9 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	}
 	removed := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := expireExecutions(tx, before); err != nil {
+			return err
+		}
 		return tx.Bucket(chainsBucket).ForEachBucket(func(tenant []byte) error {
 			c := tx.Bucket(chainsBucket).Bucket(tenant).Cursor()
 			for k, v := c.First(); k != nil; k, v = c.First() {
@@ -195,4 +234,25 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 		return 0, fmt.Errorf("boltreceipts: expire: %w", err)
 	}
 	return removed, nil
+}
+
+// expireExecutions drops the dedupe index's entries older than before:
+// it is kept as long as the receipts.
+func expireExecutions(tx *bolt.Tx, before time.Time) error {
+	return tx.Bucket(executionsBucket).ForEachBucket(func(tenant []byte) error {
+		index := tx.Bucket(executionsBucket).Bucket(tenant)
+		var old [][]byte
+		err := index.ForEach(func(k, v []byte) error {
+			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {
+				old = append(old, bytes.Clone(k))
+			}
+			return nil
+		})
+		for _, k := range old {
+			if err == nil {
+				err = index.Delete(k)
+			}
+		}
+		return err
+	})
 }

@@ -23,6 +23,12 @@ CREATE TABLE IF NOT EXISTS @.receipts (
 	line    text NOT NULL,
 	PRIMARY KEY (tenant, seq)
 );
+CREATE TABLE IF NOT EXISTS @.receipt_executions (
+	tenant       text NOT NULL,
+	execution_id text NOT NULL,
+	time_ns      bigint NOT NULL,
+	PRIMARY KEY (tenant, execution_id)
+);
 `
 
 // qualifier writes the quoted schema name where a statement says @.
@@ -40,24 +46,38 @@ type statements struct {
 	// finds the head moved (READ COMMITTED re-checks the condition).
 	appendFirst, appendNext string
 	head, tenants, list     string
-	expire                  string
+	expire, expireIndex     string
+	// duplicates: $1 tenant, $2 execution ids: those already indexed.
+	duplicates string
 }
 
 func newStatements(schema string) statements {
 	q := qualifier(schema)
 	// $1 tenant, $2 and $3 the run's last seq and hash (the new head),
 	// $4 the run's times (ns), $5 its lines, $6 its seqs; appendNext's
-	// $7 and $8 are the expected head.
-	const insert = `INSERT INTO @.receipts (tenant, seq, time_ns, line)
+	// $7 and $8 are the expected head. $9 and $10 are the run's
+	// execution ids to index and their times (ns): the head is written
+	// only if none is indexed yet (any concurrent append moves the head
+	// first, so the check never misses one committed meanwhile; the
+	// primary key backs it).
+	const noDuplicate = ` AND NOT EXISTS (SELECT 1 FROM @.receipt_executions d
+			WHERE d.tenant = $1 AND d.execution_id = ANY($9::text[]))`
+	const insert = `, x AS (INSERT INTO @.receipt_executions (tenant, execution_id, time_ns)
+			SELECT $1, e.id, e.time_ns FROM h, unnest($9::text[], $10::bigint[]) AS e(id, time_ns))
+		INSERT INTO @.receipts (tenant, seq, time_ns, line)
 		SELECT $1, u.seq, u.time_ns, u.line FROM h,
 			unnest($6::bigint[], $4::bigint[], $5::text[]) AS u(seq, time_ns, line)`
 	return statements{
-		appendFirst: q(`WITH h AS (INSERT INTO @.receipt_heads (tenant, seq, hash) VALUES ($1, $2, $3)
-			ON CONFLICT (tenant) DO NOTHING RETURNING 1) ` + insert),
+		appendFirst: q(`WITH h AS (INSERT INTO @.receipt_heads (tenant, seq, hash)
+			SELECT $1, $2, $3 WHERE $7::bigint IS NULL AND $8::text IS NULL` + noDuplicate + `
+			ON CONFLICT (tenant) DO NOTHING RETURNING 1)` + insert),
 		appendNext: q(`WITH h AS (UPDATE @.receipt_heads SET seq = $2, hash = $3
-			WHERE tenant = $1 AND seq = $7 AND hash = $8 RETURNING 1) ` + insert),
-		head:    q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
-		tenants: q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
+			WHERE tenant = $1 AND seq = $7 AND hash = $8` + noDuplicate + ` RETURNING 1)` + insert),
+		duplicates: q(`SELECT execution_id FROM @.receipt_executions WHERE tenant = $1 AND execution_id = ANY($2::text[])`),
+		// $1 before (ns): the index is kept as long as the receipts.
+		expireIndex: q(`DELETE FROM @.receipt_executions WHERE time_ns < $1`),
+		head:        q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
+		tenants:     q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
 		// $1 tenant, $2 after, $3 limit + 1.
 		list: q(`SELECT seq, line FROM @.receipts WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
 		// $1 before (ns): per tenant, every receipt below the first one

@@ -87,11 +87,19 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	for i, r := range run {
 		seqs[i], times[i], lines[i] = r.Receipt.Seq, r.Receipt.Time.UnixNano(), string(r.Line)
 	}
-	args := []any{tenant, last.Seq, last.Hash, times, lines, seqs}
+	var ids []string
+	var idTimes []int64
+	for _, r := range run {
+		if id := receipts.DedupeID(r.Receipt); id != "" {
+			ids, idTimes = append(ids, id), append(idTimes, r.Receipt.Time.UnixNano())
+		}
+	}
+	// appendFirst takes the expected head as NULLs: one argument list.
+	args := []any{tenant, last.Seq, last.Hash, times, lines, seqs, nil, nil, ids, idTimes}
 	stmt := s.sql.appendFirst
 	if expected.Seq != 0 {
 		stmt = s.sql.appendNext
-		args = append(args, expected.Seq, expected.Hash)
+		args[6], args[7] = expected.Seq, expected.Hash
 	}
 	if err := s.ready(ctx); err != nil {
 		return receipts.Head{}, err
@@ -108,7 +116,28 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return receipts.Head{}, fmt.Errorf("pgreceipts: read head: %w", err)
 	}
-	return current, receipts.ErrHeadMoved
+	if current != expected || len(ids) == 0 {
+		return current, receipts.ErrHeadMoved
+	}
+	return current, s.duplicates(ctx, tenant, ids)
+}
+
+// duplicates names the ids already indexed for tenant: the reason an
+// append at the expected head wrote nothing. None (the head moved and
+// came back, which a chain cannot do) is ErrHeadMoved: the caller retries.
+func (s *Store) duplicates(ctx context.Context, tenant string, ids []string) error {
+	rows, err := s.pool.Query(ctx, s.sql.duplicates, tenant, ids)
+	if err != nil {
+		return fmt.Errorf("pgreceipts: read executions: %w", err)
+	}
+	dup, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("pgreceipts: read executions: %w", err)
+	}
+	if len(dup) == 0 {
+		return receipts.ErrHeadMoved
+	}
+	return &receipts.DuplicateError{ExecutionIDs: dup}
 }
 
 // Tenants implements [receipts.Store].
@@ -175,6 +204,9 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	tag, err := s.pool.Exec(ctx, s.sql.expire, before.UnixNano())
 	if err != nil {
 		return 0, fmt.Errorf("pgreceipts: expire: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.expireIndex, before.UnixNano()); err != nil {
+		return int(tag.RowsAffected()), fmt.Errorf("pgreceipts: expire executions: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -44,6 +44,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	cases = append(cases, listCases()...)
 	cases = append(cases, expireCases()...)
 	cases = append(cases, tamperCases()...)
+	cases = append(cases, dedupeCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

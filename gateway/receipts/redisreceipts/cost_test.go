@@ -38,7 +38,7 @@ func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func receipt(i int) receipts.Receipt {
 	return receipts.Receipt{
 		Event: receipts.EventExecuted, Tool: "refund", Key: receipts.KeyHash(fmt.Sprint("key-", i)),
-		Session: "session-1234", Step: "step-7", ExecutionID: "01JEXAMPLEEXECUTIONID0000" + fmt.Sprint(i%10),
+		Session: "session-1234", Step: "step-7", ExecutionID: fmt.Sprintf("01JEXAMPLEEXECUTIONID%05d", i), // one per execution: executed receipts are deduped
 		Status: 201, Decision: "allow", Rule: "decide[0]",
 		Policy: receipts.PolicyHash([]byte("policy")),
 	}
@@ -57,7 +57,7 @@ func TestAppendRoundTrips(t *testing.T) {
 	}
 	counter.n.Store(0)
 	for i := range 10 {
-		if _, err := s.Append(t.Context(), "acme", receipt(i)); err != nil {
+		if _, err := s.Append(t.Context(), "acme", receipt(i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}

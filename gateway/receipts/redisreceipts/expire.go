@@ -20,6 +20,11 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	}
 	total := 0
 	for _, tenant := range tenants {
+		// The dedupe index is kept as long as the receipts.
+		cutoff := strconv.FormatInt(before.UnixMilli()-1, 10)
+		if err := s.client.ZRemRangeByScore(ctx, s.executedKey(tenant), "-inf", cutoff).Err(); err != nil {
+			return total, fmt.Errorf("redisreceipts: expire %s executions: %w", tenant, err)
+		}
 		n, err := s.expireTenant(ctx, tenant, before)
 		total += n
 		if err != nil {

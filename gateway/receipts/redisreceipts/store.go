@@ -3,6 +3,8 @@
 //
 //	{<prefix>receipts:<tenant>}:head  hash {seq, hash}: the chain's head
 //	{<prefix>receipts:<tenant>}:log   sorted set: score seq, member the JSON line
+//	{<prefix>receipts:<tenant>}:executed  sorted set: score time (ms), member
+//	                                      the execution id of an executed receipt
 //
 // and one set <prefix>receipts:tenants naming the tenants. An append is
 // one script (lua/append.lua): a compare-and-append on the head, sealed in
@@ -48,9 +50,14 @@ func New(client redis.UniversalClient, prefix string, now func() time.Time) *Sto
 
 // chainKeys are the head and log keys of tenant's chain.
 func (s *Store) chainKeys(tenant string) (head, log string) {
-	tag := "{" + s.prefix + "receipts:" + tenant + "}"
+	tag := s.chainTag(tenant)
 	return tag + ":head", tag + ":log"
 }
+
+// executedKey is the index of tenant's executed receipts (dedupe).
+func (s *Store) executedKey(tenant string) string { return s.chainTag(tenant) + ":executed" }
+
+func (s *Store) chainTag(tenant string) string { return "{" + s.prefix + "receipts:" + tenant + "}" }
 
 func (s *Store) tenantsKey() string { return s.prefix + "receipts:tenants" }
 
@@ -65,17 +72,32 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	}
 	head, log := s.chainKeys(tenant)
 	last := run[len(run)-1].Receipt
-	args := make([]any, 0, 3+2*len(run))
-	args = append(args, strconv.FormatInt(expected.Seq, 10), expected.Hash, last.Hash)
+	var index []any
+	for _, r := range run {
+		if id := receipts.DedupeID(r.Receipt); id != "" {
+			index = append(index, strconv.FormatInt(r.Receipt.Time.UnixMilli(), 10), id)
+		}
+	}
+	args := make([]any, 0, 4+len(index)+2*len(run))
+	args = append(args, strconv.FormatInt(expected.Seq, 10), expected.Hash, last.Hash, len(index)/2)
+	args = append(args, index...)
 	for _, r := range run {
 		args = append(args, strconv.FormatInt(r.Receipt.Seq, 10), r.Line)
 	}
-	res, err := appendScript.Run(ctx, s.client, []string{head, log}, args...).Slice()
+	res, err := appendScript.Run(ctx, s.client, []string{head, log, s.executedKey(tenant)}, args...).Slice()
 	if err != nil {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: %w", err)
 	}
-	if ok, _ := res[0].(int64); ok == 1 {
+	switch ok, _ := res[0].(int64); ok {
+	case 1:
 		return receipts.HeadOf(last), nil
+	case 2:
+		dup := &receipts.DuplicateError{}
+		for _, id := range res[1:] {
+			text, _ := id.(string)
+			dup.ExecutionIDs = append(dup.ExecutionIDs, text)
+		}
+		return expected, dup
 	}
 	if len(res) != 3 {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: unexpected answer %v", res)

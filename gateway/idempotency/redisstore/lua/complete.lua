@@ -1,11 +1,13 @@
 -- complete: store the tool's response as COMPLETED, if the caller still
 -- owns the record (an expired lease nobody took over included).
 --
--- Returns 1, or 0 if the lease is lost. One GET, one SET (the record is
+-- Returns 1, or 0 if the lease is lost. With receipts on, the same step
+-- records the execution's receipt as pending in the outbox. One GET, one SET (the record is
 -- rewritten whole: header kept, IN_PROGRESS tail replaced by the
 -- response), one PEXPIRE of the step it holds; no clock needed. Layout:
 -- see claim.lua.
 local rec = KEYS[1]               -- the record
+local outbox = KEYS[2]            -- receipts on: the receipt outbox (hash: execution id -> entry), see outbox.go
 local owner = ARGV[1]             -- owner token (packed)
 local fence = ARGV[2]             -- fencing token (decimal)
 local replay_ms = ARGV[3]         -- how long the response is kept
@@ -14,6 +16,8 @@ local ctype = ARGV[5]             -- its content type (packed)
 local body = ARGV[6]              -- its body
 local step_head = ARGV[7]         -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
+local outbox_exec = ARGV[9]       -- receipts on: the execution id of the outbox entry; "" otherwise
+local outbox_entry = ARGV[10]     -- its outbox entry (JSON)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
@@ -30,4 +34,5 @@ local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('SET', rec, 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body, 'PX', replay_ms)
 if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), replay_ms) end
+if outbox_exec ~= '' then redis.call('HSET', outbox, outbox_exec, outbox_entry) end
 return 1

@@ -2,25 +2,40 @@
 -- seq order) to a tenant's chain (see docs/receipts.md). Sealing (SHA-256
 -- of the JCS) is done in Go: Redis scripting has no SHA-256. The script
 -- only appends if the chain's head is still the one the run was sealed
--- after; then all of the run is written, its last receipt the new head.
+-- after, and if none of the run's executions already has its `executed`
+-- receipt; then all of the run is written, its last receipt the new head,
+-- and its executions are added to the index.
 --
--- Both keys share the tenant's hash tag, so they live in one Redis
+-- The three keys share the tenant's hash tag, so they live in one Redis
 -- Cluster slot and the script is atomic there too.
 local head = KEYS[1]          -- hash {seq, hash}: the chain's head; never expires
 local log = KEYS[2]           -- sorted set: score = seq, member = the receipt's JSON line
+local executed = KEYS[3]      -- sorted set: score = receipt time (ms), member = execution id of an executed receipt
 local expected_seq = ARGV[1]  -- head seq the run was sealed after ("0": empty chain)
 local expected_hash = ARGV[2] -- head hash the run was sealed after ("" for seq 0)
 local last_hash = ARGV[3]     -- the run's last receipt's hash: the new head's
--- ARGV[4], ARGV[5], ...: the run, as pairs: a receipt's seq (decimal), its JSON line
+local ids = tonumber(ARGV[4]) -- how many execution ids follow
+-- ARGV[5] .. ARGV[4 + 2*ids]: pairs: receipt time (ms), execution id
+-- then the run, as pairs: a receipt's seq (decimal), its JSON line
 --
 -- Returns {1} when appended, {0, current seq, current hash} when the head
--- moved (nothing written).
+-- moved, {2, id, ...} when executions already have their receipt (nothing
+-- written either way).
 local cur = redis.call('HMGET', head, 'seq', 'hash')
 local cur_seq = cur[1] or '0'
 local cur_hash = cur[2] or ''
 if cur_seq ~= expected_seq or cur_hash ~= expected_hash then
   return {0, cur_seq, cur_hash}
 end
-redis.call('ZADD', log, unpack(ARGV, 4))
+local first = 5 + 2 * ids
+if ids > 0 then
+  local dup = {2}
+  for i = 6, first - 1, 2 do
+    if redis.call('ZSCORE', executed, ARGV[i]) then dup[#dup + 1] = ARGV[i] end
+  end
+  if #dup > 1 then return dup end
+  redis.call('ZADD', executed, unpack(ARGV, 5, first - 1))
+end
+redis.call('ZADD', log, unpack(ARGV, first))
 redis.call('HSET', head, 'seq', ARGV[#ARGV - 1], 'hash', last_hash)
 return {1}
