@@ -207,3 +207,36 @@ func TestApprovalListCursor(t *testing.T) {
 		t.Errorf("empty index: %+v", page)
 	}
 }
+
+// TestApprovalIndexEntryWithoutPointer: an index entry whose pointer is
+// missing is kept while its pointer may still be on its way (a Cluster
+// pipeline can write the set first) and dropped once it is older than
+// pointerGrace; neither is listed.
+func TestApprovalIndexEntryWithoutPointer(t *testing.T) {
+	client := testClient(t)
+	store := New(client, Options{Prefix: uniquePrefix(t, client)})
+	ctx := t.Context()
+	req := approvalRequest("live")
+	d, err := store.Claim(ctx, req)
+	if err != nil || d.Outcome != idempotency.OutcomeAwaitingApproval {
+		t.Fatalf("claim: %v %v", d.Outcome, err)
+	}
+	fresh := stampOf(time.Now()) + ulid.Make().String()
+	old := stampOf(time.Now().Add(-2*pointerGrace)) + ulid.Make().String()
+	for _, m := range []string{fresh, old} {
+		if err := client.ZAdd(ctx, store.keys.pendingIndex(), redis.Z{Member: m}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := listPage(t, store, idempotency.ApprovalFilter{State: idempotency.StateAwaitingApproval, Limit: 10})
+	if got := approvalIDs(page.Records); !slices.Equal(got, []string{d.Approval.ID}) {
+		t.Fatalf("listed %v, want only %s", got, d.Approval.ID)
+	}
+	members, err := client.ZRange(ctx, store.keys.pendingIndex(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{fresh, indexMember(d.Approval)}; !slices.Equal(slices.Sorted(slices.Values(members)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("pending set after listing = %v, want the fresh entry kept and the old one dropped: %v", members, want)
+	}
+}
