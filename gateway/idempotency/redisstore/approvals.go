@@ -131,14 +131,22 @@ func decodeApprovalReply(req idempotency.ClaimRequest, reply []string) (d idempo
 }
 
 // indexApproval points the approval index at record after a claim that
-// answered the call waits. Its TTL outlasts any life the record can have
+// answered the call waits, and enters the approval in the listing sets
+// (approvalindex.go): one pipeline, one round trip, only for calls that
+// wait. It runs after the claim script, not inside it (the keys live in
+// other Cluster slots than the record): for that moment the approval
+// cannot be found by id nor listed, and a failed write heals on the
+// call's next retry. Its TTL outlasts any life the record can have
 // (pending, then approved and unused, then its replay TTL).
 func (s *Store) indexApproval(ctx context.Context, req idempotency.ClaimRequest, record string, d idempotency.Decision) error {
 	if d.Outcome != idempotency.OutcomeAwaitingApproval || req.Approval == nil {
 		return nil
 	}
-	ttl := req.Approval.Timeout + req.Approval.UseWithin + req.ReplayTTL
-	if err := s.client.Set(ctx, s.keys.approval(d.Approval.ID), record, ttl).Err(); err != nil {
+	life := req.Approval.Timeout + req.Approval.UseWithin + req.ReplayTTL
+	if _, err := s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		s.writeApprovalIndex(ctx, pipe, d.Approval, record, life)
+		return nil
+	}); err != nil {
 		return fmt.Errorf("index approval: %w", err)
 	}
 	return nil
@@ -177,18 +185,21 @@ func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record,
 	return f.record, nil
 }
 
-// ListApprovals walks the records like List (SCAN, bounded work per page)
-// and keeps those carrying an approval.
+// ListApprovals walks the approval index sets (approvalindex.go), not
+// the keyspace: pending approvals (State AWAITING_APPROVAL) oldest first,
+// any other filter newest first by request time. Work per page is
+// bounded: at most approvalRounds batches of Limit entries.
 func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFilter) (idempotency.Page, error) {
 	if err := filter.Validate(); err != nil {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list approvals: %w", err)
 	}
-	return s.list(ctx, filter.ListFilter(), true)
+	return s.listApprovalIndex(ctx, filter)
 }
 
 // DecideApproval finds the record through the index and decides with
 // approve.lua on the record alone, which checks the record still carries
-// the approval and is pending (Redis clock).
+// the approval and is pending (Redis clock); a decided approval then
+// leaves the pending set (one more command, off the call path).
 func (s *Store) DecideApproval(ctx context.Context, id string, decision idempotency.ApprovalDecision) (idempotency.Record, error) {
 	if err := decision.Validate(); err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
@@ -219,6 +230,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 		if err != nil {
 			return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 		}
+		s.unindexPending(ctx, f.record.Approval)
 		return rec, nil
 	case reply[0] == "not_pending" && len(reply) == 2:
 		rec, err := recordOf(f.record.Scope, reply[1], time.Time{})

@@ -23,9 +23,10 @@ func approvalRequest(key string) idempotency.ClaimRequest {
 }
 
 // TestApprovalRoundTrips pins what approvals cost on Redis: a waiting call
-// two round trips per claim (the claim script, then the approval index),
-// deciding three (index, record, script), and the approved run the usual
-// one claim, which consumes the approval, plus its completion.
+// two round trips per claim (the claim script, then the approval index
+// with its listing sets, one pipeline), deciding four (index, record,
+// script, leaving the pending set), and the approved run the usual one
+// claim, which consumes the approval, plus its completion.
 func TestApprovalRoundTrips(t *testing.T) {
 	client := testClient(t)
 	counter := &roundTrips{}
@@ -63,8 +64,8 @@ func TestApprovalRoundTrips(t *testing.T) {
 	complete := counter.cost(t, func() error {
 		return store.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, Body: []byte(`{}`)}, time.Hour)
 	})
-	if pending != 2 || retry != 2 || decide != 3 || consume+complete != 2 {
-		t.Errorf("round trips: pending %d (want 2), retry %d (want 2), decide %d (want 3), approved run %d (want 2)",
+	if pending != 2 || retry != 2 || decide != 4 || consume+complete != 2 {
+		t.Errorf("round trips: pending %d (want 2), retry %d (want 2), decide %d (want 4), approved run %d (want 2)",
 			pending, retry, decide, consume+complete)
 	}
 }

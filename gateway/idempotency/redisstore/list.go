@@ -90,12 +90,6 @@ func nameHash(name string) uint64 {
 // every record that lives throughout it, and may return one twice when
 // the keyspace is resized under it.
 func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error) {
-	return s.list(ctx, filter, false)
-}
-
-// list is List, of the records carrying an approval only when
-// approvalsOnly.
-func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approvalsOnly bool) (idempotency.Page, error) {
 	if filter.Limit < 1 || filter.Limit > idempotency.MaxListLimit {
 		return idempotency.Page{}, fmt.Errorf("redisstore: list: limit %d not in 1…%d", filter.Limit, idempotency.MaxListLimit)
 	}
@@ -137,7 +131,7 @@ func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approva
 		}
 		var match []foundRecord
 		for _, f := range loaded {
-			if matches(f.record, filter) && (!approvalsOnly || f.record.Approval != nil) && !slices.Contains(cur.seen, nameHash(f.key)) {
+			if matches(f.record, filter) && !slices.Contains(cur.seen, nameHash(f.key)) {
 				match = append(match, f)
 			}
 		}
