@@ -180,11 +180,7 @@ func TestOIDCOverMCPAndKeyRotation(t *testing.T) {
 // mcpAccepts reports whether the gateway at addr accepts token for an MCP
 // session (initialize only: no tool runs).
 func mcpAccepts(addr, token string) bool {
-	client := &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport(token)}
-	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client, MaxRetries: -1}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gatewaycmd-oidc-test", Version: "1"}, nil).Connect(ctx, transport, nil)
+	cs, err := connectMCPWithToken(addr, token)
 	if err != nil {
 		return false
 	}
@@ -194,16 +190,22 @@ func mcpAccepts(addr, token string) bool {
 
 func mcpClientWithToken(t *testing.T, addr, token string) *mcp.ClientSession {
 	t.Helper()
-	client := &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport(token)}
-	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client, MaxRetries: -1}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gatewaycmd-oidc-test", Version: "1"}, nil).Connect(ctx, transport, nil)
+	cs, err := connectMCPWithToken(addr, token)
 	if err != nil {
 		t.Fatalf("connect the MCP client: %v", err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// connectMCPWithToken opens an MCP session with the go-sdk client, token
+// in every request.
+func connectMCPWithToken(addr, token string) (*mcp.ClientSession, error) {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport(token)}
+	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client, MaxRetries: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return mcp.NewClient(&mcp.Implementation{Name: "gatewaycmd-oidc-test", Version: "1"}, nil).Connect(ctx, transport, nil)
 }
 
 // bearerTransport adds the token to every request.
