@@ -122,9 +122,18 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Help: "IN_PROGRESS records of lease_expiry: unknown tools whose gateway died holding them (lease ended over a lock_ttl ago): UNKNOWN at their next call; sampled with gateway_records.",
 		}, []string{"tool"}),
 	}
+	if err := m.register(reg, registry, notifier); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers m's collectors, the build info and the
+// notifier's counters with reg, and pre-creates the per-tool series.
+func (m *metrics) register(reg prometheus.Registerer, registry *tools.Registry, notifier ApprovalNotifier) error {
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("gateway: register metrics: %w", err)
+			return fmt.Errorf("gateway: register metrics: %w", err)
 		}
 	}
 	// The running version, so a rollout and the alert on a target that
@@ -134,12 +143,12 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 		Help: "Always 1; the label version is the gateway's version (gateway -version).",
 	}, []string{"version"})
 	if err := reg.Register(buildInfo); err != nil {
-		return nil, fmt.Errorf("gateway: register metrics: %w", err)
+		return fmt.Errorf("gateway: register metrics: %w", err)
 	}
 	buildInfo.WithLabelValues(buildinfo.Version()).Set(1)
 	if notifier != nil {
 		if err := reg.Register(notificationsCollector{notifier}); err != nil {
-			return nil, fmt.Errorf("gateway: register metrics: %w", err)
+			return fmt.Errorf("gateway: register metrics: %w", err)
 		}
 	}
 	// Pre-create the per-tool series so dashboards see zeros, not gaps.
@@ -147,7 +156,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 		m.inFlight.WithLabelValues(e.Spec.Name)
 		m.leasesLost.WithLabelValues(e.Spec.Name)
 	}
-	return m, nil
+	return nil
 }
 
 // publishRecords sets the gauge of state to counts: every tool of tools
