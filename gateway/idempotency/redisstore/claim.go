@@ -41,7 +41,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	keys := []string{record}
-	args := claimArgs{
+	args := &claimArgs{
 		Fingerprint: packID(req.Fingerprint),
 		Exec:        packID(req.ExecutionID),
 		Owner:       packID(req.Owner),

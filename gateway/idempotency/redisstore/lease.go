@@ -39,7 +39,7 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	}
 	ttlMS := millis(ttl)
 	return s.finish(ctx, "complete", lease, ttlMS, completeScript,
-		completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})
+		&completeArgs{ownerOf(lease), ttlMS, resp.Status, packCtype(resp.ContentType), resp.Body})
 }
 
 // MarkUnknown turns the caller's IN_PROGRESS record UNKNOWN for ttl if the
