@@ -13,11 +13,14 @@ import (
 // accessLog writes one structured line per request and the request metrics.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		info := &requestInfo{start: start}
+		info := infoFrom(r.Context()) // requestID's
+		if info == nil {
+			info = &requestInfo{start: time.Now()}
+			r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+		}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
-		elapsed := time.Since(start)
+		next.ServeHTTP(ww, r)
+		elapsed := time.Since(info.start)
 
 		tool := info.tool
 		if tool == "" {
@@ -48,7 +51,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		// copy the slice.
 		attrs := make([]slog.Attr, 0, 11)
 		attrs = append(attrs,
-			slog.String("request_id", RequestIDFrom(r.Context())),
+			slog.String("request_id", info.id),
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.String("tenant", tenant),

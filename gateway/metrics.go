@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,9 @@ type metrics struct {
 	// receiptsRecovered counts the receipts the recovery sweep appended
 	// from the outbox (receiptrecovery.go).
 	receiptsRecovered prometheus.Counter
+	// requestSeries caches the requests' and duration's series
+	// (metricsseries.go).
+	requestSeries requestSeriesCache
 }
 
 // labelUnknownTool is the tool label of a name that is not a configured tool.
@@ -204,22 +208,42 @@ func (m *metrics) publishAbandoned(counts map[string]float64, tools []string) {
 // observeRequest counts one request: api is the door, tool a configured
 // name or "unknown", label one of the fixed outcome labels.
 func (m *metrics) observeRequest(api API, tool, label string, d time.Duration) {
-	m.requests.WithLabelValues(string(api), tool, label).Inc()
-	m.duration.WithLabelValues(string(api), tool, label).Observe(d.Seconds())
+	s := m.requestSeries.of(m, api, tool, label)
+	s.count.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // instrumentedStore times every store operation.
 type instrumentedStore struct {
 	idempotency.Store
 	m *metrics
+	// ops are the operations' duration series, looked up once each (a
+	// call observes one or two), on first use: a series appears when its
+	// operation first ran, as without the cache.
+	opsMu sync.RWMutex
+	ops   map[string]prometheus.Observer
 }
 
 func instrumentStore(s idempotency.Store, m *metrics) idempotency.Store {
-	return &instrumentedStore{Store: s, m: m}
+	return &instrumentedStore{Store: s, m: m, ops: make(map[string]prometheus.Observer)}
+}
+
+// opSeries returns op's duration series.
+func (s *instrumentedStore) opSeries(op string) prometheus.Observer {
+	s.opsMu.RLock()
+	series, ok := s.ops[op]
+	s.opsMu.RUnlock()
+	if !ok {
+		series = s.m.storeOps.WithLabelValues(op)
+		s.opsMu.Lock()
+		s.ops[op] = series
+		s.opsMu.Unlock()
+	}
+	return series
 }
 
 func (s *instrumentedStore) observe(op string, start time.Time, err error) {
-	s.m.storeOps.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	s.opSeries(op).Observe(time.Since(start).Seconds())
 	if err != nil && !isStoreVerdict(err) {
 		s.m.storeErrors.WithLabelValues(op).Inc()
 	}

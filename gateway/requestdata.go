@@ -35,6 +35,7 @@ const (
 // requestInfo collects what the handlers learn about a request, for the one
 // log line and the metrics written when it ends.
 type requestInfo struct {
+	id        string // the request id (requestid.go)
 	tool      string // a configured tool name, or "" (→ "unknown")
 	tenant    string
 	keyPrefix string

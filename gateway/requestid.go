@@ -3,25 +3,27 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-type requestIDKey struct{}
-
 // requestID mints a new X-Request-Id for every request; a client's value is
-// ignored so the id can be trusted in logs.
+// ignored so the id can be trusted in logs. The id is the first thing the
+// request's requestInfo holds: the one context value (and request copy)
+// the access log and the handlers share.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := newULID()
-		w.Header().Set(wire.HeaderRequestID, id)
-		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		info := &requestInfo{id: newULID(), start: time.Now()}
+		w.Header().Set(wire.HeaderRequestID, info.id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 	})
 }
 
 // RequestIDFrom returns the request id minted for ctx's request.
 func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if info := infoFrom(ctx); info != nil {
+		return info.id
+	}
+	return ""
 }

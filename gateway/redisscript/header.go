@@ -52,6 +52,9 @@ func CheckHeader(script string, args Args) error {
 		errs = append(errs, fmt.Errorf("reads KEYS %d times, %d of them in its header", n, len(keys)))
 	}
 	typ := reflect.TypeOf(args)
+	if typ.Kind() == reflect.Pointer { // Argv on a pointer receiver
+		typ = typ.Elem()
+	}
 	if tags := luaNames(typ); !reflect.DeepEqual(tags, header) && (len(tags) != 0 || len(header) != 0) {
 		errs = append(errs, fmt.Errorf("names ARGV %v; %s's lua tags are %v", header, typ.Name(), tags))
 	}
@@ -77,17 +80,25 @@ func luaNames(t reflect.Type) []string {
 // checkArgvOrder fills every field of a new typ with a value that names
 // its position and reads Argv's order back.
 func checkArgvOrder(typ reflect.Type) error {
-	v := reflect.New(typ).Elem()
+	ptr := reflect.New(typ)
+	v := ptr.Elem()
 	n := 0
 	if err := distinct(v, &n); err != nil {
 		return fmt.Errorf("%s: %w", typ.Name(), err)
 	}
-	got := v.Interface().(Args).Argv()
+	argv, ok := v.Interface().(Args)
+	if !ok { // Argv on a pointer receiver
+		argv = ptr.Interface().(Args)
+	}
+	got := argv.Argv()
 	if len(got) != n {
 		return fmt.Errorf("%s.Argv() lists %d values, the struct has %d fields", typ.Name(), len(got), n)
 	}
 	var errs []error
 	for i, a := range got {
+		if p := reflect.ValueOf(a); p.Kind() == reflect.Pointer { // a pointer to a field: its value
+			a = p.Elem().Interface()
+		}
 		if s := fmt.Sprint(a); s != strconv.Itoa(i+1) && s != fmt.Sprint([]byte(strconv.Itoa(i+1))) {
 			errs = append(errs, fmt.Errorf("%s.Argv()[%d] = %v, want field %d (the struct's order)", typ.Name(), i, a, i+1))
 		}

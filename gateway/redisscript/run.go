@@ -33,6 +33,13 @@ type Pipeliner interface {
 // or error (a connection error marks them all), which the caller reads:
 // whether a failed call fails the whole depends on the caller.
 func Run(ctx context.Context, p Pipeliner, then func(redis.Pipeliner), calls ...Call) []*redis.Cmd {
+	if sc, ok := p.(redis.Scripter); ok && len(calls) == 1 && then == nil {
+		// One script alone is one command, not a pipeline: the same round
+		// trip with less client work (a replay's one call, most claims and
+		// completions). Script.Run falls back to EVAL on NOSCRIPT itself.
+		c := calls[0]
+		return []*redis.Cmd{c.Script.Run(ctx, sc, c.Keys, c.Args...)}
+	}
 	cmds := make([]*redis.Cmd, len(calls))
 	_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, c := range calls {

@@ -25,7 +25,14 @@ type commandLog struct {
 
 func (l *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (l *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.mu.Lock()
+		l.count[cmd.Name()]++
+		l.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
 
 func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -87,6 +94,18 @@ func TestRunResendsNoscriptByEval(t *testing.T) {
 	}
 	if sha, eval := log.sent("evalsha"), log.sent("eval"); sha != 3 || eval != 2 {
 		t.Errorf("sent %d EVALSHA and %d EVAL in all, want 3 and 2 (no resend for a known script)", sha, eval)
+	}
+
+	// One call alone goes as one command, with the same fallback.
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cmd = RunOne(ctx, client, Call{Script: incrScript, Keys: []string{"a"}, Args: []any{1}})
+	if got, err := cmd.Int64(); err != nil || got != 3 {
+		t.Errorf("RunOne on a flushed server = %d, %v, want 3 (ran once)", got, err)
+	}
+	if sha, eval := log.sent("evalsha"), log.sent("eval"); sha != 4 || eval != 3 {
+		t.Errorf("sent %d EVALSHA and %d EVAL in all, want 4 and 3 (the one NOSCRIPT call resent)", sha, eval)
 	}
 }
 

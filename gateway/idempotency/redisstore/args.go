@@ -29,9 +29,12 @@ type claimArgs struct {
 	stepArgs
 }
 
-func (a claimArgs) Argv() []any {
-	return []any{a.Fingerprint, a.Exec, a.Owner, a.LockMS, a.ReplayMS, a.LeaseExpiry, a.StepGuard, a.Session, a.Tool, a.Arguments,
-		a.Approval, a.Rule, a.Reason, a.Approver, a.TimeoutMS, a.UseMS, a.StepIndex, a.StepHead, a.Tenant}
+// Argv lists pointers to the fields (go-redis writes a *string or *int64 as
+// its value): a pointer goes into an interface without an allocation, a
+// string or a large integer does not, and every call runs this script.
+func (a *claimArgs) Argv() []any {
+	return []any{&a.Fingerprint, &a.Exec, &a.Owner, &a.LockMS, &a.ReplayMS, &a.LeaseExpiry, &a.StepGuard, &a.Session, &a.Tool, a.Arguments,
+		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.StepIndex, &a.StepHead, &a.Tenant}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.
@@ -67,8 +70,9 @@ type completeArgs struct {
 	OutboxEntry []byte `lua:"outbox_entry"`
 }
 
-func (a completeArgs) Argv() []any {
-	return []any{a.Owner, a.Fence, a.ReplayMS, a.Status, a.Ctype, a.Body, a.StepHead, a.Tenant, a.OutboxExec, a.OutboxEntry}
+// Argv lists pointers, as claimArgs does: every execution completes.
+func (a *completeArgs) Argv() []any {
+	return []any{&a.Owner, &a.Fence, &a.ReplayMS, &a.Status, &a.Ctype, a.Body, &a.StepHead, &a.Tenant, &a.OutboxExec, a.OutboxEntry}
 }
 
 // markUnknownArgs are mark_unknown.lua's ARGV.

@@ -26,21 +26,22 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	return s.reserveEffect(ctx, req, record, d)
 }
 
-// claimRecord is the record's claim: one script, and the record's key name.
+// claimRecord is the record's claim: one script, and the record's key name
+// (named once: the name costs two hashes).
 func (s *Store) claimRecord(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, string, error) {
-	d, err := s.claimAt(ctx, req)
-	return d, s.keys.record(req.Scope, s.keys.slotStep(req)), err
+	req.Step = s.keys.slotStep(req)
+	record := s.keys.record(req.Scope, req.Step)
+	d, err := s.claimAt(ctx, req, record)
+	return d, record, err
 }
 
-// claimAt decides req on its record.
-func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
+// claimAt decides req, whose step is already its slotStep, on its record.
+func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, record string) (idempotency.Decision, error) {
 	if err := s.ready(ctx); err != nil {
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	req.Step = s.keys.slotStep(req)
-	record := s.keys.record(req.Scope, req.Step)
 	keys := []string{record}
-	args := claimArgs{
+	args := &claimArgs{
 		Fingerprint: packID(req.Fingerprint),
 		Exec:        packID(req.ExecutionID),
 		Owner:       packID(req.Owner),
@@ -75,7 +76,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest) (idem
 	case int64: // a new claim: its fencing token, negative for a takeover
 		d = claimed(req, req.ExecutionID, max(v, -v), v < 0)
 	case string:
-		d, err = decodeReplay(req.Scope, v)
+		d, err = decodeReplay(v)
 	default:
 		var reply []string
 		if reply, err = cmds[0].StringSlice(); err == nil {
@@ -114,13 +115,21 @@ func claimed(req idempotency.ClaimRequest, exec string, fence int64, takenOver b
 }
 
 // decodeReplay turns the COMPLETED record value the claim script answers
-// with into a replay.
-func decodeReplay(scope idempotency.Scope, value string) (idempotency.Decision, error) {
-	rec, err := recordOf(scope, value, time.Time{})
-	if err != nil || rec.Response == nil {
+// with into a replay. The script has compared the fingerprint, so only
+// what a replay answers is unpacked (not the fingerprint, session and step
+// a full record read would).
+func decodeReplay(value string) (idempotency.Decision, error) {
+	p, err := decodePacked(value)
+	if err != nil || p.state != 'C' {
 		return idempotency.Decision{}, errors.Join(errBadReply, err)
 	}
-	return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: rec.ExecutionID, Response: rec.Response}, nil
+	exec, ok1 := unpackID(p.exec)
+	ctype, ok2 := unpackCtype(p.ctype)
+	if !ok1 || !ok2 {
+		return idempotency.Decision{}, fmt.Errorf("%w: execution id or content type", errBadReply)
+	}
+	return idempotency.Decision{Outcome: idempotency.OutcomeReplay, ExecutionID: exec,
+		Response: &idempotency.StoredResponse{Status: p.status, ContentType: ctype, Body: p.body}}, nil
 }
 
 // decodeDecision turns the claim script's other replies into a Decision.

@@ -210,10 +210,11 @@ func (s *Store) decideByHolder(ctx context.Context, req idempotency.ClaimRequest
 	on := req
 	on.Scope, on.Step, on.StepBoundKey = scope, h.step, true
 	on.Approval, on.Effect = nil, nil
-	if s.keys.record(on.Scope, s.keys.slotStep(on)) != h.record {
+	on.Step = s.keys.slotStep(on)
+	if s.keys.record(on.Scope, on.Step) != h.record {
 		return idempotency.Decision{}, true, nil // not a name this store gives a claim
 	}
-	d, err := s.claimAt(ctx, on)
+	d, err := s.claimAt(ctx, on, h.record)
 	if err != nil {
 		return idempotency.Decision{}, false, err
 	}

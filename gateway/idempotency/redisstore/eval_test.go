@@ -22,15 +22,28 @@ func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.n.Add(1)
+		r.count(cmd)
 		return next(ctx, cmd)
 	}
 }
 
 func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.n.Add(1)
+		if len(cmds) > 0 {
+			r.count(cmds[0])
+		}
 		return next(ctx, cmds)
+	}
+}
+
+// count counts a command or pipeline, but not the handshake of a new pooled
+// connection (go-redis sends it through the same hooks, and when it dials
+// is its pool's business, not a cost of the operation measured).
+func (r *roundTrips) count(first redis.Cmder) {
+	switch first.Name() {
+	case "hello", "auth", "client", "select", "readonly":
+	default:
+		r.n.Add(1)
 	}
 }
 

@@ -56,14 +56,26 @@ type keyLayout struct {
 // tag returns a Redis Cluster hash tag: 16 hex chars of SHA-256 over the
 // newline-joined parts.
 func tag(parts ...string) string {
-	h := sha256.New()
+	return string(appendTag(nil, parts...))
+}
+
+// appendTag appends tag(parts...) to b. Parts of up to a few hundred bytes
+// (every tenant, tool, session and key the gateway names) are joined on
+// the stack and hashed by sha256.Sum256, so a key name costs no allocation
+// but its own: the claim path builds two or three per call.
+func appendTag(b []byte, parts ...string) []byte {
+	var stack [256]byte
+	joined := stack[:0]
 	for i, part := range parts {
 		if i > 0 {
-			h.Write([]byte{'\n'})
+			joined = append(joined, '\n')
 		}
-		h.Write([]byte(part))
+		joined = append(joined, part...)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	sum := sha256.Sum256(joined)
+	var hexSum [tagLen]byte
+	hex.Encode(hexSum[:], sum[:tagLen/2])
+	return append(b, hexSum[:]...)
 }
 
 const tagLen = 16
@@ -72,11 +84,13 @@ func (k keyLayout) scopeTag(scope idempotency.Scope) string {
 	return tag(scope.Tenant, scope.Tool, scope.Key)
 }
 
-func (k keyLayout) recordTag(scope idempotency.Scope, step *idempotency.Step) string {
+// appendRecordTag appends the tag of the record of scope as claimed with
+// step: its session's on a cluster (usesPointer), its scope's otherwise.
+func (k keyLayout) appendRecordTag(b []byte, scope idempotency.Scope, step *idempotency.Step) []byte {
 	if k.usesPointer(step) {
-		return sessionTag(scope.Tenant, step.SessionID)
+		return appendSessionTag(b, scope.Tenant, step.SessionID)
 	}
-	return k.scopeTag(scope)
+	return appendTag(b, scope.Tenant, scope.Tool, scope.Key)
 }
 
 // record returns the record key of scope as claimed with step (nil: none).
@@ -85,20 +99,20 @@ func (k keyLayout) record(scope idempotency.Scope, step *idempotency.Step) strin
 	b = append(b, k.prefix...)
 	if k.sessionSlots {
 		b = append(b, "R{"...)
-		b = append(b, k.recordTag(scope, step)...)
+		b = k.appendRecordTag(b, scope, step)
 		b = append(b, '}')
 	} else {
 		b = append(b, 'R')
 	}
-	b = append(b, packScopeHead(scope.Tenant, scope.Tool)...)
-	b = append(b, packID(scope.Key)...)
+	b = appendScopeHead(b, scope.Tenant, scope.Tool)
+	b = appendPackedID(b, scope.Key)
 	return string(b)
 }
 
-// packScopeHead packs the start of a record name's scope: uvarint length +
-// tenant, then (when tool is not empty) uvarint length + tool.
-func packScopeHead(tenant, tool string) []byte {
-	b := make([]byte, 0, len(tenant)+len(tool)+4)
+// appendScopeHead appends the start of a record name's scope to b:
+// uvarint length + tenant, then (when tool is not empty) uvarint length +
+// tool.
+func appendScopeHead(b []byte, tenant, tool string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(tenant)))
 	b = append(b, tenant...)
 	if tool != "" {
@@ -160,7 +174,9 @@ func (k keyLayout) outbox(scope idempotency.Scope, step *idempotency.Step) strin
 	if !k.sessionSlots {
 		return k.prefix + "O{outbox}"
 	}
-	return k.prefix + "O{" + k.recordTag(scope, step) + "}"
+	b := append([]byte(k.prefix), "O{"...)
+	b = k.appendRecordTag(b, scope, step)
+	return string(append(b, '}'))
 }
 
 // outboxPattern is the SCAN pattern of the outbox keys.
@@ -168,7 +184,11 @@ func (k keyLayout) outboxPattern() string { return globEscape(k.prefix) + "O{*" 
 
 // step returns the step key of tenant + session + index.
 func (k keyLayout) step(tenant string, step idempotency.Step) string {
-	return k.stepHead() + sessionTag(tenant, step.SessionID) + "}" + strconv.FormatUint(step.Index, 10)
+	b := make([]byte, 0, len(k.prefix)+tagLen+24)
+	b = append(b, k.stepHead()...)
+	b = appendSessionTag(b, tenant, step.SessionID)
+	b = append(b, '}')
+	return string(strconv.AppendUint(b, step.Index, 10))
 }
 
 // stepHead is what every step key name starts with.
@@ -181,11 +201,20 @@ func (k keyLayout) stepHead() string { return k.prefix + "S{" }
 // their Lua has. The tag is a name, not a secret: SHA-1 spreads it as
 // well as SHA-256 would.
 func sessionTag(tenant, session string) string {
-	h := sha1.New()
-	h.Write([]byte(tenant))
-	h.Write([]byte{'\n'})
-	h.Write([]byte(packID(session)))
-	return hex.EncodeToString(h.Sum(nil))[:tagLen]
+	return string(appendSessionTag(nil, tenant, session))
+}
+
+// appendSessionTag appends sessionTag(tenant, session) to b, hashing from
+// a stack buffer (as appendTag does): no allocation but b's growth.
+func appendSessionTag(b []byte, tenant, session string) []byte {
+	var stack [256]byte
+	joined := append(stack[:0], tenant...)
+	joined = append(joined, '\n')
+	joined = appendPackedID(joined, session)
+	sum := sha1.Sum(joined)
+	var hexSum [tagLen]byte
+	hex.Encode(hexSum[:], sum[:tagLen/2])
+	return append(b, hexSum[:]...)
 }
 
 // stepArgs are the ARGV a script needs to name the step entry its record
@@ -232,21 +261,60 @@ func (k keyLayout) usesPointer(step *idempotency.Step) bool {
 // lowercase UUID (session ids) 'g' + 16 bytes, anything else 't' + the
 // text.
 func packID(s string) string {
+	var stack [1 + 2*sha256.Size]byte
+	return string(appendPackedID(stack[:0], s))
+}
+
+// appendPackedID appends packID(s) to b, checking the known forms without
+// allocating (the claim packs four or five ids per call).
+func appendPackedID(b []byte, s string) []byte {
 	switch len(s) {
 	case uuidLen:
-		if b, ok := parseUUID(s); ok {
-			return "g" + string(b)
+		var raw [16]byte
+		if parseUUIDInto(raw[:], s) {
+			return append(append(b, 'g'), raw[:]...)
 		}
 	case ulid.EncodedSize:
-		if id, err := ulid.ParseStrict(s); err == nil && id.String() == s {
-			return "u" + string(id[:])
+		var text [ulid.EncodedSize]byte
+		if id, err := ulid.ParseStrict(s); err == nil && id.MarshalTextTo(text[:]) == nil && string(text[:]) == s {
+			return append(append(b, 'u'), id[:]...)
 		}
 	case 2 * sha256.Size:
-		if b, err := hex.DecodeString(s); err == nil && hex.EncodeToString(b) == s {
-			return "h" + string(b)
+		var raw [sha256.Size]byte
+		if decodeLowerHex(raw[:], s) {
+			return append(append(b, 'h'), raw[:]...)
 		}
 	}
-	return "t" + s
+	return append(append(b, 't'), s...)
+}
+
+// decodeLowerHex decodes s, lowercase hex of exactly 2*len(dst) digits,
+// into dst; false for anything else (uppercase included: only the
+// lowercase spelling survives the way back, unpackID).
+func decodeLowerHex[T ~string | ~[]byte](dst []byte, s T) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := lowerHexDigit(s[2*i])
+		lo, ok2 := lowerHexDigit(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+// lowerHexDigit is the value of a lowercase hex digit.
+func lowerHexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // unpackID is the inverse of packID.
@@ -267,7 +335,9 @@ func unpackID(p string) (string, bool) {
 		if len(body) != sha256.Size {
 			return "", false
 		}
-		return hex.EncodeToString([]byte(body)), true
+		var text [2 * sha256.Size]byte
+		hex.Encode(text[:], []byte(body))
+		return string(text[:]), true
 	case 'g':
 		if len(body) != 16 {
 			return "", false
@@ -281,22 +351,25 @@ func unpackID(p string) (string, bool) {
 
 const uuidLen = 36
 
-// parseUUID reads a lowercase 8-4-4-4-12 UUID.
-func parseUUID(s string) ([]byte, bool) {
+// parseUUIDInto reads a lowercase 8-4-4-4-12 UUID into raw (16 bytes).
+func parseUUIDInto(raw []byte, s string) bool {
 	if len(s) != uuidLen || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return nil, false
+		return false
 	}
-	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
-	b, err := hex.DecodeString(h)
-	if err != nil || hex.EncodeToString(b) != h {
-		return nil, false
-	}
-	return b, true
+	var digits [32]byte
+	h := append(append(append(append(append(digits[:0], s[0:8]...), s[9:13]...), s[14:18]...), s[19:23]...), s[24:]...)
+	return decodeLowerHex(raw[:16], h)
 }
 
 func formatUUID(b []byte) string {
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	var text [uuidLen]byte
+	hex.Encode(text[0:8], b[0:4])
+	hex.Encode(text[9:13], b[4:6])
+	hex.Encode(text[14:18], b[6:8])
+	hex.Encode(text[19:23], b[8:10])
+	hex.Encode(text[24:], b[10:16])
+	text[8], text[13], text[18], text[23] = '-', '-', '-', '-'
+	return string(text[:])
 }
 
 // globEscape quotes the SCAN MATCH metacharacters of s, byte by byte (s

@@ -38,7 +38,7 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 		return fmt.Errorf("redisstore: complete %v: %w", lease.Scope, err)
 	}
 	ttlMS := millis(ttl)
-	args := completeArgs{ownerCheck: ownerOf(lease), ReplayMS: ttlMS, Status: resp.Status, Ctype: packCtype(resp.ContentType), Body: resp.Body,
+	args := &completeArgs{ownerCheck: ownerOf(lease), ReplayMS: ttlMS, Status: resp.Status, Ctype: packCtype(resp.ContentType), Body: resp.Body,
 		stepArgs: s.keys.stepArgs(lease.Scope.Tenant)}
 	if s.receiptOutbox {
 		args.OutboxExec, args.OutboxEntry = lease.ExecutionID, idempotency.EncodeOutboxEntry(lease, resp.Status, time.Now())

@@ -169,7 +169,7 @@ func (s *Store) listPattern(filter idempotency.ListFilter) string {
 	if filter.Tenant == "" {
 		return s.keys.recordPattern()
 	}
-	return s.keys.recordPatternHead() + globEscape(string(packScopeHead(filter.Tenant, filter.Tool))) + "*"
+	return s.keys.recordPatternHead() + globEscape(string(appendScopeHead(nil, filter.Tenant, filter.Tool))) + "*"
 }
 
 // matches applies the filter to a loaded record.

@@ -10,9 +10,9 @@ import (
 
 // scriptArgTypes names each script's ARGV struct.
 var scriptArgTypes = map[string]redisscript.Args{
-	"claim":        claimArgs{},
+	"claim":        &claimArgs{},
 	"renew":        renewArgs{},
-	"complete":     completeArgs{},
+	"complete":     &completeArgs{},
 	"mark_unknown": markUnknownArgs{},
 	"release":      releaseArgs{},
 	"delete":       deleteArgs{},
