@@ -42,7 +42,7 @@ func (s *Servers) startGateways(cfg ServersConfig) error {
 		s.AdminToken = "gwbench-admin-" + randomHex(16)
 	}
 	for range cfg.Replicas {
-		store, counter, err := s.newStore(cfg)
+		store, counter, err := s.newStore(cfg, false)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (s *Servers) startReceiptGateways(cfg ServersConfig) error {
 	s.receiptLog = &countingReceipts{Store: redisreceipts.New(client, s.Prefix, nil)}
 	s.receiptTool = &countingTool{Tool: s.Tool}
 	for range cfg.Replicas {
-		store, counter, err := s.newStore(cfg)
+		store, counter, err := s.newStore(cfg, true)
 		if err != nil {
 			return err
 		}
@@ -99,19 +99,20 @@ func (s *Servers) startReceiptGateways(cfg ServersConfig) error {
 
 // newStore returns a new replica's idempotency store: Redis through a
 // client of its own (as separate processes would have) with its round
-// trips counted, or the embedded store.
-func (s *Servers) newStore(cfg ServersConfig) (idempotency.Store, *RoundTrips, error) {
+// trips counted, or the embedded store. receiptOutbox: its completions
+// write the receipt outbox, as a gateway's with receipts on do.
+func (s *Servers) newStore(cfg ServersConfig, receiptOutbox bool) (idempotency.Store, *RoundTrips, error) {
 	client := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Protocol: cfg.Protocol})
 	counter := &RoundTrips{}
 	client.AddHook(counter)
 	s.storeClients = append(s.storeClients, client)
 	if cfg.BoltPath == "" {
-		return redisstore.New(client, redisstore.Options{Prefix: s.Prefix + "store:"}), counter, nil
+		return redisstore.New(client, redisstore.Options{Prefix: s.Prefix + "store:", ReceiptOutbox: receiptOutbox}), counter, nil
 	}
 	if _, err := os.Stat(cfg.BoltPath); err == nil {
 		return nil, nil, fmt.Errorf("benchtool: embedded store %s exists; give a new path", cfg.BoltPath)
 	}
-	bolt, err := boltstore.Open(cfg.BoltPath, boltstore.Options{})
+	bolt, err := boltstore.Open(cfg.BoltPath, boltstore.Options{ReceiptOutbox: receiptOutbox})
 	if err != nil {
 		return nil, nil, fmt.Errorf("benchtool: embedded store: %w", err)
 	}
