@@ -1,6 +1,7 @@
 package redisscript
 
 import (
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -32,4 +33,33 @@ func TestMustLoadAndTexts(t *testing.T) {
 		}
 	}()
 	MustLoad(fsys, "missing")
+}
+
+// TestIncludes: a `--#include name` line is lua/include/name.lua in the
+// loaded and listed text (the hash is of the whole text Redis runs); a
+// piece that is not there is an error naming it, and MustLoad panics.
+func TestIncludes(t *testing.T) {
+	piece := "local function twice(n) return 2 * n end\n"
+	fsys := fstest.MapFS{
+		"lua/double.lua":        {Data: []byte("local k = KEYS[1]\n--#include twice\nreturn twice(redis.call('INCR', k))\n")},
+		"lua/include/twice.lua": {Data: []byte(piece)},
+	}
+	want := "local k = KEYS[1]\n" + piece + "return twice(redis.call('INCR', k))\n"
+	if got := MustLoad(fsys, "double").Hash(); got != redis.NewScript(want).Hash() {
+		t.Errorf("MustLoad(double) hash %s, want the expanded text's", got)
+	}
+	texts, err := Texts(fsys)
+	if err != nil || len(texts) != 1 || texts["double"] != want {
+		t.Fatalf("Texts = %q, %v; want only double, expanded to %q", texts, err, want)
+	}
+	delete(fsys, "lua/include/twice.lua")
+	if _, err := Texts(fsys); err == nil || !strings.Contains(err.Error(), "include twice") {
+		t.Errorf("Texts with the piece missing: %v, want an error naming it", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MustLoad with a missing include did not panic")
+		}
+	}()
+	MustLoad(fsys, "double")
 }

@@ -11,7 +11,7 @@ import (
 // (claim.lua documents the layout). Every script runs through Store.eval
 // (eval.go), the one way the store runs a script.
 //
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/include/*.lua
 var luaFiles embed.FS
 
 // The scripts, by file.

@@ -21,11 +21,7 @@ local outbox_entry = ARGV[10]     -- its outbox entry (JSON)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
--- The step entry the record holds: its name rebuilt from the record's
--- session and step index (keys.go, sessionTag).
-local function held_step(sess, index)
-  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
-end
+--#include held_step
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'

@@ -19,11 +19,7 @@ local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]    -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
--- The step entry the record holds: its name rebuilt from the record's
--- session and step index (keys.go, sessionTag).
-local function held_step(sess, index)
-  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
-end
+--#include held_step
 
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -11,11 +11,7 @@ local fence = ARGV[2]   -- the record's fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]  -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
--- The step entry the record holds: its name rebuilt from the record's
--- session and step index (keys.go, sessionTag).
-local function held_step(sess, index)
-  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
-end
+--#include held_step
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'

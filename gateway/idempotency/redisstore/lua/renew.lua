@@ -10,11 +10,7 @@ local step_head = ARGV[4]          -- what every step key name starts with: <pre
 local tenant = ARGV[5]             -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
--- The step entry the record holds: its name rebuilt from the record's
--- session and step index (keys.go, sessionTag).
-local function held_step(sess, index)
-  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
-end
+--#include held_step
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'

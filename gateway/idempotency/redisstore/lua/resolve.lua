@@ -15,11 +15,7 @@ local tenant = ARGV[6]            -- the record's tenant (its step key's tag has
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
--- The step entry the record holds: its name rebuilt from the record's
--- session and step index (keys.go, sessionTag).
-local function held_step(sess, index)
-  return step_head .. string.sub(redis.sha1hex(tenant .. '\n' .. sess), 1, 16) .. '}' .. index
-end
+--#include held_step
 
 local function clock()
   local t = redis.call('TIME')
