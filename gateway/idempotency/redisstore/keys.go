@@ -296,26 +296,18 @@ func decodeLowerHex[T ~string | ~[]byte](dst []byte, s T) bool {
 		return false
 	}
 	for i := range dst {
-		hi, ok1 := lowerHexDigit(s[2*i])
-		lo, ok2 := lowerHexDigit(s[2*i+1])
-		if !ok1 || !ok2 {
+		hi := strings.IndexByte(lowerHexDigits, s[2*i])
+		lo := strings.IndexByte(lowerHexDigits, s[2*i+1])
+		if hi < 0 || lo < 0 {
 			return false
 		}
-		dst[i] = hi<<4 | lo
+		dst[i] = byte(hi<<4 | lo)
 	}
 	return true
 }
 
-// lowerHexDigit is the value of a lowercase hex digit.
-func lowerHexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
-}
+// lowerHexDigits are the digits decodeLowerHex accepts, at their values.
+const lowerHexDigits = "0123456789abcdef"
 
 // unpackID is the inverse of packID.
 func unpackID(p string) (string, bool) {
