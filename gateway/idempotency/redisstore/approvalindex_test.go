@@ -240,3 +240,35 @@ func TestApprovalIndexEntryWithoutPointer(t *testing.T) {
 		t.Errorf("pending set after listing = %v, want the fresh entry kept and the old one dropped: %v", members, want)
 	}
 }
+
+// BenchmarkPendingApprovalsFirstPage10k: the console's first page of the
+// Approvals list on Redis with 10 000 pending approvals: one page of 50,
+// oldest first, read from the pending set (its work bounded by the page,
+// not the backlog).
+func BenchmarkPendingApprovalsFirstPage10k(b *testing.B) {
+	client := testClient(b)
+	store := New(client, Options{Prefix: uniquePrefix(b, client)})
+	const backlog = 10_000
+	var wg sync.WaitGroup
+	for w := range 16 { // the backlog is made by 16 callers at once
+		wg.Go(func() {
+			for i := w; i < backlog; i += 16 {
+				if d, err := store.Claim(b.Context(), approvalRequest(fmt.Sprintf("backlog-%05d", i))); err != nil || d.Outcome != idempotency.OutcomeAwaitingApproval {
+					b.Errorf("claim %d: %v %v", i, d.Outcome, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	filter := idempotency.ApprovalFilter{State: idempotency.StateAwaitingApproval, Limit: 50}
+	for b.Loop() {
+		page, err := store.ListApprovals(b.Context(), filter)
+		if err != nil || len(page.Records) != 50 || page.Cursor == "" {
+			b.Fatalf("first page: %d approvals, cursor %q, %v; want 50 and a next page", len(page.Records), page.Cursor, err)
+		}
+	}
+}
