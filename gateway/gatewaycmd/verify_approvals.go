@@ -85,8 +85,7 @@ func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) 
 	}
 	changed := c
 	changed.args = other
-	var resp verifyResponse
-	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, changed); return err })
+	resp, n, err := callCounting(ctx, env, t, changed)
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()
@@ -137,8 +136,7 @@ func checkApprovalExpires(ctx context.Context, env *verifyEnv, t *verifyTool) (s
 		return verifyFail, failure
 	}
 	time.Sleep(2 * approvalExpiry) // nobody decides in time
-	var resp verifyResponse
-	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, c); return err })
+	resp, n, err := callCounting(ctx, env, t, c)
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()

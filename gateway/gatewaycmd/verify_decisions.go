@@ -32,8 +32,7 @@ func checkDenied(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	args, _ := argsDecided(ctx, env, t, c, decide.Deny)
 	if args != nil {
 		c.args = args
-		var resp verifyResponse
-		n, err := ran(t, func() (err error) { resp, err = env.call(ctx, c); return err })
+		resp, n, err := callCounting(ctx, env, t, c)
 		switch {
 		case err != nil:
 			return verifyFail, err.Error()

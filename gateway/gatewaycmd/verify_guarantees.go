@@ -79,6 +79,14 @@ func ran(t *verifyTool, do func() error) (int64, error) {
 	return t.standIn.runs.Load() - before, err
 }
 
+// callCounting makes call c through env and answers the response and how
+// many times it ran t's stand-in.
+func callCounting(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCall) (verifyResponse, int64, error) {
+	var resp verifyResponse
+	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, c); return err })
+	return resp, n, err
+}
+
 func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
@@ -162,8 +170,7 @@ func checkReusedKey(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	key, _ := deriveKey(first)
 	reused := first
 	reused.args, reused.key, reused.step = other, key, 2
-	var resp verifyResponse
-	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, reused); return err })
+	resp, n, err := callCounting(ctx, env, t, reused)
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()
@@ -195,8 +202,7 @@ func checkStepGuard(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	}
 	changed := c
 	changed.args = other
-	var resp verifyResponse
-	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, changed); return err })
+	resp, n, err := callCounting(ctx, env, t, changed)
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()
