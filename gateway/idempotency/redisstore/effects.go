@@ -90,18 +90,8 @@ func (h effectHolder) encode() string {
 
 // decodeEffectHolder is the inverse of encode.
 func decodeEffectHolder(v string) (effectHolder, bool) {
-	b := []byte(v)
-	field := func() (string, bool) {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || uint64(len(b)-w) < n {
-			return "", false
-		}
-		s := string(b[w : w+int(n)])
-		b = b[w+int(n):]
-		return s, true
-	}
-	record, ok1 := field()
-	fp, ok2 := field()
+	record, rest, ok1 := cutLenPrefixed(v)
+	fp, rest, ok2 := cutLenPrefixed(rest)
 	if !ok1 || !ok2 {
 		return effectHolder{}, false
 	}
@@ -109,12 +99,12 @@ func decodeEffectHolder(v string) (effectHolder, bool) {
 	if h.fingerprint, ok1 = unpackID(fp); !ok1 {
 		return effectHolder{}, false
 	}
-	if len(b) == 0 {
+	if len(rest) == 0 {
 		return h, true
 	}
-	session, ok := field()
-	index, w := binary.Uvarint(b)
-	if !ok || w <= 0 || w != len(b) {
+	session, rest, ok := cutLenPrefixed(rest)
+	index, w := binary.Uvarint([]byte(rest))
+	if !ok || w <= 0 || w != len(rest) {
 		return effectHolder{}, false
 	}
 	id, ok := unpackID(session)

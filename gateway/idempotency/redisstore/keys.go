@@ -148,23 +148,25 @@ func (k keyLayout) parseRecord(name string) (idempotency.Scope, error) {
 	if !ok {
 		return idempotency.Scope{}, errNotRecordName
 	}
-	b := []byte(rest)
-	field := func() (string, bool) {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || uint64(len(b)-w) < n {
-			return "", false
-		}
-		s := string(b[w : w+int(n)])
-		b = b[w+int(n):]
-		return s, true
-	}
-	tenant, ok1 := field()
-	tool, ok2 := field()
-	key, ok3 := unpackID(string(b))
+	tenant, rest, ok1 := cutLenPrefixed(rest)
+	tool, rest, ok2 := cutLenPrefixed(rest)
+	key, ok3 := unpackID(rest)
 	if !ok1 || !ok2 || !ok3 {
 		return idempotency.Scope{}, errNotRecordName
 	}
 	return idempotency.Scope{Tenant: tenant, Tool: tool, Key: key}, nil
+}
+
+// cutLenPrefixed cuts one uvarint-length-prefixed field (as
+// appendScopeHead and effect holders write them) off the front of s;
+// false when s does not start with a whole one.
+func cutLenPrefixed(s string) (field, rest string, ok bool) {
+	var head [binary.MaxVarintLen64]byte
+	n, w := binary.Uvarint(head[:copy(head[:], s)])
+	if w <= 0 || uint64(len(s)-w) < n {
+		return "", s, false
+	}
+	return s[w : w+int(n)], s[w+int(n):], true
 }
 
 // outbox returns the receipt outbox key of the record of scope claimed
