@@ -42,15 +42,11 @@ func (s *Servers) startGateways(cfg ServersConfig) error {
 		s.AdminToken = "gwbench-admin-" + randomHex(16)
 	}
 	for range cfg.Replicas {
-		store, counter, err := s.newStore(cfg, false)
+		opts, counter, err := s.replicaOptions(cfg, false, tl...)
 		if err != nil {
 			return err
 		}
 		s.roundTrips = append(s.roundTrips, counter)
-		opts := s.gatewayOptions(cfg, store)
-		if opts.Tools, err = tools.NewRegistryOf(tl...); err != nil {
-			return fmt.Errorf("benchtool: registry: %w", err)
-		}
 		if cfg.Console {
 			sum := sha256.Sum256([]byte(s.AdminToken))
 			opts.AdminTokenSHA256, opts.SeparateOperations, opts.Decisions = &sum, true, decisions
@@ -80,21 +76,32 @@ func (s *Servers) startReceiptGateways(cfg ServersConfig) error {
 	s.receiptLog = &countingReceipts{Store: redisreceipts.New(client, s.Prefix, nil)}
 	s.receiptTool = &countingTool{Tool: s.Tool}
 	for range cfg.Replicas {
-		store, counter, err := s.newStore(cfg, true)
+		opts, counter, err := s.replicaOptions(cfg, true, s.receiptTool)
 		if err != nil {
 			return err
 		}
 		s.receiptRoundTrips = append(s.receiptRoundTrips, counter)
-		opts := s.gatewayOptions(cfg, store)
-		if opts.Tools, err = tools.NewRegistryOf(s.receiptTool); err != nil {
-			return fmt.Errorf("benchtool: registry: %w", err)
-		}
 		opts.Receipts = s.receiptLog
 		if _, err := s.startGateway(opts, &s.ReceiptGatewayURLs); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replicaOptions are the options of one more replica serving tl: a new
+// store (receiptOutbox as newStore's) with its round-trip counter, the
+// shared options, tl's registry.
+func (s *Servers) replicaOptions(cfg ServersConfig, receiptOutbox bool, tl ...tools.Tool) (gateway.Options, *RoundTrips, error) {
+	store, counter, err := s.newStore(cfg, receiptOutbox)
+	if err != nil {
+		return gateway.Options{}, nil, err
+	}
+	opts := s.gatewayOptions(cfg, store)
+	if opts.Tools, err = tools.NewRegistryOf(tl...); err != nil {
+		return gateway.Options{}, nil, fmt.Errorf("benchtool: registry: %w", err)
+	}
+	return opts, counter, nil
 }
 
 // newStore returns a new replica's idempotency store: Redis through a
