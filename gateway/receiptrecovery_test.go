@@ -66,10 +66,7 @@ func TestReceiptsSurviveKill9(t *testing.T) {
 		client := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { _ = client.Close() })
 		prefix := redistest.Prefix("gwtest-outbox")
-		t.Cleanup(func() {
-			redistest.CleanPrefix(context.Background(), client, prefix)
-			redistest.CleanPrefix(context.Background(), client, "{"+prefix)
-		})
+		t.Cleanup(func() { redistest.CleanPrefix(context.Background(), client, prefix) })
 		runCrash(t, bin, map[string]any{"redis_url": "redis://" + addr, "key_prefix": prefix},
 			redisreceipts.New(client, prefix, nil),
 			func(ctx context.Context) (int64, error) { return client.HLen(ctx, prefix+"O{outbox}").Result() })

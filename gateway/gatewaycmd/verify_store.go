@@ -165,26 +165,20 @@ func redisSpace(ctx context.Context, cfg *Config, choice storeChoice, id string)
 	}, nil
 }
 
-// deleteRedisPrefix deletes every key under prefix, and the receipts'
-// keys under {prefix (SCAN on every master, one DEL a key: on a cluster
-// the keys are in many slots). Never a flush.
+// deleteRedisPrefix deletes every key under prefix, the receipts' among
+// them (SCAN on every master, one DEL a key: on a cluster the keys are in
+// many slots). Never a flush.
 func deleteRedisPrefix(ctx context.Context, cfg *Config, prefix string) error {
 	client := cfg.redisClient()
 	defer client.Close()
 	deleteOn := func(ctx context.Context, node *redis.Client) error {
-		// The receipts' chain keys open with a hash tag: {<prefix>receipts:…}.
-		for _, pattern := range []string{redisGlobEscape(prefix) + "*", redisGlobEscape("{"+prefix) + "*"} {
-			iter := node.Scan(ctx, 0, pattern, 500).Iterator()
-			for iter.Next(ctx) {
-				if err := client.Del(ctx, iter.Val()).Err(); err != nil {
-					return err
-				}
-			}
-			if err := iter.Err(); err != nil {
+		iter := node.Scan(ctx, 0, redisGlobEscape(prefix)+"*", 500).Iterator()
+		for iter.Next(ctx) {
+			if err := client.Del(ctx, iter.Val()).Err(); err != nil {
 				return err
 			}
 		}
-		return nil
+		return iter.Err()
 	}
 	var err error
 	switch c := client.(type) {

@@ -227,8 +227,6 @@ func (s *Servers) Close() error {
 	}
 	if s.toolClient != nil {
 		deletePrefix(ctx, s.toolClient, s.Prefix)
-		// Receipt chains are hash-tagged: {<prefix>receipts:<tenant>}:...
-		deletePrefix(ctx, s.toolClient, "{"+s.Prefix)
 		errs = append(errs, s.toolClient.Close())
 	}
 	for _, c := range s.storeClients {

@@ -50,13 +50,9 @@ func Prefix(name string) string {
 
 // CleanPrefix deletes every key under prefix (SCAN + DEL, never FLUSH).
 func CleanPrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
-	// Receipt chains are named {<prefix>receipts:<tenant>}:…, their hash
-	// tag first.
-	for _, pattern := range []string{prefix + "*", "{" + prefix + "*"} {
-		iter := c.Scan(ctx, 0, pattern, 500).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
+	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
 	}
 }
 

@@ -99,7 +99,7 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(counter.n.Load())/float64(i), "roundtrips/op")
-	log := "{" + prefix + "receipts:acme}:log"
+	log := prefix + "{receipts:acme}:log"
 	used, err := c.MemoryUsage(ctx, log, 0).Result()
 	if err != nil {
 		b.Fatal(err)

@@ -1,9 +1,11 @@
 // Package redisreceipts keeps receipt chains in Redis (standalone or
-// Cluster). Per tenant, two keys under one hash tag, so they share a slot:
+// Cluster). Per tenant, three keys under one hash tag, so they share a
+// slot, and under the prefix, so whatever removes a prefix's keys removes
+// them too:
 //
-//	{<prefix>receipts:<tenant>}:head  hash {seq, hash}: the chain's head
-//	{<prefix>receipts:<tenant>}:log   sorted set: score seq, member the JSON line
-//	{<prefix>receipts:<tenant>}:executed  sorted set: score time (ms), member
+//	<prefix>{receipts:<tenant>}:head  hash {seq, hash}: the chain's head
+//	<prefix>{receipts:<tenant>}:log   sorted set: score seq, member the JSON line
+//	<prefix>{receipts:<tenant>}:executed  sorted set: score time (ms), member
 //	                                      the execution id of an executed receipt
 //
 // and one set <prefix>receipts:tenants naming the tenants. An append is
@@ -57,7 +59,7 @@ func (s *Store) chainKeys(tenant string) (head, log string) {
 // executedKey is the index of tenant's executed receipts (dedupe).
 func (s *Store) executedKey(tenant string) string { return s.chainTag(tenant) + ":executed" }
 
-func (s *Store) chainTag(tenant string) string { return "{" + s.prefix + "receipts:" + tenant + "}" }
+func (s *Store) chainTag(tenant string) string { return s.prefix + "{receipts:" + tenant + "}" }
 
 func (s *Store) tenantsKey() string { return s.prefix + "receipts:tenants" }
 

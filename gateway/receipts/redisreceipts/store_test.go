@@ -22,14 +22,12 @@ func newClient(t testing.TB) *redis.Client {
 }
 
 // newPrefix returns a prefix of the test's own; its keys are deleted at
-// the end (never a flush). Chain keys start with "{" + prefix.
+// the end (never a flush).
 func newPrefix(t testing.TB, c redis.UniversalClient) string {
 	t.Helper()
 	prefix := redistest.Prefix("gwtest-receipts")
 	t.Cleanup(func() {
-		ctx := context.Background()
-		redistest.CleanPrefix(ctx, c, prefix)
-		redistest.CleanPrefix(ctx, c, "{"+prefix)
+		redistest.CleanPrefix(context.Background(), c, prefix)
 	})
 	return prefix
 }
@@ -51,7 +49,7 @@ type raw struct {
 	prefix string
 }
 
-func (r raw) log(tenant string) string { return "{" + r.prefix + "receipts:" + tenant + "}:log" }
+func (r raw) log(tenant string) string { return r.prefix + "{receipts:" + tenant + "}:log" }
 
 // Put replaces what is at seq; a line already stored elsewhere moves (a
 // sorted set holds a member once), which is what a swap wants.
