@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -358,8 +359,8 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, store id
 	if s.approvalError(w, r, err) {
 		return
 	}
-	s.receiptForRecord(approvalEvent(decision.Approve), rec, decision.By)
-	s.log.InfoContext(r.Context(), "approval decided", "approval_id", id, "approved", decision.Approve, "by", decision.By,
+	s.ReceiptOf(callpath.ApprovalEvent(decision.Approve), rec, decision.By)
+	s.Logger().InfoContext(r.Context(), "approval decided", "approval_id", id, "approved", decision.Approve, "by", decision.By,
 		"tenant", rec.Scope.Tenant, "tool", rec.Scope.Tool, "key_prefix", idempotency.KeyPrefix(rec.Scope.Key))
 	writeJSON(w, http.StatusOK, toAdminApproval(rec, true))
 }

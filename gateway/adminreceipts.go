@@ -124,7 +124,7 @@ func eventList() string {
 
 // handleAdminReceipts answers one page of receipts.
 func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
-	if s.receipts == nil {
+	if s.ReceiptStore() == nil {
 		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
 		return
 	}
@@ -135,7 +135,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 	}
 	page, cursor, err := s.receiptsPage(r.Context(), q)
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
+		s.Logger().ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
 		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
 		return
 	}
@@ -143,7 +143,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 	for _, rc := range page {
 		line, err := receipts.Encode(rc)
 		if err != nil {
-			s.log.ErrorContext(r.Context(), "admin: receipt not encodable", "tenant", rc.Tenant, "seq", rc.Seq, "error", err)
+			s.Logger().ErrorContext(r.Context(), "admin: receipt not encodable", "tenant", rc.Tenant, "seq", rc.Seq, "error", err)
 			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "a stored receipt could not be encoded"))
 			return
 		}
@@ -165,7 +165,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 func (s *Server) receiptsPage(ctx context.Context, q receiptsQuery) ([]receipts.Receipt, string, error) {
 	tenants := []string{q.filter.Tenant}
 	if q.filter.Tenant == "" {
-		all, err := s.receipts.store.Tenants(ctx)
+		all, err := s.ReceiptStore().Tenants(ctx)
 		if err != nil {
 			return nil, "", err
 		}
@@ -187,7 +187,7 @@ func (s *Server) receiptsPage(ctx context.Context, q receiptsQuery) ([]receipts.
 			if f.Limit == 0 || reads == receiptsPageReads {
 				return out, tenant + ":" + strconv.FormatInt(f.After, 10), nil
 			}
-			page, next, err := s.receipts.store.List(ctx, f)
+			page, next, err := s.ReceiptStore().List(ctx, f)
 			reads++
 			if err != nil {
 				return nil, "", err

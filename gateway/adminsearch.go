@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -145,11 +146,11 @@ func parseInclude(w http.ResponseWriter, r *http.Request) (include adminInclude,
 // searchable returns the store's Admin side, or answers 501 when the store
 // has none.
 func (s *Server) searchable(w http.ResponseWriter) (idempotency.Admin, bool) {
-	if s.admin == nil {
+	if s.AdminStore() == nil {
 		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store cannot search or resolve records"))
 		return nil, false
 	}
-	return s.admin, true
+	return s.AdminStore(), true
 }
 
 // listFilter reads the query of GET /admin/v1/records.
@@ -344,12 +345,12 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := admin.Resolve(r.Context(), scope, resp, s.policyNamed(scope.Tool).ReplayTTL)
+	rec, err := admin.Resolve(r.Context(), scope, resp, s.PolicyOf(scope.Tool).ReplayTTL)
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.receiptForRecord(receipts.EventResolved, rec, byAdmin)
-	s.log.InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
+	s.ReceiptOf(receipts.EventResolved, rec, callpath.ByAdmin)
+	s.Logger().InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 		"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	writeJSON(w, http.StatusOK, toAdminRecord(rec, adminInclude{response: true}))
 }

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -19,19 +17,19 @@ import (
 // routes wires the tool API, the Options.Mounts (/mcp) and (unless Options.SeparateOperations)
 // the operations endpoints; auth guards the tool API only.
 func (s *Server) routes() http.Handler {
-	r := s.newRouter()
+	r := s.NewRouter()
 	if !s.opts.SeparateOperations {
 		s.mountOperations(r)
 	}
 
 	r.Route("/api/tools/v1", func(r chi.Router) {
-		r.Use(s.authenticate)
+		r.Use(s.Authenticate)
 		r.Get("/", s.handleList)
 		r.Head("/", s.handleList)
 		// The mount point answers every method to chi, so name its own.
 		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 			p := NewProblem(wire.CodeMethodNotAllowed, "list the tools with GET")
-			p.allow = "GET, HEAD"
+			p.WithAllow("GET, HEAD")
 			WriteProblem(w, p)
 		})
 		// A caller deciding its approvals; "approvals" is a reserved tool
@@ -42,9 +40,9 @@ func (s *Server) routes() http.Handler {
 		r.HandleFunc("/{tool}", s.handleTool)
 	})
 
-	s.mountProtectedResourceMetadata(r)
+	s.MountProtectedResourceMetadata(r)
 	for _, mount := range s.opts.Mounts {
-		mount(s, r)
+		mount(s.Engine, r)
 	}
 	return r
 }
@@ -52,31 +50,8 @@ func (s *Server) routes() http.Handler {
 // operationsRoutes wires the operations endpoints alone, for a listener of
 // their own (Options.SeparateOperations).
 func (s *Server) operationsRoutes() http.Handler {
-	r := s.newRouter()
+	r := s.NewRouter()
 	s.mountOperations(r)
-	return r
-}
-
-// newRouter is a router with the middleware every endpoint has. Order:
-// the request id comes first so every response (errors included) carries
-// it; the access log and metrics wrap everything below.
-func (s *Server) newRouter() *chi.Mux {
-	r := chi.NewRouter()
-	r.Use(requestID)
-	r.Use(s.extractTrace)
-	r.Use(closeChunked)
-	r.Use(s.accessLog)
-	// HEAD is served wherever GET is (health checks often use it).
-	r.Use(middleware.GetHead)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteProblem(w, NewProblem(wire.CodeNotFound, "no such endpoint"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		p := NewProblem(wire.CodeMethodNotAllowed, "method not allowed on this endpoint")
-		p.allow = allowedMethods(r, req.URL.Path)
-		WriteProblem(w, p)
-	})
-
 	return r
 }
 
@@ -86,10 +61,10 @@ func (s *Server) newRouter() *chi.Mux {
 func (s *Server) mountOperations(r chi.Router) {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.Gatherer(), promhttp.HandlerOpts{}))
 	if s.opts.AdminTokenSHA256 != nil {
 		r.Route("/admin/v1", func(r chi.Router) {
-			r.Use(s.authenticateAdmin)
+			r.Use(s.AuthenticateAdmin)
 			r.Get("/records", s.handleAdminList)
 			r.Get("/records/{tenant}/{tool}/*", s.handleAdminGet)
 			r.Delete("/records/{tenant}/{tool}/*", s.handleAdminDelete)
@@ -105,21 +80,6 @@ func (s *Server) mountOperations(r chi.Router) {
 		})
 		s.mountConsole(r)
 	}
-}
-
-// allowedMethods lists the methods router serves on path, for the Allow
-// header of a 405 (chi leaves it to custom handlers).
-func allowedMethods(router chi.Routes, path string) string {
-	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if router.Match(chi.NewRouteContext(), m, path) {
-			allowed = append(allowed, m)
-			if m == http.MethodGet {
-				allowed = append(allowed, http.MethodHead) // middleware.GetHead
-			}
-		}
-	}
-	return strings.Join(allowed, ", ")
 }
 
 // handleHealthz answers 200 while the process serves.
@@ -138,14 +98,14 @@ const readyzTimeout = 500 * time.Millisecond
 // every few seconds against a dead store would flood the log).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
-	err := s.store.Ping(ctx)
+	err := s.Store().Ping(ctx)
 	cancel()
 	wasReady := !s.notReady.Swap(err != nil)
 	switch {
 	case err != nil && wasReady:
-		s.log.WarnContext(r.Context(), "not ready: the store does not answer", "error", err)
+		s.Logger().WarnContext(r.Context(), "not ready: the store does not answer", "error", err)
 	case err == nil && !wasReady:
-		s.log.InfoContext(r.Context(), "ready again: the store answers")
+		s.Logger().InfoContext(r.Context(), "ready again: the store answers")
 	}
 	if err != nil {
 		detail := "the idempotency store does not answer"
@@ -159,14 +119,12 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if v := s.settings.Load().oidc; v != nil {
-		if err := v.Ready(); err != nil {
-			// Ready still: the store decides and static tokens work; only
-			// the provider's tokens are refused until its keys are had.
-			body, _ := json.Marshal(map[string]string{"status": "ready", "oidc": err.Error()})
-			_, _ = w.Write(body)
-			return
-		}
+	if err := s.OIDCReady(); err != nil {
+		// Ready still: the store decides and static tokens work; only
+		// the provider's tokens are refused until its keys are had.
+		body, _ := json.Marshal(map[string]string{"status": "ready", "oidc": err.Error()})
+		_, _ = w.Write(body)
+		return
 	}
 	_, _ = w.Write([]byte(`{"status":"ready"}`))
 }
