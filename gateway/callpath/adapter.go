@@ -74,14 +74,6 @@ func MarkInvalid(ctx context.Context) { setLabel(ctx, "", labelInvalid) }
 // before it reached the call path (the code's outcome label).
 func MarkRefused(ctx context.Context, code string) { setLabel(ctx, "", codeOf(code).label) }
 
-// MCPCode returns how POST /mcp answers a problem code, from the one code
-// table: the JSON-RPC error code, or toolResult for a failure of the
-// tool's run, rendered as a tool result with isError.
-func MCPCode(code string) (rpcCode int64, toolResult bool) {
-	rpc := codeOf(code).mcp
-	return rpc, rpc == mcpToolResult
-}
-
 // Recordable reports whether a tool's status is an outcome the call path
 // records for replay (2xx–4xx, but the transient 408, 425 and 429); any
 // other is a failure the same call may retry.

@@ -67,65 +67,66 @@ type problemCode struct {
 	title     string // fixed, so a title never carries user input
 	retryable bool   // the code's default; WithRetryable overrides one answer
 	label     string // the metrics outcome label of a request refused with it
-	// mcp is how POST /mcp answers a tools/call with the code: a JSON-RPC
-	// error code, or mcpToolResult for a tool result with isError (a
-	// failure of the tool's run, which the model sees and may act on).
-	mcp int64
 }
 
-// mcpToolResult in problemCode.mcp renders the code as a tool result with
-// isError and _meta "io.github.toolgateway/error" (never a JSON-RPC code:
-// those are negative).
-const mcpToolResult int64 = 1
-
 // problemCodes is the one table of the contract's problem codes: a new
-// error is one line here. (invalid_arguments is a tool result when the
-// arguments are an object that breaks the schema, so the model can correct
-// them; arguments that are not an object at all are -32602, mcpRender.)
+// error is one line here, and one in each door's own rendering of it
+// (gateway/mcpserver's rpcCodes; TestMCPCodeColumn there keeps
+// the two in step).
 var problemCodes = map[string]problemCode{
-	wire.CodeInvalidJSON:                 {http.StatusBadRequest, "Request body is not valid I-JSON", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeInvalidArguments:            {http.StatusBadRequest, "Arguments do not match the tool's schema", false, labelInvalid, mcpToolResult},
-	wire.CodeIdempotencyKeyMissing:       {http.StatusBadRequest, "Idempotency-Key header is missing", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeIdempotencyKeyMalformed:     {http.StatusBadRequest, "Idempotency-Key header is malformed", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeAgentSessionMissing:         {http.StatusBadRequest, "Agent-Session-Id header is missing", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeAgentSessionMalformed:       {http.StatusBadRequest, "Agent-Session-Id header is malformed", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeAgentStepMissing:            {http.StatusBadRequest, "Agent-Step-Index header is missing", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeAgentStepMalformed:          {http.StatusBadRequest, "Agent-Step-Index header is malformed", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeIdempotencyMetadataConflict: {http.StatusBadRequest, "The call's identity differs between _meta and headers", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeUnauthorized:                {http.StatusUnauthorized, "Missing or invalid bearer token", false, labelUnauthorized, wire.RPCInvalidParams},
-	wire.CodeToolNotFound:                {http.StatusNotFound, "Tool not found", false, labelNotFound, wire.RPCInvalidParams},
-	wire.CodeRecordNotFound:              {http.StatusNotFound, "Record not found", false, labelNotFound, wire.RPCInvalidParams},
-	wire.CodeNotFound:                    {http.StatusNotFound, "Not found", false, labelNotFound, wire.RPCInvalidParams},
-	wire.CodeMethodNotAllowed:            {http.StatusMethodNotAllowed, "Method not allowed", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeRequestInProgress:           {http.StatusConflict, "A request with this key is in progress", true, labelInProgress, wire.RPCRequestInProgress},
-	wire.CodeOutcomeUnknown:              {http.StatusConflict, "The outcome of this call is unknown", false, labelOutcomeUnknown, wire.RPCOutcomeUnknown},
-	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeInvalidAdminRequest:         {http.StatusBadRequest, "The admin request is invalid", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeAdminUnsupported:            {http.StatusNotImplemented, "The idempotency store does not support this admin operation", false, labelOther, wire.RPCInvalidParams},
-	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch, wire.RPCInvalidParams},
-	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused, wire.RPCInvalidParams},
-	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict, wire.RPCInvalidParams},
-	wire.CodeEffectConflict:              {http.StatusConflict, "Another call already did this with other arguments", false, labelEffectConflict, mcpToolResult},
-	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited, wire.RPCRateLimited},
-	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError, mcpToolResult},
-	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError, mcpToolResult},
-	wire.CodeUpstreamResponseTooLarge:    {http.StatusBadGateway, "The tool's upstream answered with too large a result", false, labelToolError, mcpToolResult},
-	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError, wire.RPCStoreUnavailable},
-	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError, wire.RPCUpstreamUnavailable},
-	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError, mcpToolResult},
-	wire.CodeApprovalNotPending:          {http.StatusConflict, "The approval is not pending", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeApprovalNotYours:            {http.StatusForbidden, "The approval is not this caller's to decide", false, labelInvalid, wire.RPCInvalidParams},
-	wire.CodeCallDenied:                  {http.StatusForbidden, "The tool's rules deny this call", false, labelDenied, mcpToolResult},
-	wire.CodeApprovalPending:             {http.StatusConflict, "The call waits for a human's approval", true, labelApprovalPending, mcpToolResult},
-	wire.CodeApprovalDenied:              {http.StatusForbidden, "The call's approval was denied", false, labelApprovalDenied, mcpToolResult},
-	wire.CodeApprovalExpired:             {http.StatusForbidden, "The call's approval expired", false, labelApprovalExpired, mcpToolResult},
+	wire.CodeInvalidJSON:                 {http.StatusBadRequest, "Request body is not valid I-JSON", false, labelInvalid},
+	wire.CodeInvalidArguments:            {http.StatusBadRequest, "Arguments do not match the tool's schema", false, labelInvalid},
+	wire.CodeIdempotencyKeyMissing:       {http.StatusBadRequest, "Idempotency-Key header is missing", false, labelInvalid},
+	wire.CodeIdempotencyKeyMalformed:     {http.StatusBadRequest, "Idempotency-Key header is malformed", false, labelInvalid},
+	wire.CodeAgentSessionMissing:         {http.StatusBadRequest, "Agent-Session-Id header is missing", false, labelInvalid},
+	wire.CodeAgentSessionMalformed:       {http.StatusBadRequest, "Agent-Session-Id header is malformed", false, labelInvalid},
+	wire.CodeAgentStepMissing:            {http.StatusBadRequest, "Agent-Step-Index header is missing", false, labelInvalid},
+	wire.CodeAgentStepMalformed:          {http.StatusBadRequest, "Agent-Step-Index header is malformed", false, labelInvalid},
+	wire.CodeIdempotencyMetadataConflict: {http.StatusBadRequest, "The call's identity differs between _meta and headers", false, labelInvalid},
+	wire.CodeUnauthorized:                {http.StatusUnauthorized, "Missing or invalid bearer token", false, labelUnauthorized},
+	wire.CodeToolNotFound:                {http.StatusNotFound, "Tool not found", false, labelNotFound},
+	wire.CodeRecordNotFound:              {http.StatusNotFound, "Record not found", false, labelNotFound},
+	wire.CodeNotFound:                    {http.StatusNotFound, "Not found", false, labelNotFound},
+	wire.CodeMethodNotAllowed:            {http.StatusMethodNotAllowed, "Method not allowed", false, labelInvalid},
+	wire.CodeRequestInProgress:           {http.StatusConflict, "A request with this key is in progress", true, labelInProgress},
+	wire.CodeOutcomeUnknown:              {http.StatusConflict, "The outcome of this call is unknown", false, labelOutcomeUnknown},
+	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid},
+	wire.CodeInvalidAdminRequest:         {http.StatusBadRequest, "The admin request is invalid", false, labelInvalid},
+	wire.CodeAdminUnsupported:            {http.StatusNotImplemented, "The idempotency store does not support this admin operation", false, labelOther},
+	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid},
+	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid},
+	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch},
+	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused},
+	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict},
+	wire.CodeEffectConflict:              {http.StatusConflict, "Another call already did this with other arguments", false, labelEffectConflict},
+	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited},
+	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError},
+	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError},
+	wire.CodeUpstreamResponseTooLarge:    {http.StatusBadGateway, "The tool's upstream answered with too large a result", false, labelToolError},
+	wire.CodeStoreUnavailable:            {http.StatusServiceUnavailable, "The idempotency store is unavailable", true, labelStoreError},
+	wire.CodeUpstreamUnavailable:         {http.StatusServiceUnavailable, "The tool's upstream is not available yet", true, labelToolError},
+	wire.CodeToolTimeout:                 {http.StatusGatewayTimeout, "The tool timed out", true, labelToolError},
+	wire.CodeApprovalNotPending:          {http.StatusConflict, "The approval is not pending", false, labelInvalid},
+	wire.CodeApprovalNotYours:            {http.StatusForbidden, "The approval is not this caller's to decide", false, labelInvalid},
+	wire.CodeCallDenied:                  {http.StatusForbidden, "The tool's rules deny this call", false, labelDenied},
+	wire.CodeApprovalPending:             {http.StatusConflict, "The call waits for a human's approval", true, labelApprovalPending},
+	wire.CodeApprovalDenied:              {http.StatusForbidden, "The call's approval was denied", false, labelApprovalDenied},
+	wire.CodeApprovalExpired:             {http.StatusForbidden, "The call's approval expired", false, labelApprovalExpired},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which
 // becomes a retryable 500 rather than a malformed answer.
-var unlistedCode = problemCode{http.StatusInternalServerError, "Internal error", true, labelOther, wire.RPCInvalidParams}
+var unlistedCode = problemCode{http.StatusInternalServerError, "Internal error", true, labelOther}
+
+// Codes returns every code of the code table, for a door's own rendering
+// of them to cover.
+func Codes() []string {
+	codes := make([]string, 0, len(problemCodes))
+	for code := range problemCodes {
+		codes = append(codes, code)
+	}
+	return codes
+}
 
 // codeOf returns the table row of code.
 func codeOf(code string) problemCode {

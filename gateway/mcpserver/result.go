@@ -25,7 +25,7 @@ import (
 // send Retry-After. The message repeats at most maxEcho bytes of the
 // request.
 func rpcError(p *callpath.Problem) *jsonrpc.Error {
-	code, toolResult := callpath.MCPCode(p.Code)
+	code, toolResult := rpcCode(p.Code)
 	if toolResult {
 		code = wire.RPCInvalidParams // only invalid_arguments gets here: not an object
 	}
@@ -82,11 +82,11 @@ func capEchoes(members map[string]json.RawMessage, p *callpath.Problem) {
 }
 
 // isMCPToolFailure reports whether a problem is about the tool's run rather
-// than the request (the code table's tool results, callpath.MCPCode): the contract renders
+// than the request (the tool results of rpcCodes): the contract renders
 // those as tool results with isError, which the model sees and may act on,
 // not as protocol errors.
 func isMCPToolFailure(code string) bool {
-	_, toolResult := callpath.MCPCode(code)
+	_, toolResult := rpcCode(code)
 	return code != wire.CodeInvalidArguments && toolResult
 }
 
