@@ -85,12 +85,10 @@ var ErrNotCallersApproval = callpath.ErrNotCallersApproval
 
 // Functions of the engine this package has offered.
 var (
-	NewProblem             = callpath.NewProblem
-	WriteProblem           = callpath.WriteProblem
-	ValidateAuth           = callpath.ValidateAuth
-	CompileEffectKey       = callpath.CompileEffectKey
-	FixedChanges           = callpath.FixedChanges
-	RequestIDFrom          = callpath.RequestIDFrom
-	ValidateMCPHostCallIDs = callpath.ValidateMCPHostCallIDs
-	DefaultMCPHostCallIDs  = callpath.DefaultMCPHostCallIDs
+	NewProblem       = callpath.NewProblem
+	WriteProblem     = callpath.WriteProblem
+	ValidateAuth     = callpath.ValidateAuth
+	CompileEffectKey = callpath.CompileEffectKey
+	FixedChanges     = callpath.FixedChanges
+	RequestIDFrom    = callpath.RequestIDFrom
 )

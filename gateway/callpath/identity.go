@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -35,9 +33,9 @@ type identitySource struct {
 	// meta is params._meta of a tools/call, each value as its raw JSON (so
 	// a step index 3.0 is told from 3); nil over REST.
 	meta map[string]json.RawMessage
-	// hostCallIDs are the _meta members (mcp.host_call_ids, in order of
-	// preference) that key a call carrying none of the gateway's identity.
-	hostCallIDs []string
+	// hostCall is the host's own id of the call (MCP), for a call that
+	// carries none of the gateway's identity.
+	hostCall HostCall
 }
 
 // parsedIdentity is what parseIdentity read from a call.
@@ -73,14 +71,13 @@ func parseIdentity(src identitySource, mode KeyMode) parsedIdentity {
 	}
 	out.none = !key.present && !session.present && !step.present
 	if out.none && src.api == APIMCP {
-		host, name, p := hostCallID(src)
-		if p != nil {
+		if p := src.hostCall.Problem; p != nil {
 			out.none, out.problem = false, p
 			return out
 		}
-		if name != "" {
+		if name := src.hostCall.Meta; name != "" {
 			out.none = false
-			out.id = Identity{HostMeta: name, HostCallID: host}
+			out.id = Identity{HostMeta: name, HostCallID: src.hostCall.ID}
 			return out
 		}
 	}
@@ -133,9 +130,9 @@ type IdentitySource struct {
 	API    API
 	Header http.Header
 	Meta   map[string]json.RawMessage
-	// HostCallIDs are the _meta members (mcp.host_call_ids, in order of
-	// preference) that key a call carrying none of the gateway's identity.
-	HostCallIDs []string
+	// HostCall is the host's own id of the call, as the MCP door read it;
+	// it keys a call carrying none of the gateway's identity.
+	HostCall HostCall
 }
 
 // ReadIdentity reads c's identity from src under key mode mode with the
@@ -143,7 +140,7 @@ type IdentitySource struct {
 // Identity, IdentityProblem and NoIdentity; a read-only tool (c.Entry)
 // gets its session and step alone.
 func ReadIdentity(c *Call, src IdentitySource, mode KeyMode) {
-	parsed := parseIdentity(identitySource{api: src.API, header: src.Header, meta: src.Meta, hostCallIDs: src.HostCallIDs}, mode)
+	parsed := parseIdentity(identitySource{api: src.API, header: src.Header, meta: src.Meta, hostCall: src.HostCall}, mode)
 	parsed.applyTo(c)
 }
 
@@ -306,85 +303,20 @@ func metaStepIndex(raw json.RawMessage) (uint64, bool) {
 
 // Host call ids (contract section 9): a host that sends none of the
 // gateway's identity may send its own id of the call in _meta, the same
-// when the host or its transport replays the call.
+// when the host or its transport replays the call. The MCP door reads it
+// (which members, in which order: mcp.host_call_ids) into a HostCall; the
+// engine keys the call on it.
 
-// defaultHostCallIDs are the _meta members mcp.host_call_ids keys on by
-// default: Claude Code's (and the Claude Agent SDK's) tool use id and
-// Goose's tool call request id, both one id per call.
-var defaultHostCallIDs = []string{"claudecode/toolUseId", "agent-tool-call-request-id"}
-
-// DefaultMCPHostCallIDs returns the _meta members mcp.host_call_ids keys
-// on by default: "claudecode/toolUseId" (Claude Code, the Claude Agent
-// SDK) and "agent-tool-call-request-id" (Goose).
-func DefaultMCPHostCallIDs() []string {
-	return append([]string(nil), defaultHostCallIDs...)
-}
-
-// notPerCall are _meta members hosts send that name a conversation, a
-// turn or an attempt rather than one call: keying on them would replay
-// one call's answer to another call, or protect nothing.
-var notPerCall = map[string]string{
-	"openai/session":   "ChatGPT's conversation id: every call of a conversation carries the same one",
-	"vscode.requestId": "VS Code's user-turn id: every call of one turn carries the same one",
-	"progressToken":    "a progress token: new on every attempt, so a retry never matches",
-}
-
-// maxHostCallIDBytes bounds a host call id (Claude Code's are about 30
-// bytes, Goose's UUID-like).
-const maxHostCallIDBytes = 256
-
-// ValidateMCPHostCallIDs checks a list for mcp.host_call_ids: each name
-// non-empty, without ':' (the key's separator) or control characters, not
-// one of the gateway's own members, not listed twice, and not one of the
-// members known to name more (or less) than one call.
-func ValidateMCPHostCallIDs(names []string) error {
-	seen := make(map[string]bool, len(names))
-	for _, name := range names {
-		switch {
-		case name == "":
-			return fmt.Errorf("mcp.host_call_ids: an empty name")
-		case strings.ContainsAny(name, ": \t\r\n"):
-			return fmt.Errorf("mcp.host_call_ids: %q: a name may not contain ':' or white space", name)
-		case len(name) > 128:
-			return fmt.Errorf("mcp.host_call_ids: %q: at most 128 bytes", name)
-		case strings.HasPrefix(name, wire.MetaPrefix):
-			return fmt.Errorf("mcp.host_call_ids: %q: the gateway's own members are its identity, not a host's", name)
-		case notPerCall[name] != "":
-			return fmt.Errorf("mcp.host_call_ids: %q is never a key: it is %s", name, notPerCall[name])
-		case seen[name]:
-			return fmt.Errorf("mcp.host_call_ids: %q listed twice", name)
-		}
-		for _, c := range []byte(name) {
-			if c < 0x21 || c > 0x7e {
-				return fmt.Errorf("mcp.host_call_ids: %q: visible ASCII only", name)
-			}
-		}
-		seen[name] = true
-	}
-	return nil
-}
-
-// hostCallID returns the first member of src.hostCallIDs the call's _meta
-// carries: its id and name ("" when none). A member that is there but is
-// not a usable id (not a string, longer than 256 bytes) is refused rather
-// than ignored: the host meant to identify the call.
-func hostCallID(src identitySource) (id, name string, p *Problem) {
-	for _, name := range src.hostCallIDs {
-		raw, found := src.meta[name]
-		if !found {
-			continue
-		}
-		id, isString := metaStringValue(raw)
-		if isString && id == "" {
-			continue // empty counts as missing
-		}
-		if !isString || len(id) > maxHostCallIDBytes {
-			return "", "", NewProblem(wire.CodeIdempotencyKeyMalformed,
-				"_meta \""+name+"\", the host's id of this call, must be a string of 1-"+strconv.Itoa(maxHostCallIDBytes)+" bytes")
-		}
-		return id, name, nil
-	}
-	return "", "", nil
+// HostCall is a host's own id of a call as the MCP door read it from
+// _meta: used only when the call carries none of the gateway's identity.
+type HostCall struct {
+	// Meta is the _meta member the id came from ("" when none did).
+	Meta string
+	// ID is the host's id of the call.
+	ID string
+	// Problem: a member was there but was not a usable id; the host meant
+	// to identify the call, so it is refused rather than ignored.
+	Problem *Problem
 }
 
 // hostCallKey is the key of a host-keyed call:

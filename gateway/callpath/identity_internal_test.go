@@ -164,40 +164,30 @@ func TestIdentityReadOnlySameOnBothDoors(t *testing.T) {
 }
 
 // TestHostCallIDs: a call with none of the gateway's identity is keyed on
-// the first configured host member it carries; any gateway member wins; a
-// host member that is not a string is refused; the key is the contract's
-// hash.
+// the host's id of the call the MCP door read (its members, their order
+// and their checks: mcpserver's TestHostCallIDMembers); any gateway member
+// wins; a host member the door refused is refused; the key is the
+// contract's hash.
 func TestHostCallIDs(t *testing.T) {
-	hosts := DefaultMCPHostCallIDs()
-	parse := func(meta map[string]any, header http.Header) parsedIdentity {
-		return parseIdentity(identitySource{api: APIMCP, header: header, meta: rawMetaOf(t, meta), hostCallIDs: hosts}, KeyModeDerived)
+	parse := func(host HostCall, header http.Header) parsedIdentity {
+		return parseIdentity(identitySource{api: APIMCP, header: header, hostCall: host}, KeyModeDerived)
 	}
-	got := parse(map[string]any{"claudecode/toolUseId": "toolu_01", "agent-tool-call-request-id": "g-1"}, nil)
+	got := parse(HostCall{Meta: "claudecode/toolUseId", ID: "toolu_01"}, nil)
 	if got.problem != nil || got.none || got.id != (Identity{HostMeta: "claudecode/toolUseId", HostCallID: "toolu_01"}) {
 		t.Fatalf("claude code id: %+v", got)
 	}
-	if got := parse(map[string]any{"agent-tool-call-request-id": "g-1"}, nil); got.id.HostMeta != "agent-tool-call-request-id" {
-		t.Fatalf("goose id: %+v", got)
-	}
-	if got := parse(map[string]any{"claudecode/toolUseId": "toolu_01"}, http.Header{"Agent-Session-Id": {"s"}}); got.id.HostMeta != "" || got.problem == nil || got.problem.Code != wire.CodeAgentStepMissing {
+	if got := parse(HostCall{Meta: "claudecode/toolUseId", ID: "toolu_01"}, http.Header{"Agent-Session-Id": {"s"}}); got.id.HostMeta != "" || got.problem == nil || got.problem.Code != wire.CodeAgentStepMissing {
 		t.Fatalf("a gateway member beside a host id: %+v", got)
 	}
-	if got := parse(map[string]any{"claudecode/toolUseId": 7.0}, nil); got.problem == nil || got.problem.Code != wire.CodeIdempotencyKeyMalformed {
+	malformed := NewProblem(wire.CodeIdempotencyKeyMalformed, "not a string")
+	if got := parse(HostCall{Problem: malformed}, nil); got.problem == nil || got.problem.Code != wire.CodeIdempotencyKeyMalformed {
 		t.Fatalf("a number as host id: %+v", got)
 	}
-	if got := parse(map[string]any{"openai/session": "conv", "vscode.requestId": "turn", "progressToken": "p"}, nil); !got.none {
-		t.Fatalf("turn-level ids keyed a call: %+v", got)
+	if got := parse(HostCall{}, nil); !got.none {
+		t.Fatalf("no host id keyed a call: %+v", got)
 	}
 	sum := sha256.Sum256([]byte(`claudecode/toolUseId:toolu_01:ship:{"a":1}`))
 	if key := hostCallKey("claudecode/toolUseId", "toolu_01", "ship", []byte(`{"a":1}`)); key != hex.EncodeToString(sum[:]) {
 		t.Fatalf("host key %s", key)
-	}
-	for _, bad := range [][]string{{"openai/session"}, {"vscode.requestId"}, {"progressToken"}, {""}, {"a:b"}, {"x", "x"}, {wire.MetaSessionID}} {
-		if err := ValidateMCPHostCallIDs(bad); err == nil {
-			t.Errorf("host_call_ids %q accepted", bad)
-		}
-	}
-	if err := ValidateMCPHostCallIDs([]string{"claudecode/toolUseId", "myhost/callId"}); err != nil {
-		t.Errorf("a good list refused: %v", err)
 	}
 }

@@ -83,7 +83,7 @@ func (e *endpoint) newCall(ctx context.Context, entry *tools.Entry, arguments js
 	// for the calls of many traces).
 	c.Traceparent, _ = callpath.MetaString(meta["traceparent"])
 	c.Tracestate, _ = callpath.MetaString(meta["tracestate"])
-	src := callpath.IdentitySource{API: callpath.APIMCP, Header: header, Meta: meta, HostCallIDs: e.opts.hostCallIDs()}
+	src := callpath.IdentitySource{API: callpath.APIMCP, Header: header, Meta: meta, HostCall: hostCallID(meta, e.opts.hostCallIDs())}
 	callpath.ReadIdentity(c, src, e.gw.KeyMode())
 	c.AllowUnkeyed = e.opts.AllowUnkeyed && !entry.Spec.ReadOnly
 	return c

@@ -45,9 +45,8 @@ type Options struct {
 	// HostCallIDs are the _meta members whose value, a host's own id of
 	// the call, keys a tools/call that carries none of the gateway's
 	// identity, in order of preference. nil means
-	// callpath.DefaultMCPHostCallIDs(); an empty, non-nil list turns host
-	// call ids off. Check a configured list with
-	// callpath.ValidateMCPHostCallIDs.
+	// DefaultHostCallIDs(); an empty, non-nil list turns host call ids
+	// off. Check a configured list with ValidateHostCallIDs.
 	HostCallIDs []string
 	// FastPathOff serves every tools/call through go-sdk's own path
 	// (mcp.fast_path: false): the fast path (fast.go) answers as go-sdk
@@ -62,7 +61,7 @@ type Options struct {
 // hostCallIDs returns the effective host call id members.
 func (o Options) hostCallIDs() []string {
 	if o.HostCallIDs == nil {
-		return callpath.DefaultMCPHostCallIDs()
+		return DefaultHostCallIDs()
 	}
 	return o.HostCallIDs
 }
