@@ -10,18 +10,65 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// routes wires the tool API, the Options.Mounts (/mcp) and (unless Options.SeparateOperations)
-// the operations endpoints; auth guards the tool API only.
-func (s *Server) routes() http.Handler {
-	r := s.NewRouter()
-	if !s.opts.SeparateOperations {
-		s.mountOperations(r)
-	}
+// Every surface attaches to a router the same way, as a Mount over the
+// engine: the REST door (mountREST), the MCP door and whatever else
+// Options.Mounts brings, and on the operations side health, readiness and
+// metrics, the admin API and the console. The Server's own surfaces are
+// methods of the Server, which embeds the engine (asMount).
 
+// routes wires the tool API, the Options.Mounts (/mcp) and (unless
+// Options.SeparateOperations) the operations endpoints; auth guards the
+// tool API only.
+func (s *Server) routes() http.Handler {
+	var mounts []Mount
+	if !s.opts.SeparateOperations {
+		mounts = s.operationsMounts()
+	}
+	mounts = append(mounts, asMount(s.mountREST), asMount(s.MountProtectedResourceMetadata))
+	return s.router(append(mounts, s.opts.Mounts...))
+}
+
+// operationsRoutes wires the operations endpoints alone, for a listener of
+// their own (Options.SeparateOperations).
+func (s *Server) operationsRoutes() http.Handler {
+	return s.router(s.operationsMounts())
+}
+
+// router is a router with the middleware every endpoint has and mounts
+// attached, in order.
+func (s *Server) router(mounts []Mount) http.Handler {
+	r := s.NewRouter()
+	for _, mount := range mounts {
+		mount(s.Engine, r)
+	}
+	return r
+}
+
+// operationsMounts are what operators and orchestrators use: health,
+// readiness, metrics and (with an admin token) the admin API and the
+// operator console.
+func (s *Server) operationsMounts() []Mount {
+	mounts := []Mount{asMount(s.mountHealth)}
+	if s.opts.AdminTokenSHA256 != nil {
+		mounts = append(mounts, asMount(s.mountAdminAPI), asMount(s.mountConsole))
+	}
+	return mounts
+}
+
+// asMount is a surface of the Server as a Mount: the Server already holds
+// the engine the Mount is handed.
+func asMount(mount func(r chi.Router)) Mount {
+	return func(_ *callpath.Engine, r chi.Router) { mount(r) }
+}
+
+// mountREST wires the REST door: the tool API under /api/tools/v1, behind
+// the tool API's auth.
+func (s *Server) mountREST(r chi.Router) {
 	r.Route("/api/tools/v1", func(r chi.Router) {
 		r.Use(s.Authenticate)
 		r.Get("/", s.handleList)
@@ -39,47 +86,32 @@ func (s *Server) routes() http.Handler {
 		// (404) before "method" (405), which a method router cannot do.
 		r.HandleFunc("/{tool}", s.handleTool)
 	})
-
-	s.MountProtectedResourceMetadata(r)
-	for _, mount := range s.opts.Mounts {
-		mount(s.Engine, r)
-	}
-	return r
 }
 
-// operationsRoutes wires the operations endpoints alone, for a listener of
-// their own (Options.SeparateOperations).
-func (s *Server) operationsRoutes() http.Handler {
-	r := s.NewRouter()
-	s.mountOperations(r)
-	return r
-}
-
-// mountOperations wires what operators and orchestrators use: health,
-// readiness, metrics and (with an admin token) the admin API and the
-// operator console.
-func (s *Server) mountOperations(r chi.Router) {
+// mountHealth wires health, readiness and metrics.
+func (s *Server) mountHealth(r chi.Router) {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.Gatherer(), promhttp.HandlerOpts{}))
-	if s.opts.AdminTokenSHA256 != nil {
-		r.Route("/admin/v1", func(r chi.Router) {
-			r.Use(s.AuthenticateAdmin)
-			r.Get("/records", s.handleAdminList)
-			r.Get("/records/{tenant}/{tool}/*", s.handleAdminGet)
-			r.Delete("/records/{tenant}/{tool}/*", s.handleAdminDelete)
-			// The key is the rest of the path, so …/{key}/resolve shares
-			// the pattern; the handler takes the suffix off.
-			r.Post("/records/{tenant}/{tool}/*", s.handleAdminResolve)
-			r.Get("/executions/{execution_id}", s.handleAdminExecution)
-			r.Get("/approvals", s.handleAdminApprovals)
-			r.Get("/approvals/{id}", s.handleAdminApproval)
-			r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
-			r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
-			r.Get("/receipts", s.handleAdminReceipts) // adminreceipts.go
-		})
-		s.mountConsole(r)
-	}
+}
+
+// mountAdminAPI wires the admin API behind the admin token.
+func (s *Server) mountAdminAPI(r chi.Router) {
+	r.Route("/admin/v1", func(r chi.Router) {
+		r.Use(s.AuthenticateAdmin)
+		r.Get("/records", s.handleAdminList)
+		r.Get("/records/{tenant}/{tool}/*", s.handleAdminGet)
+		r.Delete("/records/{tenant}/{tool}/*", s.handleAdminDelete)
+		// The key is the rest of the path, so …/{key}/resolve shares
+		// the pattern; the handler takes the suffix off.
+		r.Post("/records/{tenant}/{tool}/*", s.handleAdminResolve)
+		r.Get("/executions/{execution_id}", s.handleAdminExecution)
+		r.Get("/approvals", s.handleAdminApprovals)
+		r.Get("/approvals/{id}", s.handleAdminApproval)
+		r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
+		r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
+		r.Get("/receipts", s.handleAdminReceipts) // adminreceipts.go
+	})
 }
 
 // handleHealthz answers 200 while the process serves.
