@@ -377,6 +377,14 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	consoleKeys, err := c.consoleSessionKeys()
+	if err != nil {
+		return gateway.Options{}, err
+	}
+	tokenSignIn, err := c.consoleTokenSignIn()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
@@ -402,6 +410,9 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),
 		ReceiptRecoverAfter:      time.Duration(c.Receipts.RecoverAfter),
 		ConsoleOIDC:              consoleOIDC,
+		ConsoleSessionKeys:       consoleKeys,
+		ConsoleSecureCookies:     c.Console.SecureCookies,
+		ConsoleTokenSignInOff:    !tokenSignIn,
 	}, nil
 }
 
