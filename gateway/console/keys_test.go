@@ -53,7 +53,7 @@ type keyRing struct {
 }
 
 func (k *keyRing) set(keys ...[]byte) { k.mu.Lock(); k.keys = keys; k.mu.Unlock() }
-func (k *keyRing) get() [][]byte     { k.mu.Lock(); defer k.mu.Unlock(); return k.keys }
+func (k *keyRing) get() [][]byte      { k.mu.Lock(); defer k.mu.Unlock(); return k.keys }
 
 // TestSessionKeysRotate: the first key signs and every key verifies, so a
 // session signed by the old key survives the new key's arrival (its CSRF
