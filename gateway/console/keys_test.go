@@ -213,3 +213,16 @@ func (f *fixture) signInCSRF(t *testing.T, c *http.Client) string {
 	t.Fatal("no sign-in cookie")
 	return ""
 }
+
+// TestMalformedCursorIs400: a page link whose cursor the store did not
+// hand out answers 400, not 503 (the store is fine).
+func TestMalformedCursorIs400(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser(t)
+	f.signIn(t, c, "alice", adminToken, "/console/approvals")
+	for _, path := range []string{"/console/approvals?cursor=%21%21", "/console/approvals/pending?cursor=%21%21", "/console/uncertain?cursor=%21%21"} {
+		if resp, page := get(t, c, f.srv.URL+path); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "not one this console made") {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, page)
+		}
+	}
+}
