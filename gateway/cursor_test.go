@@ -20,7 +20,7 @@ var malformedCursors = []string{"!!", "bogus", "%", "\x00"}
 // format they break. The PostgreSQL ones hold a NUL in a name, which the
 // database refuses to compare.
 var foreignCursors = map[string]storeKind{
-	base64.RawURLEncoding.EncodeToString([]byte("not json")):                                                              storePostgres,
+	base64.RawURLEncoding.EncodeToString([]byte("not json")):                                                             storePostgres,
 	base64.RawURLEncoding.EncodeToString([]byte(`{"c":"2026-12-01T12:00:00Z","tn":"ac\u0000me","tl":"refund","k":"k"}`)): storePostgres,
 	base64.RawURLEncoding.EncodeToString([]byte(`{"c":"2026-12-01T12:00:00Z","tn":"acme","tl":"refund","k":"\u0000"}`)):  storePostgres,
 	"0.99.0.":                   "",
