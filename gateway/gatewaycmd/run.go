@@ -123,12 +123,13 @@ Environment (overrides the config file):
   %s  OTLP/HTTP collector base URL; turns tracing on (config: tracing.endpoint)
   %s  the collector's full traces URL (wins over the one above)
   %s  service.name of the spans (config: tracing.service_name)
+  %s  the console's session keys, one per line (instead of console.session_key_file)
 
 Signals: SIGTERM or SIGINT drains the tools in flight and exits; SIGHUP
 reloads the config file (docs/operations.md).
 
 Docs: docs/configuration.md
-`, envAddr, envRedisURL, envDatabaseURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
+`, envAddr, envRedisURL, envDatabaseURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName, gateway.ConsoleSessionKeyEnv)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
