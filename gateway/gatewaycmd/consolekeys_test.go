@@ -55,11 +55,14 @@ func TestCheckRefusesBadConsoleSessionKeys(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Check(withFile(t, "# current\n"+good+"\n"), noEnv); err != nil {
-		t.Fatalf("a good key file: %v", err)
+	if r, err := Check(withFile(t, "# current\n"+good+"\n"), noEnv); err != nil || len(r.Warnings) != 0 {
+		t.Fatalf("a good key file: %v, report %+v", err, r)
 	}
-	if _, err := Check(writeConfig(t, base), envOf(map[string]string{"TOOLGATEWAY_CONSOLE_SESSION_KEY": good})); err != nil {
-		t.Fatalf("a good key in the environment: %v", err)
+	if r, err := Check(writeConfig(t, base), envOf(map[string]string{"TOOLGATEWAY_CONSOLE_SESSION_KEY": good})); err != nil || len(r.Warnings) != 0 {
+		t.Fatalf("a good key in the environment: %v, report %+v", err, r)
+	}
+	if r, err := Check(writeConfig(t, base), noEnv); err != nil || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "random key") {
+		t.Fatalf("no key: %v, report %+v", err, r)
 	}
 }
 
