@@ -64,6 +64,8 @@ type Config struct {
 	notifySecret string
 	// consoleSecret is the value of console.oidc.client_secret_env.
 	consoleSecret string
+	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
+	consoleSessionKeyEnv string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -370,6 +372,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
+	c.consoleSessionKeyEnv = getenv(gateway.ConsoleSessionKeyEnv)
 }
 
 // withDefaults fills the fields a file left out.
