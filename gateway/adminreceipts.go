@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -46,22 +45,12 @@ var receiptEvents = []receipts.Event{receipts.EventExecuted, receipts.EventDenie
 
 // parseReceiptsQuery reads the query; its error names what is wrong.
 func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
-	for name, values := range q {
-		switch name {
-		case "tenant", "since", "until", "tool", "event", "limit", "cursor":
-			if len(values) > 1 {
-				return receiptsQuery{}, fmt.Errorf("query parameter %q given twice", name)
-			}
-		default:
-			return receiptsQuery{}, fmt.Errorf("unknown query parameter %q", name)
-		}
+	if err := checkListParams(q, "tenant", "since", "until", "tool", "event", "limit", "cursor"); err != nil {
+		return receiptsQuery{}, err
 	}
 	f := receipts.Filter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Event: receipts.Event(q.Get("event")), Limit: receipts.DefaultLimit}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
-		return receiptsQuery{}, errors.New("tenant is not a tenant name")
-	}
-	if f.Tool != "" && !tools.ValidName(f.Tool) {
-		return receiptsQuery{}, errors.New("tool is not a tool name")
+	if err := checkListNames(f.Tenant, f.Tool); err != nil {
+		return receiptsQuery{}, err
 	}
 	if f.Event != "" && !knownEvent(f.Event) {
 		return receiptsQuery{}, fmt.Errorf("event %q: not a receipt event (want one of %s)", string(f.Event), eventList())
@@ -73,12 +62,8 @@ func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
 	if f.Until, err = queryTime(q, "until"); err != nil {
 		return receiptsQuery{}, err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > receipts.MaxLimit {
-			return receiptsQuery{}, fmt.Errorf("limit %q: want 1 … %d", v, receipts.MaxLimit)
-		}
-		f.Limit = n
+	if f.Limit, err = listLimit(q, receipts.DefaultLimit, receipts.MaxLimit); err != nil {
+		return receiptsQuery{}, err
 	}
 	rq := receiptsQuery{filter: f, from: f.Tenant}
 	if v := q.Get("cursor"); v != "" {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -156,15 +155,8 @@ func (s *Server) searchable(w http.ResponseWriter) (idempotency.Admin, bool) {
 // listFilter reads the query of GET /admin/v1/records.
 func listFilter(r *http.Request) (idempotency.ListFilter, error) {
 	q := r.URL.Query()
-	for name, values := range q {
-		switch name {
-		case "state", "tenant", "tool", "session", "limit", "cursor":
-			if len(values) > 1 {
-				return idempotency.ListFilter{}, fmt.Errorf("query parameter %q given twice", name)
-			}
-		default:
-			return idempotency.ListFilter{}, fmt.Errorf("unknown query parameter %q", name)
-		}
+	if err := checkListParams(q, "state", "tenant", "tool", "session", "limit", "cursor"); err != nil {
+		return idempotency.ListFilter{}, err
 	}
 	f := idempotency.ListFilter{
 		State:     idempotency.State(q.Get("state")),
@@ -179,21 +171,15 @@ func listFilter(r *http.Request) (idempotency.ListFilter, error) {
 	default:
 		return idempotency.ListFilter{}, fmt.Errorf("state %q: want IN_PROGRESS, COMPLETED or UNKNOWN", string(f.State))
 	}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
-		return idempotency.ListFilter{}, errors.New("tenant is not a tenant name")
-	}
-	if f.Tool != "" && !tools.ValidName(f.Tool) {
-		return idempotency.ListFilter{}, errors.New("tool is not a tool name")
+	if err := checkListNames(f.Tenant, f.Tool); err != nil {
+		return idempotency.ListFilter{}, err
 	}
 	if f.SessionID != "" && f.Tenant == "" {
 		return idempotency.ListFilter{}, errors.New("session requires tenant (sessions are scoped by tenant)")
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > idempotency.MaxListLimit {
-			return idempotency.ListFilter{}, fmt.Errorf("limit %q: want 1 … %d", v, idempotency.MaxListLimit)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = listLimit(q, DefaultAdminListLimit, idempotency.MaxListLimit); err != nil {
+		return idempotency.ListFilter{}, err
 	}
 	return f, nil
 }
