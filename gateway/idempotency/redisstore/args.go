@@ -142,14 +142,19 @@ func flag(b bool) string {
 type effectArgs struct {
 	Holder string `lua:"holder"` // the caller's holder value (effects.go)
 	Expect string `lua:"expect"` // a stale holder value to replace, "" none
-	TTLMS  int64  `lua:"ttl_ms"`
 }
 
-func (a effectArgs) Argv() []any { return []any{a.Holder, a.Expect, a.TTLMS} }
+func (a effectArgs) Argv() []any { return []any{a.Holder, a.Expect} }
 
-// effectKeepArgs are effect_keep.lua's ARGV.
-type effectKeepArgs struct {
-	TTLMS int64 `lua:"ttl_ms"`
+// effectKeepArgs are effect_keep.lua's ARGV: none (the key is all it needs).
+type effectKeepArgs struct{}
+
+func (a effectKeepArgs) Argv() []any { return nil }
+
+// effectDropArgs are effect_drop.lua's ARGV.
+type effectDropArgs struct {
+	// Holder is what the reservation's value must start with to be removed.
+	Holder string `lua:"holder"`
 }
 
-func (a effectKeepArgs) Argv() []any { return []any{a.TTLMS} }
+func (a effectDropArgs) Argv() []any { return []any{a.Holder} }

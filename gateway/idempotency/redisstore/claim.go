@@ -19,26 +19,34 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
-	d, record, err := s.claimRecord(ctx, req)
-	if err != nil || req.Effect == nil || d.Outcome != idempotency.OutcomeClaimed {
-		return d, err
+	c, err := s.claimRecord(ctx, req)
+	if err != nil || req.Effect == nil || c.d.Outcome != idempotency.OutcomeClaimed {
+		return c.d, err
 	}
-	return s.reserveEffect(ctx, req, record, d)
+	return s.reserveEffect(ctx, req, c)
+}
+
+// recordClaim is the answer of the claim script on one record.
+type recordClaim struct {
+	d      idempotency.Decision
+	record string // the record's key name
+	// consumed is the APPROVAL block as stored when the claim consumed an
+	// approval record, so a claim that runs nothing can put it back
+	// (restore.lua); "" otherwise.
+	consumed string
 }
 
 // claimRecord is the record's claim: one script, and the record's key name
 // (named once: the name costs two hashes).
-func (s *Store) claimRecord(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, string, error) {
+func (s *Store) claimRecord(ctx context.Context, req idempotency.ClaimRequest) (recordClaim, error) {
 	req.Step = s.keys.slotStep(req)
-	record := s.keys.record(req.Scope, req.Step)
-	d, err := s.claimAt(ctx, req, record)
-	return d, record, err
+	return s.claimAt(ctx, req, s.keys.record(req.Scope, req.Step))
 }
 
 // claimAt decides req, whose step is already its slotStep, on its record.
-func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, record string) (idempotency.Decision, error) {
+func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, record string) (recordClaim, error) {
 	if err := s.ready(ctx); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	keys := []string{record}
 	args := &claimArgs{
@@ -61,7 +69,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		args.StepIndex = strconv.FormatUint(req.Step.Index, 10)
 	}
 	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
 	}
 	calls := []redisscript.Call{call(claimScript, keys, args)}
 	if s.keys.usesPointer(req.Step) {
@@ -69,9 +77,10 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	var d idempotency.Decision
+	consumed := ""
 	switch v := cmds[0].Val().(type) {
 	case int64: // a new claim: its fencing token, negative for a takeover
 		d = claimed(req, req.ExecutionID, max(v, -v), v < 0)
@@ -82,17 +91,20 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		if reply, err = cmds[0].StringSlice(); err == nil {
 			d, err = decodeDecision(req, reply)
 		}
+		if err == nil && reply[0] == "consumed" {
+			consumed = reply[2]
+		}
 	}
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.claimReplicated(ctx, d, acked); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.indexApproval(ctx, req, record, d); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	return d, nil
+	return recordClaim{d: d, record: record, consumed: consumed}, nil
 }
 
 func validateClaim(req idempotency.ClaimRequest) error {

@@ -76,8 +76,8 @@ func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, 
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
-	if lease.Effect != nil { // the reservation lives as long as its holder
-		calls = append(calls, call(effectKeepScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)}, effectKeepArgs{TTLMS: ttlMS + millis(effectMargin)}))
+	if lease.Effect != nil { // an earlier build's reservation carried a TTL: no more
+		calls = append(calls, call(effectKeepScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)}, effectKeepArgs{}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -90,12 +90,20 @@ func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, 
 	return ownedResult(op, lease, ok, err)
 }
 
-// Release deletes the record and frees its step if the caller still owns it.
+// Release deletes the record and frees its step if the caller still owns
+// it; then, for a record that held an effect, removes the reservation if it
+// still names the record. The reservation goes second, and only after a
+// release that happened, so it never disappears before its holder (a
+// gateway that dies between the two leaves a stale reservation, which the
+// next claim of the value or the sweep removes).
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("release", lease, 0, err)
 	}
 	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant)}))
+	if err == nil && ok == 1 && lease.Effect != nil {
+		err = s.dropEffect(ctx, lease)
+	}
 	return ownedResult("release", lease, ok, err)
 }
 

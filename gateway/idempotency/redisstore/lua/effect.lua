@@ -10,18 +10,24 @@
 -- stale value: only that value is replaced (compare and set), so of two
 -- callers that found the same stale holder one wins.
 --
--- Returns 1 when the reservation is (now) the caller's, living at least
--- ttl ms; else the holder's value.
+-- The reservation has no TTL: it cannot expire while its holder's record
+-- lives, whatever extends that record (a completion, a resolve, a
+-- reconciliation, a takeover) and in whatever slot it is. It goes when its
+-- holder releases the record (effect_drop.lua), or once the holder is
+-- gone: replaced here by the next claim of the value, or removed by the
+-- store's sweep (effect_drop.lua again).
+--
+-- Returns 1 when the reservation is (now) the caller's; else the holder's
+-- value.
 local effect = KEYS[1]            -- the effect's reservation
 local holder = ARGV[1]            -- the caller's holder value
 local expect = ARGV[2]            -- a stale holder value to replace ("" none)
-local ttl_ms = tonumber(ARGV[3])  -- how long the reservation lives at least
 
 local v = redis.call('GET', effect)
 if v == holder then
-  if redis.call('PTTL', effect) < ttl_ms then redis.call('PEXPIRE', effect, ttl_ms) end
+  redis.call('PERSIST', effect) -- an earlier build's reservation had a TTL
   return 1
 end
 if v and v ~= expect then return v end
-redis.call('SET', effect, holder, 'PX', ttl_ms)
+redis.call('SET', effect, holder)
 return 1
