@@ -27,6 +27,10 @@ type claimArgs struct {
 	approvalClaimArgs
 	StepIndex string `lua:"step_index"` // decimal; "" without a step
 	stepArgs
+	// HolderOnly is "1" when the claim decides on the record that holds
+	// its effect (effects.go, decideByHolder): it consumes no approval
+	// and writes no record; "0" otherwise.
+	HolderOnly string `lua:"holder_only"`
 }
 
 // Argv lists pointers to the fields (go-redis writes a *string or *int64 as
@@ -34,7 +38,7 @@ type claimArgs struct {
 // string or a large integer does not, and every call runs this script.
 func (a *claimArgs) Argv() []any {
 	return []any{&a.Fingerprint, &a.Exec, &a.Owner, &a.LockMS, &a.ReplayMS, &a.LeaseExpiry, &a.StepGuard, &a.Session, &a.Tool, a.Arguments,
-		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.StepIndex, &a.StepHead, &a.Tenant}
+		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.StepIndex, &a.StepHead, &a.Tenant, &a.HolderOnly}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.

@@ -12,6 +12,24 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
+// withdrawArgs are withdraw.lua's ARGV.
+type withdrawArgs struct {
+	Exec string `lua:"exec"` // packed execution id of the request that wrote it
+	stepArgs
+}
+
+func (a withdrawArgs) Argv() []any { return []any{a.Exec, a.StepHead, a.Tenant} }
+
+// withdrawPending deletes the pending approval c's claim just wrote, if it
+// is still pending under that request (withdraw.lua): another record
+// holds the call's effect, so nobody is to be asked. Its index entries
+// then point at nothing, are skipped and expire.
+func (s *Store) withdrawPending(ctx context.Context, c recordClaim) error {
+	_, err := s.evalInt(ctx, call(withdrawScript, []string{c.record},
+		withdrawArgs{Exec: packID(c.d.ExecutionID), stepArgs: s.keys.stepArgs(c.tenant)}))
+	return err
+}
+
 // restoreArgs are restore.lua's ARGV.
 type restoreArgs struct {
 	ownerCheck
@@ -144,7 +162,7 @@ var _ idempotency.EffectKeeper = (*Store)(nil)
 func (s *Store) reserveEffect(ctx context.Context, req idempotency.ClaimRequest, c recordClaim) (idempotency.Decision, error) {
 	d := c.d
 	key := s.keys.effect(req.Scope, req.Effect.Value)
-	mine := effectHolder{record: c.record, fingerprint: req.Fingerprint, step: d.Lease.Step}.encode()
+	mine := effectHolder{record: c.record, fingerprint: req.Fingerprint, step: c.step}.encode()
 	expect := ""
 	for range effectAttempts {
 		cmds, acked, err := s.evalReplicated(ctx, call(effectScript, []string{key}, effectArgs{Holder: mine, Expect: expect}))
@@ -155,7 +173,9 @@ func (s *Store) reserveEffect(ctx context.Context, req idempotency.ClaimRequest,
 			if err := s.wait.check(acked); err != nil {
 				return s.giveBack(ctx, c, err)
 			}
-			d.Lease.Effect = req.Effect
+			if d.Outcome == idempotency.OutcomeClaimed {
+				d.Lease.Effect = req.Effect
+			}
 			return d, nil
 		}
 		value, err := cmds[0].Text()
@@ -170,7 +190,8 @@ func (s *Store) reserveEffect(ctx context.Context, req idempotency.ClaimRequest,
 			expect = value
 			continue
 		}
-		// The effect is another record's: this claim runs nothing.
+		// The effect is another record's: this claim runs nothing (and a
+		// pending approval it just wrote asks nobody).
 		if err := s.unclaim(ctx, c); err != nil {
 			return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: give back the claim of a held effect: %w", req.Scope, err)
 		}
@@ -196,9 +217,14 @@ func (s *Store) giveBack(ctx context.Context, c recordClaim, err error) (idempot
 // meanwhile is no error: the record is someone else's now.
 func (s *Store) unclaim(ctx context.Context, c recordClaim) error {
 	var err error
-	if c.consumed != "" {
+	switch {
+	case c.d.Outcome == idempotency.OutcomeAwaitingApproval && !c.newPending:
+		return nil // an earlier request's pending approval: it stays the call's
+	case c.d.Outcome == idempotency.OutcomeAwaitingApproval:
+		err = s.withdrawPending(ctx, c)
+	case c.consumed != "":
 		err = s.restoreApproval(ctx, c.d.Lease, c.consumed)
-	} else {
+	default:
 		err = s.Release(ctx, c.d.Lease)
 	}
 	if errors.Is(err, idempotency.ErrLeaseLost) {
@@ -345,18 +371,23 @@ func (s *Store) decideByHolder(ctx context.Context, req idempotency.ClaimRequest
 	if s.keys.record(on.Scope, on.Step) != h.record {
 		return idempotency.Decision{}, true, nil // not a name this store gives a claim
 	}
-	c, err := s.claimAt(ctx, on, h.record)
+	// holder_only: the script consumes no approval of the holder's (it
+	// answers awaiting_approval for a pending or approved one) and writes
+	// no record where the holder's is gone (no outcome).
+	c, err := s.claimAt(ctx, on, h.record, true)
 	if err != nil {
 		return idempotency.Decision{}, false, err
 	}
 	d := c.d
 	switch d.Outcome {
-	case idempotency.OutcomeKeyReused:
+	case 0, idempotency.OutcomeKeyReused: // the holder is gone, or holds other arguments now
 		return idempotency.Decision{}, true, nil
 	case idempotency.OutcomeAwaitingApproval, idempotency.OutcomeApprovalDenied, idempotency.OutcomeApprovalExpired:
+		// Another call of the action waits for a person: this one waits
+		// too, and never decides or consumes that approval.
 		d = idempotency.Decision{Outcome: idempotency.OutcomeInProgress, ExecutionID: d.ExecutionID, RetryAfter: time.Second}
 	case idempotency.OutcomeClaimed:
-		if !d.TakenOver { // no holder any more: this claim just made its record again (or consumed an approval there)
+		if !d.TakenOver { // not an answer holder_only gives; never run on it
 			if err := s.unclaim(ctx, c); err != nil {
 				return idempotency.Decision{}, false, err
 			}

@@ -30,4 +30,5 @@ var (
 	effectKeepScript  = redisscript.MustLoad(luaFiles, "effect_keep")
 	effectDropScript  = redisscript.MustLoad(luaFiles, "effect_drop")
 	restoreScript     = redisscript.MustLoad(luaFiles, "restore")
+	withdrawScript    = redisscript.MustLoad(luaFiles, "withdraw")
 )

@@ -29,6 +29,7 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"effect_keep":        effectKeepArgs{},
 	"effect_drop":        effectDropArgs{},
 	"restore":            restoreArgs{},
+	"withdraw":           withdrawArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.

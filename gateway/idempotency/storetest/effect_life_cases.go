@@ -26,6 +26,7 @@ func effectLifeCases() []testCase {
 		{"EffectOutlivesTakeover", testEffectOutlivesTakeover},
 		{"EffectApprovalSurvivesLostRace", testEffectApprovalSurvivesLostRace},
 		{"EffectApprovalKeptOnConflict", testEffectApprovalKeptOnConflict},
+		{"EffectPendingApprovalHoldsEffect", testEffectPendingApprovalHoldsEffect},
 	}
 }
 
@@ -295,5 +296,76 @@ func testEffectApprovalKeptOnConflict(f *fixture) {
 	}
 	if _, err := f.approvals().GetApproval(f.ctx, otherID); err != nil && !errors.Is(err, idempotency.ErrNotFound) {
 		f.t.Fatalf("GetApproval after the run: %v", err)
+	}
+}
+
+// pendingApprovals lists the pending approvals of tenant-a.
+func (f *fixture) pendingApprovals() []idempotency.Record {
+	f.t.Helper()
+	var out []idempotency.Record
+	filter := idempotency.ApprovalFilter{State: idempotency.StateAwaitingApproval, Tenant: "tenant-a", Limit: 100}
+	for {
+		page, err := f.approvals().ListApprovals(f.ctx, filter)
+		if err != nil {
+			f.t.Fatalf("ListApprovals: %v", err)
+		}
+		out = append(out, page.Records...)
+		if filter.Cursor = page.Cursor; filter.Cursor == "" {
+			return out
+		}
+	}
+}
+
+// testEffectPendingApprovalHoldsEffect: calls of one action whose rules
+// ask for approval, from several sessions at once, ask a person once: one
+// call waits for approval and holds the effect, the others wait with it
+// (in progress by effect) or meet effect_conflict (other arguments); once
+// approved, the call runs once and the others replay it.
+func testEffectPendingApprovalHoldsEffect(f *fixture) {
+	if !f.keepsEffects() {
+		return
+	}
+	const effect, sessions = "refund:approve-once", 6
+	reqs := make([]idempotency.ClaimRequest, sessions)
+	for i := range reqs {
+		req := f.approvalRequest(f.scope("refund", f.id("key")), fingerprintA, f.step(f.id("s"), 1))
+		req.Effect = &idempotency.Effect{Value: effect}
+		reqs[i] = req
+	}
+	waiting := -1
+	for i, d := range f.race(reqs, nil) {
+		switch {
+		case d.Outcome == idempotency.OutcomeAwaitingApproval && waiting < 0:
+			waiting = i
+		case d.Outcome == idempotency.OutcomeInProgress && d.ByEffect:
+		default:
+			f.t.Fatalf("call %d: %v (ByEffect %v), want one awaiting approval and the others in progress by effect", i, d.Outcome, d.ByEffect)
+		}
+	}
+	if waiting < 0 {
+		f.t.Fatalf("no call waits for approval")
+	}
+	if pending := f.pendingApprovals(); len(pending) != 1 || pending[0].Scope != reqs[waiting].Scope {
+		f.t.Fatalf("%d pending approvals, want exactly the waiting call's: a person would be asked %d times", len(pending), len(pending))
+	}
+	other := f.approvalRequest(f.scope("refund", f.id("key")), fingerprintB, f.step(f.id("s"), 1))
+	other.Effect = &idempotency.Effect{Value: effect}
+	if d := f.claim(other); d.Outcome != idempotency.OutcomeEffectConflict || d.EffectHolder == nil || d.EffectHolder.State != idempotency.StateAwaitingApproval {
+		f.t.Fatalf("other arguments while the action waits for approval: %v (holder %+v), want effect_conflict naming the pending call", d.Outcome, d.EffectHolder)
+	}
+	f.decide(f.get(reqs[waiting].Scope).Approval.ID, true, "alice", "")
+	d := f.expect(f.again(reqs[waiting]), idempotency.OutcomeClaimed)
+	resp := jsonResponse(`{"refund":"approved once"}`)
+	f.complete(d.Lease, resp, replayTTL)
+	for i, req := range reqs {
+		if i == waiting {
+			continue
+		}
+		if d := f.claim(f.again(req)); d.Outcome != idempotency.OutcomeReplay || !d.ByEffect || !sameResponse(d.Response, resp) {
+			f.t.Fatalf("call %d after the approved run: %v (ByEffect %v), want the replay", i, d.Outcome, d.ByEffect)
+		}
+	}
+	if pending := f.pendingApprovals(); len(pending) != 0 {
+		f.t.Fatalf("%d pending approvals after the run, want none", len(pending))
 	}
 }
