@@ -144,11 +144,12 @@ func flag(b bool) string {
 
 // effectArgs are effect.lua's ARGV.
 type effectArgs struct {
-	Holder string `lua:"holder"` // the caller's holder value (effects.go)
-	Expect string `lua:"expect"` // a stale holder value to replace, "" none
+	Holder string `lua:"holder"` // the caller's holder identity (effects.go)
+	Take   string `lua:"take"`   // the value it writes: its take of the holder (effectTake)
+	Expect string `lua:"expect"` // a stale value to replace, "" none
 }
 
-func (a effectArgs) Argv() []any { return []any{a.Holder, a.Expect} }
+func (a effectArgs) Argv() []any { return []any{a.Holder, a.Take, a.Expect} }
 
 // effectKeepArgs are effect_keep.lua's ARGV: none (the key is all it needs).
 type effectKeepArgs struct{}
@@ -157,8 +158,12 @@ func (a effectKeepArgs) Argv() []any { return nil }
 
 // effectDropArgs are effect_drop.lua's ARGV.
 type effectDropArgs struct {
-	// Holder is what the reservation's value must start with to be removed.
-	Holder string `lua:"holder"`
+	// Owner is the packed owner token of the take to remove ("" for a
+	// value an earlier build wrote, without one).
+	Owner string `lua:"owner"`
+	// Record is what the take's identity must start with: the holder's
+	// length-prefixed record name.
+	Record string `lua:"record"`
 }
 
-func (a effectDropArgs) Argv() []any { return []any{a.Holder} }
+func (a effectDropArgs) Argv() []any { return []any{a.Owner, a.Record} }

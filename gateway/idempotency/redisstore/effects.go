@@ -126,9 +126,14 @@ func (h effectHolder) encode() string {
 	return string(b)
 }
 
-// decodeEffectHolder is the inverse of encode.
+// decodeEffectHolder decodes a reservation's value (a take, or an
+// earlier build's bare identity) into the holder it names.
 func decodeEffectHolder(v string) (effectHolder, bool) {
-	record, rest, ok1 := cutLenPrefixed(v)
+	_, identity, ok := cutTake(v)
+	if !ok {
+		return effectHolder{}, false
+	}
+	record, rest, ok1 := cutLenPrefixed(identity)
 	fp, rest, ok2 := cutLenPrefixed(rest)
 	if !ok1 || !ok2 {
 		return effectHolder{}, false
@@ -153,6 +158,38 @@ func decodeEffectHolder(v string) (effectHolder, bool) {
 	return h, true
 }
 
+// effectTake is the value a claim writes into a reservation: "\x00", the
+// claim's packed owner token (one length byte: claims refuse owners above
+// 255 packed bytes), then the holder's identity (encode). The owner token
+// makes each take of one holder distinct, so a compare and set, a sweep
+// or a release that judged an earlier take never removes a later one.
+func effectTake(owner, identity string) string {
+	o := packID(owner)
+	b := make([]byte, 0, 2+len(o)+len(identity))
+	b = append(b, 0, byte(len(o)))
+	b = append(b, o...)
+	return string(append(b, identity...))
+}
+
+// cutTake splits a reservation's value into the packed owner token of its
+// take and the holder's identity; a value without a take (written by an
+// earlier build) is all identity, with owner "".
+func cutTake(v string) (owner, identity string, ok bool) {
+	if len(v) == 0 || v[0] != 0 {
+		return "", v, true
+	}
+	if len(v) < 2 || len(v) < 2+int(v[1]) {
+		return "", "", false
+	}
+	n := int(v[1])
+	return v[2 : 2+n], v[2+n:], true
+}
+
+// lenPrefixed is s as encode writes a field: uvarint length, then s.
+func lenPrefixed(s string) string {
+	return string(binary.AppendUvarint(nil, uint64(len(s)))) + s
+}
+
 // KeepsEffects reports that Claim honours idempotency.ClaimRequest.Effect.
 func (s *Store) KeepsEffects() bool { return true }
 
@@ -163,9 +200,10 @@ func (s *Store) reserveEffect(ctx context.Context, req idempotency.ClaimRequest,
 	d := c.d
 	key := s.keys.effect(req.Scope, req.Effect.Value)
 	mine := effectHolder{record: c.record, fingerprint: req.Fingerprint, step: c.step}.encode()
+	take := effectTake(req.Owner, mine)
 	expect := ""
 	for range effectAttempts {
-		cmds, acked, err := s.evalReplicated(ctx, call(effectScript, []string{key}, effectArgs{Holder: mine, Expect: expect}))
+		cmds, acked, err := s.evalReplicated(ctx, call(effectScript, []string{key}, effectArgs{Holder: mine, Take: take, Expect: expect}))
 		if err != nil {
 			return s.giveBack(ctx, c, err)
 		}
@@ -234,11 +272,14 @@ func (s *Store) unclaim(ctx context.Context, c recordClaim) error {
 }
 
 // dropEffect removes lease's reservation after its record was released,
-// if it still names that record (effect_drop.lua).
+// if it is still the take of lease's claim (effect_drop.lua). A take by
+// another claim stays: a later claim of the same record, or another
+// record's (a reservation this lease did not take, e.g. after a takeover
+// by effect, is left to the sweep).
 func (s *Store) dropEffect(ctx context.Context, lease idempotency.Lease) error {
 	record := s.keys.record(lease.Scope, lease.Step)
-	holder := string(binary.AppendUvarint(nil, uint64(len(record)))) + record
-	_, err := s.evalInt(ctx, call(effectDropScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)}, effectDropArgs{Holder: holder}))
+	_, err := s.evalInt(ctx, call(effectDropScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)},
+		effectDropArgs{Owner: packID(lease.Owner), Record: lenPrefixed(record)}))
 	return err
 }
 
@@ -298,8 +339,8 @@ func (s *Store) sweepBatch(ctx context.Context, node *redis.Client, names []stri
 		return 0, err
 	}
 	type candidate struct {
-		name, value string
-		exists      *redis.IntCmd
+		name, owner, record string
+		exists              *redis.IntCmd
 	}
 	var candidates []candidate
 	if _, err := s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -315,7 +356,8 @@ func (s *Store) sweepBatch(ctx context.Context, node *redis.Client, names []stri
 			if _, err := s.keys.parseRecord(h.record); err != nil {
 				continue
 			}
-			candidates = append(candidates, candidate{name: name, value: value, exists: pipe.Exists(ctx, h.record)})
+			owner, _, _ := cutTake(value)
+			candidates = append(candidates, candidate{name: name, owner: owner, record: h.record, exists: pipe.Exists(ctx, h.record)})
 		}
 		return nil
 	}); err != nil {
@@ -326,7 +368,9 @@ func (s *Store) sweepBatch(ctx context.Context, node *redis.Client, names []stri
 		if c.exists.Val() != 0 {
 			continue
 		}
-		n, err := s.evalInt(ctx, call(effectDropScript, []string{c.name}, effectDropArgs{Holder: c.value}))
+		// Only this take: a claim of the record since took it again under
+		// its own owner token, and that take stays.
+		n, err := s.evalInt(ctx, call(effectDropScript, []string{c.name}, effectDropArgs{Owner: c.owner, Record: lenPrefixed(c.record)}))
 		if err != nil {
 			return removed, err
 		}
