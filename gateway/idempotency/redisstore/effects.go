@@ -12,44 +12,9 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-// withdrawArgs are withdraw.lua's ARGV.
-type withdrawArgs struct {
-	Exec string `lua:"exec"` // packed execution id of the request that wrote it
-	stepArgs
-}
-
-func (a withdrawArgs) Argv() []any { return []any{a.Exec, a.StepHead, a.Tenant} }
-
-// withdrawPending deletes the pending approval c's claim just wrote, if it
-// is still pending under that request (withdraw.lua): another record
-// holds the call's effect, so nobody is to be asked. Its index entries
-// then point at nothing, are skipped and expire.
-func (s *Store) withdrawPending(ctx context.Context, c recordClaim) error {
-	_, err := s.evalInt(ctx, call(withdrawScript, []string{c.record},
-		withdrawArgs{Exec: packID(c.d.ExecutionID), stepArgs: s.keys.stepArgs(c.tenant)}))
-	return err
-}
-
-// restoreArgs are restore.lua's ARGV.
-type restoreArgs struct {
-	ownerCheck
-	Block string `lua:"block"` // the APPROVAL block as the claim consumed it
-	stepArgs
-}
-
-func (a restoreArgs) Argv() []any { return []any{a.Owner, a.Fence, a.Block, a.StepHead, a.Tenant} }
-
-// restoreApproval puts block back on lease's record (restore.lua); a lease
-// lost meanwhile is ErrLeaseLost.
-func (s *Store) restoreApproval(ctx context.Context, lease idempotency.Lease, block string) error {
-	ok, err := s.evalInt(ctx, call(restoreScript, []string{s.keys.record(lease.Scope, lease.Step)},
-		restoreArgs{ownerCheck: ownerOf(lease), Block: block, stepArgs: s.keys.stepArgs(lease.Scope.Tenant)}))
-	return ownedResult("restore approval", lease, ok, err)
-}
-
 // Effect reservations (see docs/idempotency.md, "Effect keys").
 //
-//	<prefix>E{H(tenant,tool,effect)}<scope of the effect>   → holder value
+//	<prefix>E{H(tenant,tool,effect)}<scope of the effect>   → a take of its holder (effectTake)
 //
 // The reservation has its own hash tag: every claim of the effect finds
 // it, whatever slot its own record is in. On Redis Cluster the record and
@@ -57,15 +22,17 @@ func (s *Store) restoreApproval(ctx context.Context, lease idempotency.Lease, bl
 // script; the claim takes them in two steps, record first:
 //
 //  1. claim.lua decides on the caller's record as ever. Anything but a
-//     claim (a replay, in progress, a reused key …) is the answer, and the
-//     effect is not touched.
-//  2. A claim then takes the reservation (effect.lua: set if absent or
-//     already naming this record). It runs its tool only once it holds
-//     both. Finding another holder, it checks that holder's record: gone
-//     (or replaced by other arguments) → the reservation is stale and is
-//     replaced by compare and set; alive → the caller gives its own claim
-//     back (Release) and answers as the holder (replay, in progress,
-//     UNKNOWN, a takeover of its expired lease) or effect_conflict.
+//     claim or a pending approval (a replay, in progress, a reused key …)
+//     is the answer, and the effect is not touched.
+//  2. A claim (or a call now waiting for approval) then takes the
+//     reservation (effect.lua: set if absent or already naming this
+//     record). It runs its tool only once it holds both. Finding another
+//     holder, it checks that holder's record: gone (or replaced by other
+//     arguments) → the reservation is stale and is replaced by compare and
+//     set; alive → the caller gives its own claim back (unclaim: released,
+//     an approval it consumed put back, a pending approval it just wrote
+//     withdrawn) and answers as the holder (replay, in progress, UNKNOWN,
+//     a takeover of its expired lease) or effect_conflict.
 //
 // No interleaving runs two: a claim runs only while the reservation names
 // its record, the reservation names one record at a time, and it is taken
@@ -441,4 +408,39 @@ func (s *Store) decideByHolder(ctx context.Context, req idempotency.ClaimRequest
 	}
 	d.ByEffect = true
 	return d, false, nil
+}
+
+// withdrawArgs are withdraw.lua's ARGV.
+type withdrawArgs struct {
+	Exec string `lua:"exec"` // packed execution id of the request that wrote it
+	stepArgs
+}
+
+func (a withdrawArgs) Argv() []any { return []any{a.Exec, a.StepHead, a.Tenant} }
+
+// withdrawPending deletes the pending approval c's claim just wrote, if it
+// is still pending under that request (withdraw.lua): another record
+// holds the call's effect, so nobody is to be asked. Its index entries
+// then point at nothing, are skipped and expire.
+func (s *Store) withdrawPending(ctx context.Context, c recordClaim) error {
+	_, err := s.evalInt(ctx, call(withdrawScript, []string{c.record},
+		withdrawArgs{Exec: packID(c.d.ExecutionID), stepArgs: s.keys.stepArgs(c.tenant)}))
+	return err
+}
+
+// restoreArgs are restore.lua's ARGV.
+type restoreArgs struct {
+	ownerCheck
+	Block string `lua:"block"` // the APPROVAL block as the claim consumed it
+	stepArgs
+}
+
+func (a restoreArgs) Argv() []any { return []any{a.Owner, a.Fence, a.Block, a.StepHead, a.Tenant} }
+
+// restoreApproval puts block back on lease's record (restore.lua); a lease
+// lost meanwhile is ErrLeaseLost.
+func (s *Store) restoreApproval(ctx context.Context, lease idempotency.Lease, block string) error {
+	ok, err := s.evalInt(ctx, call(restoreScript, []string{s.keys.record(lease.Scope, lease.Step)},
+		restoreArgs{ownerCheck: ownerOf(lease), Block: block, stepArgs: s.keys.stepArgs(lease.Scope.Tenant)}))
+	return ownedResult("restore approval", lease, ok, err)
 }
