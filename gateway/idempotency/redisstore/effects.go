@@ -421,10 +421,21 @@ func (a withdrawArgs) Argv() []any { return []any{a.Exec, a.StepHead, a.Tenant} 
 // withdrawPending deletes the pending approval c's claim just wrote, if it
 // is still pending under that request (withdraw.lua): another record
 // holds the call's effect, so nobody is to be asked. Its index entries
-// then point at nothing, are skipped and expire.
+// are removed too.
 func (s *Store) withdrawPending(ctx context.Context, c recordClaim) error {
-	_, err := s.evalInt(ctx, call(withdrawScript, []string{c.record},
+	n, err := s.evalInt(ctx, call(withdrawScript, []string{c.record},
 		withdrawArgs{Exec: packID(c.d.ExecutionID), stepArgs: s.keys.stepArgs(c.tenant)}))
+	if err == nil && n == 1 && c.d.Approval != nil {
+		// Best effort, as unindexPending: a listing skips an entry whose
+		// record is gone, and every entry expires.
+		member := indexMember(c.d.Approval)
+		_, _ = s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.ZRem(ctx, s.keys.pendingIndex(), member)
+			pipe.ZRem(ctx, s.keys.allIndex(), member)
+			pipe.Del(ctx, s.keys.approval(c.d.Approval.ID))
+			return nil
+		})
+	}
 	return err
 }
 
