@@ -12,7 +12,8 @@ import (
 )
 
 // Renew extends the lease to ttl from now (Redis time) if the caller still
-// owns the record: one owner-checked script.
+// owns the record: one owner-checked script (and on a Cluster, for a
+// record under its session's tag, its scope's pointer after it).
 func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: renew: ttl %v must be positive", ttl)
@@ -20,8 +21,19 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("renew", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, call(renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl), s.keys.stepArgs(lease.Scope.Tenant)}))
-	return ownedResult("renew", lease, ok, err)
+	record := s.keys.record(lease.Scope, lease.Step)
+	lives, err := s.evalInt(ctx, call(renewScript, []string{record}, renewArgs{ownerOf(lease), millis(ttl), s.keys.stepArgs(lease.Scope.Tenant)}))
+	if err != nil || lives <= 0 {
+		return ownedResult("renew", lease, 0, err)
+	}
+	// A record under its session's tag (Cluster) stays findable by its
+	// scope (Get, Delete, a reconciler) however long its tool runs: the
+	// claim sized the pointer for one lease. Best effort: the lease is
+	// renewed, and the completion writes the pointer again.
+	if s.keys.usesPointer(lease.Step) {
+		_, _ = s.eval(ctx, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: int64(lives)}))
+	}
+	return nil
 }
 
 // Complete stores resp as COMPLETED for ttl if the caller still owns the

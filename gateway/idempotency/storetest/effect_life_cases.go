@@ -27,6 +27,7 @@ func effectLifeCases() []testCase {
 		{"EffectApprovalSurvivesLostRace", testEffectApprovalSurvivesLostRace},
 		{"EffectApprovalKeptOnConflict", testEffectApprovalKeptOnConflict},
 		{"EffectPendingApprovalHoldsEffect", testEffectPendingApprovalHoldsEffect},
+		{"EffectOutlivesLongRun", testEffectOutlivesLongRun},
 	}
 }
 
@@ -368,4 +369,29 @@ func testEffectPendingApprovalHoldsEffect(f *fixture) {
 	if pending := f.pendingApprovals(); len(pending) != 0 {
 		f.t.Fatalf("%d pending approvals after the run, want none", len(pending))
 	}
+}
+
+// testEffectOutlivesLongRun: a holder whose tool runs far longer than its
+// claim's lease + replay TTL, renewing its lease, stays findable by its
+// scope (Get) and keeps its effect while it runs, and after it completes.
+func testEffectOutlivesLongRun(f *fixture) {
+	if !f.keepsEffects() {
+		return
+	}
+	holder, lease := f.shortHolder("refund:long-run", idempotency.LeaseExpiryRerun)
+	for end := time.Now().Add(outliveWait); time.Now().Before(end); time.Sleep(shortLease / 3) {
+		if err := f.store.Renew(f.ctx, lease, shortLease); err != nil {
+			f.t.Fatalf("Renew: %v", err)
+		}
+	}
+	if rec, err := f.store.Get(f.ctx, holder.Scope); err != nil || rec.State != idempotency.StateInProgress {
+		f.t.Fatalf("Get of the running holder = %s, %v; want IN_PROGRESS", rec.State, err)
+	}
+	d := f.claim(f.effectRequest("refund", "during", holder.Effect.Value, fingerprintA, 5))
+	if d.Outcome != idempotency.OutcomeInProgress || !d.ByEffect {
+		f.t.Fatalf("same effect while the holder runs: %v (ByEffect %v), want in progress by effect", d.Outcome, d.ByEffect)
+	}
+	resp := jsonResponse(`{"refund":"long run"}`)
+	f.complete(lease, resp, replayTTL)
+	f.expectEffectHeld(holder, resp)
 }
