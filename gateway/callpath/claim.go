@@ -12,9 +12,11 @@ import (
 // claim is the claim stage: one atomic store decision for the checked
 // call (a duplicate of a call in flight may wait for its outcome). A
 // claimed call goes on to run with the claim's lease and an in-flight
-// slot; every other decision ends the call (replay, in progress, reused
-// key, step conflict, UNKNOWN; store_unavailable when the store cannot
-// decide). A call with no record passes by.
+// slot; a record's approval (pending, denied, expired) goes on to the
+// approval stage in st.approvalOutcome; every other decision ends the call
+// (replay, in progress, reused key, step conflict, UNKNOWN;
+// store_unavailable when the store cannot decide). A call with no record
+// passes by.
 func (s *Engine) claim(ctx context.Context, st *callState) bool {
 	if st.unprotected != 0 {
 		return false // nothing to claim: run.go runs it as it is
@@ -71,7 +73,8 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 		p := NewProblem(wire.CodeOutcomeUnknown, "the outcome of this call is unknown (its gateway died or its tool gave no certain answer); an operator must check the side effect and resolve the record")
 		return st.end(Result{Kind: ResultUnknown, Problem: p, Label: labelOutcomeUnknown})
 	case idempotency.OutcomeAwaitingApproval, idempotency.OutcomeApprovalDenied, idempotency.OutcomeApprovalExpired:
-		return s.answerApproval(ctx, st, d) // decide.go
+		st.approvalOutcome = &d // the approval stage answers it (decide.go)
+		return false
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
 		return st.end(storeUnavailable("the idempotency store gave an invalid answer"))

@@ -147,9 +147,14 @@ func (st *callState) identity() Identity {
 	return st.id
 }
 
-// answerApproval ends a call whose record is an approval: pending,
-// denied or expired.
-func (s *Engine) answerApproval(ctx context.Context, st *callState, d idempotency.Decision) bool {
+// approval is the approval stage: it ends a call whose claim found its
+// record's approval pending, denied or expired (st.approvalOutcome), and
+// passes every other call on.
+func (s *Engine) approval(ctx context.Context, st *callState) bool {
+	if st.approvalOutcome == nil {
+		return false
+	}
+	d := *st.approvalOutcome
 	a := d.Approval
 	if a == nil { // a store always sends it; never answer without an id
 		s.log.ErrorContext(ctx, "store returned an approval outcome without its approval", "tool", st.call.Entry.Spec.Name)

@@ -19,11 +19,14 @@ import (
 //
 //	check:  I-JSON → identity (adapter's parse) → derived key → schema →
 //	        availability → rate (check.go)
+//	effect: the effect key's value, which the claim holds (effect.go)
 //	decide: the tool's decide rules: allow, approve (the claim writes or
 //	        consumes the approval), deny (decide.go)
 //	claim:  one atomic store decision (run, replay, in progress, reused,
 //	        step conflict, unknown), with an optional wait for a duplicate
 //	        (claim.go)
+//	approval: a record whose approval is pending, denied or expired, as
+//	        the claim found it (decide.go)
 //	run:    the tool, detached from the client, under a renewed, fenced
 //	        lease; a call with no record (read-only, unkeyed) as it is (run.go)
 //	record: complete (2xx–4xx but 408/425/429); UNKNOWN for an uncertain
@@ -33,8 +36,13 @@ import (
 //	        (executed, denied, approval expired) handed to the receipt
 //	        writer, never waited for (receipt.go)
 //
-// and returns a Result the adapter renders (an HTTP response, or an MCP
-// CallToolResult / JSON-RPC error). Nothing here knows about
+// A stage learns what earlier stages found from the call state
+// (callState), never by calling them; the ties left (the claim's wait
+// asks decide.go again, and a new approval is notified and receipted as
+// the claim writes it, before any wait) are listed in
+// docs/architecture.md. The call path returns a Result the adapter
+// renders (an HTTP response, or an MCP CallToolResult / JSON-RPC
+// error). Nothing here knows about
 // http.ResponseWriter. Drain accounting, metrics, the request's log fields
 // and the takeover and lease logs all live on this path, so both adapters
 // get them alike.
@@ -189,6 +197,7 @@ func (s *Engine) call(ctx context.Context, c *Call) Result {
 	case s.effect(ctx, &st): // effect.go: the effect key's value, held by the claim
 	case s.decide(ctx, &st): // decide.go: the tool's rules: allow, approve, deny
 	case s.claim(ctx, &st): // claim.go: the one atomic store decision
+	case s.approval(ctx, &st): // decide.go: a record's approval, pending, denied or expired
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not
 	}
@@ -231,10 +240,13 @@ type callState struct {
 	deniedWhileWaiting *Problem
 
 	// Set by claim: the claim's lease, the in-flight slot it holds, and
-	// whether the call waited for a duplicate in flight.
-	lease     idempotency.Lease
-	leaveSlot func()
-	waited    bool
+	// whether the call waited for a duplicate in flight; or the store's
+	// decision when the record's approval answers the call (pending,
+	// denied, expired), for the approval stage.
+	lease           idempotency.Lease
+	leaveSlot       func()
+	waited          bool
+	approvalOutcome *idempotency.Decision
 
 	// Set by run: the tool's answer and what holds the claim until record
 	// has written the outcome.
