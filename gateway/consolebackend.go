@@ -192,7 +192,7 @@ func (b consoleBackend) ReceiptChains(ctx context.Context) ([]console.ChainState
 	if b.s.ReceiptStore() == nil {
 		return nil, console.ErrReceiptsOff
 	}
-	return b.s.ReceiptChains(ctx)
+	return b.s.chains.states(ctx, b.s.ReceiptStore())
 }
 
 // Tools reports every configured tool's resolved policy and its counters.

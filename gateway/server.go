@@ -21,6 +21,9 @@ type Server struct {
 	opsHandler http.Handler
 	// notReady is the last /readyz verdict, so only changes are logged.
 	notReady atomic.Bool
+	// chains is how far the console verified each tenant's receipt chain
+	// (receiptchains.go).
+	chains chainChecks
 }
 
 // NewServer builds a Server from opts.

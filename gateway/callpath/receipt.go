@@ -79,7 +79,6 @@ type receiptWriter struct {
 	recoverAfter time.Duration
 	ctx          context.Context // cancelled when a drain's deadline passes
 	cancel       context.CancelFunc
-	checks       chainChecks // the console's verification of the chains
 }
 
 type queuedReceipt struct {

@@ -1,14 +1,12 @@
 package callpath
 
 import (
-	"context"
 	"crypto/sha256"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
@@ -46,13 +44,6 @@ func (s *Engine) ReceiptStore() receipts.Store {
 		return nil
 	}
 	return s.receipts.store
-}
-
-// ReceiptChains verifies each tenant's chain, a bounded run further on
-// each call (receiptchains.go), and answers their states; receipts must
-// be on (ReceiptStore not nil).
-func (s *Engine) ReceiptChains(ctx context.Context) ([]console.ChainState, error) {
-	return s.receipts.checks.states(ctx, s.receipts.store)
 }
 
 // ToolCounters reads every tool's counters from the engine's registry.

@@ -1,4 +1,4 @@
-package callpath
+package gateway
 
 import (
 	"bytes"
