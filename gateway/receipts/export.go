@@ -2,21 +2,69 @@ package receipts
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 )
 
-// Export writes every receipt of every tenant of s as JSON lines (the
-// input of [Verify]), each tenant's chain in seq order, page by page.
+// Export writes every chain of s, with its checkpoints, as JSON lines:
+// the input of [VerifyWith]. See [ExportFiltered].
 func Export(ctx context.Context, s Store, w io.Writer) error {
-	tenants, err := s.Tenants(ctx)
-	if err != nil {
-		return fmt.Errorf("receipts: export: %w", err)
+	return ExportFiltered(ctx, s, w, Filter{})
+}
+
+// ExportFiltered writes the chains f selects (f.Tenant's, or every
+// tenant's when it is empty: those the store lists and those its
+// checkpoint index names, so a chain unlisted by hand is still written).
+// Per chain: a [ChainHeader] line, the receipts that match f in seq
+// order, page by page, then the chain's checkpoints ([CheckpointLine]).
+// A header says Filtered when f selects by time, tool or event.
+func ExportFiltered(ctx context.Context, s Store, w io.Writer, f Filter) error {
+	tenants := []string{f.Tenant}
+	if f.Tenant == "" {
+		listed, err := s.Tenants(ctx)
+		if err != nil {
+			return fmt.Errorf("receipts: export: %w", err)
+		}
+		checkpointed, err := s.CheckpointTenants(ctx)
+		if err != nil {
+			return fmt.Errorf("receipts: export: %w", err)
+		}
+		tenants = slices.Compact(slices.Sorted(slices.Values(append(listed, checkpointed...))))
 	}
+	f.Limit = MaxLimit
+	filtered := !f.Since.IsZero() || !f.Until.IsZero() || f.Tool != "" || f.Event != ""
 	for _, tenant := range tenants {
-		if err := exportTenant(ctx, s, w, Filter{Tenant: tenant, Limit: MaxLimit}); err != nil {
+		f.Tenant, f.After = tenant, 0
+		if err := writeLine(w, ChainHeader{Chain: tenant, Filtered: filtered}); err != nil {
 			return err
 		}
+		if err := exportTenant(ctx, s, w, f); err != nil {
+			return err
+		}
+		checkpoints, err := s.Checkpoints(ctx, tenant)
+		if err != nil {
+			return fmt.Errorf("receipts: export %s: checkpoints: %w", tenant, err)
+		}
+		for _, c := range checkpoints {
+			c.Time = c.Time.UTC()
+			if err := writeLine(w, CheckpointLine{Checkpoint: c}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeLine writes v as one JSON line.
+func writeLine(w io.Writer, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("receipts: export: encode: %w", err)
+	}
+	if _, err := w.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("receipts: export: write: %w", err)
 	}
 	return nil
 }

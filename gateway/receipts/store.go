@@ -36,6 +36,8 @@ type Store interface {
 	// and answers how many. Chain heads stay, so the next receipt
 	// continues the chain.
 	Expire(ctx context.Context, before time.Time) (int, error)
+	// A store keeps the chains' signed checkpoints too.
+	CheckpointStore
 }
 
 // Filter selects receipts for [Store.List].

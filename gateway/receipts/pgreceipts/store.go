@@ -111,15 +111,31 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	if tag.RowsAffected() == int64(len(run)) {
 		return receipts.HeadOf(last), nil
 	}
-	var current receipts.Head
-	err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return receipts.Head{}, fmt.Errorf("pgreceipts: read head: %w", err)
+	current, err := s.readHead(ctx, tenant)
+	if err != nil {
+		return receipts.Head{}, err
 	}
 	if current != expected || len(ids) == 0 {
 		return current, receipts.ErrHeadMoved
 	}
 	return current, s.duplicates(ctx, tenant, ids)
+}
+
+// readHead reads tenant's head row, restoring it from the last receipt
+// when it is missing while receipts remain.
+func (s *Store) readHead(ctx context.Context, tenant string) (receipts.Head, error) {
+	var current receipts.Head
+	err := s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.pool.Exec(ctx, s.sql.restoreHead, tenant); err != nil {
+			return receipts.Head{}, fmt.Errorf("pgreceipts: restore head: %w", err)
+		}
+		err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return receipts.Head{}, fmt.Errorf("pgreceipts: read head: %w", err)
+	}
+	return current, nil
 }
 
 // duplicates names the ids already indexed for tenant: the reason an
@@ -209,4 +225,79 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 		return int(tag.RowsAffected()), fmt.Errorf("pgreceipts: expire executions: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// PutCheckpoint implements [receipts.CheckpointStore].
+func (s *Store) PutCheckpoint(ctx context.Context, c receipts.Checkpoint) error {
+	line, err := receipts.EncodeCheckpoint(c)
+	if err != nil {
+		return err
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.putCheckpoint, c.Tenant, c.Seq, c.Hash, c.KeyID, string(line)); err != nil {
+		return fmt.Errorf("pgreceipts: put checkpoint of %s: %w", c.Tenant, err)
+	}
+	return nil
+}
+
+// Checkpoints implements [receipts.CheckpointStore].
+func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.checkpoints, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
+	}
+	out := make([]receipts.Checkpoint, 0, len(lines))
+	for _, line := range lines {
+		c, err := receipts.DecodeCheckpoint([]byte(line))
+		if err != nil {
+			return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CheckpointTenants implements [receipts.CheckpointStore].
+func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.checkpointTenants)
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoint index: %w", err)
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoint index: %w", err)
+	}
+	return tenants, nil
+}
+
+// LastReceipt implements [receipts.CheckpointStore].
+func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receipt, bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return receipts.Receipt{}, false, err
+	}
+	var line string
+	err := s.pool.QueryRow(ctx, s.sql.last, tenant).Scan(&line)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return receipts.Receipt{}, false, nil
+	}
+	if err != nil {
+		return receipts.Receipt{}, false, fmt.Errorf("pgreceipts: last receipt of %s: %w", tenant, err)
+	}
+	r, err := receipts.Decode([]byte(line))
+	if err != nil {
+		return receipts.Receipt{}, false, fmt.Errorf("pgreceipts: last receipt of %s: %w", tenant, err)
+	}
+	return r, true, nil
 }

@@ -24,6 +24,17 @@ local ids = tonumber(ARGV[4]) -- how many execution ids follow
 local cur = redis.call('HMGET', head, 'seq', 'hash')
 local cur_seq = cur[1] or '0'
 local cur_hash = cur[2] or ''
+if not cur[1] then
+  -- No head: a new chain, or a head deleted by hand while receipts
+  -- remain; then the last receipt is the head, so the chain continues
+  -- instead of being written again from seq 1.
+  local last = redis.call('ZREVRANGE', log, 0, 0)
+  if last[1] then
+    local r = cjson.decode(last[1])
+    cur_seq = string.format('%d', r.seq)
+    cur_hash = r.hash
+  end
+end
 if cur_seq ~= expected_seq or cur_hash ~= expected_hash then
   return {0, cur_seq, cur_hash}
 end
