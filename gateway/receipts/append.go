@@ -19,7 +19,8 @@ type Log interface {
 	// after expected, at least one) as tenant's next receipts, the last
 	// one its new head, if tenant's head is still expected, in one atomic
 	// step: all of the run or nothing. Otherwise it writes nothing and
-	// returns the current head and [ErrHeadMoved].
+	// returns the current head and [ErrHeadMoved] (a *[HeadMovedError]
+	// when it read the head receipt's time too).
 	//
 	// An `executed` receipt whose execution id the chain already has (see
 	// [DedupeID]) is never appended twice: checking the run's ids against
@@ -166,6 +167,9 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 		case errors.Is(err, ErrHeadMoved):
 			chain.head, chain.headTimed = current, current.Seq == 0
 			chain.headTime = time.Time{}
+			if moved := (*HeadMovedError)(nil); errors.As(err, &moved) {
+				chain.headTime, chain.headTimed = moved.HeadTime, true
+			}
 		case errors.As(err, &dup):
 			rs = dropRepeats(rs, dup.ExecutionIDs)
 		default:

@@ -77,6 +77,20 @@ var (
 	ErrContended = errors.New("receipts: chain head contended")
 )
 
+// HeadMovedError is [ErrHeadMoved] from a store that read the current
+// head's receipt in the same step: its time, so the next receipt is
+// dated no earlier without another round trip.
+type HeadMovedError struct {
+	// HeadTime is the time of the head's receipt (zero: none, e.g. an
+	// empty chain or an expired head receipt).
+	HeadTime time.Time
+}
+
+func (e *HeadMovedError) Error() string { return ErrHeadMoved.Error() }
+
+// Is makes a HeadMovedError an [ErrHeadMoved].
+func (e *HeadMovedError) Is(target error) bool { return target == ErrHeadMoved }
+
 // Normalize checks f and sets its page size: what every store does first.
 func (f Filter) Normalize() (Filter, error) {
 	if f.Tenant == "" {

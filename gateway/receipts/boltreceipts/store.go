@@ -111,12 +111,16 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	}
 	var current receipts.Head
 	moved := false
+	var movedTime time.Time
 	var dup *receipts.DuplicateError
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		heads := tx.Bucket(headsBucket)
 		current = headIn(tx, tenant)
 		if current != expected {
 			moved = true
+			if r, ok := lastIn(tx, tenant); ok && r.Seq == current.Seq {
+				movedTime = r.Time
+			}
 			return nil
 		}
 		var err error
@@ -139,7 +143,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	case err != nil:
 		return receipts.Head{}, fmt.Errorf("boltreceipts: append: %w", err)
 	case moved:
-		return current, receipts.ErrHeadMoved
+		return current, &receipts.HeadMovedError{HeadTime: movedTime}
 	case dup != nil:
 		return current, dup
 	}

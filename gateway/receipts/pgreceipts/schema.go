@@ -91,7 +91,10 @@ func newStatements(schema string) statements {
 		duplicates: q(`SELECT execution_id FROM @.receipt_executions WHERE tenant = $1 AND execution_id = ANY($2::text[])`),
 		// $1 before (ns): the index is kept as long as the receipts.
 		expireIndex: q(`DELETE FROM @.receipt_executions WHERE time_ns < $1`),
-		head:        q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
+		// The head and its receipt's time (0: gone), read together so the
+		// next receipt is dated no earlier without another statement.
+		head: q(`SELECT h.seq, h.hash, COALESCE((SELECT r.time_ns FROM @.receipts r
+			WHERE r.tenant = h.tenant AND r.seq = h.seq), 0) FROM @.receipt_heads h WHERE h.tenant = $1`),
 		restoreHead: q(`INSERT INTO @.receipt_heads (tenant, seq, hash)
 			SELECT tenant, seq, line::jsonb->>'hash' FROM @.receipts WHERE tenant = $1
 			ORDER BY seq DESC LIMIT 1 ON CONFLICT (tenant) DO NOTHING`),

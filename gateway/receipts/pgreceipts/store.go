@@ -111,31 +111,37 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	if tag.RowsAffected() == int64(len(run)) {
 		return receipts.HeadOf(last), nil
 	}
-	current, err := s.readHead(ctx, tenant)
+	current, headTime, err := s.readHead(ctx, tenant)
 	if err != nil {
 		return receipts.Head{}, err
 	}
 	if current != expected || len(ids) == 0 {
-		return current, receipts.ErrHeadMoved
+		moved := &receipts.HeadMovedError{}
+		if headTime != 0 {
+			moved.HeadTime = time.Unix(0, headTime)
+		}
+		return current, moved
 	}
 	return current, s.duplicates(ctx, tenant, ids)
 }
 
 // readHead reads tenant's head row, restoring it from the last receipt
 // when it is missing while receipts remain.
-func (s *Store) readHead(ctx context.Context, tenant string) (receipts.Head, error) {
+// It answers the head receipt's time too (Unix ns, 0: gone).
+func (s *Store) readHead(ctx context.Context, tenant string) (receipts.Head, int64, error) {
 	var current receipts.Head
-	err := s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)
+	var headTime int64
+	err := s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash, &headTime)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := s.pool.Exec(ctx, s.sql.restoreHead, tenant); err != nil {
-			return receipts.Head{}, fmt.Errorf("pgreceipts: restore head: %w", err)
+			return receipts.Head{}, 0, fmt.Errorf("pgreceipts: restore head: %w", err)
 		}
-		err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)
+		err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash, &headTime)
 	}
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return receipts.Head{}, fmt.Errorf("pgreceipts: read head: %w", err)
+		return receipts.Head{}, 0, fmt.Errorf("pgreceipts: read head: %w", err)
 	}
-	return current, nil
+	return current, headTime, nil
 }
 
 // duplicates names the ids already indexed for tenant: the reason an

@@ -109,7 +109,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 		}
 		return expected, dup
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: unexpected answer %v", res)
 	}
 	seqText, _ := res[1].(string)
@@ -118,7 +118,13 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 		return receipts.Head{}, fmt.Errorf("redisreceipts: head seq %q: %w", seqText, err)
 	}
 	hash, _ := res[2].(string)
-	return receipts.Head{Seq: seq, Hash: hash}, receipts.ErrHeadMoved
+	moved := &receipts.HeadMovedError{}
+	if line, _ := res[3].(string); line != "" {
+		if r, err := receipts.Decode([]byte(line)); err == nil {
+			moved.HeadTime = r.Time
+		}
+	}
+	return receipts.Head{Seq: seq, Hash: hash}, moved
 }
 
 // Tenants implements [receipts.Store].
