@@ -64,6 +64,9 @@ type Config struct {
 	notifySecret string
 	// consoleSecret is the value of console.oidc.client_secret_env.
 	consoleSecret string
+	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
+	// checkpoints' signing key itself, over receipts.signing_key's file.
+	receiptsSigningPEM string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -370,6 +373,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
+	c.receiptsSigningPEM = getenv(envReceiptsSigningKey)
 }
 
 // withDefaults fills the fields a file left out.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
@@ -30,6 +33,97 @@ type ReceiptsConfig struct {
 	// longer than the writer's own retries, so the sweep only takes what
 	// a gateway that died left behind.
 	RecoverAfter Duration `yaml:"recover_after"`
+	// SigningKey is the file of the Ed25519 private key (PEM PKCS#8, as
+	// `openssl genpkey -algorithm ed25519` writes it) that signs the
+	// chains' checkpoints; TOOLGATEWAY_RECEIPTS_SIGNING_KEY, the PEM
+	// itself, overrides it. Without either, no checkpoint is signed.
+	SigningKey string `yaml:"signing_key"`
+	// VerifyKeys are files of earlier signing keys (PEM public keys, or
+	// private ones), still published and trusted: a rotation moves the
+	// old key here.
+	VerifyKeys []string `yaml:"verify_keys"`
+	// CheckpointEvery is how often a chain's head is signed: after this
+	// many receipts, or this long after the chain's last checkpoint,
+	// whichever comes first (default 1000 receipts or 1m).
+	CheckpointEvery CheckpointEvery `yaml:"checkpoint_every"`
+}
+
+// envReceiptsSigningKey holds the checkpoints' signing key (PEM).
+const envReceiptsSigningKey = "TOOLGATEWAY_RECEIPTS_SIGNING_KEY"
+
+// The default checkpoint_every.
+const (
+	defaultCheckpointReceipts = 1000
+	defaultCheckpointInterval = time.Minute
+)
+
+// CheckpointEvery is receipts.checkpoint_every: a count of receipts (an
+// integer: `500`), a duration (`"30s"`), or both (`{receipts: 500,
+// interval: 30s}`).
+type CheckpointEvery struct {
+	Receipts int      `yaml:"receipts"`
+	Interval Duration `yaml:"interval"`
+}
+
+// UnmarshalYAML reads a count, a duration or the mapping.
+func (e *CheckpointEvery) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		type plain CheckpointEvery
+		return n.Decode((*plain)(e))
+	}
+	if n.Tag == "!!int" {
+		if err := n.Decode(&e.Receipts); err != nil || e.Receipts <= 0 {
+			return fmt.Errorf("line %d: checkpoint_every: want a positive count of receipts, a duration or {receipts, interval}", n.Line)
+		}
+		return nil
+	}
+	return e.Interval.UnmarshalYAML(n)
+}
+
+// checkpointEvery is c's checkpoint_every with its defaults: a count and
+// an interval, 0 meaning "not by this".
+func (c *Config) checkpointEvery() (int, time.Duration) {
+	e := c.Receipts.CheckpointEvery
+	if e.Receipts == 0 && e.Interval == 0 {
+		return defaultCheckpointReceipts, defaultCheckpointInterval
+	}
+	return e.Receipts, time.Duration(e.Interval)
+}
+
+// receiptKeys reads the signing key (nil: none configured) and the
+// public keys a verifier of this deployment's checkpoints trusts: the
+// signing key's and verify_keys'.
+func (c *Config) receiptKeys() (*receipts.SigningKey, receipts.KeySet, error) {
+	keys := receipts.KeySet{}
+	var signing *receipts.SigningKey
+	pemBytes := []byte(c.receiptsSigningPEM)
+	from := envReceiptsSigningKey
+	if len(pemBytes) == 0 && c.Receipts.SigningKey != "" {
+		var err error
+		if pemBytes, err = os.ReadFile(c.path(c.Receipts.SigningKey)); err != nil {
+			return nil, nil, fmt.Errorf("receipts.signing_key: %w", err)
+		}
+		from = "receipts.signing_key " + c.Receipts.SigningKey
+	}
+	if len(pemBytes) > 0 {
+		var err error
+		if signing, err = receipts.ParseSigningKey(pemBytes); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", from, err)
+		}
+		keys.Add(signing.Public())
+	}
+	for i, file := range c.Receipts.VerifyKeys {
+		b, err := os.ReadFile(c.path(file))
+		if err != nil {
+			return nil, nil, fmt.Errorf("receipts.verify_keys[%d]: %w", i, err)
+		}
+		public, err := receipts.ParsePublicKey(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("receipts.verify_keys[%d] %s: %w", i, file, err)
+		}
+		keys.Add(public)
+	}
+	return signing, keys, nil
 }
 
 // receiptsOn reports whether receipts are kept.
@@ -47,6 +141,12 @@ func (c *Config) checkReceipts() error {
 	}
 	if r := time.Duration(c.Receipts.RecoverAfter); r < 0 || (r != 0 && r < time.Second) {
 		return fmt.Errorf("receipts.recover_after: %s: must be at least 1s", r)
+	}
+	if e := c.Receipts.CheckpointEvery; e.Receipts < 0 || (e.Interval != 0 && time.Duration(e.Interval) < time.Second) {
+		return fmt.Errorf("receipts.checkpoint_every: %d receipts, %s: want a positive count, an interval of at least 1s, or both", e.Receipts, time.Duration(e.Interval))
+	}
+	if _, _, err := c.receiptKeys(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package gatewaycmd
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestReceiptsExportVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(exported), "\n")
-			if len(lines) != 4 || !strings.Contains(lines[0], `"event":"executed"`) || !strings.Contains(lines[0], `"status":200`) {
+			if len(lines) != 5 || lines[0] != `{"chain":"anonymous"}` || !strings.Contains(lines[1], `"event":"executed"`) || !strings.Contains(lines[1], `"status":200`) {
 				t.Fatalf("export:\n%s", exported)
 			}
 			file := filepath.Join(t.TempDir(), "receipts.jsonl")
@@ -63,22 +64,22 @@ func TestReceiptsExportVerify(t *testing.T) {
 				t.Fatalf("verify -dial: %v\n%s", err, out)
 			}
 			future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-			if out, err := runCommand(t, "receipts", "export", "-config", path, "-tenant", "anonymous", "-since", future); err != nil || out != "" {
+			if out, err := runCommand(t, "receipts", "export", "-config", path, "-tenant", "anonymous", "-since", future); err != nil || out != `{"chain":"anonymous","filtered":true}`+"\n" {
 				t.Fatalf("export -since the future: %v %q", err, out)
 			}
 
 			write(strings.Replace(exported, `"status":200`, `"status":201`, 2)) // the first one, altered
 			out, err := runCommand(t, "receipts", "verify", file)
-			if err == nil || !strings.Contains(out, "FAIL anonymous: altered: seq 1 (line 1)") {
+			if err == nil || !strings.Contains(out, "FAIL anonymous: altered: seq 1 (line 2)") {
 				t.Fatalf("verify of an altered receipt: %v\n%s", err, out)
 			}
-			write(lines[0] + "\n" + lines[2] + "\n" + lines[3] + "\n")
+			write(lines[0] + "\n" + lines[1] + "\n" + lines[3] + "\n" + lines[4] + "\n")
 			out, err = runCommand(t, "receipts", "verify", file)
 			if err == nil || !strings.Contains(out, "FAIL anonymous: removed: seq 2 is missing") {
 				t.Fatalf("verify of a removed receipt: %v\n%s", err, out)
 			}
-			write(lines[0] + "\nnot json\n")
-			if _, err := runCommand(t, "receipts", "verify", file); err == nil || !strings.Contains(err.Error(), "line 2") {
+			write(lines[0] + "\n" + lines[1] + "\nnot json\n")
+			if _, err := runCommand(t, "receipts", "verify", file); err == nil || !strings.Contains(err.Error(), "line 3") {
 				t.Fatalf("verify of a file that is not JSON lines: %v", err)
 			}
 			if _, err := runCommand(t, "receipts", "export", "-config", path, "-since", "yesterday"); err == nil || !strings.Contains(err.Error(), `-since "yesterday"`) {
@@ -98,4 +99,118 @@ func TestReceiptsVerifyJSON(t *testing.T) {
 	if err != nil || !bytes.Equal([]byte(out), []byte("{\"tenants\":null}\n")) {
 		t.Fatalf("verify -json of an empty file: %v %q", err, out)
 	}
+}
+
+// TestReceiptsCheckpointsCLI, on each store: a gateway with
+// receipts.signing_key (a key openssl made) leaves receipts; `receipts
+// checkpoint` signs each chain's head, `receipts keys` prints the JWKS,
+// and `receipts verify -keys` passes the export and fails it without its
+// newest receipt (truncated below the checkpoint), with a key it was not
+// given, or with the checkpoint's seq changed; `-dial` takes the config's
+// keys. The third-party recipe of docs/receipts.md (jq, openssl) passes
+// the export and fails the altered ones.
+func TestReceiptsCheckpointsCLI(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "receipts-key.pem")
+	if out, err := exec.CommandContext(t.Context(), "openssl", "genpkey", "-algorithm", "ed25519", "-out", key).CombinedOutput(); err != nil {
+		t.Fatalf("openssl genpkey: %v\n%s", err, out)
+	}
+	recipe := filepath.Join(dir, "verify-receipts.sh")
+	if err := os.WriteFile(recipe, docsRecipe(t), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for kind, section := range migrateStores(t) {
+		t.Run(kind, func(t *testing.T) {
+			configText := "listen: 127.0.0.1:0\nreceipts:\n  signing_key: " + key + "\nstore:\n" + section + echoUpstream(t)
+			gw := startGateway(t, configText)
+			for step := range uint64(3) {
+				resp := call(t, gw.addr, "sess", step, "echo", `{"n":`+itoa(step)+`}`)
+				resp.Body.Close()
+			}
+			gw.cancel()
+			if err := <-gw.done; err != nil {
+				t.Fatal(err)
+			}
+			gw.done <- nil
+			path := writeConfig(t, configText)
+			if out, err := runCommand(t, "receipts", "checkpoint", "-config", path); err != nil || !strings.HasPrefix(out, "ok   anonymous: seq 3 signed") {
+				t.Fatalf("checkpoint: %v\n%s", err, out)
+			}
+			if out, err := runCommand(t, "receipts", "checkpoint", "-config", path); err != nil || !strings.HasPrefix(out, "ok   anonymous: seq 3 was signed already") {
+				t.Fatalf("second checkpoint: %v\n%s", err, out)
+			}
+			jwks, err := runCommand(t, "receipts", "keys", "-config", path)
+			if err != nil || !strings.Contains(jwks, `"crv": "Ed25519"`) {
+				t.Fatalf("keys: %v\n%s", err, jwks)
+			}
+			exported, err := runCommand(t, "receipts", "export", "-config", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := t.TempDir()
+			write := func(name, text string) string {
+				p := filepath.Join(files, name)
+				if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			keysFile, whole := write("keys.json", jwks), write("whole.jsonl", exported)
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, whole); err != nil || !strings.Contains(out, "ok   anonymous: 3 receipts, seq 1…3") || !strings.Contains(out, "signed up to seq 3") {
+				t.Fatalf("verify: %v\n%s", err, out)
+			}
+			if out, err := runCommand(t, "receipts", "verify", "-dial", "-config", path); err != nil || !strings.Contains(out, "signed up to seq 3") {
+				t.Fatalf("verify -dial: %v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(exported), "\n") // header, 3 receipts, checkpoint
+			if len(lines) != 5 || !strings.HasPrefix(lines[4], `{"checkpoint":`) {
+				t.Fatalf("export:\n%s", exported)
+			}
+			truncated := write("truncated.jsonl", strings.Join([]string{lines[0], lines[1], lines[2], lines[4]}, "\n")+"\n")
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, truncated); err == nil || !strings.Contains(out, "FAIL anonymous: truncated: the chain ends before seq 3") {
+				t.Fatalf("verify of a truncated chain: %v\n%s", err, out)
+			}
+			bare := write("bare.jsonl", strings.Join(lines[:3], "\n")+"\n") // truncated, its checkpoint deleted too
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, "-checkpoints", whole, bare); err == nil || !strings.Contains(out, "FAIL anonymous: truncated") {
+				t.Fatalf("verify with the checkpoints kept outside: %v\n%s", err, out)
+			}
+			if out, err := runCommand(t, "receipts", "verify", whole); err == nil || !strings.Contains(out, "FAIL anonymous: unknown_key") {
+				t.Fatalf("verify without keys: %v\n%s", err, out)
+			}
+			reseq := write("reseq.jsonl", strings.Replace(exported, `"seq":3,"hash"`, `"seq":2,"hash"`, 1))
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, reseq); err == nil || !strings.Contains(out, "FAIL anonymous: bad_signature") {
+				t.Fatalf("verify of an edited checkpoint: %v\n%s", err, out)
+			}
+
+			runRecipe := func(file string) (string, error) {
+				out, err := exec.CommandContext(t.Context(), "bash", recipe, file, keysFile).CombinedOutput()
+				return string(out), err
+			}
+			if out, err := runRecipe(whole); err != nil || !strings.HasSuffix(out, "ok\n") {
+				t.Fatalf("recipe on the export: %v\n%s", err, out)
+			}
+			for name, file := range map[string]string{"truncated": truncated, "edited checkpoint": reseq,
+				"altered receipt": write("altered.jsonl", strings.Replace(exported, `"status":200`, `"status":201`, 1))} {
+				if out, err := runRecipe(file); err == nil {
+					t.Errorf("recipe passed the %s export:\n%s", name, out)
+				}
+			}
+		})
+	}
+}
+
+// docsRecipe is the shell recipe of docs/receipts.md: the fenced block
+// after its marker.
+func docsRecipe(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "receipts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "<!-- recipe: verify-receipts.sh -->\n```bash\n")
+	recipe, _, closed := strings.Cut(after, "```")
+	if !ok || !closed {
+		t.Fatal("docs/receipts.md has no verify-receipts.sh recipe")
+	}
+	return []byte(recipe)
 }

@@ -246,3 +246,25 @@ func TestVerifyReadsExportsOfBeforeCheckpoints(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 }
+
+// TestVerifyWithCheckpointsKeptOutside: the store's checkpoints deleted
+// with what they covered; the copy kept outside still catches it.
+func TestVerifyWithCheckpointsKeptOutside(t *testing.T) {
+	key := testKey(1)
+	rs, lines := chain(t, "acme", 6)
+	earlier := append(slicesConcat(header("acme"), lines), checkpointLine(t, key, rs[5]))
+	outside, err := receipts.ReadCheckpoints(bytes.NewReader(bytes.Join(earlier, []byte("\n"))))
+	if err != nil || len(outside) != 1 {
+		t.Fatalf("ReadCheckpoints: %v %v", outside, err)
+	}
+	opts := receipts.VerifyOptions{Keys: keysOf(key), Outside: outside}
+	truncated := slicesConcat(header("acme"), lines[:4]) // and its checkpoint gone
+	tr := tenantReport(t, verifyWith(t, truncated, opts), "acme")
+	if tr.Failure == nil || tr.Failure.Problem != receipts.ProblemTruncated || tr.Failure.Seq != 5 || !strings.Contains(tr.Failure.String(), "kept outside") {
+		t.Fatalf("truncated, checkpoints deleted: %+v", tr.Failure)
+	}
+	tr = tenantReport(t, verifyWith(t, nil, opts), "acme")
+	if tr.Failure == nil || tr.Failure.Problem != receipts.ProblemMissingChain {
+		t.Fatalf("chain and checkpoints deleted: %+v", tr.Failure)
+	}
+}

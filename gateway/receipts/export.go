@@ -1,8 +1,11 @@
 package receipts
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -89,5 +92,34 @@ func exportTenant(ctx context.Context, s Store, w io.Writer, f Filter) error {
 			return nil
 		}
 		f.After = next
+	}
+}
+
+// ReadCheckpoints reads the checkpoint lines ([CheckpointLine]) of r, an
+// export or a copy of its checkpoints, strictly; other lines are skipped.
+func ReadCheckpoints(r io.Reader) ([]Checkpoint, error) {
+	var out []Checkpoint
+	br := bufio.NewReader(r)
+	for line := 1; ; line++ {
+		raw, err := br.ReadBytes('\n')
+		if bytes.Contains(raw, []byte(`"checkpoint"`)) {
+			var members map[string]json.RawMessage
+			if jerr := json.Unmarshal(raw, &members); jerr != nil {
+				return nil, fmt.Errorf("receipts: line %d: not a JSON object: %w", line, jerr)
+			}
+			if members["checkpoint"] != nil {
+				var cl CheckpointLine
+				if derr := decodeStrict(raw, checkpointSchema, &cl); derr != nil {
+					return nil, fmt.Errorf("receipts: line %d: checkpoint: %w", line, derr)
+				}
+				out = append(out, cl.Checkpoint)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("receipts: read line %d: %w", line, err)
+		}
 	}
 }

@@ -143,22 +143,31 @@ func (f Failure) detail() string {
 	case ProblemForeign:
 		return fmt.Sprintf("seq %d (line %d) belongs to tenant %q", f.Found, f.Line, f.Tenant)
 	case ProblemTruncated:
-		return fmt.Sprintf("the chain ends before seq %d, which the checkpoint on line %d signed: its newest receipts were removed", f.Seq, f.Line)
+		return fmt.Sprintf("the chain ends before seq %d, which the checkpoint %s signed: its newest receipts were removed", f.Seq, f.where())
 	case ProblemRewritten:
-		return fmt.Sprintf("seq %d is not the receipt the checkpoint on line %d signed (rolled back or re-sealed)", f.Seq, f.Line)
+		return fmt.Sprintf("seq %d is not the receipt the checkpoint %s signed (rolled back or re-sealed)", f.Seq, f.where())
 	case ProblemFork:
-		return fmt.Sprintf("the checkpoint on line %d signs another hash for seq %d than an earlier one", f.Line, f.Seq)
+		return fmt.Sprintf("the checkpoint %s signs another hash for seq %d than another one", f.where(), f.Seq)
 	case ProblemBadSignature:
-		return fmt.Sprintf("the checkpoint of seq %d (line %d): its signature does not verify", f.Seq, f.Line)
+		return fmt.Sprintf("the checkpoint of seq %d %s: its signature does not verify", f.Seq, f.where())
 	case ProblemUnknownKey:
-		return fmt.Sprintf("the checkpoint of seq %d (line %d) is signed by a key not given (-keys)", f.Seq, f.Line)
+		return fmt.Sprintf("the checkpoint of seq %d %s is signed by a key not given (-keys)", f.Seq, f.where())
 	case ProblemNotExpired:
-		return fmt.Sprintf("the receipts up to seq %d are gone, but the checkpoint on line %d dates seq %d within the retention: removed, not expired", f.Seq, f.Line, f.Seq)
+		return fmt.Sprintf("the receipts up to seq %d are gone, but the checkpoint %s dates seq %d within the retention: removed, not expired", f.Seq, f.where(), f.Seq)
 	case ProblemMissingChain:
-		return fmt.Sprintf("the checkpoint on line %d signs seq %d within the retention, and the chain is missing", f.Line, f.Seq)
+		return fmt.Sprintf("the checkpoint %s signs seq %d within the retention, and the chain is missing", f.where(), f.Seq)
 	default:
 		return fmt.Sprintf("seq %d is missing: line %d holds seq %d", f.Seq, f.Line, f.Found)
 	}
+}
+
+// where names the line of a checkpoint's failure: Line 0 is a checkpoint
+// given apart from the input ([VerifyOptions.Outside]).
+func (f Failure) where() string {
+	if f.Line == 0 {
+		return "kept outside (-checkpoints)"
+	}
+	return fmt.Sprintf("on line %d", f.Line)
 }
 
 // VerifyOptions are what [VerifyWith] checks checkpoints and expiry
@@ -172,6 +181,11 @@ type VerifyOptions struct {
 	Retention time.Duration
 	// Now is when the verification runs (zero: time.Now()).
 	Now time.Time
+	// Outside are checkpoints kept apart from the store (an earlier
+	// export's, copied to storage its operators cannot rewrite): checked
+	// with the input's, so deleting a chain's checkpoints with its
+	// receipts is caught too.
+	Outside []Checkpoint
 }
 
 // Verify is [VerifyWith] without keys (a checkpoint fails its chain) and
@@ -206,6 +220,10 @@ func VerifyWith(r io.Reader, opts VerifyOptions) (Report, error) {
 		opts.Now = time.Now()
 	}
 	v := verifier{chains: map[string]*chainState{}, opts: opts}
+	for _, c := range opts.Outside {
+		chain := v.chain(c.Tenant)
+		chain.checkpoints = append(chain.checkpoints, seenCheckpoint{Checkpoint: c})
+	}
 	br := bufio.NewReader(r)
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')
