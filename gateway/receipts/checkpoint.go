@@ -32,6 +32,9 @@ type Checkpoint struct {
 	// Sig is the Ed25519 signature of [Checkpoint.SignedBytes],
 	// base64url without padding.
 	Sig string `json:"sig"`
+	// Anchor is the RFC 3161 time-stamp token of the checkpoint (DER,
+	// base64), when receipts.anchor.tsa_url is set: see [TSA].
+	Anchor string `json:"anchor,omitempty"`
 }
 
 // signedCheckpoint is what a checkpoint's signature covers.
@@ -98,12 +101,17 @@ type Checkpointer struct {
 	Retention time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// TSA, when set, anchors every checkpoint: a TSA that fails leaves
+	// the checkpoint stored without its anchor, and Checkpoint answers it
+	// with the error.
+	TSA *TSA
 }
 
-// Checkpoint signs tenant's current head and stores the checkpoint. It
-// answers false (and signs nothing) when the head is already checkpointed
-// with this key, or the chain is empty; [ErrChainDiverged] when the chain
-// does not hold what its latest checkpoint signed.
+// Checkpoint signs tenant's current head, anchors it (with a TSA) and
+// stores the checkpoint. It answers false (and signs nothing) when the
+// head is already checkpointed with this key, or the chain is empty;
+// [ErrChainDiverged] when the chain does not hold what its latest
+// checkpoint signed.
 func (cp Checkpointer) Checkpoint(ctx context.Context, tenant string) (Checkpoint, bool, error) {
 	head, ok, err := cp.Store.LastReceipt(ctx, tenant)
 	if err != nil || !ok {
@@ -130,10 +138,18 @@ func (cp Checkpointer) Checkpoint(ctx context.Context, tenant string) (Checkpoin
 		}
 	}
 	c := cp.Key.Sign(CheckpointOf(head))
+	var anchorErr error
+	if cp.TSA != nil {
+		if anchored, err := cp.TSA.Anchor(ctx, c); err != nil {
+			anchorErr = fmt.Errorf("receipts: checkpoint %s seq %d stored without its anchor: %w", tenant, c.Seq, err)
+		} else {
+			c = anchored
+		}
+	}
 	if err := cp.Store.PutCheckpoint(ctx, c); err != nil {
 		return Checkpoint{}, false, err
 	}
-	return c, true, nil
+	return c, true, anchorErr
 }
 
 // mayHaveExpired reports whether a receipt sealed at t may be gone by

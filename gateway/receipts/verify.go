@@ -3,6 +3,7 @@ package receipts
 import (
 	"bufio"
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,10 @@ type TenantReport struct {
 	// chain.
 	Checkpoints  int   `json:"checkpoints,omitempty"`
 	Checkpointed int64 `json:"checkpointed,omitempty"`
+	// Anchored counts the checkpoints whose RFC 3161 anchor verified, and
+	// AnchoredAt is the latest time a TSA stamped.
+	Anchored   int       `json:"anchored,omitempty"`
+	AnchoredAt time.Time `json:"anchored_at,omitzero"`
 	// Filtered: the export selected receipts by time, so receipts
 	// missing before First or after Last were left out by the export,
 	// not removed.
@@ -94,6 +99,10 @@ const (
 	ProblemFork Problem = "fork"
 	// ProblemBadSignature: a checkpoint whose signature does not verify.
 	ProblemBadSignature Problem = "bad_signature"
+	// ProblemBadAnchor: a checkpoint's RFC 3161 anchor does not verify:
+	// not a token of this checkpoint, not signed by its certificate, or
+	// (with TSA roots) from a TSA the verifier does not trust.
+	ProblemBadAnchor Problem = "bad_anchor"
 	// ProblemUnknownKey: a checkpoint signed by a key not among the
 	// verifier's keys (none given, or a key never published).
 	ProblemUnknownKey Problem = "unknown_key"
@@ -150,6 +159,8 @@ func (f Failure) detail() string {
 		return fmt.Sprintf("the checkpoint %s signs another hash for seq %d than another one", f.where(), f.Seq)
 	case ProblemBadSignature:
 		return fmt.Sprintf("the checkpoint of seq %d %s: its signature does not verify", f.Seq, f.where())
+	case ProblemBadAnchor:
+		return fmt.Sprintf("the checkpoint of seq %d %s: its anchor (RFC 3161 time-stamp) does not verify", f.Seq, f.where())
 	case ProblemUnknownKey:
 		return fmt.Sprintf("the checkpoint of seq %d %s is signed by a key not given (-keys)", f.Seq, f.where())
 	case ProblemNotExpired:
@@ -186,6 +197,10 @@ type VerifyOptions struct {
 	// with the input's, so deleting a chain's checkpoints with its
 	// receipts is caught too.
 	Outside []Checkpoint
+	// TSARoots are the CAs whose time-stamping authorities a checkpoint's
+	// anchor may come from (nil: an anchor's signature and imprint are
+	// checked, not who signed it).
+	TSARoots *x509.CertPool
 }
 
 // Verify is [VerifyWith] without keys (a checkpoint fails its chain) and
@@ -417,6 +432,17 @@ func (c *chainState) finish(opts VerifyOptions) {
 			}
 			fail(problem, cp, cp.Seq)
 			return
+		}
+		if cp.Anchor != "" {
+			at, err := CheckAnchor(cp.Checkpoint, opts.TSARoots)
+			if err != nil {
+				fail(ProblemBadAnchor, cp, cp.Seq)
+				return
+			}
+			c.report.Anchored++
+			if at.After(c.report.AnchoredAt) {
+				c.report.AnchoredAt = at
+			}
 		}
 		if h, ok := signed[cp.Seq]; ok && h != cp.Hash {
 			fail(ProblemFork, cp, cp.Seq)

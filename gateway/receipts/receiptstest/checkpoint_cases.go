@@ -3,11 +3,14 @@ package receiptstest
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/x509"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/internal/tsatest"
 )
 
 // The checkpoint cases: an attacker with write access to the store (and
@@ -17,6 +20,7 @@ import (
 func checkpointCases() []testCase {
 	return []testCase{
 		{"CheckpointsRoundTrip", checkpointsRoundTrip},
+		{"CheckpointAnchoredRoundTrip", checkpointAnchored},
 		{"TamperTailTruncatedBelowACheckpoint", tamperTailTruncated},
 		{"TamperHeadRolledBackAndContinued", tamperHeadRolledBack},
 		{"TamperResealedWithoutTheKey", tamperResealed},
@@ -125,6 +129,35 @@ func checkpointsRoundTrip(t *testing.T, b Backend) {
 	rep := verifyExport(t, b.Replicas[1])
 	if tr := tenantReport(t, rep, "acme"); !rep.OK() || tr.Checked != 6 || tr.Checkpointed != 6 {
 		t.Fatalf("untouched: %+v", rep)
+	}
+}
+
+// checkpointAnchored: a checkpoint anchored by a real RFC 3161 TSA
+// (OpenSSL's) is stored and exported with its token, which verifies
+// against the TSA's CA.
+func checkpointAnchored(t *testing.T, b Backend) {
+	tsa := tsatest.Start(t, "receiptstest CA")
+	tamperChain(t, b)
+	cp := receipts.Checkpointer{Store: b.Replicas[0], Key: signingKey, TSA: &receipts.TSA{URL: tsa.URL}}
+	if _, made, err := cp.Checkpoint(t.Context(), "acme"); !made || err != nil {
+		t.Fatalf("anchored checkpoint: %v %v", made, err)
+	}
+	var buf bytes.Buffer
+	if err := receipts.Export(t.Context(), b.Replicas[1], &buf); err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(tsa.RootsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	rep, err := receipts.VerifyWith(&buf, receipts.VerifyOptions{Keys: publicKeys(), TSARoots: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := tenantReport(t, rep, "acme"); !rep.OK() || tr.Anchored != 1 || tr.Checkpointed != 6 || tsa.Answered() != 1 {
+		t.Fatalf("anchored chain: %+v (TSA answered %d)", tr, tsa.Answered())
 	}
 }
 
