@@ -2,8 +2,10 @@ package gatewaycmd
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -46,6 +48,51 @@ type ReceiptsConfig struct {
 	// many receipts, or this long after the chain's last checkpoint,
 	// whichever comes first (default 1000 receipts or 1m).
 	CheckpointEvery CheckpointEvery `yaml:"checkpoint_every"`
+	// Anchor time-stamps every checkpoint with an RFC 3161 TSA.
+	Anchor *AnchorConfig `yaml:"anchor"`
+}
+
+// AnchorConfig is receipts.anchor.
+type AnchorConfig struct {
+	// TSAURL is the time-stamping authority's URL (http or https).
+	TSAURL string `yaml:"tsa_url"`
+	// TSARoots is a PEM file of the CA certificates the TSA's chains to:
+	// what `gateway receipts verify -dial` trusts anchors from.
+	TSARoots string `yaml:"tsa_roots"`
+}
+
+// receiptsTSA is the configured TSA (nil: none).
+func (c *Config) receiptsTSA() *receipts.TSA {
+	if a := c.Receipts.Anchor; a != nil && a.TSAURL != "" {
+		return &receipts.TSA{URL: a.TSAURL}
+	}
+	return nil
+}
+
+// tsaRoots reads a PEM file of CA certificates.
+func tsaRoots(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// receiptsTSARoots reads receipts.anchor.tsa_roots (nil: none set).
+func (c *Config) receiptsTSARoots() (*x509.CertPool, error) {
+	a := c.Receipts.Anchor
+	if a == nil || a.TSARoots == "" {
+		return nil, nil
+	}
+	pool, err := tsaRoots(c.path(a.TSARoots))
+	if err != nil {
+		return nil, fmt.Errorf("receipts.anchor.tsa_roots: %w", err)
+	}
+	return pool, nil
 }
 
 // envReceiptsSigningKey holds the checkpoints' signing key (PEM).
@@ -145,8 +192,20 @@ func (c *Config) checkReceipts() error {
 	if e := c.Receipts.CheckpointEvery; e.Receipts < 0 || (e.Interval != 0 && time.Duration(e.Interval) < time.Second) {
 		return fmt.Errorf("receipts.checkpoint_every: %d receipts, %s: want a positive count, an interval of at least 1s, or both", e.Receipts, time.Duration(e.Interval))
 	}
-	if _, _, err := c.receiptKeys(); err != nil {
+	signing, _, err := c.receiptKeys()
+	if err != nil {
 		return err
+	}
+	if a := c.Receipts.Anchor; a != nil {
+		if u, err := url.Parse(a.TSAURL); a.TSAURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return fmt.Errorf("receipts.anchor.tsa_url: %q: want an http(s) URL", a.TSAURL)
+		}
+		if a.TSAURL != "" && signing == nil {
+			return errors.New("receipts.anchor.tsa_url: anchors checkpoints, which need receipts.signing_key (or TOOLGATEWAY_RECEIPTS_SIGNING_KEY)")
+		}
+		if _, err := c.receiptsTSARoots(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // chain of such a file (or of the store itself) checked, the public keys
 // of the checkpoints, and a checkpoint signed now (docs/receipts.md).
 
-const receiptsUsage = "export -config FILE [-tenant NAME] [-since TIME] [-until TIME] | verify [-json] [-keys JWKS-FILE] [-retention DURATION] [-checkpoints FILE] (FILE | -dial -config FILE) | keys -config FILE | checkpoint -config FILE [-tenant NAME]"
+const receiptsUsage = "export -config FILE [-tenant NAME] [-since TIME] [-until TIME] | verify [-json] [-keys JWKS-FILE] [-retention DURATION] [-checkpoints FILE] [-tsa-roots PEM-FILE] (FILE | -dial -config FILE) | keys -config FILE | checkpoint -config FILE [-tenant NAME]"
 
 // receiptsTimeout bounds one export or verify of the store.
 const receiptsTimeout = 10 * time.Minute
@@ -125,11 +125,18 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	keysPath := fs.String("keys", "", "JWKS file of the public keys checkpoints must be signed by (with -dial: default the config's keys)")
 	retention := fs.Duration("retention", 0, "receipts.retention of the exporting gateway (default 720h; with -dial: the config's)")
+	roots := fs.String("tsa-roots", "", "PEM file of the CAs whose TSAs may anchor checkpoints (with -dial: default receipts.anchor.tsa_roots)")
 	outside := fs.String("checkpoints", "", "an earlier export (or its checkpoints) kept outside the store: its checkpoints are checked too")
 	if err := parseFlags(fs, inv, "receipts verify", receiptsUsage); err != nil {
 		return helpIsSuccess(err)
 	}
 	opts := receipts.VerifyOptions{Retention: *retention}
+	if *roots != "" {
+		var err error
+		if opts.TSARoots, err = tsaRoots(*roots); err != nil {
+			return fmt.Errorf("receipts verify: -tsa-roots: %w", err)
+		}
+	}
 	if *outside != "" {
 		f, err := os.Open(*outside)
 		if err != nil {
@@ -168,6 +175,11 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 		if opts.Retention == 0 {
 			opts.Retention = time.Duration(cfg.Receipts.Retention)
 		}
+		if opts.TSARoots == nil {
+			if opts.TSARoots, err = cfg.receiptsTSARoots(); err != nil {
+				return fmt.Errorf("receipts verify: %w", err)
+			}
+		}
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(receipts.Export(ctx, store, pw)) }()
 		defer pr.Close()
@@ -189,10 +201,23 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 	if err := printVerifyReport(inv.stdout, report, *asJSON); err != nil {
 		return err
 	}
+	if anchored(report) && opts.TSARoots == nil && !*asJSON {
+		fmt.Fprintln(inv.stdout, "note: the anchors' signatures and imprints were checked, not who signed them (no -tsa-roots)")
+	}
 	if !report.OK() {
 		return errChainsBroken
 	}
 	return nil
+}
+
+// anchored reports whether a chain of report has an anchor.
+func anchored(report receipts.Report) bool {
+	for _, t := range report.Tenants {
+		if t.Anchored > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // runReceiptsKeys prints the JWKS of the config's receipt keys: what
@@ -254,16 +279,21 @@ func runReceiptsCheckpoint(ctx context.Context, inv invocation) error {
 			return fmt.Errorf("receipts checkpoint: %w", err)
 		}
 	}
-	cp := receipts.Checkpointer{Store: store, Key: key, Retention: time.Duration(cfg.Receipts.Retention)}
+	cp := receipts.Checkpointer{Store: store, Key: key, Retention: time.Duration(cfg.Receipts.Retention), TSA: cfg.receiptsTSA()}
 	var failed error
 	for _, t := range tenants {
 		c, made, err := cp.Checkpoint(ctx, t)
 		switch {
+		case err != nil && made:
+			fmt.Fprintf(inv.stdout, "FAIL %s: seq %d signed, but: %v\n", t, c.Seq, err)
+			failed = fmt.Errorf("receipts checkpoint: %s: %w", t, err)
 		case err != nil:
 			fmt.Fprintf(inv.stdout, "FAIL %s: %v\n", t, err)
 			failed = fmt.Errorf("receipts checkpoint: %s: %w", t, err)
 		case c.Seq == 0:
 			fmt.Fprintf(inv.stdout, "-    %s: no receipts\n", t)
+		case made && c.Anchor != "":
+			fmt.Fprintf(inv.stdout, "ok   %s: seq %d signed (key %s) and anchored\n", t, c.Seq, c.KeyID)
 		case made:
 			fmt.Fprintf(inv.stdout, "ok   %s: seq %d signed (key %s)\n", t, c.Seq, c.KeyID)
 		default:
@@ -291,6 +321,9 @@ func printVerifyReport(w io.Writer, report receipts.Report, asJSON bool) error {
 		}
 		if t.Checkpoints > 0 {
 			fmt.Fprintf(&b, ", signed up to seq %d (%d checkpoints)", t.Checkpointed, t.Checkpoints)
+			if t.Anchored > 0 {
+				fmt.Fprintf(&b, ", %d anchored, the latest at %s", t.Anchored, t.AnchoredAt.UTC().Format(time.RFC3339))
+			}
 		} else if t.Checked > 0 {
 			b.WriteString(", no checkpoint (only the chain vouches for it)")
 		}

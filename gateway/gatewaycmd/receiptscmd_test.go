@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgateway/toolgateway/internal/tsatest"
 )
 
 // runCommand runs `gateway args...` and returns its stdout and error.
@@ -102,8 +104,9 @@ func TestReceiptsVerifyJSON(t *testing.T) {
 }
 
 // TestReceiptsCheckpointsCLI, on each store: a gateway with
-// receipts.signing_key (a key openssl made) leaves receipts; `receipts
-// checkpoint` signs each chain's head, `receipts keys` prints the JWKS,
+// receipts.signing_key (a key openssl made) and receipts.anchor (a real
+// TSA: OpenSSL's) leaves receipts; `receipts checkpoint` signs and
+// anchors each chain's head, `receipts keys` prints the JWKS,
 // and `receipts verify -keys` passes the export and fails it without its
 // newest receipt (truncated below the checkpoint), with a key it was not
 // given, or with the checkpoint's seq changed; `-dial` takes the config's
@@ -119,9 +122,11 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 	if err := os.WriteFile(recipe, docsRecipe(t), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	tsa := tsatest.Start(t, "gatewaycmd test CA")
 	for kind, section := range migrateStores(t) {
 		t.Run(kind, func(t *testing.T) {
-			configText := "listen: 127.0.0.1:0\nreceipts:\n  signing_key: " + key + "\nstore:\n" + section + echoUpstream(t)
+			configText := "listen: 127.0.0.1:0\nreceipts:\n  signing_key: " + key + "\n  anchor:\n    tsa_url: " + tsa.URL +
+				"\n    tsa_roots: " + tsa.RootsFile + "\nstore:\n" + section + echoUpstream(t)
 			gw := startGateway(t, configText)
 			for step := range uint64(3) {
 				resp := call(t, gw.addr, "sess", step, "echo", `{"n":`+itoa(step)+`}`)
@@ -133,7 +138,7 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 			}
 			gw.done <- nil
 			path := writeConfig(t, configText)
-			if out, err := runCommand(t, "receipts", "checkpoint", "-config", path); err != nil || !strings.HasPrefix(out, "ok   anonymous: seq 3 signed") {
+			if out, err := runCommand(t, "receipts", "checkpoint", "-config", path); err != nil || !strings.HasPrefix(out, "ok   anonymous: seq 3 signed") || !strings.HasSuffix(out, "and anchored\n") {
 				t.Fatalf("checkpoint: %v\n%s", err, out)
 			}
 			if out, err := runCommand(t, "receipts", "checkpoint", "-config", path); err != nil || !strings.HasPrefix(out, "ok   anonymous: seq 3 was signed already") {
@@ -159,7 +164,14 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, whole); err != nil || !strings.Contains(out, "ok   anonymous: 3 receipts, seq 1…3") || !strings.Contains(out, "signed up to seq 3") {
 				t.Fatalf("verify: %v\n%s", err, out)
 			}
-			if out, err := runCommand(t, "receipts", "verify", "-dial", "-config", path); err != nil || !strings.Contains(out, "signed up to seq 3") {
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, "-tsa-roots", tsa.RootsFile, whole); err != nil || !strings.Contains(out, "1 anchored, the latest at") {
+				t.Fatalf("verify -tsa-roots: %v\n%s", err, out)
+			}
+			other := tsatest.Start(t, "not the TSA's CA")
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, "-tsa-roots", other.RootsFile, whole); err == nil || !strings.Contains(out, "FAIL anonymous: bad_anchor") {
+				t.Fatalf("verify with another TSA's roots: %v\n%s", err, out)
+			}
+			if out, err := runCommand(t, "receipts", "verify", "-dial", "-config", path); err != nil || !strings.Contains(out, "signed up to seq 3") || !strings.Contains(out, "1 anchored") {
 				t.Fatalf("verify -dial: %v\n%s", err, out)
 			}
 			lines := strings.Split(strings.TrimSpace(exported), "\n") // header, 3 receipts, checkpoint
