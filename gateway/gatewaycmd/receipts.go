@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"time"
@@ -233,4 +234,16 @@ func (c *Config) receiptsFor(ctx context.Context, store idempotency.Store) (rece
 		return r, nil
 	}
 	return nil, errors.New("receipts: this store keeps no receipts")
+}
+
+// checkpointScheduler is the scheduler that signs store's chains off the
+// call path (nil without a signing key).
+func (c *Config) checkpointScheduler(store receipts.Store, log *slog.Logger) (*receipts.Scheduler, error) {
+	key, _, err := c.receiptKeys()
+	if err != nil || key == nil {
+		return nil, err
+	}
+	every, interval := c.checkpointEvery()
+	cp := receipts.Checkpointer{Store: store, Key: key, Retention: time.Duration(c.Receipts.Retention), TSA: c.receiptsTSA()}
+	return receipts.NewScheduler(cp, every, interval, log), nil
 }

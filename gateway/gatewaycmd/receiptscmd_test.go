@@ -2,6 +2,7 @@ package gatewaycmd
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
+	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/internal/tsatest"
 )
 
@@ -103,9 +109,9 @@ func TestReceiptsVerifyJSON(t *testing.T) {
 	}
 }
 
-// TestReceiptsCheckpointsCLI, on each store: a gateway with
-// receipts.signing_key (a key openssl made) and receipts.anchor (a real
-// TSA: OpenSSL's) leaves receipts; `receipts checkpoint` signs and
+// TestReceiptsCheckpointsCLI, on each store: a gateway leaves receipts;
+// with receipts.signing_key (a key openssl made) and receipts.anchor (a
+// real TSA: OpenSSL's) in the config, `receipts checkpoint` signs and
 // anchors each chain's head, `receipts keys` prints the JWKS,
 // and `receipts verify -keys` passes the export and fails it without its
 // newest receipt (truncated below the checkpoint), with a key it was not
@@ -125,9 +131,12 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 	tsa := tsatest.Start(t, "gatewaycmd test CA")
 	for kind, section := range migrateStores(t) {
 		t.Run(kind, func(t *testing.T) {
+			// The gateway runs without the key (it would sign as it stops:
+			// TestGatewaySignsCheckpoints); the commands have it.
+			upstream := echoUpstream(t)
+			gw := startGateway(t, "listen: 127.0.0.1:0\nstore:\n"+section+upstream)
 			configText := "listen: 127.0.0.1:0\nreceipts:\n  signing_key: " + key + "\n  anchor:\n    tsa_url: " + tsa.URL +
-				"\n    tsa_roots: " + tsa.RootsFile + "\nstore:\n" + section + echoUpstream(t)
-			gw := startGateway(t, configText)
+				"\n    tsa_roots: " + tsa.RootsFile + "\nstore:\n" + section + upstream
 			for step := range uint64(3) {
 				resp := call(t, gw.addr, "sess", step, "echo", `{"n":`+itoa(step)+`}`)
 				resp.Body.Close()
@@ -225,4 +234,57 @@ func docsRecipe(t *testing.T) []byte {
 		t.Fatal("docs/receipts.md has no verify-receipts.sh recipe")
 	}
 	return []byte(recipe)
+}
+
+// TestGatewaySignsCheckpoints: a running gateway with a signing key and
+// checkpoint_every: 2 signs a chain's head once it has 2 receipts (seen
+// in the store while it runs), and the rest as it stops; the export
+// verifies with the config's keys.
+func TestGatewaySignsCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "receipts-key.pem")
+	if out, err := exec.CommandContext(t.Context(), "openssl", "genpkey", "-algorithm", "ed25519", "-out", key).CombinedOutput(); err != nil {
+		t.Fatalf("openssl genpkey: %v\n%s", err, out)
+	}
+	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	prefix := redistest.Prefix("gwcheckpoints")
+	t.Cleanup(func() {
+		redistest.CleanPrefix(context.Background(), client, prefix)
+		_ = client.Close()
+	})
+	configText := "listen: 127.0.0.1:0\nreceipts:\n  signing_key: " + key + "\n  checkpoint_every: {receipts: 2, interval: 1h}\n" +
+		"store:\n  redis_url: redis://" + redistest.Addr(t) + "/0\n  key_prefix: \"" + prefix + "\"\n" + echoUpstream(t)
+	gw := startGateway(t, configText)
+	store := redisreceipts.New(client, prefix, nil)
+	for step := range uint64(2) {
+		resp := call(t, gw.addr, "sess", step, "echo", `{"n":`+itoa(step)+`}`)
+		resp.Body.Close()
+	}
+	var signed []receipts.Checkpoint
+	for deadline := time.Now().Add(10 * time.Second); len(signed) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint 10 s after 2 receipts")
+		}
+		var err error
+		if signed, err = store.Checkpoints(t.Context(), "anonymous"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if signed[0].Seq != 2 {
+		t.Fatalf("first checkpoint %+v, want seq 2", signed[0])
+	}
+	resp := call(t, gw.addr, "sess", 2, "echo", `{"n":2}`)
+	resp.Body.Close()
+	gw.cancel()
+	if err := <-gw.done; err != nil {
+		t.Fatal(err)
+	}
+	gw.done <- nil
+	if signed, _ = store.Checkpoints(t.Context(), "anonymous"); len(signed) != 2 || signed[1].Seq != 3 {
+		t.Fatalf("checkpoints after the stop: %+v, want seq 2 and 3", signed)
+	}
+	out, err := runCommand(t, "receipts", "verify", "-dial", "-config", writeConfig(t, configText))
+	if err != nil || !strings.Contains(out, "ok   anonymous: 3 receipts, seq 1…3") || !strings.Contains(out, "signed up to seq 3 (2 checkpoints)") {
+		t.Fatalf("verify -dial: %v\n%s", err, out)
+	}
 }
