@@ -94,6 +94,10 @@ func ParsePublicKey(pemBytes []byte) (ed25519.PublicKey, error) {
 	return public, nil
 }
 
+// KeysPath is where a gateway serves its receipt keys' JWKS, without
+// auth: anyone verifying an export needs them.
+const KeysPath = "/.well-known/toolgateway/receipt-keys"
+
 // jwk is one key of a JWKS (RFC 7517) of Ed25519 keys (RFC 8037).
 type jwk struct {
 	Kty string `json:"kty"`
