@@ -3,6 +3,7 @@ package gatewaycmd
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,8 +239,9 @@ func docsRecipe(t *testing.T) []byte {
 
 // TestGatewaySignsCheckpoints: a running gateway with a signing key and
 // checkpoint_every: 2 signs a chain's head once it has 2 receipts (seen
-// in the store while it runs), and the rest as it stops; the export
-// verifies with the config's keys.
+// in the store while it runs); it serves its keys' JWKS without auth,
+// signs the third receipt on POST /admin/v1/receipts/checkpoints, lists
+// the tenant's checkpoints; the export verifies with the config's keys.
 func TestGatewaySignsCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "receipts-key.pem")
@@ -252,7 +254,8 @@ func TestGatewaySignsCheckpoints(t *testing.T) {
 		redistest.CleanPrefix(context.Background(), client, prefix)
 		_ = client.Close()
 	})
-	configText := "listen: 127.0.0.1:0\nreceipts:\n  signing_key: " + key + "\n  checkpoint_every: {receipts: 2, interval: 1h}\n" +
+	configText := "listen: 127.0.0.1:0\nadmin:\n  token_sha256: " + tokenHash("ops") + "\n" +
+		"receipts:\n  signing_key: " + key + "\n  checkpoint_every: {receipts: 2, interval: 1h}\n" +
 		"store:\n  redis_url: redis://" + redistest.Addr(t) + "/0\n  key_prefix: \"" + prefix + "\"\n" + echoUpstream(t)
 	gw := startGateway(t, configText)
 	store := redisreceipts.New(client, prefix, nil)
@@ -275,6 +278,40 @@ func TestGatewaySignsCheckpoints(t *testing.T) {
 	}
 	resp := call(t, gw.addr, "sess", 2, "echo", `{"n":2}`)
 	resp.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if last, _, err := store.LastReceipt(t.Context(), "anonymous"); err != nil || last.Seq == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the third receipt was not written within 10 s")
+		}
+	}
+
+	// The endpoints: the JWKS without auth, a checkpoint signed now, the
+	// tenant's checkpoints.
+	jwks := get(t, "http://"+gw.addr+receipts.KeysPath)
+	keys, err := receipts.ParseJWKS(jwks.body)
+	if jwks.status != http.StatusOK || err != nil || keys.Check(signed[0]) != nil {
+		t.Fatalf("GET %s: %d %s (%v)", receipts.KeysPath, jwks.status, jwks.body, err)
+	}
+	admin := func(method, query string) reply {
+		req, _ := http.NewRequest(method, "http://"+gw.addr+"/admin/v1/receipts/checkpoints"+query, nil)
+		req.Header.Set("Authorization", "Bearer ops")
+		return do(t, req)
+	}
+	now := admin(http.MethodPost, "?tenant=anonymous")
+	made, err := receipts.ReadCheckpoints(bytes.NewReader(now.body))
+	if now.status != http.StatusOK || err != nil || len(made) != 1 || made[0].Seq != 3 || keys.Check(made[0]) != nil {
+		t.Fatalf("POST checkpoints: %d %s (%v)", now.status, now.body, err)
+	}
+	listed := admin(http.MethodGet, "?tenant=anonymous")
+	if all, err := receipts.ReadCheckpoints(bytes.NewReader(listed.body)); listed.status != http.StatusOK || err != nil || len(all) != 2 {
+		t.Fatalf("GET checkpoints: %d %s (%v)", listed.status, listed.body, err)
+	}
+	if r := admin(http.MethodGet, ""); r.status != http.StatusBadRequest {
+		t.Fatalf("GET checkpoints without a tenant: %d %s", r.status, r.body)
+	}
+
 	gw.cancel()
 	if err := <-gw.done; err != nil {
 		t.Fatal(err)

@@ -189,7 +189,11 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 		if err != nil {
 			return b, err
 		}
+		if _, opts.ReceiptKeys, err = st.cfg.receiptKeys(); err != nil {
+			return b, err
+		}
 		if sched != nil {
+			opts.ReceiptCheckpoints = sched
 			// Checkpoints are signed off the call path; at the end (closers
 			// run in reverse, so after the drain wrote the last receipts,
 			// before the store closes) the chains not signed yet are.
