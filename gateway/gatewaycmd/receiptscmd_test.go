@@ -204,6 +204,22 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 				t.Fatalf("verify of an edited checkpoint: %v\n%s", err, out)
 			}
 
+			// The anchor recipe of docs/receipts.md, on the checkpoint line,
+			// in a directory holding the TSA's CA as tsa-ca.pem.
+			anchorDir := t.TempDir()
+			if err := os.Link(tsa.RootsFile, filepath.Join(anchorDir, "tsa-ca.pem")); err != nil {
+				t.Fatal(err)
+			}
+			script := docsBlock(t, "OpenSSL checks an anchor", "```sh\n")
+			for name, want := range map[string]bool{lines[4]: true, strings.Replace(lines[4], `"seq":3,"hash"`, `"seq":2,"hash"`, 1): false} {
+				cmd := exec.CommandContext(t.Context(), "bash", "-c", "set -e; line=\"$1\"; "+script, "recipe", name)
+				cmd.Dir = anchorDir
+				out, err := cmd.CombinedOutput()
+				if (err == nil) != want || (want && !strings.Contains(string(out), "Verification: OK")) {
+					t.Fatalf("anchor recipe on %s: %v (want it to pass: %v)\n%s", name, err, want, out)
+				}
+			}
+
 			runRecipe := func(file string) (string, error) {
 				out, err := exec.CommandContext(t.Context(), "bash", recipe, file, keysFile).CombinedOutput()
 				return string(out), err
@@ -225,16 +241,24 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 // after its marker.
 func docsRecipe(t *testing.T) []byte {
 	t.Helper()
+	return []byte(docsBlock(t, "<!-- recipe: verify-receipts.sh -->\n", "```bash\n"))
+}
+
+// docsBlock is the first fenced block of docs/receipts.md that opens
+// with fence after the text after.
+func docsBlock(t *testing.T, after, fence string) string {
+	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "receipts.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(doc), "<!-- recipe: verify-receipts.sh -->\n```bash\n")
-	recipe, _, closed := strings.Cut(after, "```")
-	if !ok || !closed {
-		t.Fatal("docs/receipts.md has no verify-receipts.sh recipe")
+	_, rest, ok := strings.Cut(string(doc), after)
+	_, rest, opened := strings.Cut(rest, fence)
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !opened || !closed {
+		t.Fatalf("docs/receipts.md has no block after %q", after)
 	}
-	return []byte(recipe)
+	return block
 }
 
 // TestGatewaySignsCheckpoints: a running gateway with a signing key and
