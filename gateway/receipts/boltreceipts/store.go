@@ -347,6 +347,7 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 		}
 		return tx.Bucket(chainsBucket).ForEachBucket(func(tenant []byte) error {
 			c := tx.Bucket(chainsBucket).Bucket(tenant).Cursor()
+			lastExpired := int64(0)
 			for k, v := c.First(); k != nil; k, v = c.First() {
 				r, err := receipts.Decode(v)
 				if err != nil {
@@ -358,15 +359,32 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 				if err := c.Delete(); err != nil {
 					return err
 				}
-				removed++
+				removed, lastExpired = removed+1, r.Seq
 			}
-			return nil
+			return expireCheckpoints(tx, tenant, lastExpired)
 		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("boltreceipts: expire: %w", err)
 	}
 	return removed, nil
+}
+
+// expireCheckpoints drops tenant's checkpoints of seqs below
+// lastExpired, the last receipt expiry removed (0: none): its own
+// checkpoint vouches for the kept chain's anchor.
+func expireCheckpoints(tx *bolt.Tx, tenant []byte, lastExpired int64) error {
+	b := tx.Bucket(checkpointsBucket).Bucket(tenant)
+	if b == nil || lastExpired == 0 {
+		return nil
+	}
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && int64(binary.BigEndian.Uint64(k[:8])) < lastExpired; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // expireExecutions drops the dedupe index's entries older than before:

@@ -61,6 +61,10 @@ type statements struct {
 	// putCheckpoint: $1 tenant, $2 seq, $3 hash, $4 key id, $5 line.
 	putCheckpoint, checkpoints, checkpointTenants, last string
 	expire, expireIndex                                 string
+	// expireCheckpoints drops the checkpoints below each chain's last
+	// expired receipt (the one before its first kept receipt), whose own
+	// checkpoint vouches for the kept chain's anchor.
+	expireCheckpoints string
 	// duplicates: $1 tenant, $2 execution ids: those already indexed.
 	duplicates string
 }
@@ -91,6 +95,8 @@ func newStatements(schema string) statements {
 		duplicates: q(`SELECT execution_id FROM @.receipt_executions WHERE tenant = $1 AND execution_id = ANY($2::text[])`),
 		// $1 before (ns): the index is kept as long as the receipts.
 		expireIndex: q(`DELETE FROM @.receipt_executions WHERE time_ns < $1`),
+		expireCheckpoints: q(`DELETE FROM @.receipt_checkpoints c
+			WHERE c.seq < (SELECT min(r.seq) FROM @.receipts r WHERE r.tenant = c.tenant) - 1`),
 		// The head and its receipt's time (0: gone), read together so the
 		// next receipt is dated no earlier without another statement.
 		head: q(`SELECT h.seq, h.hash, COALESCE((SELECT r.time_ns FROM @.receipts r

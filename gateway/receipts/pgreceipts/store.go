@@ -230,6 +230,9 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	if _, err := s.pool.Exec(ctx, s.sql.expireIndex, before.UnixNano()); err != nil {
 		return int(tag.RowsAffected()), fmt.Errorf("pgreceipts: expire executions: %w", err)
 	}
+	if _, err := s.pool.Exec(ctx, s.sql.expireCheckpoints); err != nil {
+		return int(tag.RowsAffected()), fmt.Errorf("pgreceipts: expire checkpoints: %w", err)
+	}
 	return int(tag.RowsAffected()), nil
 }
 

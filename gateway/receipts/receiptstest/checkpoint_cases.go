@@ -21,6 +21,7 @@ func checkpointCases() []testCase {
 	return []testCase{
 		{"CheckpointsRoundTrip", checkpointsRoundTrip},
 		{"CheckpointAnchoredRoundTrip", checkpointAnchored},
+		{"CheckpointsExpireWithTheirReceipts", checkpointsExpire},
 		{"TamperTailTruncatedBelowACheckpoint", tamperTailTruncated},
 		{"TamperHeadRolledBackAndContinued", tamperHeadRolledBack},
 		{"TamperResealedWithoutTheKey", tamperResealed},
@@ -158,6 +159,34 @@ func checkpointAnchored(t *testing.T, b Backend) {
 	}
 	if tr := tenantReport(t, rep, "acme"); !rep.OK() || tr.Anchored != 1 || tr.Checkpointed != 6 || tsa.Answered() != 1 {
 		t.Fatalf("anchored chain: %+v (TSA answered %d)", tr, tsa.Answered())
+	}
+}
+
+// checkpointsExpire: expiry removes the checkpoints of expired receipts
+// but the last expired one's (it vouches for the kept chain's anchor);
+// the kept chain verifies, its expiry not contradicted.
+func checkpointsExpire(t *testing.T, b Backend) {
+	s := b.Replicas[0]
+	now := time.Now()
+	old := now.Add(-receipts.DefaultRetention - time.Hour)
+	for i := range 7 {
+		at := old
+		if i >= 4 {
+			at = now
+		}
+		mustAppend(t, s, "acme", event(i, "refund", receipts.EventExecuted, at))
+		mustCheckpoint(t, s, "acme")
+	}
+	if n, err := s.Expire(t.Context(), now.Add(-receipts.DefaultRetention)); err != nil || n != 4 {
+		t.Fatalf("Expire = %d, %v; want 4", n, err)
+	}
+	kept, err := b.Replicas[1].Checkpoints(t.Context(), "acme")
+	if err != nil || len(kept) != 4 || kept[0].Seq != 4 {
+		t.Fatalf("checkpoints after expiry: %+v %v, want seq 4…7", kept, err)
+	}
+	rep := verifyExport(t, b.Replicas[1])
+	if tr := tenantReport(t, rep, "acme"); !rep.OK() || tr.First != 5 || tr.Checkpoints != 4 {
+		t.Fatalf("after expiry: %+v", tr)
 	}
 }
 

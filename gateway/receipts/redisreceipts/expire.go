@@ -65,6 +65,11 @@ func (s *Store) expireTenant(ctx context.Context, tenant string, before time.Tim
 		if err != nil {
 			return removed, fmt.Errorf("redisreceipts: expire %s up to seq %s: %w", tenant, last, err)
 		}
+		// The checkpoints of expired receipts go too, but the one of the
+		// last expired receipt, which vouches for the kept chain's anchor.
+		if err := s.client.ZRemRangeByScore(ctx, s.checkpointsKey(tenant), "-inf", "("+last).Err(); err != nil {
+			return removed, fmt.Errorf("redisreceipts: expire %s checkpoints below seq %s: %w", tenant, last, err)
+		}
 		if old < len(batch) {
 			return removed, nil
 		}
