@@ -239,11 +239,11 @@ func (c *Config) receiptsFor(ctx context.Context, store idempotency.Store) (rece
 // checkpointScheduler is the scheduler that signs store's chains off the
 // call path (nil without a signing key).
 func (c *Config) checkpointScheduler(store receipts.Store, log *slog.Logger) (*receipts.Scheduler, error) {
-	key, _, err := c.receiptKeys()
+	key, keys, err := c.receiptKeys()
 	if err != nil || key == nil {
 		return nil, err
 	}
 	every, interval := c.checkpointEvery()
-	cp := receipts.Checkpointer{Store: store, Key: key, Retention: time.Duration(c.Receipts.Retention), TSA: c.receiptsTSA()}
+	cp := receipts.Checkpointer{Store: store, Key: key, Keys: keys, Retention: time.Duration(c.Receipts.Retention), TSA: c.receiptsTSA()}
 	return receipts.NewScheduler(cp, every, interval, log), nil
 }

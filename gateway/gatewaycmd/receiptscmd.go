@@ -266,7 +266,7 @@ func runReceiptsCheckpoint(ctx context.Context, inv invocation) error {
 		return fmt.Errorf("receipts checkpoint: %w", err)
 	}
 	defer closeStore()
-	key, _, err := cfg.receiptKeys()
+	key, keys, err := cfg.receiptKeys()
 	if err != nil {
 		return fmt.Errorf("receipts checkpoint: %w", err)
 	}
@@ -279,7 +279,7 @@ func runReceiptsCheckpoint(ctx context.Context, inv invocation) error {
 			return fmt.Errorf("receipts checkpoint: %w", err)
 		}
 	}
-	cp := receipts.Checkpointer{Store: store, Key: key, Retention: time.Duration(cfg.Receipts.Retention), TSA: cfg.receiptsTSA()}
+	cp := receipts.Checkpointer{Store: store, Key: key, Keys: keys, Retention: time.Duration(cfg.Receipts.Retention), TSA: cfg.receiptsTSA()}
 	var failed error
 	for _, t := range tenants {
 		c, made, err := cp.Checkpoint(ctx, t)

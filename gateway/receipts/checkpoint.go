@@ -82,6 +82,10 @@ type CheckpointStore interface {
 	PutCheckpoint(ctx context.Context, c Checkpoint) error
 	// Checkpoints returns tenant's checkpoints in seq order.
 	Checkpoints(ctx context.Context, tenant string) ([]Checkpoint, error)
+	// LatestCheckpoints returns tenant's checkpoints of the highest seq
+	// (one per key and hash): what the next checkpoint is checked against,
+	// read without reading them all.
+	LatestCheckpoints(ctx context.Context, tenant string) ([]Checkpoint, error)
 	// CheckpointTenants is the checkpoint index: every tenant that has a
 	// checkpoint, in order. It is kept apart from the chains' listing, so
 	// a chain unlisted by hand is still exported and verified.
@@ -101,6 +105,10 @@ type Checkpointer struct {
 	Retention time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Keys are the keys a stored checkpoint may be signed by (nil: Key's
+	// alone): a latest checkpoint signed by none of them was forged in
+	// the store, and nothing is signed after it.
+	Keys KeySet
 	// TSA, when set, anchors every checkpoint: a TSA that fails leaves
 	// the checkpoint stored without its anchor, and Checkpoint answers it
 	// with the error.
@@ -117,12 +125,15 @@ func (cp Checkpointer) Checkpoint(ctx context.Context, tenant string) (Checkpoin
 	if err != nil || !ok {
 		return Checkpoint{}, false, err
 	}
-	known, err := cp.Store.Checkpoints(ctx, tenant)
+	known, err := cp.Store.LatestCheckpoints(ctx, tenant)
 	if err != nil {
 		return Checkpoint{}, false, err
 	}
 	if n := len(known); n > 0 {
 		latest := known[n-1]
+		if err := cp.trusted().Check(latest); err != nil {
+			return Checkpoint{}, false, fmt.Errorf("receipts: checkpoint %s: the latest checkpoint, seq %d, is %v: %w", tenant, latest.Seq, err, ErrChainDiverged)
+		}
 		at, err := receiptAt(ctx, cp.Store, tenant, latest.Seq)
 		if err != nil {
 			return Checkpoint{}, false, err
@@ -131,9 +142,9 @@ func (cp Checkpointer) Checkpoint(ctx context.Context, tenant string) (Checkpoin
 		if (at == nil && !expired) || (at != nil && at.Hash != latest.Hash) {
 			return Checkpoint{}, false, fmt.Errorf("receipts: checkpoint %s: seq %d: %w", tenant, latest.Seq, ErrChainDiverged)
 		}
-		for i := n - 1; i >= 0 && known[i].Seq >= head.Seq; i-- {
-			if known[i].Seq == head.Seq && known[i].KeyID == cp.Key.ID() {
-				return known[i], false, nil
+		for _, c := range known {
+			if c.Seq == head.Seq && c.KeyID == cp.Key.ID() {
+				return c, false, nil
 			}
 		}
 	}
@@ -150,6 +161,16 @@ func (cp Checkpointer) Checkpoint(ctx context.Context, tenant string) (Checkpoin
 		return Checkpoint{}, false, err
 	}
 	return c, true, anchorErr
+}
+
+// trusted is cp.Keys, or Key's alone.
+func (cp Checkpointer) trusted() KeySet {
+	if len(cp.Keys) > 0 {
+		return cp.Keys
+	}
+	ks := KeySet{}
+	ks.Add(cp.Key.Public())
+	return ks
 }
 
 // mayHaveExpired reports whether a receipt sealed at t may be gone by

@@ -247,6 +247,35 @@ func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Chec
 	return out, nil
 }
 
+// LatestCheckpoints implements [receipts.CheckpointStore]: a walk back
+// from the last key.
+func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []receipts.Checkpoint
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(checkpointsBucket).Bucket([]byte(tenant))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, v := c.Last()
+		for top := k; k != nil && bytes.Equal(k[:8], top[:8]); k, v = c.Prev() {
+			cp, err := receipts.DecodeCheckpoint(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, cp)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltreceipts: latest checkpoints of %s: %w", tenant, err)
+	}
+	return out, nil
+}
+
 // CheckpointTenants implements [receipts.CheckpointStore].
 func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {

@@ -59,8 +59,8 @@ type statements struct {
 	// failing every append on the receipts' primary key.
 	restoreHead string
 	// putCheckpoint: $1 tenant, $2 seq, $3 hash, $4 key id, $5 line.
-	putCheckpoint, checkpoints, checkpointTenants, last string
-	expire, expireIndex                                 string
+	putCheckpoint, checkpoints, latestCheckpoints, checkpointTenants, last string
+	expire, expireIndex                                                    string
 	// expireCheckpoints drops the checkpoints below each chain's last
 	// expired receipt (the one before its first kept receipt), whose own
 	// checkpoint vouches for the kept chain's anchor.
@@ -106,7 +106,9 @@ func newStatements(schema string) statements {
 			ORDER BY seq DESC LIMIT 1 ON CONFLICT (tenant) DO NOTHING`),
 		putCheckpoint: q(`INSERT INTO @.receipt_checkpoints (tenant, seq, hash, key_id, line)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`),
-		checkpoints:       q(`SELECT line FROM @.receipt_checkpoints WHERE tenant = $1 ORDER BY seq, line`),
+		checkpoints: q(`SELECT line FROM @.receipt_checkpoints WHERE tenant = $1 ORDER BY seq, line`),
+		latestCheckpoints: q(`SELECT line FROM @.receipt_checkpoints WHERE tenant = $1
+			AND seq = (SELECT max(seq) FROM @.receipt_checkpoints WHERE tenant = $1) ORDER BY line`),
 		checkpointTenants: q(`SELECT DISTINCT tenant FROM @.receipt_checkpoints ORDER BY tenant`),
 		last:              q(`SELECT line FROM @.receipts WHERE tenant = $1 ORDER BY seq DESC LIMIT 1`),
 		tenants:           q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),

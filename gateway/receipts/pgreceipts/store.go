@@ -253,10 +253,20 @@ func (s *Store) PutCheckpoint(ctx context.Context, c receipts.Checkpoint) error 
 
 // Checkpoints implements [receipts.CheckpointStore].
 func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	return s.readCheckpoints(ctx, s.sql.checkpoints, tenant)
+}
+
+// LatestCheckpoints implements [receipts.CheckpointStore].
+func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	return s.readCheckpoints(ctx, s.sql.latestCheckpoints, tenant)
+}
+
+// readCheckpoints runs query, whose rows are checkpoint lines of tenant.
+func (s *Store) readCheckpoints(ctx context.Context, query, tenant string) ([]receipts.Checkpoint, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.checkpoints, tenant)
+	rows, err := s.pool.Query(ctx, query, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,6 +293,15 @@ func tamperCheckpointForged(t *testing.T, b Backend) {
 	c.Hash = chain[2].Hash
 	b.Raw.PutCheckpoint(t, c)
 	wantCaught(t, b, receipts.ProblemBadSignature, 4)
+	// A forged checkpoint above the chain: the gateway signs nothing after it.
+	forged := signingKey.Sign(receipts.CheckpointOf(chain[5]))
+	forged.Seq = 1000
+	b.Raw.PutCheckpoint(t, forged)
+	mustAppend(t, b.Replicas[0], "acme", event(80, "refund", receipts.EventDenied, time.Now()))
+	_, _, err := receipts.Checkpointer{Store: b.Replicas[0], Key: signingKey}.Checkpoint(t.Context(), "acme")
+	if !errors.Is(err, receipts.ErrChainDiverged) || !strings.Contains(err.Error(), "signature does not verify") {
+		t.Fatalf("checkpoint after a forged one: %v", err)
+	}
 }
 
 // tamperDeletedAsExpired: the oldest receipts deleted, so the chain starts

@@ -174,6 +174,34 @@ func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Chec
 	return out, nil
 }
 
+// latestBatch bounds the checkpoints LatestCheckpoints reads: those of
+// one seq (one per key and hash) and a few more.
+const latestBatch = 16
+
+// LatestCheckpoints implements [receipts.CheckpointStore]: one
+// ZREVRANGEBYSCORE of the highest few.
+func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	zs, err := s.client.ZRevRangeByScoreWithScores(ctx, s.checkpointsKey(tenant), &redis.ZRangeBy{
+		Min: "-inf", Max: "+inf", Count: latestBatch,
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: latest checkpoints of %s: %w", tenant, err)
+	}
+	var out []receipts.Checkpoint
+	for _, z := range zs {
+		if z.Score != zs[0].Score {
+			break
+		}
+		line, _ := z.Member.(string)
+		c, err := receipts.DecodeCheckpoint([]byte(line))
+		if err != nil {
+			return nil, fmt.Errorf("redisreceipts: latest checkpoints of %s: %w", tenant, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // CheckpointTenants implements [receipts.CheckpointStore].
 func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
 	tenants, err := s.client.SMembers(ctx, s.checkpointIndexKey()).Result()
