@@ -72,8 +72,12 @@ func writeLine(w io.Writer, v any) error {
 	return nil
 }
 
-// exportTenant writes the receipts of f.Tenant that match f.
+// exportTenant writes the receipts of f.Tenant that match f: the stored
+// lines themselves when f selects none out.
 func exportTenant(ctx context.Context, s Store, w io.Writer, f Filter) error {
+	if f.Since.IsZero() && f.Until.IsZero() && f.Tool == "" && f.Event == "" {
+		return exportLines(ctx, s, w, f.Tenant)
+	}
 	for {
 		page, next, err := s.List(ctx, f)
 		if err != nil {
@@ -121,5 +125,25 @@ func ReadCheckpoints(r io.Reader) ([]Checkpoint, error) {
 		if err != nil {
 			return nil, fmt.Errorf("receipts: read line %d: %w", line, err)
 		}
+	}
+}
+
+// exportLines writes tenant's stored lines, page by page.
+func exportLines(ctx context.Context, s Store, w io.Writer, tenant string) error {
+	after := int64(0)
+	for {
+		lines, next, err := s.Lines(ctx, tenant, after, MaxLimit)
+		if err != nil {
+			return fmt.Errorf("receipts: export %s after seq %d: %w", tenant, after, err)
+		}
+		for _, line := range lines {
+			if _, err := w.Write(append(bytes.TrimRight(line, "\n"), '\n')); err != nil {
+				return fmt.Errorf("receipts: export: write: %w", err)
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		after = next
 	}
 }

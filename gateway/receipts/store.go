@@ -30,6 +30,12 @@ type Store interface {
 	// at most f.Limit receipts from the store, so a selective filter may
 	// answer fewer than f.Limit (even none) with a non-zero cursor.
 	List(ctx context.Context, f Filter) ([]Receipt, int64, error)
+	// Lines returns one page of tenant's stored receipts as the store
+	// holds them (each a line as [Encode] wrote it, unless someone edited
+	// the store), at most limit after seq after, in seq order, and the
+	// cursor of the next page (0: no more): what an export hands to
+	// [VerifyWith], so its strict parsing sees the stored bytes.
+	Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error)
 	// Tenants lists the tenants that have a chain, in order.
 	Tenants(ctx context.Context) ([]string, error)
 	// Expire deletes the receipts sealed before before (receipts.retention)

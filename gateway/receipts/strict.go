@@ -107,6 +107,11 @@ func checkObject(dec *json.Decoder, s schema) error {
 		seen = append(seen, name)
 		m, known := s[name]
 		if !known {
+			for want := range s {
+				if strings.EqualFold(want, name) {
+					return fmt.Errorf("members %q and %q differ only by case: %q is unknown", name, want, name)
+				}
+			}
 			return fmt.Errorf("unknown member %q", name)
 		}
 		if m.kind == kindObject {

@@ -362,6 +362,35 @@ func (s *Store) List(ctx context.Context, f receipts.Filter) ([]receipts.Receipt
 	return page, next, nil
 }
 
+// Lines implements [receipts.Store].
+func (s *Store) Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	var lines [][]byte
+	var next int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		chain := chainBucket(tx, tenant)
+		if chain == nil {
+			return nil
+		}
+		c := chain.Cursor()
+		last := int64(0)
+		for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
+			if len(lines) == limit {
+				next = last
+				return nil
+			}
+			lines, last = append(lines, bytes.Clone(v)), int64(binary.BigEndian.Uint64(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("boltreceipts: lines of %s: %w", tenant, err)
+	}
+	return lines, next, nil
+}
+
 // Expire implements [receipts.Store]: in one Update transaction, per
 // tenant, the longest run of oldest receipts sealed before before, so what
 // stays is a contiguous chain even when writers' clocks disagree.

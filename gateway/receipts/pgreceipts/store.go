@@ -218,6 +218,35 @@ func (s *Store) List(ctx context.Context, f receipts.Filter) ([]receipts.Receipt
 	return page, next, nil
 }
 
+// Lines implements [receipts.Store]: the list query, lines as stored.
+func (s *Store) Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.list, tenant, after, limit+1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgreceipts: lines of %s: %w", tenant, err)
+	}
+	type row struct {
+		Seq  int64
+		Line string
+	}
+	read, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgreceipts: lines of %s: %w", tenant, err)
+	}
+	var next int64
+	if len(read) > limit {
+		read = read[:limit]
+		next = read[limit-1].Seq
+	}
+	lines := make([][]byte, len(read))
+	for i, r := range read {
+		lines[i] = []byte(r.Line)
+	}
+	return lines, next, nil
+}
+
 // Expire implements [receipts.Store]: one statement over every tenant.
 func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	if err := s.ready(ctx); err != nil {
