@@ -191,6 +191,11 @@ func fixedChanges(cur, next *Config) []string {
 	if !reflect.DeepEqual(cur.Approvals.Notify, next.Approvals.Notify) || cur.notifySecret != next.notifySecret {
 		out = append(out, "approvals.notify")
 	}
+	// The receipts' writer, signer and keys start with the gateway.
+	out = append(out, fieldChanges("receipts", cur.Receipts, next.Receipts)...)
+	if cur.receiptsSigningPEM != next.receiptsSigningPEM {
+		out = append(out, envReceiptsSigningKey)
+	}
 	if !reflect.DeepEqual(toolReconciles(cur), toolReconciles(next)) {
 		out = append(out, "tools[].reconcile") // the worker starts with the gateway
 	}
