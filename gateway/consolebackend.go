@@ -28,21 +28,34 @@ var _ console.Backend = consoleBackend{}
 // mountConsole serves the operator console at /console/ on the admin
 // listener; called only when an admin token is configured.
 func (s *Server) mountConsole(r chi.Router) {
+	// Without configured keys the process signs with a key of its own:
+	// nothing in the configuration derives it, and it dies with the process.
+	random := console.NewSessionKey()
+	if len(s.settings.Load().consoleKeys) == 0 {
+		s.log.Warn("console: no session key configured (console.session_key_file or " + ConsoleSessionKeyEnv +
+			"): signing with a random key, so console sessions end at a restart and other replicas do not accept them")
+	}
 	h := console.New(consoleBackend{s}, console.Options{
 		Authenticate: s.adminTokenAccepted,
 		SessionKeys: func() [][]byte {
-			var keys [][]byte
-			for _, h := range s.settings.Load().admin {
-				keys = append(keys, console.SessionKey(*h))
+			if keys := s.settings.Load().consoleKeys; len(keys) > 0 {
+				return keys
 			}
-			return keys
+			return [][]byte{random}
 		},
-		Log:  s.log,
-		OIDC: s.opts.ConsoleOIDC,
+		Secure:         s.opts.ConsoleSecureCookies,
+		TokenSignInOff: s.opts.ConsoleTokenSignInOff,
+		Log:            s.log,
+		OIDC:           s.opts.ConsoleOIDC,
 	})
 	r.Handle(console.Base, h)
 	r.Handle(console.Base+"/*", h)
 }
+
+// ConsoleSessionKeyEnv is the environment variable that may hold the
+// console's session keys instead of console.session_key_file (the same
+// format: console.ParseSessionKeys).
+const ConsoleSessionKeyEnv = "TOOLGATEWAY_CONSOLE_SESSION_KEY"
 
 // adminTokenAccepted reports whether token is an admin token the gateway
 // accepts now (the current one, or the previous one during a rotation).

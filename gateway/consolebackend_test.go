@@ -2,6 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -124,5 +129,68 @@ func TestConsoleNeedsAnAdminToken(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("echo")})
 	if r := h.get("/console/signin", ""); r.status != http.StatusNotFound {
 		t.Fatalf("console without an admin token: %d", r.status)
+	}
+}
+
+// forgedConsoleCookie is the session cookie an adversary holding only the
+// config file could make before the console had keys of its own: signed
+// with HMAC-SHA-256 keyed by HMAC(admin.token_sha256, "toolgateway
+// console session v1"), with the matching CSRF token.
+func forgedConsoleCookie(tokenSHA256 [sha256.Size]byte, now time.Time) (cookie, csrf string) {
+	mac := hmac.New(sha256.New, tokenSHA256[:])
+	mac.Write([]byte("toolgateway console session v1"))
+	key := mac.Sum(nil)
+	payload, _ := json.Marshal(map[string]any{"id": "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0", "by": "mallory", "exp": now.Add(time.Hour).Unix()})
+	mac = hmac.New(sha256.New, key)
+	mac.Write(payload)
+	cookie = base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	mac = hmac.New(sha256.New, key)
+	mac.Write([]byte("csrf\x00f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"))
+	return cookie, base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// TestConsoleRefusesSessionsForgedFromTheConfig: the config file holds
+// admin.token_sha256; a session signed with a key derived from it is
+// refused (the console's keys are the key file's), so the forged approve
+// leaves the approval pending and the tool never runs.
+func TestConsoleRefusesSessionsForgedFromTheConfig(t *testing.T) {
+	sum := sha256.Sum256([]byte("adm"))
+	for name, keys := range map[string][][]byte{"random key": nil, "key file": {console.NewSessionKey()}} {
+		t.Run(name, func(t *testing.T) {
+			h, tool := decideHarness(t, storeEmbedded, gateway.ApprovalSettings{}, withAdmin("adm"),
+				func(o *gateway.Options) { o.ConsoleSessionKeys = keys })
+			call := refund("s", 1, "500")
+			id := pendingID(t, h.Do(call))
+
+			cookie, csrf := forgedConsoleCookie(sum, time.Now())
+			noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			send := func(method, path string, form url.Values) *http.Response {
+				req, _ := http.NewRequest(method, h.Srv.URL+path, strings.NewReader(form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.AddCookie(&http.Cookie{Name: "tg_console", Value: cookie})
+				resp, err := noRedirect.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			if resp := send(http.MethodGet, "/console/approvals", nil); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/signin") {
+				t.Fatalf("forged session on the approvals page: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			resp := send(http.MethodPost, "/console/approvals/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"approve"}, "note": {"forged"}})
+			if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/signin") {
+				t.Fatalf("forged approve: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if rec, err := h.Store.(idempotency.Approvals).GetApproval(context.Background(), id); err != nil || rec.State != idempotency.StateAwaitingApproval {
+				t.Fatalf("approval after the forged approve: %s, %v", rec.State, err)
+			}
+			if again := pendingID(t, h.Do(call)); again != id {
+				t.Fatalf("the agent's retry answered approval %s, want the pending %s", again, id)
+			}
+			if n := tool.Runs(keyOf(t, call)); n != 0 {
+				t.Fatalf("the tool ran %d times after a forged approve", n)
+			}
+		})
 	}
 }

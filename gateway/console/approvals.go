@@ -192,8 +192,13 @@ func (c *Console) approvalsMessage(w http.ResponseWriter, r *http.Request, statu
 }
 
 // storeFailed answers 503 when the store did not answer; the error is
-// logged, not shown (it may name internals).
+// logged, not shown (it may name internals). A page link whose cursor the
+// store did not hand out is the link's fault, not the store's: 400.
 func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, idempotency.ErrInvalidCursor) {
+		http.Error(w, "400: that page link is not one this console made; start again from the first page", http.StatusBadRequest)
+		return
+	}
 	c.opts.Log.ErrorContext(r.Context(), "console: store failed", "error", err)
 	http.Error(w, "503: the store did not answer; try again in a moment", http.StatusServiceUnavailable)
 }

@@ -98,18 +98,24 @@ type Options struct {
 	// Authenticate checks a submitted admin token; true when it is one the
 	// gateway accepts now (rotation included).
 	Authenticate func(token string) bool
-	// SessionKeys returns the keys that sign session cookies: the first
-	// signs, every one is accepted. Derive them from the configured admin
-	// token hashes ([SessionKey]) so every replica accepts the others'
-	// cookies and rotating the admin token signs everyone out once the
-	// previous token is dropped. It is called per request, so a reload
-	// takes effect at once.
+	// SessionKeys returns the keys that sign session cookies, the OIDC
+	// attempt cookie and (through the session) the CSRF tokens: the first
+	// signs, every one is accepted. They must come from a secret nothing
+	// in the configuration file derives (console.session_key_file): a key
+	// derived from the admin token's hash would let anyone who reads the
+	// file forge a session. Replicas that share the keys accept each
+	// other's cookies. It is called per request, so a reload takes effect
+	// at once.
 	SessionKeys func() [][]byte
 	// SessionTTL is how long a sign-in lasts; 0 means 8 hours.
 	SessionTTL time.Duration
 	// Secure marks cookies Secure even on plain HTTP (TLS terminated in
-	// front of the gateway); on a TLS connection they always are.
+	// front of the gateway: console.secure_cookies); on a TLS connection
+	// they always are.
 	Secure bool
+	// TokenSignInOff turns the admin-token sign-in off: the page offers
+	// only the identity provider, and a POST of the form signs nobody in.
+	TokenSignInOff bool
 	// PageSize bounds every list the console shows; 0 means 50.
 	PageSize int
 	// Now is the clock; nil means time.Now.
@@ -131,6 +137,8 @@ type Console struct {
 	pages   *pages
 	// oidc is the identity provider's client; nil without [Options.OIDC].
 	oidc *oidcClient
+	// throttle limits sign-in attempts per client address.
+	throttle *throttle
 }
 
 // New returns the console's handler, to be mounted at [Base] on the admin
@@ -148,7 +156,7 @@ func New(backend Backend, opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{backend: backend, opts: opts, pages: mustParsePages()}
+	c := &Console{backend: backend, opts: opts, pages: mustParsePages(), throttle: newThrottle()}
 	if opts.OIDC != nil {
 		c.oidc = &oidcClient{cfg: *opts.OIDC}
 		if c.oidc.cfg.HTTPClient == nil {

@@ -25,6 +25,10 @@ import (
 
 const adminToken = "console-test-admin-token"
 
+// testSessionKey signs the fixtures' sessions: random, as a configured
+// session key file holds one.
+var testSessionKey = console.NewSessionKey()
+
 // clock is a settable test clock shared by the store and the console.
 type clock struct {
 	mu sync.Mutex
@@ -98,7 +102,7 @@ func newFixtureWith(t testing.TB, edit func(o *console.Options, url string)) *fi
 	sum := sha256.Sum256([]byte(adminToken))
 	opts := console.Options{
 		Authenticate: func(token string) bool { return sha256.Sum256([]byte(token)) == sum },
-		SessionKeys:  func() [][]byte { return [][]byte{console.SessionKey(sum)} },
+		SessionKeys:  func() [][]byte { return [][]byte{testSessionKey} },
 		SessionTTL:   time.Hour,
 		Now:          clk.Now,
 	}

@@ -101,10 +101,20 @@ func (o *oidcClient) discover(ctx context.Context) (*oauth2.Config, *oidc.IDToke
 // handleOIDCStart sends the browser to the provider with a fresh state,
 // PKCE verifier and nonce, kept in a signed short-lived cookie.
 func (c *Console) handleOIDCStart(w http.ResponseWriter, r *http.Request) {
+	source, now := clientAddress(r), c.opts.Now()
+	if wait := c.throttle.wait(source, now); wait > 0 {
+		c.tooMany(w, r, source, wait, signInView{Next: safeNext(r.URL.Query().Get("next"))})
+		return
+	}
+	c.throttle.spend(source, now)
 	cfg, _, _, err := c.oidc.discover(r.Context())
 	if err != nil {
 		c.opts.Log.ErrorContext(r.Context(), "console: OIDC sign-in unavailable", "error", err)
-		c.renderSignIn(w, r, http.StatusBadGateway, signInView{Next: safeNext(r.URL.Query().Get("next")), Message: "The identity provider cannot be reached now. Try again, or sign in with the admin token."})
+		msg := "The identity provider cannot be reached now. Try again in a moment."
+		if !c.opts.TokenSignInOff {
+			msg = "The identity provider cannot be reached now. Try again, or sign in with the admin token."
+		}
+		c.renderSignIn(w, r, http.StatusBadGateway, signInView{Next: safeNext(r.URL.Query().Get("next")), Message: msg})
 		return
 	}
 	a := oidcAttempt{State: rand.Text(), Verifier: oauth2.GenerateVerifier(), Nonce: rand.Text(), Next: safeNext(r.URL.Query().Get("next")), Expires: c.opts.Now().Add(oidcAttemptTTL).Unix()}

@@ -41,6 +41,9 @@ var funcs = template.FuncMap{
 	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"ms":     func(d time.Duration) string { return d.Round(time.Microsecond * 100).String() },
 	"base":   func() string { return Base },
+	// visible shows a caller's (or anyone's) text with its invisible and
+	// direction-changing characters escaped (Visible).
+	"visible": Visible,
 }
 
 func mustParsePages() *pages {
@@ -90,13 +93,15 @@ func pageFor(r *http.Request, title, nav string, body any) page {
 }
 
 // prettyJSON lays canonical arguments out indented for reading; text that
-// is not JSON is shown as it is. html/template escapes the result.
+// is not JSON is shown as it is. Invisible and direction-changing
+// characters are escaped (Visible): in a JSON string the escape means the
+// same character. html/template escapes the result.
 func prettyJSON(raw []byte) string {
 	var out bytes.Buffer
 	if err := json.Indent(&out, raw, "", "  "); err != nil {
-		return string(raw)
+		return Visible(string(raw))
 	}
-	return out.String()
+	return Visible(out.String())
 }
 
 // age is a short age ("3m12s") of t at now.

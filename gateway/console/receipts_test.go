@@ -62,7 +62,7 @@ func TestReceiptsTimelineFiltersAndChainState(t *testing.T) {
 		{Tenant: "globex", Receipts: 9, Problem: "altered: seq 7 (line 7): its hash does not match its content"},
 	}}, console.Options{
 		Authenticate: func(token string) bool { return sha256.Sum256([]byte(token)) == sum },
-		SessionKeys:  func() [][]byte { return [][]byte{console.SessionKey(sum)} },
+		SessionKeys:  func() [][]byte { return [][]byte{testSessionKey} },
 		Now:          f.clock.Now,
 	}))
 	t.Cleanup(srv.Close)

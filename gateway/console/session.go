@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,14 +28,59 @@ const (
 // maxFormBytes bounds every form the console reads.
 const maxFormBytes = 1 << 20
 
-// SessionKey derives the console's session-signing key from an admin
-// token's SHA-256, so every replica configured with the same token signs
-// and accepts the same cookies without sharing state, and rotating the
-// token (once the previous one is dropped) ends every session.
-func SessionKey(adminTokenSHA256 [sha256.Size]byte) []byte {
-	mac := hmac.New(sha256.New, adminTokenSHA256[:])
-	mac.Write([]byte("toolgateway console session v1"))
-	return mac.Sum(nil)
+// MinSessionKeyBytes is the shortest session key accepted: 32 random
+// bytes, the size of the HMAC-SHA-256 it keys.
+const MinSessionKeyBytes = 32
+
+// ParseSessionKeys reads session keys as console.session_key_file and
+// TOOLGATEWAY_CONSOLE_SESSION_KEY hold them: one key per line, hex or
+// base64 (standard or URL alphabet, padded or not) of at least
+// [MinSessionKeyBytes] random bytes; blank lines and lines starting with
+// "#" are skipped. The first key signs, every key verifies, so a rotation
+// adds the new key first and drops the old one later. Errors name the line,
+// never the key.
+func ParseSessionKeys(text string) ([][]byte, error) {
+	var keys [][]byte
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, ok := decodeKey(line)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("line %d: not hex or base64 (make a key with `openssl rand -base64 32`)", i+1)
+		case len(key) < MinSessionKeyBytes:
+			return nil, fmt.Errorf("line %d: %d bytes: want at least %d random bytes (make a key with `openssl rand -base64 32`)", i+1, len(key), MinSessionKeyBytes)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no key: want one key per line (make one with `openssl rand -base64 32`)")
+	}
+	return keys, nil
+}
+
+// decodeKey reads one key: hex when it is hex, else base64.
+func decodeKey(s string) ([]byte, bool) {
+	if b, err := hex.DecodeString(s); err == nil {
+		return b, true
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// NewSessionKey returns a random session key, for a gateway configured
+// with none: its sessions end with the process and no other replica
+// accepts them.
+func NewSessionKey() []byte {
+	key := make([]byte, MinSessionKeyBytes)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails (it crashes the program instead)
+	return key
 }
 
 // session is a signed-in operator, as the cookie carries it.
@@ -84,7 +130,7 @@ func (c *Console) issue(w http.ResponseWriter, r *http.Request, by string) error
 	}
 	keys := c.opts.SessionKeys()
 	if len(keys) == 0 {
-		return errors.New("console: no session key (no admin token configured)")
+		return errors.New("console: no session key")
 	}
 	value := base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(sign(keys[0], payload))
 	c.setCookie(w, r, sessionCookie, value, c.opts.SessionTTL)

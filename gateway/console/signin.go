@@ -13,6 +13,8 @@ type signInView struct {
 	CSRF, Next, Name, Message string
 	// OIDC offers sign-in through the identity provider.
 	OIDC bool
+	// Token offers sign-in with the admin token.
+	Token bool
 }
 
 // maxOperatorName bounds the name an operator signs in with (it is
@@ -41,6 +43,7 @@ func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status in
 	}
 	v.CSRF = token
 	v.OIDC = c.oidc != nil
+	v.Token = !c.opts.TokenSignInOff
 	c.pages.render(w, status, "signin", page{Title: "Sign in", Body: v})
 }
 
@@ -48,6 +51,10 @@ func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status in
 // session. A wrong token stays on the sign-in page with a message; the
 // token is never echoed back.
 func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
+	if c.opts.TokenSignInOff {
+		http.Error(w, "403 forbidden: sign-in with the admin token is off on this console (console.token_sign_in); sign in through the identity provider", http.StatusForbidden)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	ck, cookieErr := r.Cookie(signInCookie)
 	if err := r.ParseForm(); err != nil || cookieErr != nil || !sameToken(r.PostForm.Get(csrfField), ck.Value) {
@@ -57,14 +64,20 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostForm.Get("next"))
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	v := signInView{Next: next, Name: name}
+	source, now := clientAddress(r), c.opts.Now()
+	if wait := c.throttle.wait(source, now); wait > 0 {
+		c.tooMany(w, r, source, wait, v)
+		return
+	}
 	switch {
 	case name == "" || len(name) > maxOperatorName:
 		v.Message = "Enter your name (up to 200 characters): it is recorded on every decision you take."
 		c.renderSignIn(w, r, http.StatusBadRequest, v)
 		return
 	case !c.opts.Authenticate(r.PostForm.Get("token")):
+		c.throttle.spend(source, now)
 		v.Message = "That token is not the admin token. Check it and try again."
-		c.opts.Log.WarnContext(r.Context(), "console: sign-in with a wrong admin token")
+		c.opts.Log.WarnContext(r.Context(), "console: sign-in with a wrong admin token", "source", source)
 		c.renderSignIn(w, r, http.StatusUnauthorized, v)
 		return
 	}

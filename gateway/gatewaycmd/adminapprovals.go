@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/console"
 )
 
 // Usages of the approval commands of `gateway admin`.
@@ -96,7 +97,7 @@ func (c *adminClient) approvalTable(approvals []json.RawMessage, next string) er
 			return fmt.Errorf("admin approvals: an approval: %w", err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tenant, a.Tool, a.Approver,
-			a.RequestedAt, a.ExpiresAt, orDash(a.DecidedBy), orDash(a.Reason))
+			a.RequestedAt, a.ExpiresAt, orDash(console.Visible(a.DecidedBy)), orDash(console.Visible(a.Reason)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -192,9 +193,11 @@ func (c *adminClient) printApproval(raw []byte, asJSON bool) error {
 		return fmt.Errorf("admin: the answer is not an approval: %w", err)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	// A caller's strings reach a terminal: control sequences and
+	// direction overrides are shown escaped, never acted on.
 	line := func(name, value string) {
 		if value != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", name, value)
+			fmt.Fprintf(tw, "%s\t%s\n", name, console.Visible(value))
 		}
 	}
 	line("id", a.ID)

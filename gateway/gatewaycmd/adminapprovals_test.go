@@ -133,3 +133,15 @@ func TestAdminCommandDecidesApprovals(t *testing.T) {
 		t.Fatalf("deny -h: %v\n%s", err, out)
 	}
 }
+
+// TestAdminCommandShowsArgumentsEscaped: arguments with a direction
+// override print as its escape, so the terminal shows what the caller
+// sent.
+func TestAdminCommandShowsArgumentsEscaped(t *testing.T) {
+	f := newAdminFixture(t)
+	id := f.requestApproval("sess", 1, "{\"file\":\"invoice\u202efdp.exe\"}")
+	shown, err := f.adminAs("alice", "approval", id)
+	if err != nil || !strings.Contains(shown, `invoice\u202efdp.exe`) || strings.ContainsRune(shown, '\u202e') {
+		t.Fatalf("approval not escaped (%v):\n%q", err, shown)
+	}
+}

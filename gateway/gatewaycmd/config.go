@@ -67,6 +67,8 @@ type Config struct {
 	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
 	// checkpoints' signing key itself, over receipts.signing_key's file.
 	receiptsSigningPEM string
+	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
+	consoleSessionKeyEnv string
 }
 
 // ServerConfig bounds what one connection may cost the gateway (slow or
@@ -374,6 +376,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
 	c.receiptsSigningPEM = getenv(envReceiptsSigningKey)
+	c.consoleSessionKeyEnv = getenv(gateway.ConsoleSessionKeyEnv)
 }
 
 // withDefaults fills the fields a file left out.

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/console"
 )
 
@@ -14,6 +16,58 @@ import (
 type ConsoleConfig struct {
 	// OIDC adds sign-in through the identity provider.
 	OIDC *ConsoleOIDCConfig `yaml:"oidc"`
+	// SessionKeyFile holds the keys that sign the console's sessions and
+	// CSRF tokens, one per line (console.ParseSessionKeys); relative to
+	// the config file. TOOLGATEWAY_CONSOLE_SESSION_KEY may hold them
+	// instead. Neither: a random key per process.
+	SessionKeyFile string `yaml:"session_key_file"`
+	// SecureCookies marks the console's cookies Secure on plain HTTP too
+	// (TLS terminated by a proxy in front of the gateway).
+	SecureCookies bool `yaml:"secure_cookies"`
+	// TokenSignIn offers sign-in with the admin token; default true
+	// without console.oidc, false with it.
+	TokenSignIn *bool `yaml:"token_sign_in"`
+}
+
+// consoleSessionKeys reads the console's session keys from
+// console.session_key_file or TOOLGATEWAY_CONSOLE_SESSION_KEY (nil when
+// neither is set). A reload reads the file again.
+func (c *Config) consoleSessionKeys() ([][]byte, error) {
+	file, env := c.Console.SessionKeyFile, c.consoleSessionKeyEnv
+	switch {
+	case file != "" && env != "":
+		return nil, fmt.Errorf("console.session_key_file and %s are both set: give the keys in one place", gateway.ConsoleSessionKeyEnv)
+	case env != "":
+		keys, err := console.ParseSessionKeys(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", gateway.ConsoleSessionKeyEnv, err)
+		}
+		return keys, nil
+	case file != "":
+		raw, err := os.ReadFile(c.path(file))
+		if err != nil {
+			return nil, fmt.Errorf("console.session_key_file: %w", err)
+		}
+		keys, err := console.ParseSessionKeys(string(raw))
+		if err != nil {
+			return nil, fmt.Errorf("console.session_key_file %s: %w", c.path(file), err)
+		}
+		return keys, nil
+	}
+	return nil, nil
+}
+
+// consoleTokenSignIn reports whether the console offers the admin-token
+// sign-in: console.token_sign_in, by default on only without console.oidc.
+func (c *Config) consoleTokenSignIn() (bool, error) {
+	on := c.Console.OIDC == nil
+	if c.Console.TokenSignIn != nil {
+		on = *c.Console.TokenSignIn
+	}
+	if !on && c.Console.OIDC == nil {
+		return false, errors.New("console.token_sign_in: false without console.oidc leaves no way to sign in to the console: configure console.oidc or remove token_sign_in")
+	}
+	return on, nil
 }
 
 // ConsoleOIDCConfig is console.oidc: the console as a confidential client
@@ -66,7 +120,7 @@ func (c *Config) consoleOIDC() (*console.OIDC, error) {
 		}
 	}
 	if c.Admin.TokenSHA256 == "" {
-		return nil, errors.New("console.oidc: the console needs admin.token_sha256: the console is served only with an admin token, which signs its sessions")
+		return nil, errors.New("console.oidc: the console needs admin.token_sha256: the console is served only with an admin token")
 	}
 	return &console.OIDC{Issuer: issuer, ClientID: o.ClientID, ClientSecret: c.consoleSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, Allow: o.Allow}, nil
 }

@@ -19,7 +19,8 @@ import (
 // everything reloadable is applied at once or nothing is.
 //
 // Reloadable: auth.tenants (names, tokens, rate, burst, max_in_flight),
-// admin.token_sha256 (a rotation), tools (added, removed, changed; their
+// admin.token_sha256 (a rotation), the console's session keys (the
+// console.session_key_file read again), tools (added, removed, changed; their
 // decide rules included), mode, approvals.timeout and use_within,
 // idempotency.replay_ttl, log_level, drain_timeout, and the TLS
 // certificate (the same files, read again). Everything else is
@@ -71,7 +72,7 @@ type reloader struct {
 func settingsOf(opts gateway.Options) gateway.Settings {
 	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
 		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals}
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -196,6 +197,9 @@ func fixedChanges(cur, next *Config) []string {
 	if cur.receiptsSigningPEM != next.receiptsSigningPEM {
 		out = append(out, envReceiptsSigningKey)
 	}
+	consoleCur, consoleNext := cur.Console, next.Console
+	consoleCur.SessionKeyFile, consoleNext.SessionKeyFile = "", "" // reloadable: the keys are read again
+	out = append(out, fieldChanges("console", consoleCur, consoleNext)...)
 	if !reflect.DeepEqual(toolReconciles(cur), toolReconciles(next)) {
 		out = append(out, "tools[].reconcile") // the worker starts with the gateway
 	}
@@ -249,6 +253,9 @@ func (r *reloader) changes(next *Config, opts gateway.Options) []string {
 		out = append(out, "approvals.use_within")
 	}
 	out = append(out, fieldChanges("admin", cur.Admin, next.Admin)...)
+	if !reflect.DeepEqual(r.applied.ConsoleSessionKeys, opts.ConsoleSessionKeys) {
+		out = append(out, "console session keys")
+	}
 	out = append(out, tenantChanges(tenantsOf(cur), tenantsOf(next))...)
 	out = append(out, r.toolChanges(next, opts.Tools)...)
 	return out

@@ -62,7 +62,12 @@ type reloading struct {
 
 func startReloading(t *testing.T, configText string) *reloading {
 	t.Helper()
-	path := writeConfig(t, configText)
+	return startReloadingAt(t, writeConfig(t, configText))
+}
+
+// startReloadingAt is startReloading of the config file at path.
+func startReloadingAt(t *testing.T, path string) *reloading {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &reloading{started: &started{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)},
 		path: path, reloads: make(chan os.Signal, 1)}

@@ -123,12 +123,13 @@ Environment (overrides the config file):
   %s  OTLP/HTTP collector base URL; turns tracing on (config: tracing.endpoint)
   %s  the collector's full traces URL (wins over the one above)
   %s  service.name of the spans (config: tracing.service_name)
+  %s  the console's session keys, one per line (instead of console.session_key_file)
 
 Signals: SIGTERM or SIGINT drains the tools in flight and exits; SIGHUP
 reloads the config file (docs/operations.md).
 
 Docs: docs/configuration.md
-`, envAddr, envRedisURL, envDatabaseURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName)
+`, envAddr, envRedisURL, envDatabaseURL, envOTLPEndpoint, envOTLPTracesEndpoint, envOTELServiceName, gateway.ConsoleSessionKeyEnv)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -401,6 +402,14 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	consoleKeys, err := c.consoleSessionKeys()
+	if err != nil {
+		return gateway.Options{}, err
+	}
+	tokenSignIn, err := c.consoleTokenSignIn()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
 		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
@@ -426,6 +435,9 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),
 		ReceiptRecoverAfter:      time.Duration(c.Receipts.RecoverAfter),
 		ConsoleOIDC:              consoleOIDC,
+		ConsoleSessionKeys:       consoleKeys,
+		ConsoleSecureCookies:     c.Console.SecureCookies,
+		ConsoleTokenSignInOff:    !tokenSignIn,
 	}, nil
 }
 

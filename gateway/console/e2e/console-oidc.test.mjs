@@ -96,6 +96,8 @@ test("sign in through the identity provider's login page", async () => {
   const page = await browser.newPage();
   await page.goto(`${base}/console/tools`);
   assert.equal(new URL(page.url()).pathname, "/console/signin");
+  // With console.oidc the admin-token form is off (console.token_sign_in).
+  assert.equal(await page.getByLabel("Admin token").count(), 0, "the admin-token form is offered beside the provider");
   await page.getByRole("link", { name: "Sign in with your identity provider" }).click();
   assert.ok(page.url().startsWith(provider.issuer), `not at the provider: ${page.url()}`);
   await page.locator("#username").fill(provider.username);

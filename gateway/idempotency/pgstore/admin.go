@@ -102,7 +102,9 @@ func decodeCursor(s string) (listCursor, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
-	if err != nil || c.CreatedAt.IsZero() {
+	// PostgreSQL text holds no NUL: a cursor with one would fail the
+	// query as if the database were down.
+	if err != nil || c.CreatedAt.IsZero() || strings.ContainsRune(c.Tenant+c.Tool+c.Key, 0) {
 		return listCursor{}, fmt.Errorf("malformed cursor: %w", idempotency.ErrInvalidCursor)
 	}
 	return c, nil
