@@ -73,6 +73,7 @@ const (
 	CodeRecordNotResolvable         = "record_not_resolvable"
 	CodeInvalidAdminRequest         = "invalid_admin_request"
 	CodeAdminUnsupported            = "admin_unsupported"
+	CodeChainDiverged               = "chain_diverged"
 	CodePayloadTooLarge             = "payload_too_large"
 	CodeUnsupportedMediaType        = "unsupported_media_type"
 	CodeIdempotencyKeyMismatch      = "idempotency_key_mismatch"

@@ -64,6 +64,9 @@ type Config struct {
 	notifySecret string
 	// consoleSecret is the value of console.oidc.client_secret_env.
 	consoleSecret string
+	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
+	// checkpoints' signing key itself, over receipts.signing_key's file.
+	receiptsSigningPEM string
 	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
 	consoleSessionKeyEnv string
 }
@@ -372,6 +375,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
+	c.receiptsSigningPEM = getenv(envReceiptsSigningKey)
 	c.consoleSessionKeyEnv = getenv(gateway.ConsoleSessionKeyEnv)
 }
 
