@@ -319,3 +319,35 @@ tools:
 		}
 	}
 }
+
+// `gateway check -json` reports each tool's effective not-executed
+// statuses: none for lease_expiry: unknown by default, the list when
+// given, all three for rerun.
+func TestCheckReportsNotExecutedStatuses(t *testing.T) {
+	path := writeConfig(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+`
+tools:
+  - name: pay
+    lease_expiry: unknown
+    http: {url: "http://127.0.0.1:9/pay"}
+  - name: pay-429
+    lease_expiry: unknown
+    not_executed_statuses: [429]
+    http: {url: "http://127.0.0.1:9/pay"}
+  - name: pay-rerun
+    http: {url: "http://127.0.0.1:9/pay"}
+`)
+	var out strings.Builder
+	if err := Run(t.Context(), []string{"gateway", "check", "-json", "-config", path}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	var report CheckReport
+	if err := json.Unmarshal([]byte(out.String()), &report); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pay": "[]", "pay-429": "[429]", "pay-rerun": "[408 425 429]"}
+	for _, tool := range report.Tools {
+		if w, ok := want[tool.Name]; ok && fmt.Sprint(tool.NotExecutedStatuses) != w {
+			t.Errorf("%s: not_executed_statuses %v, want %s", tool.Name, tool.NotExecutedStatuses, w)
+		}
+	}
+}
