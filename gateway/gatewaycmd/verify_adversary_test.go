@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 )
@@ -152,4 +156,49 @@ func TestAdversaryVerifyOnAReadOnlyPostgresRole(t *testing.T) {
 		t.Fatalf("verify: %v; want the store's permission denied", err)
 	}
 	t.Logf("verify: %v", err)
+}
+
+// refusingStore takes the first claim (verify's probe) and then refuses
+// every claim, as a store whose credential lost its write rights would:
+// every later call is answered 503 store_unavailable.
+type refusingStore struct {
+	*boltstore.Store
+	claims *atomic.Int64
+}
+
+func (s refusingStore) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, error) {
+	if s.claims.Add(1) > 1 {
+		return idempotency.Decision{}, errors.New("NOPERM this user has no permissions to run the 'evalsha' command")
+	}
+	return s.Store.Claim(ctx, req)
+}
+
+// TestAdversaryVerifyCallsAnswered503AreNotJudged: once the store refuses
+// the calls (503 store_unavailable), no guarantee of a tool is PASS or
+// FAIL — each is N/A, saying a call answered 503 and what the store said.
+func TestAdversaryVerifyCallsAnswered503AreNotJudged(t *testing.T) {
+	var claims atomic.Int64
+	wrap := func(s idempotency.Store) idempotency.Store { return refusingStore{s.(*boltstore.Store), &claims} }
+	results, err := verifyConfig(t.Context(), v4Config(t), envOf(nil), verifyRun{storeMode: verifyStoreScratch, wrap: wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := 0
+	for _, r := range results {
+		if r.Tool != "refund" {
+			continue
+		}
+		switch {
+		case r.Verdict == verifyFail:
+			t.Errorf("FAIL on a store that refused the calls: %+v", r)
+		case r.Verdict == verifyPass && r.Guarantee != "denied call never runs":
+			// A denial is decided before the store: it needs no write.
+			t.Errorf("PASS on a store that refused the calls: %+v", r)
+		case r.Verdict == verifyNA && strings.Contains(r.Detail, "answered 503 store_unavailable") && strings.Contains(r.Detail, "NOPERM"):
+			judged++
+		}
+	}
+	if judged < 5 {
+		t.Errorf("%d guarantees of refund N/A for the 503s, want at least 5: %+v", judged, results)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -22,7 +23,18 @@ type refusals struct {
 	unavailable atomic.Int64
 	mu          sync.Mutex
 	last        string // the last 503 answer, "503 <code>: <detail>"
-	storeErr    string // the last error the scratch gateways logged
+	storeErr    string // the last store error the scratch gateways logged
+	storeErrs   int64  // how many they logged
+}
+
+// refusalMark is where refusals stood when a guarantee started.
+type refusalMark struct{ unavailable, storeErrs int64 }
+
+// mark is where r stands now.
+func (r *refusals) mark() refusalMark {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return refusalMark{r.unavailable.Load(), r.storeErrs}
 }
 
 // saw notes an answer of a scratch gateway.
@@ -38,17 +50,18 @@ func (r *refusals) saw(resp verifyResponse) {
 	r.last = fmt.Sprintf("503 %s: %s", p.Code, p.Detail)
 }
 
-// since says why a guarantee that started when unavailable was mark is
-// N/A ("" when no call was answered 503 since).
-func (r *refusals) since(mark int64) string {
-	n := r.unavailable.Load() - mark
+// since says why a guarantee that started at mark is N/A ("" when no
+// call was answered 503 since), with the store's message if it logged
+// one since.
+func (r *refusals) since(mark refusalMark) string {
+	n := r.unavailable.Load() - mark.unavailable
 	if n == 0 {
 		return ""
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	why := fmt.Sprintf("not exercised: %d call(s) answered %s", n, r.last)
-	if r.storeErr != "" {
+	if r.storeErrs > mark.storeErrs {
 		why += "; the store said: " + r.storeErr
 	}
 	return why
@@ -61,19 +74,24 @@ func (r *refusals) storeMessage() string {
 	return r.storeErr
 }
 
-// logHandler keeps the error of every ERROR record the scratch gateways
-// log (the store's message when it refused a call); it prints nothing.
+// logHandler keeps the error of every ERROR record about the store that
+// the scratch gateways log ("store claim failed", ...: the store's message
+// when it refused a call); it prints nothing.
 type logHandler struct{ r *refusals }
 
 func (h logHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
 
 func (h logHandler) Handle(_ context.Context, rec slog.Record) error {
+	if !strings.Contains(rec.Message, "store") {
+		return nil // a tool's failure, say: not the store's word
+	}
 	rec.Attrs(func(a slog.Attr) bool {
 		if a.Key != "error" {
 			return true
 		}
 		h.r.mu.Lock()
 		h.r.storeErr = rec.Message + ": " + a.Value.String()
+		h.r.storeErrs++
 		h.r.mu.Unlock()
 		return false
 	})
@@ -113,7 +131,7 @@ func probeWrites(ctx context.Context, env *verifyEnv, desc string, t *verifyTool
 const maxAllowedTries = 64
 
 // allowedArgs are fresh arguments (and other arguments) that t's decide
-// rules, if it has any, allow for call c, as the rules themselves say:
+// rules, if it has any, allow, as the rules themselves say:
 // verify makes no call the rules would refuse. The error names the rule
 // that refused the last arguments tried. Fresh calls get ever larger
 // seeds, so after the first it tries the smallest seeds no call used.

@@ -121,7 +121,7 @@ func verifyIn(ctx context.Context, st *startup, space *scratchSpace, run verifyR
 // so with the store's message. A FAIL says how many times the tool's
 // stand-in ran during the check.
 func runGuarantee(ctx context.Context, env *verifyEnv, t *verifyTool, g guarantee) VerifyResult {
-	mark, runsBefore := env.refused.unavailable.Load(), t.standIn.runs.Load()
+	mark, runsBefore := env.refused.mark(), t.standIn.runs.Load()
 	verdict, detail := g.check(ctx, env, t)
 	if why := env.refused.since(mark); why != "" {
 		verdict, detail = verifyNA, why
