@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -61,7 +61,7 @@ func recordable(status int) bool {
 	if status < 200 || status > 499 {
 		return false
 	}
-	return status != http.StatusRequestTimeout && status != http.StatusTooEarly && status != http.StatusTooManyRequests
+	return !slices.Contains(tools.TransientStatuses, status)
 }
 
 // recordFailure is the record step of a tool that gave no answer, and the
