@@ -60,6 +60,9 @@ func uniqueMember(raw json.RawMessage, name string) (json.RawMessage, bool) {
 			found = value
 		}
 	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, false // not a whole object
+	}
 	return found, found != nil
 }
 
