@@ -243,6 +243,11 @@ type ToolEntry struct {
 	// (RFC 6901 pointers into the arguments): one execution per value
 	// whatever the idempotency key (docs/idempotency.md, "Effect keys").
 	EffectKey string `yaml:"effect_key"`
+	// NotExecutedStatuses are the statuses among 408, 425 and 429 that,
+	// answered by the tool's upstream, count as evidence it did not act
+	// (tools.Policy.NotExecutedStatuses; docs/tools.md). Left out: all
+	// three for lease_expiry: rerun, none for unknown.
+	NotExecutedStatuses []int `yaml:"not_executed_statuses"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:
