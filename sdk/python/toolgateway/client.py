@@ -13,7 +13,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Optional, Union
 
 from . import wire
-from .errors import ApprovalPendingError, GatewayConnectionError, GatewayError, InvalidInputError
+from .errors import GatewayConnectionError, GatewayError, InvalidInputError, error_class
 from .keys import derive, validate_session_id
 
 __all__ = ["Client", "Session", "Result"]
@@ -269,8 +269,8 @@ class Client:
                         problem = decoded
                 except ValueError:
                     pass  # a malformed problem keeps its bytes in .body
-            error_type = ApprovalPendingError if problem.get("code") == wire.CODE_APPROVAL_PENDING else GatewayError
-            return error_type(
+            code = problem.get("code")
+            return error_class(status, code if isinstance(code, str) else "")(
                 status, problem, body=payload, request_id=request_id, attempts=attempt,
                 retry_after=_parse_retry_after(response_headers.get(wire.HEADER_RETRY_AFTER)),
                 retryable=None if is_problem else status in _RETRYABLE_STATUSES,
