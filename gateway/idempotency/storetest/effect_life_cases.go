@@ -35,8 +35,8 @@ func effectLifeCases() []testCase {
 // shortLease + shortReplay; the case waits outliveWait before the other
 // session's call.
 const (
-	shortReplay = 300 * time.Millisecond
-	outliveWait = 1200 * time.Millisecond
+	shortReplay = 600 * time.Millisecond
+	outliveWait = 2000 * time.Millisecond
 )
 
 // shortHolder claims effect for a holder with a short lease and replay
