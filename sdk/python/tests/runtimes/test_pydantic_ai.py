@@ -169,3 +169,25 @@ def test_kill_while_paused_for_approval(with_gateway, decision, upstream, gatewa
         assert result[0]["execution"] == 1
     elif with_gateway:
         assert "NOT run" in result[0] and "not this one" in result[0]
+
+
+def test_bad_input_is_refused_at_wrap_time():
+    """A toolset without a toolgateway client, or with a nameless
+    definition, is refused before any run; the step of a call that is not
+    in the history is refused rather than guessed."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    from toolgateway import IdentityError, InvalidInputError
+    from toolgateway.pydantic_ai import GatewayToolset, pydantic_ai_step
+
+    with pytest.raises(InvalidInputError, match="Client or AsyncClient"):
+        GatewayToolset("http://127.0.0.1:8080")
+    with pytest.raises(InvalidInputError, match="needs a name"):
+        GatewayToolset(__import__("toolgateway").Client("http://127.0.0.1:1"), [{"description": "x"}])
+    history = [ModelResponse(parts=[ToolCallPart("a", {}, tool_call_id="c1"), ToolCallPart("b", {}, tool_call_id="c2")]),
+               ModelResponse(parts=[ToolCallPart("a", {}, tool_call_id="c3")])]
+    assert [pydantic_ai_step(history, c) for c in ("c1", "c2", "c3")] == [0, 1, 2]
+    with pytest.raises(InvalidInputError, match="not in the run's message history"):
+        pydantic_ai_step(history, "c9")
+    with pytest.raises(IdentityError, match="tool_call_id"):
+        pydantic_ai_step(history, "")
