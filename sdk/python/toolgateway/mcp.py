@@ -20,10 +20,19 @@ Errors. A JSON-RPC error from the gateway (``error.data.code``: a
 ``step_conflict``, a malformed identity, ``request_in_progress``, …) and a
 tool result the gateway marked with ``_meta["io.github.toolgateway/error"]``
 (``approval_pending``, ``approval_denied``, ``call_denied``, ``tool_failed``,
-…) are raised as :class:`MCPGatewayError` (a :class:`toolgateway.GatewayError`)
-— as :class:`MCPApprovalPendingError` (a :class:`toolgateway.ApprovalPendingError`)
-for a call held for a human — with
-the problem code in ``code`` and the answer's ``retryable``. A result the
+…) are raised as the REST client's typed errors, chosen by the code:
+:class:`toolgateway.ApprovalPendingError` (``approval_id``, ``expires_at``),
+:class:`~toolgateway.errors.StepConflictError`,
+:class:`~toolgateway.errors.DeniedError` and its subclasses,
+:class:`~toolgateway.errors.ToolFailedError`,
+:class:`~toolgateway.errors.GatewayUnavailableError`, … — every one a
+:class:`toolgateway.GatewayError` with the code in ``code``, the answer's
+``retryable``, ``retry_after`` (from ``data.retry_after_ms``) and ``detail``
+(the JSON-RPC message, or the result's text, which the model can be shown).
+Over MCP ``status`` is 0, and two attributes say what came:
+``jsonrpc_code`` (the JSON-RPC error code; ``None`` for a tool result) and
+``result`` (the gateway's ``CallToolResult``; ``None`` for a JSON-RPC
+error). A result the
 tool itself answered with ``isError`` (a recorded 4xx: the tool refused) is
 returned, not raised: it is the call's outcome, and it replays like any
 other. This module imports nothing from ``mcp`` or ``fastmcp`` at import
@@ -33,43 +42,10 @@ time; it reads the clients' objects duck-typed.
 from typing import Any, Dict, Mapping, Optional
 
 from . import wire
-from .errors import ApprovalPendingError, GatewayError, InvalidInputError
+from .errors import GatewayError, InvalidInputError, error_class
 from .keys import mcp_meta
 
-__all__ = ["MCPGatewayError", "MCPApprovalPendingError", "call_tool", "gateway_error", "replayed",
-           "execution_id"]
-
-
-class MCPGatewayError(GatewayError):
-    """A gateway refusal that came over MCP.
-
-    Beside :class:`toolgateway.GatewayError`'s attributes (``code``,
-    ``retryable``, ``detail``, ``problem``, ``retry_after`` from
-    ``data.retry_after_ms``): ``jsonrpc_code``, the JSON-RPC error code
-    (``None`` for a tool result), and ``result``, the ``CallToolResult`` the
-    gateway answered (``None`` for a JSON-RPC error), whose text the model can
-    be shown. ``status`` is 0: the answer was not an HTTP problem.
-    """
-
-    def __init__(self, problem: Dict[str, Any], *, jsonrpc_code: Optional[int], result: Any,
-                 retry_after: Optional[float]) -> None:
-        self.jsonrpc_code = jsonrpc_code
-        self.result = result
-        super().__init__(0, problem, retry_after=retry_after)
-
-    def _message(self) -> str:
-        text = "toolgateway: mcp"
-        if self.jsonrpc_code is not None:
-            text += f" {self.jsonrpc_code}"
-        text += " " + self.code
-        if self.detail:
-            text += ": " + self.detail
-        return text
-
-
-class MCPApprovalPendingError(MCPGatewayError, ApprovalPendingError):
-    """``approval_pending`` over MCP: an :class:`toolgateway.ApprovalPendingError`
-    (``approval_id``, ``expires_at``) that is also an :class:`MCPGatewayError`."""
+__all__ = ["call_tool", "gateway_error", "replayed", "execution_id"]
 
 
 async def call_tool(client: Any, tool: str, arguments: Optional[Mapping[str, Any]] = None, *,
@@ -98,9 +74,9 @@ async def call_tool(client: Any, tool: str, arguments: Optional[Mapping[str, Any
         InvalidInputError: a bad session id, step or ``meta``; nothing was sent.
         ApprovalPendingError: the call waits for a human's approval; nothing
             ran. Pause, and make the same call again once it is decided.
-        GatewayError: the gateway refused the call or the tool failed (see
-            the module's docstring); ``retryable`` says whether the same call
-            may be sent again.
+        GatewayError: the gateway refused the call or the tool failed, as
+            its typed subclass (see the module's docstring); ``retryable``
+            says whether the same call may be sent again.
     """
     request_meta: Dict[str, Any] = {}
     for name, value in (meta or {}).items():
@@ -128,7 +104,7 @@ async def call_tool(client: Any, tool: str, arguments: Optional[Mapping[str, Any
     return result
 
 
-def gateway_error(answer: Any) -> Optional[MCPGatewayError]:
+def gateway_error(answer: Any) -> Optional[GatewayError]:
     """The typed error of a gateway answer, or ``None`` if it is not one.
 
     ``answer`` is an ``mcp.MCPError`` (a JSON-RPC error, read from
@@ -170,11 +146,14 @@ def execution_id(result: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _typed(problem: Dict[str, Any], *, jsonrpc_code: Optional[int], result: Any) -> MCPGatewayError:
-    error_type = MCPApprovalPendingError if problem.get("code") == wire.CODE_APPROVAL_PENDING else MCPGatewayError
+def _typed(problem: Dict[str, Any], *, jsonrpc_code: Optional[int], result: Any) -> GatewayError:
     retry_after_ms = problem.get("retry_after_ms")
     retry_after = retry_after_ms / 1000 if isinstance(retry_after_ms, (int, float)) else None
-    return error_type(problem, jsonrpc_code=jsonrpc_code, result=result, retry_after=retry_after)
+    # The REST client's classes, chosen by code alone: an MCP answer has no HTTP status (0).
+    error = error_class(0, problem["code"])(0, problem, retry_after=retry_after)
+    error.jsonrpc_code = jsonrpc_code  # type: ignore[attr-defined]
+    error.result = result  # type: ignore[attr-defined]
+    return error
 
 
 def _text(result: Any) -> str:

@@ -32,8 +32,9 @@ from harness import AGENTS_DIR, TENANT, WAIT, AgentProcess, CountingUpstream, Ga
 sys.path.insert(0, AGENTS_DIR)
 import mcp_agent  # noqa: E402  (the app's connect and call, shared with the agent processes)
 
-from toolgateway import derive_key, wire  # noqa: E402
-from toolgateway.mcp import MCPApprovalPendingError, MCPGatewayError, call_tool, execution_id, replayed  # noqa: E402
+from toolgateway import ApprovalPendingError, GatewayError, derive_key, wire  # noqa: E402
+from toolgateway.errors import ApprovalDeniedError, StepConflictError  # noqa: E402
+from toolgateway.mcp import call_tool, execution_id, replayed  # noqa: E402
 
 CLIENTS = ["mcp", "fastmcp"]
 #: Refunds up to 100 run at once; larger ones wait for a human.
@@ -198,7 +199,7 @@ def test_lost_reply_then_retry(kind, with_gateway, request, effects, gateway, or
         async with mcp_agent.connect(kind, url, gateway.token if with_gateway else "") as client:
             try:
                 await mcp_agent.call(client, with_gateway, session_id, 0, "refund", order, timeout=1)
-            except MCPGatewayError:
+            except GatewayError:
                 raise
             except Exception:  # the clients' timeout errors differ: the reply is lost
                 pass
@@ -225,10 +226,11 @@ def test_retry_with_changed_arguments(kind, with_gateway, request, effects, gate
     in_process(gateway, kind, to, session_id, 0, order)
     changed = dict(order, amount=45)
     if with_gateway:
-        with pytest.raises(MCPGatewayError) as conflict:
+        with pytest.raises(StepConflictError) as conflict:
             in_process(gateway, kind, to, session_id, 0, changed)
         assert (conflict.value.code, conflict.value.retryable) == (wire.CODE_STEP_CONFLICT, False)
-        assert conflict.value.jsonrpc_code == -32602
+        assert conflict.value.jsonrpc_code == -32602 and conflict.value.status == 0
+        assert str(conflict.value).startswith("toolgateway: step_conflict: ")
         assert conflict.value.problem.get("tool") == "refund"
     else:
         in_process(gateway, kind, to, session_id, 0, changed)
@@ -250,7 +252,7 @@ def test_kill_while_paused_for_approval(kind, decision, effects, gateway, agents
     approval_id = agent.wait_for("APPROVAL-PENDING").split()[1]
     agent.kill9()
     assert executions(effects, big) == 0
-    with pytest.raises(MCPApprovalPendingError) as still:
+    with pytest.raises(ApprovalPendingError) as still:
         in_process(gateway, kind, "gateway", session_id, 3, big)
     assert still.value.approval_id == approval_id and still.value.retryable
     assert still.value.expires_at is not None
@@ -266,12 +268,32 @@ def test_kill_while_paused_for_approval(kind, decision, effects, gateway, agents
         assert count == 1
     else:
         gateway.deny(approval_id, "over the refund limit")
-        with pytest.raises(MCPGatewayError) as denied:
+        with pytest.raises(ApprovalDeniedError) as denied:
             in_process(gateway, kind, "gateway", session_id, 3, big)
         assert (denied.value.code, denied.value.retryable) == (wire.CODE_APPROVAL_DENIED, False)
         assert "over the refund limit" in denied.value.detail  # what the model reads
         assert denied.value.result is not None and denied.value.result.is_error
         assert executions(effects, big) == 0
+
+
+@pytest.mark.parametrize("session_id, step, meta, message", [
+    ("run:7", 0, None, "session"),
+    ("run-7", -1, None, "step"),
+    ("run-7", 0, {wire.META_STEP_INDEX: 9}, "the gateway's own"),
+])
+def test_bad_identity_is_refused_before_sending(session_id, step, meta, message, effects, gateway, order):
+    """A malformed session or step, or a gateway _meta member passed by hand,
+    is refused by call_tool with a message naming it; nothing is sent."""
+    from toolgateway import InvalidInputError
+
+    async def run():
+        async with mcp_agent.connect("mcp", gateway.url + "/mcp", gateway.token) as client:
+            with pytest.raises(InvalidInputError) as refused:
+                await call_tool(client, "refund", order, session_id=session_id, step_index=step, meta=meta)
+            return str(refused.value)
+
+    assert message in asyncio.run(run())
+    assert executions(effects, order) == 0
 
 
 # --- a FastMCP server behind the gateway ---------------------------------------

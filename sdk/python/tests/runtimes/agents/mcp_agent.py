@@ -27,7 +27,8 @@ from typing import Any, AsyncIterator, Optional
 
 import httpx2
 
-from toolgateway.mcp import MCPApprovalPendingError, MCPGatewayError, call_tool, execution_id, replayed
+from toolgateway import ApprovalPendingError, GatewayError
+from toolgateway.mcp import call_tool, execution_id, replayed
 
 
 def _flag(name: str) -> bool:
@@ -77,12 +78,12 @@ async def _run(client, through_gateway: bool, session_id: str, step: int, tool: 
     print("CALLING", flush=True)
     try:
         result = await call(client, through_gateway, session_id, step, tool, args)
-    except MCPApprovalPendingError as pending:
+    except ApprovalPendingError as pending:
         print("APPROVAL-PENDING", pending.approval_id, flush=True)
         if _flag("--wait-when-paused"):
             await asyncio.Event().wait()  # paused until killed
         return 3
-    except MCPGatewayError as error:
+    except GatewayError as error:
         print("GATEWAY-ERROR", json.dumps({"code": error.code, "retryable": error.retryable,
                                            "detail": error.detail}), flush=True)
         return 4
