@@ -40,13 +40,12 @@ async def connect(kind: str, url: str, token: str = "") -> AsyncIterator[Any]:
     """A connected client of ``kind`` (``mcp``: ``mcp.ClientSession`` over
     Streamable HTTP; ``fastmcp``: ``fastmcp.Client``) to the MCP endpoint
     ``url``, with the bearer ``token`` if given."""
-    headers = {"Authorization": "Bearer " + token} if token else {}
     if kind == "fastmcp":
         from fastmcp import Client
-        from fastmcp.client.transports import StreamableHttpTransport
-        async with Client(StreamableHttpTransport(url, headers=headers)) as client:
+        async with Client(url, auth=token or None) as client:  # a string auth is a bearer token
             yield client
         return
+    headers = {"Authorization": "Bearer " + token} if token else {}
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
