@@ -32,11 +32,20 @@ tool result the gateway marked with ``_meta["io.github.toolgateway/error"]``
 Over MCP ``status`` is 0, and two attributes say what came:
 ``jsonrpc_code`` (the JSON-RPC error code; ``None`` for a tool result) and
 ``result`` (the gateway's ``CallToolResult``; ``None`` for a JSON-RPC
-error). A result the
-tool itself answered with ``isError`` (a recorded 4xx: the tool refused) is
-returned, not raised: it is the call's outcome, and it replays like any
-other. This module imports nothing from ``mcp`` or ``fastmcp`` at import
-time; it reads the clients' objects duck-typed.
+error). A result the tool itself answered with ``isError`` (a recorded 4xx:
+the tool refused) is returned, not raised: it is the call's outcome, and it
+replays like any other.
+
+Approvals. A call held for an operator raises ``ApprovalPendingError`` at
+once; the app keeps its state and makes the same call again once it is
+decided. A call whose approval is the caller's (``approver: caller``) is
+asked of the user through the client's own elicitation handler when it has
+one (``mcp.Client(..., elicitation_callback=...)``,
+``fastmcp.Client(..., elicitation_handler=...)``: protocol 2026-07-28); the
+client sends the continuation itself, and ``call_tool`` returns the outcome.
+
+This module imports nothing from ``mcp`` or ``fastmcp``; it reads the
+clients' objects duck-typed.
 """
 
 from typing import Any, Dict, Mapping, Optional

@@ -37,8 +37,12 @@ from toolgateway.errors import ApprovalDeniedError, StepConflictError  # noqa: E
 from toolgateway.mcp import call_tool, execution_id, replayed  # noqa: E402
 
 CLIENTS = ["mcp", "fastmcp"]
-#: Refunds up to 100 run at once; larger ones wait for a human.
+#: Refunds up to 100 run at once; up to 1000 the caller's user approves
+#: (over MCP: an elicitation, to a client that declared it); larger ones wait
+#: for an operator.
 REFUND = {"name": "refund", "decide": [{"when": "args.amount <= 100", "decision": "allow"},
+                                       {"when": "args.amount <= 1000", "decision": "approve", "approver": "caller",
+                                        "reason": "the user confirms refunds over 100"},
                                        {"decision": "approve", "reason": "finance says"}]}
 
 
@@ -247,7 +251,7 @@ def test_kill_while_paused_for_approval(kind, decision, effects, gateway, agents
     killed; the operator decides with `gateway admin`; another process makes
     the same call: 1 execution when approved, 0 and a readable denial when
     denied. (Without the gateway an MCP call has no pause: not recorded.)"""
-    session_id, big = f"paused-{uuid.uuid4().hex[:8]}", {"order": f"B-{uuid.uuid4().hex[:8]}", "amount": 500}
+    session_id, big = f"paused-{uuid.uuid4().hex[:8]}", {"order": f"B-{uuid.uuid4().hex[:8]}", "amount": 5000}
     agent = spawn(agents, gateway, kind, "gateway", session_id, 3, big, "--wait-when-paused")
     approval_id = agent.wait_for("APPROVAL-PENDING").split()[1]
     agent.kill9()
@@ -274,6 +278,68 @@ def test_kill_while_paused_for_approval(kind, decision, effects, gateway, agents
         assert "over the refund limit" in denied.value.detail  # what the model reads
         assert denied.value.result is not None and denied.value.result.is_error
         assert executions(effects, big) == 0
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+@pytest.mark.parametrize("answer", ["approve", "decline"])
+def test_caller_approval_asked_over_elicitation(kind, answer, effects, gateway):
+    """An `approver: caller` call, made by a client with an elicitation
+    handler (protocol 2026-07-28): the gateway asks the user through the
+    client (input_required), the client's own multi round-trip driver sends
+    the continuation with the same _meta, and the answer decides: approved,
+    the call runs once (a repeat replays, nobody is asked again); declined,
+    nothing runs and the app gets ApprovalDeniedError."""
+    session_id, order = f"elicit-{uuid.uuid4().hex[:8]}", {"order": f"C-{uuid.uuid4().hex[:8]}", "amount": 500}
+    asked = []
+
+    async def run():
+        url = gateway.url + "/mcp"
+        if kind == "fastmcp":
+            from fastmcp import Client
+
+            async def handler(message, response_type, params, context):
+                asked.append(message)
+                return {"approve": True} if answer == "approve" else _declined()
+
+            def _declined():
+                from fastmcp.client.elicitation import ElicitResult
+                return ElicitResult(action="decline")
+
+            client_cm = Client(url, auth=gateway.token, elicitation_handler=handler)
+        else:
+            import httpx2
+            from mcp import Client
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.types import ElicitResult
+
+            async def callback(context, params):
+                asked.append(params.message)
+                if answer == "approve":
+                    return ElicitResult(action="accept", content={"approve": True})
+                return ElicitResult(action="decline")
+
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + gateway.token},
+                                      timeout=httpx2.Timeout(30, read=300))
+            client_cm = Client(streamable_http_client(url, http_client=http), elicitation_callback=callback)
+        outcomes = []
+        async with client_cm as client:
+            for _ in range(2):
+                try:
+                    outcomes.append(await call_tool(client, "refund", order, session_id=session_id, step_index=0))
+                except GatewayError as err:  # caught inside the client's task group
+                    outcomes.append(err)
+        return outcomes
+
+    first, second = asyncio.run(run())
+    assert len(asked) == 1 and "refund" in asked[0], asked
+    if answer == "approve":
+        assert not isinstance(first, Exception), first
+        assert (replayed(first), replayed(second)) == (False, True)
+        assert execution_id(first) == execution_id(second)
+        assert executions(effects, order) == 1
+    else:
+        assert isinstance(first, ApprovalDeniedError) and isinstance(second, ApprovalDeniedError), (first, second)
+        assert executions(effects, order) == 0
 
 
 @pytest.mark.parametrize("session_id, step, meta, message", [
