@@ -185,6 +185,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--from-jsonl", nargs="+", default=[], metavar="FILE",
                         help="build the table from these records instead of running the tests")
     parser.add_argument("--write", metavar="DOC", help="rewrite the matrix section of DOC (docs/runtimes.md)")
+    parser.add_argument("--save-jsonl", metavar="FILE", help="also write the collected records to FILE")
     args = parser.parse_args(argv)
 
     entries = load_entries(args.matrix)
@@ -232,6 +233,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     records.extend(got)
                     verdict = "tests passed" if passed else "**tests failed**"
                     notes.append(f"{runtime} ({version}: {pins}): {verdict} ({summary}); {len(got)} record(s).")
+    if args.save_jsonl:
+        with open(args.save_jsonl, "w") as f:
+            f.writelines(json.dumps(record, sort_keys=True) + "\n" for record in records)
     entry_names = [str(e["runtime"]) for e in selected]
     text = table(records, rows_of(records, entry_names), notes)
     print(text, end="")
