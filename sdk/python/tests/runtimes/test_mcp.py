@@ -19,6 +19,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -28,6 +29,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("fastmcp")
 
 from harness import AGENTS_DIR, TENANT, WAIT, AgentProcess, CountingUpstream, Gateway, matrix_record  # noqa: E402
+from _support import closed_port  # noqa: E402  (the harness put tests/ on sys.path)
 
 sys.path.insert(0, AGENTS_DIR)
 import mcp_agent  # noqa: E402  (the app's connect and call, shared with the agent processes)
@@ -46,21 +48,17 @@ REFUND = {"name": "refund", "decide": [{"when": "args.amount <= 100", "decision"
                                        {"decision": "approve", "reason": "finance says"}]}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class FastMCPServer:
     """agents/fastmcp_upstream.py over Streamable HTTP on a free port; its
     tool ``refund`` posts to the CountingUpstream."""
 
     def __init__(self, effect_url: str) -> None:
-        self.port = free_port()
+        self.port = closed_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
+        # Its log goes to a file: a pipe nobody reads would block it once full.
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, os.path.join(AGENTS_DIR, "fastmcp_upstream.py"), effect_url,
-                                      "http", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                      "http", str(self.port)], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + WAIT
         while True:
             try:
@@ -69,14 +67,18 @@ class FastMCPServer:
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise AssertionError("the FastMCP server did not listen: " + self.proc.stderr.read().decode())
+                    raise AssertionError("the FastMCP server did not listen: " + self.output) from None
                 time.sleep(0.05)
+
+    @property
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(timeout=10)
-        self.proc.stderr.close()
 
 
 @pytest.fixture(scope="module")
