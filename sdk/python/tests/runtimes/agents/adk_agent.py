@@ -86,7 +86,20 @@ else:
 
     tools = [FunctionTool(refund, require_confirmation=True)] if opts.approval else [FunctionTool(charge)]
 
-agent = LlmAgent(name="ops", model=ScriptedLlm(model="scripted"), instruction="Run the requested action.", tools=tools)
+_announced = set()
+
+
+def announce(callback_context, llm_request):
+    """The invocation's id, before the model's first turn (so before any
+    tool runs): the test resumes it after a kill."""
+    if callback_context.invocation_id not in _announced:
+        _announced.add(callback_context.invocation_id)
+        marker("INVOCATION", callback_context.invocation_id)
+    return None
+
+
+agent = LlmAgent(name="ops", model=ScriptedLlm(model="scripted"), instruction="Run the requested action.",
+                 tools=tools, before_model_callback=announce)
 app = App(name=APP, root_agent=agent, resumability_config=ResumabilityConfig(is_resumable=True))
 
 
@@ -106,12 +119,8 @@ async def main() -> None:
     else:
         events = runner.run_async(user_id=USER, session_id=opts.session,
                                   new_message=types.Content(role="user", parts=[types.Part(text="go")]))
-    announced = False
     answer = paused = None
     async for event in events:
-        if not announced:
-            marker("INVOCATION", event.invocation_id)
-            announced = True
         for call in event.get_function_calls():
             if call.name == "adk_request_confirmation":
                 paused = {"confirmation_id": call.id, "invocation": event.invocation_id, "args": call.args}
