@@ -146,3 +146,30 @@ def test_bad_input_is_refused():
 
     with pytest.raises(IdentityError, match="ADK session"):
         adk_identity(NoSession())
+
+
+def test_step_is_the_ordinal_of_answered_calls():
+    """Parallel calls of one event get consecutive steps; a call lost with a
+    killed process (no response) takes no step, so the new model turn ADK
+    may answer a resumed invocation with lands on the lost call's step."""
+    from types import SimpleNamespace
+
+    from google.adk.events import Event
+    from google.genai import types
+
+    from toolgateway.adk import adk_identity
+
+    def calls(*ids):
+        return Event(author="ops", invocation_id="i1", content=types.Content(role="model", parts=[
+            types.Part(function_call=types.FunctionCall(name="charge", args={}, id=i)) for i in ids]))
+
+    def responses(*ids):
+        return Event(author="ops", invocation_id="i1", content=types.Content(role="user", parts=[
+            types.Part(function_response=types.FunctionResponse(name="charge", id=i, response={})) for i in ids]))
+
+    session = SimpleNamespace(id="s1", app_name="app", user_id="u1",
+                              events=[calls("a", "b"), responses("a", "b"), calls("lost"), calls("c", "d")])
+    steps = {call_id: adk_identity(SimpleNamespace(session=session, function_call_id=call_id))
+             for call_id in ("a", "b", "lost", "c", "d")}
+    assert steps == {"a": ("app/u1/s1", 0), "b": ("app/u1/s1", 1), "lost": ("app/u1/s1", 2),
+                     "c": ("app/u1/s1", 2), "d": ("app/u1/s1", 3)}
