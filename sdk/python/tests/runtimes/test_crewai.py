@@ -152,3 +152,21 @@ def test_bad_input_is_refused_at_wrap_time():
         gateway_tools(client, run_id="", tools=[{"name": "charge"}])
     with pytest.raises(InvalidInputError, match="needs a name"):
         gateway_tools(client, run_id="r", tools=[{"description": "x"}])
+
+
+def test_steps_parallel_calls_and_retries():
+    """The steps a task's calls reserve: parallel calls in flight get
+    distinct steps; a call that got no answer gives its step back (CrewAI's
+    retry, with any arguments, takes it again); an answered step is never
+    given again."""
+    from toolgateway.crewai import _Steps
+
+    steps = _Steps()
+    first, second = steps.reserve("run", "pay"), steps.reserve("run", "pay")
+    assert (first, second) == (0, 1)
+    steps.finish("run", "pay", first, answered=False)  # lost reply
+    assert steps.reserve("run", "pay") == 0  # the retry: same step
+    steps.finish("run", "pay", 0, answered=True)
+    steps.finish("run", "pay", second, answered=True)
+    assert steps.reserve("run", "pay") == 2
+    assert steps.reserve("run", "other") == 0  # each task counts its own
