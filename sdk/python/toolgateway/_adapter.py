@@ -170,3 +170,64 @@ def declined_text(tool: str) -> str:
     approval from the pause (nothing ran; the approval stays pending until
     an operator decides or it expires)."""
     return f"This call of {tool} was NOT run: the user declined it. Do not make it again."
+
+
+def list_tools(client: Union[Client, AsyncClient]) -> Dict[str, Dict[str, Any]]:
+    """The tools the gateway lists to the client's tenant (``GET
+    /api/tools/v1``), by name: ``{"name", "description", "input_schema",
+    "read_only"?}``. Blocking: call it once, at wrap time or in a thread.
+
+    Raises:
+        GatewayError: the gateway answered with an error.
+        GatewayConnectionError: no answer.
+    """
+    import urllib.error
+    import urllib.request
+
+    from .errors import GatewayConnectionError, error_class
+    sync = sync_client(client)
+    headers = {"Accept": wire.MEDIA_TYPE_JSON + ", " + wire.MEDIA_TYPE_PROBLEM}
+    if sync.token:
+        headers[wire.HEADER_AUTHORIZATION] = "Bearer " + sync.token
+    request = urllib.request.Request(sync.base_url + "/api/tools/v1", headers=headers, method="GET")
+    try:
+        with sync._opener.open(request, timeout=sync.timeout) as response:
+            listing = json.loads(response.read())
+    except urllib.error.HTTPError as answer:
+        payload = answer.read()
+        try:
+            problem = json.loads(payload)
+        except ValueError:
+            problem = {}
+        problem = problem if isinstance(problem, dict) else {}
+        raise error_class(answer.code, str(problem.get("code", "")))(answer.code, problem, body=payload) from None
+    except (OSError, ValueError) as err:
+        raise GatewayConnectionError(f"toolgateway: listing the tools of {sync.base_url}: {err}", 1) from err
+    tools = listing.get("tools") if isinstance(listing, dict) else None
+    return {tool["name"]: tool for tool in tools or () if isinstance(tool, dict) and isinstance(tool.get("name"), str)}
+
+
+def is_read_only(definition: Optional[Mapping]) -> bool:
+    """Whether a discovery entry marks the tool read-only: the gateway then
+    runs it on every call and ignores the identity, so the adapter sends
+    :data:`READ_ONLY_IDENTITY` and needs no history or step."""
+    return bool(definition) and definition.get("read_only") is True
+
+
+#: The identity of every call of a read-only tool (any valid one will do).
+READ_ONLY_IDENTITY = ("read-only", 0)
+
+
+def conflict_text(tool: str, step: int, err: GatewayError) -> str:
+    """The model's text for a ``step_conflict`` / ``effect_conflict``: this call
+    did NOT run because the step (or the effect) already belongs to an
+    earlier call with other arguments, whose effect has happened."""
+    holder = err.problem.get("tool")
+    earlier = f"a call of {holder}" if holder else "another call"
+    execution = err.problem.get("execution_id")
+    execution = f" (execution {execution})" if execution else ""
+    held = f"Step {step} of this conversation" if err.code == wire.CODE_STEP_CONFLICT else "Its effect key"
+    return (f"{err.code}: this call of {tool} was NOT run. {held} already ran {earlier}{execution} with other "
+            "arguments: an earlier attempt at this turn (before a restart, a retry, or in another branch of "
+            "this conversation). Its effect has happened; its result is not available here. If this call is "
+            "still needed, make it again: it will run as a new call.")

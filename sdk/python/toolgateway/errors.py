@@ -55,7 +55,7 @@ class GatewayError(Exception):
     """A problem response (RFC 9457 ``application/problem+json``) or a 5xx.
 
     Attributes:
-        status: the HTTP status.
+        status: the HTTP status (0 for an answer over MCP: :mod:`toolgateway.mcp`).
         code: the contract's machine-readable code, such as ``"step_conflict"``
             (``""`` when the body was not a problem document, e.g. a proxy's 502).
         title, detail: the problem's human-readable members.
@@ -107,7 +107,9 @@ class GatewayError(Exception):
         super().__init__(self._message())
 
     def _message(self) -> str:
-        text = f"toolgateway: {self.status}"
+        text = "toolgateway:"
+        if self.status:  # 0: the answer came over MCP (toolgateway.mcp), not as an HTTP problem
+            text += f" {self.status}"
         if self.code:
             text += " " + self.code
         if self.title:
