@@ -42,7 +42,8 @@ type receiptsQuery struct {
 // receiptEvents are the events a query may name.
 var receiptEvents = []receipts.Event{receipts.EventExecuted, receipts.EventDenied, receipts.EventApprovalRequested,
 	receipts.EventApprovalGranted, receipts.EventApprovalDenied, receipts.EventApprovalExpired,
-	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted}
+	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted,
+	receipts.EventToolPinned, receipts.EventToolAccepted}
 
 // parseReceiptsQuery reads the query; its error names what is wrong.
 func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {

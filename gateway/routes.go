@@ -102,6 +102,8 @@ func (s *Server) mountOperations(r chi.Router) {
 			r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
 			r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
 			r.Get("/receipts", s.handleAdminReceipts) // adminreceipts.go
+			r.Get("/tools", s.handleAdminTools)       // adminpins.go
+			r.Post("/tools/{tool}/accept", s.handleAdminAcceptTool)
 		})
 		s.mountConsole(r)
 	}

@@ -171,13 +171,61 @@ func Check(ctx context.Context, store Store, current Pin, fixed string, now time
 		}
 		return Verdict{Held: true, Pinned: pinned}, nil
 	}
-	current.By = ByFirstUse
-	stored, created, err := store.PinFirst(ctx, current)
-	if err != nil {
+	// A read first: the steady state (every listing, every recheck of a
+	// held tool) writes nothing.
+	stored, err := store.Pin(ctx, current.Tool)
+	created := false
+	switch {
+	case errors.Is(err, ErrNotFound):
+		current.By = ByFirstUse
+		stored, created, err = store.PinFirst(ctx, current)
+		if err != nil {
+			return Verdict{}, err
+		}
+	case err != nil:
 		return Verdict{}, err
 	}
 	return Verdict{Held: stored.SHA256 != current.SHA256, Pinned: stored, Recorded: created}, nil
 }
+
+// Status is one tool's pin as the admin API shows it (GET
+// /admin/v1/tools).
+type Status struct {
+	// Tool is the gateway's name; Server the mcp_servers entry.
+	Tool   string `json:"tool"`
+	Server string `json:"server"`
+	// Pinned is the pinned hash ("" while the store could not be asked);
+	// Current the hash of the definition the server lists now.
+	Pinned  string `json:"pinned_sha256"`
+	Current string `json:"current_sha256"`
+	// Held: Pinned and Current differ; calls answer 409 tool_changed.
+	Held bool `json:"held"`
+	// FixedByConfig: the pin is mcp_servers[].pins' (accept refuses it).
+	FixedByConfig bool `json:"fixed_by_config,omitempty"`
+	// PinnedAt and PinnedBy: when and how (first_use, config, or the
+	// operator who accepted).
+	PinnedAt time.Time `json:"pinned_at,omitzero"`
+	PinnedBy string    `json:"pinned_by,omitempty"`
+}
+
+// Keeper is what the admin API needs of whoever serves pinned tools
+// (tools/mcptool's Manager).
+type Keeper interface {
+	// Statuses lists the pins of the tools served now, sorted by tool.
+	Statuses(ctx context.Context) ([]Status, error)
+	// Accept pins tool's current definition, by the operator by; with
+	// sha256 set, only if that is the current definition's hash
+	// (ErrNotCurrent otherwise). ErrUnknownTool: no such pinned tool;
+	// ErrFixedByConfig: the config fixes its pin.
+	Accept(ctx context.Context, tool, sha256, by string) (Status, error)
+}
+
+// Errors of [Keeper.Accept].
+var (
+	ErrUnknownTool   = errors.New("pins: no MCP upstream tool of that name")
+	ErrNotCurrent    = errors.New("pins: the tool's current definition has another hash")
+	ErrFixedByConfig = errors.New("pins: the config fixes this tool's pin (mcp_servers[].pins); change it there")
+)
 
 // Encode is the stored form of a pin (its JSON), the same in every store.
 func Encode(p Pin) ([]byte, error) {
