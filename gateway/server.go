@@ -21,8 +21,8 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/gateway/pins"
+	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 )
