@@ -58,7 +58,7 @@ func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
 		}
 	}
 	f := receipts.Filter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Event: receipts.Event(q.Get("event")), Limit: receipts.DefaultLimit}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
+	if f.Tenant != "" && f.Tenant != receipts.ToolsChain && !tools.ValidName(f.Tenant) {
 		return receiptsQuery{}, errors.New("tenant is not a tenant name")
 	}
 	if f.Tool != "" && !tools.ValidName(f.Tool) {
