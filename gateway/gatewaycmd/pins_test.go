@@ -1,6 +1,7 @@
 package gatewaycmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -117,8 +118,21 @@ mcp_servers:
 			if r := adminRequest(t, http.MethodPost, url, `{"sha256":"`+first.Pinned+`"}`); r.status != 409 || r.problemCode() != "tool_changed" {
 				t.Fatalf("accept naming the old hash: %d %s, want 409 tool_changed", r.status, r.body)
 			}
-			if r := adminRequest(t, http.MethodPost, url, `{"sha256":"`+now.Current+`","by":"alice"}`); r.status != 200 {
-				t.Fatalf("accept: %d %s", r.status, r.body)
+			// The operator accepts with the command.
+			var out bytes.Buffer
+			getenv := func(name string) string {
+				if name == envAdminToken {
+					return pinsAdminToken
+				}
+				return ""
+			}
+			err := Run(context.Background(), []string{"gateway", "admin", "-url", "http://" + g.addr, "tools", "accept", tool, "-sha256", now.Current, "-by", "alice"}, getenv, &out)
+			if err != nil || !strings.Contains(out.String(), "pinned sha256:"+now.Current+" by alice; held: false") {
+				t.Fatalf("gateway admin tools accept: %v\n%s", err, out.String())
+			}
+			out.Reset()
+			if err := Run(context.Background(), []string{"gateway", "admin", "-url", "http://" + g.addr, "tools", "list"}, getenv, &out); err != nil || !strings.Contains(out.String(), "8 tools, 0 held") {
+				t.Fatalf("gateway admin tools list: %v\n%s", err, out.String())
 			}
 			if s := toolPin(t, g.addr, tool); s.Held || s.Pinned != now.Current || s.PinnedBy != "alice" {
 				t.Fatalf("after accept: %+v", s)
