@@ -238,3 +238,57 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestMCPToolPinFixedByConfig: a tool whose config pin the server's
+// definition does not match is held from its first listing, shown
+// nowhere (the gateway never saw the pinned definition), and runs
+// nothing; accept refuses it (the config decides). With the right hash in
+// the config it runs, pinned by config.
+func TestMCPToolPinFixedByConfig(t *testing.T) {
+	up := newMCPUpstream(t)
+	store := "store:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n"
+	const tool = "t_" + mcptest.ToolCreate
+	config := func(hash string) string {
+		return "listen: 127.0.0.1:0\n" + store + "admin:\n  token_sha256: " + tokenHash(pinsAdminToken) + `
+mcp_servers:
+  - name: tickets
+    url: ` + up.http.URL + `
+    prefix: t_
+    relist_interval: 1h
+    pins:
+      ` + mcptest.ToolCreate + `: "sha256:` + hash + `"
+`
+	}
+	wrong := strings.Repeat("ab", 32)
+	g := startGateway(t, config(wrong))
+	s := toolPin(t, g.addr, tool)
+	if !s.Held || s.Pinned != wrong || !s.FixedByConfig || s.Current == "" {
+		t.Fatalf("a config pin the server does not match: %+v", s)
+	}
+	if list := get(t, "http://"+g.addr+"/api/tools/v1"); strings.Contains(string(list.body), `"`+tool+`"`) {
+		t.Fatalf("discovery lists a held tool whose pinned definition was never seen: %s", list.body)
+	}
+	if d := discoveredDescription(t, g.addr, tool); d == mcptest.CreateDescription {
+		t.Fatalf("GET of a held tool shows the server's definition %q", d)
+	}
+	if r := keyedCall(t, g.addr, "fixed", 1, tool, `{"title":"x"}`); r.status != 409 || r.problemCode() != "tool_changed" {
+		t.Fatalf("call: %d %s, want 409 tool_changed", r.status, r.body)
+	}
+	if r := adminRequest(t, http.MethodPost, "http://"+g.addr+"/admin/v1/tools/"+tool+"/accept", ""); r.status != 400 || !strings.Contains(string(r.body), "mcp_servers[].pins") {
+		t.Fatalf("accept of a config pin: %d %s, want 400 naming mcp_servers[].pins", r.status, r.body)
+	}
+	if n := startedCount(up.srv); n != 0 {
+		t.Fatalf("the server ran create_ticket %d times, want 0", n)
+	}
+
+	g = restart(t, g, config(s.Current))
+	if s := toolPin(t, g.addr, tool); s.Held || s.PinnedBy != pins.ByConfig {
+		t.Fatalf("the right config pin: %+v", s)
+	}
+	if r := keyedCall(t, g.addr, "fixed", 2, tool, `{"title":"x"}`); r.status != 200 {
+		t.Fatalf("call: %d %s", r.status, r.body)
+	}
+	if n := startedCount(up.srv); n != 1 {
+		t.Fatalf("the server ran create_ticket %d times, want 1", n)
+	}
+}
