@@ -313,7 +313,7 @@ func (u *upstream) toolFrom(t *mcp.Tool) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tool{up: u, upstreamName: t.Name, spec: spec}, nil
+	return &Tool{up: u, upstreamName: t.Name, spec: spec, annotations: t.Annotations}, nil
 }
 
 // specFrom is the gateway's Spec of one listed (or pinned) tool.
