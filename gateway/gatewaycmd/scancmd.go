@@ -150,6 +150,9 @@ func scan(ctx context.Context, path string, getenv func(string) string) (*ScanRe
 			}
 			st.Protections = append(st.Protections, pin)
 		}
+		if isHTTP && inConfig && cfg.Tools[index].HTTP != nil && cfg.Tools[index].HTTP.TLS != nil {
+			st.Protections = append(st.Protections, "tls.pin_sha256: the upstream's certificate is pinned")
+		}
 		if st.Protections == nil {
 			st.Protections = []string{}
 		}
