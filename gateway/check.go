@@ -35,6 +35,14 @@ func (s *Server) check(ctx context.Context, st *callState) bool {
 	// with the same upstream_unavailable.
 	if st.unprotected != ResultUnkeyed {
 		if p := unavailable(c.Entry); p != nil {
+			if p.Code == wire.CodeToolChanged {
+				// A held tool runs nothing, but a retry of a call it
+				// completed before the change replays (the store is only
+				// read, as for a retired tool).
+				if res, ok := s.replayRetired(ctx, c, canonical); ok {
+					return st.end(res)
+				}
+			}
 			return st.refuse(p)
 		}
 	}

@@ -200,6 +200,10 @@ func assertHeld(t *testing.T, addr, tool string, up *mcpUpstream, pinned, change
 			t.Fatalf("call of a held tool: %d %s, want 409 tool_changed, retryable false", r.status, r.body)
 		}
 	}
+	// The retry of a call completed before the change replays: nothing runs.
+	if r := keyedCall(t, addr, "rug", 1, tool, `{"title":"first"}`); r.status != 200 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry of a call completed before the change: %d replayed=%q %s, want the recorded outcome", r.status, r.header.Get("Idempotent-Replayed"), r.body)
+	}
 	cs := mcpClient(t, addr)
 	res, err := mcpCallTool(t, cs, tool, `{"title":"over mcp"}`, "rug-mcp", 1)
 	if err != nil || !res.IsError || !strings.Contains(string(mustJSON(t, res.Meta)), "tool_changed") {
