@@ -363,3 +363,78 @@ func TestApprovalsOnRedisCluster(t *testing.T) {
 		t.Fatalf("runs: 500 %d (want 1), 900 %d (want 0)", n500, n900)
 	}
 }
+
+// TestEffectKeyApprovalAskedOnceAcrossSessions: one refund asked for from
+// four sessions, each under its own key and step, whose rules say
+// approve: a person is asked once (one pending approval; the other
+// sessions wait with it, 409 request_in_progress), the approved call runs
+// once at the tool, and the other sessions replay it. The same on every
+// store.
+func TestEffectKeyApprovalAskedOnceAcrossSessions(t *testing.T) {
+	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
+		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{},
+			gatewaytest.WithPolicy("refund", tools.Policy{EffectKey: "refund:{/txn_id}"}))
+		call := func(session string) gatewaytest.Call {
+			return gatewaytest.Call{Tool: "refund", Session: session, Step: 1, Args: `{"amount":500,"txn_id":"t-9"}`}
+		}
+		id := pendingID(t, h.Do(call("s0")))
+		for _, session := range []string{"s1", "s2", "s3"} {
+			gatewaytest.WantProblem(t, h.Do(call(session)), http.StatusConflict, wire.CodeRequestInProgress)
+		}
+		page, err := h.Store.(idempotency.Approvals).ListApprovals(t.Context(), idempotency.ApprovalFilter{State: idempotency.StateAwaitingApproval, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Records) != 1 || page.Records[0].Approval.ID != id {
+			t.Fatalf("%d pending approvals, want only %s: a person would be asked more than once", len(page.Records), id)
+		}
+		decideApproval(t, h, id, true, "")
+		if r := h.Do(call("s0")); r.Status != http.StatusOK {
+			t.Fatalf("approved call: %d %s", r.Status, r.Body)
+		}
+		for _, session := range []string{"s1", "s2", "s3"} {
+			if r := h.Do(call(session)); r.Status != http.StatusOK || r.Header.Get(wire.HeaderEffectKeyReplayed) != "true" {
+				t.Fatalf("session %s after the approved run: %d, Effect-Key-Replayed %q, want the replay", session, r.Status, r.Header.Get(wire.HeaderEffectKeyReplayed))
+			}
+		}
+		if n := tool.Total.Load(); n != 1 {
+			t.Fatalf("the refund ran %d times, want 1", n)
+		}
+	})
+}
+
+// TestEffectKeyApprovedLoserKeepsItsApproval: two sessions' refunds of one
+// transaction were approved before the tool had its effect_key (a config
+// reload while they waited). The first runs; the second finds the effect
+// held: it replays the first's outcome and keeps its approval, unused, and
+// its next call replays again: no person is asked again, and the refund
+// ran once at the tool. The same on every store.
+func TestEffectKeyApprovedLoserKeepsItsApproval(t *testing.T) {
+	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
+		before, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
+		call := func(session string) gatewaytest.Call {
+			return gatewaytest.Call{Tool: "refund", Session: session, Step: 1, Args: `{"amount":500,"txn_id":"t-7"}`}
+		}
+		first, second := pendingID(t, before.Do(call("s0"))), pendingID(t, before.Do(call("s1")))
+		decideApproval(t, before, first, true, "")
+		decideApproval(t, before, second, true, "")
+		after, afterTool := decideHarness(t, kind, gateway.ApprovalSettings{},
+			gatewaytest.WithPolicy("refund", tools.Policy{EffectKey: "refund:{/txn_id}"}), func(o *gateway.Options) { o.Store = before.Store })
+		if r := after.Do(call("s0")); r.Status != http.StatusOK {
+			t.Fatalf("first approved call: %d %s", r.Status, r.Body)
+		}
+		for range 2 {
+			r := after.Do(call("s1"))
+			if r.Status != http.StatusOK || r.Header.Get(wire.HeaderEffectKeyReplayed) != "true" {
+				t.Fatalf("the second approved call: %d %s, Effect-Key-Replayed %q; want the first's replay", r.Status, r.Body, r.Header.Get(wire.HeaderEffectKeyReplayed))
+			}
+			rec, err := after.Store.(idempotency.Approvals).GetApproval(t.Context(), second)
+			if err != nil || rec.State != idempotency.StateApproved {
+				t.Fatalf("the second call's approval after its replay: %v, %v; want it kept, APPROVED", rec.State, err)
+			}
+		}
+		if n := tool.Total.Load() + afterTool.Total.Load(); n != 1 {
+			t.Fatalf("the refund ran %d times, want 1", n)
+		}
+	})
+}

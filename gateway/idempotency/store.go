@@ -249,7 +249,7 @@ type Lease struct {
 	ExecutionID  string
 	// Effect is the effect the lease's record holds, set by a store that
 	// keeps the reservation apart from the record (Redis), so that
-	// Complete and MarkUnknown keep it alive as long as the record.
+	// Release removes it with the record.
 	Effect *Effect
 }
 
@@ -404,8 +404,12 @@ type Store interface {
 	// reservation in the same atomic step, so two claims of one effect
 	// never both run, whatever their keys. (A sharded store may take the
 	// reservation in a second step after the record's claim, as Redis
-	// does; it must then run nothing until it holds both, and an approval
-	// record there takes it only when the approved call runs.)
+	// does; it must then run nothing until it holds both, give back what
+	// its record's claim did when another holder has it — an approval it
+	// consumed goes back unused, a pending approval it just wrote is
+	// withdrawn — and keep the reservation at least as long as the record
+	// lives, however the record is extended later: Complete, MarkUnknown,
+	// a takeover, Resolve, reconciliation.)
 	//
 	// Approval records (same fingerprint; another is KeyReused as ever):
 	// AWAITING_APPROVAL → AwaitingApproval with the stored approval (its
@@ -419,6 +423,10 @@ type Store interface {
 	// rules no longer ask anyone, so waiting would only block the call,
 	// and the contract's "a rule that now allows just runs" holds for it
 	// too. The pending approval is gone then (GetApproval: ErrNotFound).
+	// With req.Effect set, an approval record that does not hold the
+	// effect yet (asked for before the tool had its effect key) takes it
+	// first: held by another record, the claim answers as that holder (as
+	// above) and the approval stays on its record, unconsumed.
 	//
 	// Every claim (first or takeover) gets a fencing token larger than any
 	// earlier token of the same scope, even across deletions of the record.

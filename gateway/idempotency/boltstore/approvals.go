@@ -90,6 +90,23 @@ func (t *txn) decideApproval(key []byte, r *storedRecord, req idempotency.ClaimR
 			return idempotency.Decision{Outcome: idempotency.OutcomeAwaitingApproval, ExecutionID: r.ExecutionID, Approval: approval}, false, nil
 		}
 	}
+	// An approval asked for without the call's effect (the tool's
+	// effect_key was configured while it waited) takes the effect now, as
+	// a first claim does: held by another record, the call answers as
+	// that holder (a replay, in progress, effect_conflict) and keeps its
+	// approval unused for its own call (docs/approvals.md).
+	if req.Effect != nil && r.Effect != req.Effect.Value {
+		if d, held, err := t.effectHeld(key, req); held || err != nil {
+			return d, true, err // the holder's decision may have written (a takeover)
+		}
+		if err := t.freeEffect(key, r); err != nil {
+			return idempotency.Decision{}, false, err
+		}
+		r.Effect = req.Effect.Value
+		if err := t.effects.Put(effectKey(req.Scope, req.Effect.Value), key); err != nil {
+			return idempotency.Decision{}, false, fmt.Errorf("put effect reservation: %w", err)
+		}
+	}
 	// Approved, or pending under rules that now allow the call: it runs,
 	// as a first claim, and the approval is used up.
 	if err := t.approvals.Delete([]byte(r.Approval.ID)); err != nil {

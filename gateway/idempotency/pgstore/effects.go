@@ -164,3 +164,61 @@ const effectBlock = `		IF p_effect IS NOT NULL THEN
 			END IF;
 		END IF;
 `
+
+// approvalEffectMigration is schema version 9: an approval asked for
+// without the call's effect (the tool's effect_key was configured while
+// it waited) takes the effect when it is consumed, as a first claim does.
+// Version 7's function consumed it without looking at the effect, so the
+// approved call ran even while another row held its effect. The signature
+// is unchanged; CREATE OR REPLACE drops the function's settings, so
+// plan_cache_mode is set again.
+var approvalEffectMigration = claimFunctionV9 + `
+ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text, boolean, text, bigint, text,
+	text, integer, text, text, bigint, bigint, text)
+	SET plan_cache_mode = force_custom_plan;`
+
+// claimFunctionV9 is version 7's claim function whose consumption of an
+// approval row checks the call's effect first: held by another live row,
+// the call answers as that holder (effect_conflict for other arguments, a
+// replay, UNKNOWN, or in progress; an expired holder lease is left to a
+// call without approval to take over) and the approval stays on its row,
+// unused; else the row takes the effect with the claim. A claim racing it
+// for a free effect commits first or makes this one fail on the unique
+// index (an error: nothing runs, the retry decides again).
+var claimFunctionV9 = mustReplace(claimFunctionV7,
+	"\t\t\t\t-- Consumed: a first claim of the row, which keeps its step\n",
+	`				IF p_effect IS NOT NULL AND rec.effect_key IS DISTINCT FROM p_effect THEN
+					SELECT * INTO eholder FROM @.records r
+					WHERE r.tenant = p_tenant AND r.tool = p_tool AND r.effect_key = p_effect
+					FOR UPDATE;
+					IF FOUND AND eholder.expires_at <= now_ts THEN
+						DELETE FROM @.records r
+						WHERE r.tenant = eholder.tenant AND r.tool = eholder.tool AND r.idempotency_key = eholder.idempotency_key;
+					ELSIF FOUND THEN
+						by_effect := true;
+						exec_id := eholder.execution_id;
+						a_id := NULL;
+						IF eholder.fingerprint <> p_fingerprint THEN
+							outcome := 'effect_conflict';
+							holder_state := eholder.state;
+						ELSIF eholder.state = 'COMPLETED' THEN
+							outcome := 'replay';
+							resp_status := eholder.status;
+							resp_content_type := eholder.content_type;
+							resp_body := eholder.body;
+						ELSIF eholder.state = 'UNKNOWN' THEN
+							outcome := 'unknown';
+						ELSE
+							outcome := 'in_progress';
+							remaining_us := CASE WHEN eholder.state = 'IN_PROGRESS' AND eholder.lease_expires_at > now_ts
+								THEN floor(extract(epoch FROM eholder.lease_expires_at - now_ts) * 1000000)::bigint
+								ELSE 1000000 END;
+						END IF;
+						RETURN;
+					END IF;
+				END IF;
+				-- Consumed: a first claim of the row, which keeps its step
+`,
+	"\t\t\t\t\treplay_us = p_replay_us, canonical_arguments = p_arguments,\n\t\t\t\t\tapproval_id = NULL,",
+	"\t\t\t\t\treplay_us = p_replay_us, canonical_arguments = p_arguments,\n\t\t\t\t\teffect_key = COALESCE(p_effect, r.effect_key),\n\t\t\t\t\tapproval_id = NULL,",
+)

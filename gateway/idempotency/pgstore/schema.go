@@ -111,6 +111,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// receipt outbox (outbox.go). Version 8 is unreleased, so it is
 	// extended in place.
 	reconcileMigration + outboxMigration,
+	// Version 9: the consumption of an approval checks the call's effect
+	// (effects.go, approvalEffectMigration); claim's signature is unchanged.
+	approvalEffectMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

@@ -169,6 +169,11 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	target := newest(found)
+	// The scope's pointer first: the resolved record must stay findable
+	// (Get, Delete, the admin API) as long as it replays.
+	if err := s.keepPointer(ctx, scope, target.key, millis(ttl)); err != nil {
+		return idempotency.Record{}, fmt.Errorf("redisstore: resolve %v: %w", scope, err)
+	}
 	cmds, err := s.eval(ctx, call(resolveScript, []string{target.key},
 		resolveArgs{millis(ttl), resp.Status, packCtype(resp.ContentType), resp.Body, s.keys.stepArgs(scope.Tenant)}))
 	if err != nil {
@@ -198,4 +203,18 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	return idempotency.Record{}, fmt.Errorf("redisstore: resolve %v: %w", scope, errBadReply)
+}
+
+// keepPointer makes the scope's pointer set (Redis Cluster, a record under
+// its session's tag) name record and live at least ttlMS, before a write
+// that makes record live that long without a claim (resolve,
+// reconciliation): the claim's pointer was sized for the claim's TTLs,
+// and a record whose pointer is gone still replays but Get and Delete no
+// longer find it. Nothing to do for a record found by its scope alone.
+func (s *Store) keepPointer(ctx context.Context, scope idempotency.Scope, record string, ttlMS int64) error {
+	if !s.keys.sessionSlots || record == s.keys.record(scope, nil) {
+		return nil
+	}
+	_, err := s.eval(ctx, call(pointScript, []string{s.keys.pointer(scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
+	return err
 }

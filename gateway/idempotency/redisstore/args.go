@@ -27,6 +27,10 @@ type claimArgs struct {
 	approvalClaimArgs
 	StepIndex string `lua:"step_index"` // decimal; "" without a step
 	stepArgs
+	// HolderOnly is "1" when the claim decides on the record that holds
+	// its effect (effects.go, decideByHolder): it consumes no approval
+	// and writes no record; "0" otherwise.
+	HolderOnly string `lua:"holder_only"`
 }
 
 // Argv lists pointers to the fields (go-redis writes a *string or *int64 as
@@ -34,7 +38,7 @@ type claimArgs struct {
 // string or a large integer does not, and every call runs this script.
 func (a *claimArgs) Argv() []any {
 	return []any{&a.Fingerprint, &a.Exec, &a.Owner, &a.LockMS, &a.ReplayMS, &a.LeaseExpiry, &a.StepGuard, &a.Session, &a.Tool, a.Arguments,
-		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.StepIndex, &a.StepHead, &a.Tenant}
+		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.StepIndex, &a.StepHead, &a.Tenant, &a.HolderOnly}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.
@@ -140,16 +144,26 @@ func flag(b bool) string {
 
 // effectArgs are effect.lua's ARGV.
 type effectArgs struct {
-	Holder string `lua:"holder"` // the caller's holder value (effects.go)
-	Expect string `lua:"expect"` // a stale holder value to replace, "" none
-	TTLMS  int64  `lua:"ttl_ms"`
+	Holder string `lua:"holder"` // the caller's holder identity (effects.go)
+	Take   string `lua:"take"`   // the value it writes: its take of the holder (effectTake)
+	Expect string `lua:"expect"` // a stale value to replace, "" none
 }
 
-func (a effectArgs) Argv() []any { return []any{a.Holder, a.Expect, a.TTLMS} }
+func (a effectArgs) Argv() []any { return []any{a.Holder, a.Take, a.Expect} }
 
-// effectKeepArgs are effect_keep.lua's ARGV.
-type effectKeepArgs struct {
-	TTLMS int64 `lua:"ttl_ms"`
+// effectKeepArgs are effect_keep.lua's ARGV: none (the key is all it needs).
+type effectKeepArgs struct{}
+
+func (a effectKeepArgs) Argv() []any { return nil }
+
+// effectDropArgs are effect_drop.lua's ARGV.
+type effectDropArgs struct {
+	// Owner is the packed owner token of the take to remove ("" for a
+	// value an earlier build wrote, without one).
+	Owner string `lua:"owner"`
+	// Record is what the take's identity must start with: the holder's
+	// length-prefixed record name.
+	Record string `lua:"record"`
 }
 
-func (a effectKeepArgs) Argv() []any { return []any{a.TTLMS} }
+func (a effectDropArgs) Argv() []any { return []any{a.Owner, a.Record} }

@@ -19,26 +19,52 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
-	d, record, err := s.claimRecord(ctx, req)
-	if err != nil || req.Effect == nil || d.Outcome != idempotency.OutcomeClaimed {
-		return d, err
+	c, err := s.claimRecord(ctx, req)
+	if err != nil || req.Effect == nil {
+		return c.d, err
 	}
-	return s.reserveEffect(ctx, req, record, d)
+	switch c.d.Outcome {
+	case idempotency.OutcomeClaimed, idempotency.OutcomeAwaitingApproval:
+		// A call waiting for approval holds its effect too, as on the
+		// other stores: another call of the action waits with it rather
+		// than ask a person a second time.
+		return s.reserveEffect(ctx, req, c)
+	}
+	return c.d, nil
+}
+
+// recordClaim is the answer of the claim script on one record.
+type recordClaim struct {
+	d      idempotency.Decision
+	record string // the record's key name
+	// consumed is the APPROVAL block as stored when the claim consumed an
+	// approval record, so a claim that runs nothing can put it back
+	// (restore.lua); "" otherwise.
+	consumed string
+	// step is the step the record was claimed with (its slotStep), and
+	// tenant its scope's tenant.
+	step   *idempotency.Step
+	tenant string
+	// newPending is set when the claim wrote a pending approval just now
+	// (not one an earlier request wrote).
+	newPending bool
 }
 
 // claimRecord is the record's claim: one script, and the record's key name
 // (named once: the name costs two hashes).
-func (s *Store) claimRecord(ctx context.Context, req idempotency.ClaimRequest) (idempotency.Decision, string, error) {
+func (s *Store) claimRecord(ctx context.Context, req idempotency.ClaimRequest) (recordClaim, error) {
 	req.Step = s.keys.slotStep(req)
-	record := s.keys.record(req.Scope, req.Step)
-	d, err := s.claimAt(ctx, req, record)
-	return d, record, err
+	c, err := s.claimAt(ctx, req, s.keys.record(req.Scope, req.Step), false)
+	c.step, c.tenant = req.Step, req.Scope.Tenant
+	return c, err
 }
 
-// claimAt decides req, whose step is already its slotStep, on its record.
-func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, record string) (idempotency.Decision, error) {
+// claimAt decides req, whose step is already its slotStep, on its record;
+// holderOnly decides on the record holding req's effect (claim.lua's
+// holder_only).
+func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, record string, holderOnly bool) (recordClaim, error) {
 	if err := s.ready(ctx); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	keys := []string{record}
 	args := &claimArgs{
@@ -54,6 +80,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		// The call's decision: approve writes a pending approval.
 		approvalClaimArgs: approvalClaimArgsOf(req.Approval),
 		stepArgs:          s.keys.stepArgs(req.Scope.Tenant),
+		HolderOnly:        flag(holderOnly),
 	}
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
@@ -61,7 +88,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		args.StepIndex = strconv.FormatUint(req.Step.Index, 10)
 	}
 	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
 	}
 	calls := []redisscript.Call{call(claimScript, keys, args)}
 	if s.keys.usesPointer(req.Step) {
@@ -69,9 +96,10 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	var d idempotency.Decision
+	consumed := ""
 	switch v := cmds[0].Val().(type) {
 	case int64: // a new claim: its fencing token, negative for a takeover
 		d = claimed(req, req.ExecutionID, max(v, -v), v < 0)
@@ -82,17 +110,21 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		if reply, err = cmds[0].StringSlice(); err == nil {
 			d, err = decodeDecision(req, reply)
 		}
+		if err == nil && reply[0] == "consumed" {
+			consumed = reply[2]
+		}
 	}
 	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.claimReplicated(ctx, d, acked); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	if err := s.indexApproval(ctx, req, record, d); err != nil {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	return d, nil
+	newPending := d.Outcome == idempotency.OutcomeAwaitingApproval && d.ExecutionID == req.ExecutionID
+	return recordClaim{d: d, record: record, consumed: consumed, newPending: newPending}, nil
 }
 
 func validateClaim(req idempotency.ClaimRequest) error {
@@ -140,7 +172,7 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 			return d, err
 		}
 	}
-	want := map[string]int{"claimed": 4, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2}
+	want := map[string]int{"claimed": 4, "in_progress": 3, "key_reused": 1, "unknown": 2, "step_conflict": 2, "gone": 1}
 	if len(reply) == 0 || want[reply[0]] != len(reply) {
 		return idempotency.Decision{}, fmt.Errorf("%w: %d fields", errBadReply, len(reply)) // no raw reply: it may hold the key
 	}
@@ -174,6 +206,8 @@ func decodeDecision(req idempotency.ClaimRequest, reply []string) (idempotency.D
 		return idempotency.Decision{Outcome: idempotency.OutcomeInProgress, ExecutionID: reply[1], RetryAfter: time.Duration(remaining) * time.Microsecond}, nil
 	case "key_reused":
 		return idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}, nil
+	case "gone": // holder_only found no record: no outcome (effects.go)
+		return idempotency.Decision{}, nil
 	default: // unknown
 		return idempotency.Decision{Outcome: idempotency.OutcomeUnknown, ExecutionID: reply[1]}, nil
 	}

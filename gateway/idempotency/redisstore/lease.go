@@ -12,7 +12,8 @@ import (
 )
 
 // Renew extends the lease to ttl from now (Redis time) if the caller still
-// owns the record: one owner-checked script.
+// owns the record: one owner-checked script (and on a Cluster, for a
+// record under its session's tag, its scope's pointer after it).
 func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: renew: ttl %v must be positive", ttl)
@@ -20,8 +21,19 @@ func (s *Store) Renew(ctx context.Context, lease idempotency.Lease, ttl time.Dur
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("renew", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, call(renewScript, []string{s.keys.record(lease.Scope, lease.Step)}, renewArgs{ownerOf(lease), millis(ttl), s.keys.stepArgs(lease.Scope.Tenant)}))
-	return ownedResult("renew", lease, ok, err)
+	record := s.keys.record(lease.Scope, lease.Step)
+	lives, err := s.evalInt(ctx, call(renewScript, []string{record}, renewArgs{ownerOf(lease), millis(ttl), s.keys.stepArgs(lease.Scope.Tenant)}))
+	if err != nil || lives <= 0 {
+		return ownedResult("renew", lease, 0, err)
+	}
+	// A record under its session's tag (Cluster) stays findable by its
+	// scope (Get, Delete, a reconciler) however long its tool runs: the
+	// claim sized the pointer for one lease. Best effort: the lease is
+	// renewed, and the completion writes the pointer again.
+	if s.keys.usesPointer(lease.Step) {
+		_, _ = s.eval(ctx, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: int64(lives)}))
+	}
+	return nil
 }
 
 // Complete stores resp as COMPLETED for ttl if the caller still owns the
@@ -76,8 +88,8 @@ func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, 
 	if s.keys.usesPointer(lease.Step) {
 		calls = append(calls, call(pointScript, []string{s.keys.pointer(lease.Scope)}, pointArgs{Record: record, TTLMS: ttlMS}))
 	}
-	if lease.Effect != nil { // the reservation lives as long as its holder
-		calls = append(calls, call(effectKeepScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)}, effectKeepArgs{TTLMS: ttlMS + millis(effectMargin)}))
+	if lease.Effect != nil { // an earlier build's reservation carried a TTL: no more
+		calls = append(calls, call(effectKeepScript, []string{s.keys.effect(lease.Scope, lease.Effect.Value)}, effectKeepArgs{}))
 	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
@@ -90,12 +102,24 @@ func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, 
 	return ownedResult(op, lease, ok, err)
 }
 
-// Release deletes the record and frees its step if the caller still owns it.
+// Release deletes the record and frees its step if the caller still owns
+// it; then, for a record that held an effect, removes the reservation if it
+// still names the record. The reservation goes second, and only after a
+// release that happened, so it never disappears before its holder (a
+// gateway that dies between the two leaves a stale reservation, which the
+// next claim of the value or the sweep removes).
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("release", lease, 0, err)
 	}
 	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant)}))
+	if err == nil && ok == 1 && lease.Effect != nil {
+		// The record is released either way: a reservation left behind
+		// names a record that is gone, counts for nothing, and the next
+		// claim of the value or the sweep removes it. So its failure is
+		// not the release's.
+		_ = s.dropEffect(ctx, lease)
+	}
 	return ownedResult("release", lease, ok, err)
 }
 

@@ -118,7 +118,16 @@ func (s *Store) ClaimReconcile(ctx context.Context, scope idempotency.Scope, own
 		return idempotency.Record{}, idempotency.ErrNotFound
 	case "ok":
 		if len(reply) == 3 {
-			return s.recordWith(ctx, "claim reconcile", scope, key, reply[1], reply[2])
+			rec, err := s.recordWith(ctx, "claim reconcile", scope, key, reply[1], reply[2])
+			if err != nil {
+				return idempotency.Record{}, err
+			}
+			// An abandoned record just turned UNKNOWN for its replay TTL:
+			// its pointer lives as long.
+			if err := s.keepPointer(ctx, scope, key, millis(time.Until(rec.ExpiresAt)+time.Second)); err != nil {
+				return idempotency.Record{}, fmt.Errorf("redisstore: claim reconcile %v: %w", scope, err)
+			}
+			return rec, nil
 		}
 	}
 	return idempotency.Record{}, fmt.Errorf("redisstore: claim reconcile %v: %w", scope, errBadReply)
@@ -178,6 +187,9 @@ func (s *Store) CompleteReconciled(ctx context.Context, scope idempotency.Scope,
 	key, err := s.target(ctx, "complete reconciled", scope)
 	if err != nil {
 		return idempotency.Record{}, leaseLostIfMissing(err)
+	}
+	if err := s.keepPointer(ctx, scope, key, millis(ttl)); err != nil { // as Resolve does
+		return idempotency.Record{}, fmt.Errorf("redisstore: complete reconciled %v: %w", scope, err)
 	}
 	cmds, err := s.eval(ctx, call(reconcileCompleteScript, []string{key, s.keys.reconcileKey(key)}, reconcileCompleteArgs{
 		Owner: owner, Fence: strconv.FormatInt(fencingToken, 10), TTLMS: millis(ttl),

@@ -28,4 +28,7 @@ var (
 	approveScript     = redisscript.MustLoad(luaFiles, "approve")
 	effectScript      = redisscript.MustLoad(luaFiles, "effect")
 	effectKeepScript  = redisscript.MustLoad(luaFiles, "effect_keep")
+	effectDropScript  = redisscript.MustLoad(luaFiles, "effect_drop")
+	restoreScript     = redisscript.MustLoad(luaFiles, "restore")
+	withdrawScript    = redisscript.MustLoad(luaFiles, "withdraw")
 )

@@ -27,6 +27,9 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"reconcile_drop":     reconcileDropArgs{},
 	"effect":             effectArgs{},
 	"effect_keep":        effectKeepArgs{},
+	"effect_drop":        effectDropArgs{},
+	"restore":            restoreArgs{},
+	"withdraw":           withdrawArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.

@@ -36,7 +36,18 @@ type Options struct {
 	// ReceiptOutbox makes each completion also record its execution's
 	// receipt as pending (receipts on; see idempotency.ReceiptOutbox).
 	ReceiptOutbox bool
+	// EffectSweepInterval is how often the effect reservations whose
+	// holder's record is gone are removed (SweepEffects; default
+	// DefaultEffectSweepInterval; negative: no background sweep). A
+	// reservation has no TTL (effects.go), so this is what reclaims the
+	// memory of effects nobody claims again.
+	EffectSweepInterval time.Duration
 }
+
+// DefaultEffectSweepInterval is Options.EffectSweepInterval's default. A
+// sweep SCANs the prefix's keys on every node, so it runs rarely: a stale
+// reservation costs a few dozen bytes, and counts for nothing.
+const DefaultEffectSweepInterval = 10 * time.Minute
 
 // Store is an idempotency.Store on Redis. It is safe for concurrent use.
 type Store struct {
@@ -51,6 +62,8 @@ type Store struct {
 	// before the first operation (with noMigrate: checks it is current).
 	guard  *idempotency.LayoutGuard
 	layout *idempotency.LayoutSetUp
+	// sweeper runs SweepEffects in the background until Close.
+	sweeper *idempotency.Sweeper
 }
 
 var (
@@ -75,6 +88,9 @@ func New(client redis.UniversalClient, opts Options) *Store {
 		_, err := s.raiseLayout(ctx)
 		return err
 	})
+	s.sweeper = idempotency.StartSweeper(opts.EffectSweepInterval, DefaultEffectSweepInterval, func(ctx context.Context) {
+		_, _ = s.SweepEffects(ctx) // a failed sweep is tried again at the next tick
+	})
 	return s
 }
 
@@ -89,5 +105,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close does nothing: the client belongs to the caller, who closes it.
-func (s *Store) Close() error { return nil }
+// Close stops the background sweep; the client belongs to the caller, who
+// closes it.
+func (s *Store) Close() error {
+	s.sweeper.Stop()
+	return nil
+}

@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	cases = append(cases, approvalCases()...)
 	cases = append(cases, reconcileCases()...)
 	cases = append(cases, effectCases()...)
+	cases = append(cases, effectLifeCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -14,6 +14,7 @@
 --       | {"awaiting_approval", exec, approval} | {"approval_denied", approval}
 --       | {"approval_expired", approval}
 --       | {"consumed", fence, approval}  (an approval record claimed: it runs)
+--       | {"gone"}  (holder_only: no record)
 -- where exec is packed (see packID) and approval is the record's APPROVAL
 -- block as stored.
 --
@@ -69,6 +70,7 @@ local use_ms = tonumber(ARGV[16])       -- how long an approved call may wait to
 local step_index = ARGV[17]  -- the step index, decimal ("" without a step)
 local step_head = ARGV[18]   -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[19]      -- the record's tenant (its step key's tag hashes it)
+local holder_only = ARGV[20] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
@@ -104,6 +106,8 @@ if v then
     local now = clock()
     if aexp <= now then return {'approval_expired', block} end
     if state == 'A' and approval ~= '' then return {'awaiting_approval', rexec, block} end
+    -- Another call of the same action: it never consumes this approval.
+    if holder_only then return {'awaiting_approval', rexec, block} end
     -- Approved, or pending under rules that now allow the call: it runs,
     -- as a first claim of the record, and the approval is used up.
     local fence = math.max(rfence + 1, now)
@@ -129,6 +133,7 @@ if v then
   return -fence
 end
 
+if holder_only then return {'gone'} end -- the effect's holder is gone: its reservation is stale
 local bind = stepkey
 if holder then
   if step_guard then return {'step_conflict', holder} end

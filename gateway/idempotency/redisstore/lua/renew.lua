@@ -1,7 +1,8 @@
 -- renew: extend the lease of a record the caller still owns.
 --
--- Returns 1, or 0 if the lease is lost. The record (and the step key it
--- holds) then lives lock ms plus its replay ms. Layout: see claim.lua.
+-- Returns how long the record (and the step key it holds) now lives,
+-- lock ms plus its replay ms (at least 1), or 0 if the lease is lost.
+-- Layout: see claim.lua.
 local rec = KEYS[1]                -- the record
 local owner = ARGV[1]              -- owner token (packed)
 local fence = ARGV[2]              -- fencing token (decimal)
@@ -22,4 +23,4 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl_ms = lock_ms + replay_ms
 redis.call('SET', rec, string.sub(v, 1, p - 1) .. struct.pack(PROGRESS, #owner, owner, now + lock_ms * 1000, replay_ms) .. string.sub(v, q), 'PX', ttl_ms)
 if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), ttl_ms) end
-return 1
+return ttl_ms
