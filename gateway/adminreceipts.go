@@ -42,7 +42,8 @@ type receiptsQuery struct {
 // receiptEvents are the events a query may name.
 var receiptEvents = []receipts.Event{receipts.EventExecuted, receipts.EventDenied, receipts.EventApprovalRequested,
 	receipts.EventApprovalGranted, receipts.EventApprovalDenied, receipts.EventApprovalExpired,
-	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted}
+	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted,
+	receipts.EventToolPinned, receipts.EventToolAccepted}
 
 // parseReceiptsQuery reads the query; its error names what is wrong.
 func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
@@ -57,7 +58,7 @@ func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
 		}
 	}
 	f := receipts.Filter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Event: receipts.Event(q.Get("event")), Limit: receipts.DefaultLimit}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
+	if f.Tenant != "" && f.Tenant != receipts.ToolsChain && !tools.ValidName(f.Tenant) {
 		return receiptsQuery{}, errors.New("tenant is not a tenant name")
 	}
 	if f.Tool != "" && !tools.ValidName(f.Tool) {

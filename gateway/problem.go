@@ -122,6 +122,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeApprovalPending:             {http.StatusConflict, "The call waits for a human's approval", true, labelApprovalPending, mcpToolResult},
 	wire.CodeApprovalDenied:              {http.StatusForbidden, "The call's approval was denied", false, labelApprovalDenied, mcpToolResult},
 	wire.CodeApprovalExpired:             {http.StatusForbidden, "The call's approval expired", false, labelApprovalExpired, mcpToolResult},
+	wire.CodeToolChanged:                 {http.StatusConflict, "The tool changed since it was pinned", false, labelToolChanged, mcpToolResult},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

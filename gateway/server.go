@@ -21,6 +21,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -113,6 +114,10 @@ type Options struct {
 	// RecordsSampleInterval is how often the gateway_records gauge is
 	// sampled from the store (recordsgauge.go); 0: 30s, negative: never.
 	RecordsSampleInterval time.Duration
+	// Pins, when set, answers the admin API's tools endpoints (GET
+	// /admin/v1/tools, POST /admin/v1/tools/{tool}/accept; adminpins.go):
+	// the MCP upstream tools' pins (tools/mcptool's Manager).
+	Pins pins.Keeper
 	// Receipts, when set, keeps every consequential event's receipt
 	// (receipt.go); nil: no receipts.
 	Receipts receipts.Store
