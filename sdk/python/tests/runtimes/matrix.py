@@ -129,30 +129,51 @@ def rows_of(records: List[Record], entries: List[str]) -> List[str]:
     return rows + [name for name in entries if same(name) not in recorded]
 
 
+#: The four members of every record; any other (``decision="deny"``) names a
+#: variant of the fault, shown apart in its cell.
+CORE = ("runtime", "fault", "with_gateway", "executions")
+#: How a variant is named in a cell.
+VARIANT_NAMES = {"decision=approve": "approved", "decision=deny": "denied"}
+
+
+def variant(record: Record) -> str:
+    label = ", ".join(f"{k}={record[k]}" for k in sorted(record) if k not in CORE)
+    return VARIANT_NAMES.get(label, label)
+
+
 def table(records: List[Record], rows: List[str], notes: List[str]) -> str:
-    """The Markdown table (cells: ``without / with``) and its notes."""
-    seen = rows
-    by_cell: Dict[Tuple[str, str, bool], List[int]] = {}
+    """The Markdown table (cells: ``without / with``, per variant) and its notes."""
+    by_cell: Dict[Tuple[str, str, str, bool], List[int]] = {}
+    variants: Dict[Tuple[str, str], List[str]] = {}
     for record in records:
-        key = (str(record["runtime"]), str(record["fault"]), bool(record["with_gateway"]))
-        by_cell.setdefault(key, []).append(int(record["executions"]))  # type: ignore[arg-type]
+        runtime, fault, name = str(record["runtime"]), str(record["fault"]), variant(record)
+        by_cell.setdefault((runtime, fault, name, bool(record["with_gateway"])), []).append(
+            int(record["executions"]))  # type: ignore[arg-type]
+        names = variants.setdefault((runtime, fault), [])
+        if name not in names:
+            names.append(name)
     header = "| runtime | " + " | ".join(title for _, title in FAULTS) + " |"
     lines = [header, "|---" * (len(FAULTS) + 1) + "|"]
     dash_used = False
-    for runtime in seen:
+    for runtime in rows:
         cells = []
         for fault, _ in FAULTS:
-            without = cell(by_cell.get((runtime, fault, False), []))
-            with_gateway = cell(by_cell.get((runtime, fault, True), []))
-            dash_used = dash_used or without is None or with_gateway is None
-            if without is None and with_gateway is None:
+            names = sorted(variants.get((runtime, fault), []), key=lambda n: (n != "approved", n))
+            if not names:
+                dash_used = True
                 cells.append("—")
-            else:
-                cells.append(f"{without or '—'} / **{with_gateway or '—'}**")
+                continue
+            parts = []
+            for name in names:
+                without = cell(by_cell.get((runtime, fault, name, False), []))
+                with_gateway = cell(by_cell.get((runtime, fault, name, True), []))
+                dash_used = dash_used or without is None or with_gateway is None
+                parts.append(f"{without or '—'} / **{with_gateway or '—'}**" + (f" ({name})" if name else ""))
+            cells.append("; ".join(parts))
         lines.append(f"| {runtime} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n\n"
     text += ("Each cell: executions counted at the upstream **without** the gateway / **with** it, "
-             "for one call that the fault hits once (1 is right; 0 for a denied approval, not in the table).")
+             "for one call that the fault hits once (approved or denied: after the human's decision).")
     if dash_used:
         text += (" `—`: not recorded — the fault does not apply to the runtime (its tests do not "
                  "make it), or the runtime's tests were not run here (see below).")
