@@ -17,6 +17,7 @@ stops the call between attempts. ``transport`` says which one is used
 """
 
 import asyncio
+import importlib.util
 import weakref
 from typing import Any, Awaitable, Callable, Optional, Union
 
@@ -24,10 +25,10 @@ from .client import Client, Result, _Call
 from .errors import GatewayError
 from .keys import validate_session_id
 
-try:  # the optional transport; the core never needs it
-    import httpx as _httpx
-except ImportError:  # pragma: no cover - exercised where httpx is absent
-    _httpx = None
+def _httpx_installed() -> bool:
+    # Looked up, not imported: `import toolgateway` loads nothing beyond the
+    # standard library; httpx is imported by the first client that uses it.
+    return importlib.util.find_spec("httpx") is not None
 
 __all__ = ["AsyncClient", "AsyncSession"]
 
@@ -54,9 +55,10 @@ class AsyncClient:
         self._client = Client(base_url, token, timeout, **options)
         if transport not in ("auto", "httpx", "thread"):
             raise ValueError(f"toolgateway: transport must be 'auto', 'httpx' or 'thread', not {transport!r}")
-        if transport == "httpx" and _httpx is None:
+        installed = transport != "thread" and _httpx_installed()
+        if transport == "httpx" and not installed:
             raise ImportError("toolgateway: transport='httpx' needs httpx: pip install 'toolgateway[async]'")
-        self.transport = "httpx" if _httpx is not None and transport != "thread" else "thread"
+        self.transport = "httpx" if installed else "thread"
         # One httpx pool per event loop: a pool is bound to the loop it
         # first ran on, and asyncio.run() makes a new loop each time.
         self._pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
@@ -87,7 +89,8 @@ class AsyncClient:
             # No redirects (a redirect would resend or turn the POST into a
             # GET), no proxy from the environment beyond httpx's default
             # handling, the client's per-attempt timeout.
-            pool = _httpx.AsyncClient(timeout=self._client.timeout, follow_redirects=False)
+            import httpx
+            pool = httpx.AsyncClient(timeout=self._client.timeout, follow_redirects=False)
             self._pools[loop] = pool
         return pool
 
@@ -95,9 +98,10 @@ class AsyncClient:
         """One request: a Result, a GatewayError, or the transport error."""
         if self.transport == "thread":
             return await asyncio.to_thread(self._client._attempt, call, attempt)
+        import httpx
         try:
             response = await self._pool().post(call.url, content=call.body, headers=call.headers)
-        except _httpx.TransportError as err:  # connect, read, write, timeout, protocol
+        except httpx.TransportError as err:  # connect, read, write, timeout, protocol
             return err
         return self._client._answer(call, attempt, response.status_code, response.headers, response.content)
 

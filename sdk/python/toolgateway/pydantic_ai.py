@@ -138,7 +138,6 @@ class GatewayToolset(AbstractToolset[Any]):
                     if not isinstance(definition, Mapping) or not isinstance(definition.get("name"), str):
                         raise InvalidInputError(f"toolgateway: a tool definition needs a name: {definition!r}")
                     self._definitions[definition["name"]] = definition
-        self._loading: Optional["asyncio.Future[Dict[str, Mapping[str, Any]]]"] = None
 
     @property
     def id(self) -> Optional[str]:

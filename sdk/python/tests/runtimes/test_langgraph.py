@@ -172,3 +172,36 @@ def test_a_graph_without_checkpointer_is_refused(upstream, gateway_factory):
     with pytest.raises(IdentityError, match="checkpointer"):
         graph.invoke({"messages": [HumanMessage(content="hi"), call]}, {"configurable": {"thread_id": "t"}})
     assert upstream.count() == 0
+
+
+def test_postgres_checkpointer_and_store_kill_mid_call(upstream, gateway_factory, agents):
+    """The same crash with LangGraph's PostgreSQL checkpointer and the gateway
+    on its PostgreSQL store (the server on 127.0.0.1:5432, database test;
+    the checkpointer's tables in a schema of their own, dropped after)."""
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    psycopg = pytest.importorskip("psycopg")
+    import uuid
+    base = "postgresql://postgres@127.0.0.1:5432/test"
+    schema = f"pyrt_lgcp_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+    except psycopg.OperationalError as err:
+        pytest.skip(f"no PostgreSQL on 127.0.0.1:5432: {err}")
+    try:
+        gateway = gateway_factory(TOOLS, upstream=upstream, store=base)
+        options = {"pg_url": f"{base}?options=-csearch_path%3D{schema}", "thread": "pg-thread", "db": ""}
+        env = dict(upstream.env(), **gateway.env())
+        upstream.hold("refund")
+        first = agents("langgraph_agent.py", json.dumps(dict(options, action="start", turn=[
+            {"name": "refund", "args": {"txn": "t-pg", "amount": 30}}])), env=env)
+        upstream.wait_arrived("refund", 1)
+        first.kill9()
+        upstream.release("refund")
+        second = agents("langgraph_agent.py", json.dumps(dict(options, action="resume")), env=env)
+        second.expect_success()
+        assert upstream.count("refund") == 1
+        assert '"execution": 1' in final(second)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from harness import ADMIN_TOKEN, matrix_record  # noqa: E402,F401
+from harness import matrix_record  # noqa: E402
 
 RUNTIME = "pydantic-ai"
 AGENT = "pydantic_ai_agent.py"

@@ -5,7 +5,8 @@ set, else tools that post straight to the upstream.
 
 argv[1] is JSON: {"db": path, "thread": id, "action": "start"|"resume"|"fork",
 "turn": [{"name", "args"}, ...] (the model's tool calls for the user's
-message), "resume": value for Command(resume=...) (resume only), "async":
+message), "resume": value for Command(resume=...) (resume only), "pg_url": a
+PostgreSQL URL (the PostgreSQL checkpointer instead of SQLite), "async":
 bool, "pause_after_tool": bool (print AFTER-TOOL and sleep: the test kills
 before the checkpoint), "pause_on_interrupt": bool (print PAUSED and sleep)}.
 Prints INTERRUPT <value>, FINAL <text>, STEPS <json>.
@@ -172,8 +173,15 @@ def main() -> None:
                     marker("FINAL " + messages[-1].content)
         asyncio.run(run())
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
-    with SqliteSaver.from_conn_string(OPTIONS["db"]) as saver:
+    if OPTIONS.get("pg_url"):
+        from langgraph.checkpoint.postgres import PostgresSaver
+        saver_cm = PostgresSaver.from_conn_string(OPTIONS["pg_url"])
+    else:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        saver_cm = SqliteSaver.from_conn_string(OPTIONS["db"])
+    with saver_cm as saver:
+        if OPTIONS.get("pg_url"):
+            saver.setup()
         graph = build(saver)
         payload, cfg = inputs(graph, config)
         marker("RUNNING")

@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, RunContext, ToolDenied
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import (ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart, ToolCallPart,
                                   ToolReturnPart, RetryPromptPart)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
