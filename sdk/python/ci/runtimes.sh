@@ -55,7 +55,8 @@ PY
 )
 
 tmp=$(mktemp -d)
-trap 'rm -rf "${tmp}"' EXIT
+# The build of ./sdk/python leaves build/ and *.egg-info in the source tree.
+trap 'rm -rf "${tmp}" "${repo}/sdk/python/build" "${repo}"/sdk/python/*.egg-info' EXIT
 failed=()
 while IFS=$'\t' read -r runtime extra python label full tests pins; do
   [ -n "${runtime}" ] || continue

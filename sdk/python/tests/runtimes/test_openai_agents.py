@@ -46,6 +46,30 @@ def final(agent):
 
 
 @pytest.mark.parametrize("with_gateway", [False, True], ids=["without", "with"])
+def test_lost_reply(stack, with_gateway):
+    """The upstream answers the first refund after the caller stopped waiting
+    (the reply is lost). Without the gateway the SDK's default turns the
+    timeout into "Please try again" and the model calls again; with it the
+    client retries the same key and gets the one execution's answer."""
+    import time
+    spawn, upstream, _ = stack
+
+    def slow_first(tool, args, n):
+        if n == 1:
+            time.sleep(4)
+        return {"tool": tool, "args": args, "execution": n}
+    upstream.set_response("refund", slow_first)
+    agent = spawn(with_gateway, action="start", reply_timeout=1.5, sdk_default_errors=True,
+                  turn=[{"name": "refund", "args": {"txn": "t0", "amount": 40}}])
+    agent.expect_success()
+    executions = upstream.count("refund")
+    matrix_record(RUNTIME, "lost_reply", with_gateway, executions)
+    if with_gateway:
+        assert executions == 1
+        assert '"execution": 1' in final(agent)
+
+
+@pytest.mark.parametrize("with_gateway", [False, True], ids=["without", "with"])
 def test_kill_while_the_upstream_holds_the_call(stack, with_gateway):
     spawn, upstream, _ = stack
     upstream.hold("refund")

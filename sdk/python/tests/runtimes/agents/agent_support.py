@@ -31,11 +31,11 @@ def gateway_token() -> Optional[str]:
     return os.environ.get("TOOLGATEWAY_TOKEN") or None
 
 
-def direct_call(tool: str, args: Any) -> Any:
+def direct_call(tool: str, args: Any, timeout: float = 120) -> Any:
     """Run ``tool`` without the gateway: POST the arguments to the upstream
-    and return its decoded JSON answer."""
+    and return its decoded JSON answer (``timeout``: seconds to wait for it)."""
     base = os.environ["TOOLGATEWAY_UPSTREAM_URL"]
     request = urllib.request.Request(f"{base}/{tool}", data=json.dumps(args).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read())

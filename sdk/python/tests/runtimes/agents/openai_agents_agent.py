@@ -7,7 +7,9 @@ needs_approval for the approval tools).
 argv[1] is JSON: {"db", "session", "state": path of the stored RunState,
 "action": "start"|"resume"|"regenerate", "turn": [{"name", "args"}],
 "approve": bool (resume of an interrupted run), "pause_after_tool",
-"pause_on_interrupt", "approval_tools": [...] (without the gateway)}.
+"pause_on_interrupt", "approval_tools": [...] (without the gateway),
+"reply_timeout": seconds (the reply of a slower call is lost),
+"sdk_default_errors": the SDK's default failure text (without the gateway)}.
 Prints INTERRUPT <json>, FINAL <text>, ERROR <exception classes>.
 """
 
@@ -20,20 +22,13 @@ import uuid
 from typing import Any, List
 
 from agent_support import direct_call, gateway_token, gateway_url, marker
-from agents import Agent, FunctionTool, RunState, Runner, SQLiteSession, Usage, set_tracing_disabled
+from agents import Agent, FunctionTool, RunState, Runner, SQLiteSession, Usage, function_tool, set_tracing_disabled
 from agents.items import ModelResponse
 from agents.models.interface import Model
-from agents.tool import set_function_tool_failure_error_function
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 OPTIONS = json.loads(sys.argv[1])
 set_tracing_disabled(True)
-
-SCHEMAS = {
-    "refund": {"type": "object", "properties": {"txn": {"type": "string"}, "amount": {"type": "integer"}},
-               "required": ["txn", "amount"]},
-    "lookup": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
-}
 
 
 def _get(item: Any, name: str) -> Any:
@@ -52,6 +47,9 @@ class ScriptedModel(Model):
         items = input if isinstance(input, list) else [{"role": "user", "content": input}]
         last_user = max(i for i, item in enumerate(items) if _get(item, "role") == "user")
         outputs = [str(_get(item, "output")) for item in items[last_user:] if _get(item, "type") == "function_call_output"]
+        calls_made = sum(1 for item in items[last_user:] if _get(item, "type") == "function_call")
+        if outputs and "try again" in outputs[-1] and calls_made < 2:
+            outputs = []  # the SDK told the model to try again: a model does
         if not outputs:
             output: List[Any] = [ResponseFunctionToolCall(
                 id="fc_" + uuid.uuid4().hex, call_id="call_" + uuid.uuid4().hex, name=c["name"],
@@ -81,13 +79,23 @@ def pause_after(tool: FunctionTool) -> FunctionTool:
 
 
 def direct_tools() -> List[FunctionTool]:
-    def make(name: str) -> FunctionTool:
-        async def invoke(ctx: Any, arguments: str) -> str:
-            return json.dumps(await asyncio.to_thread(direct_call, name, json.loads(arguments)))
-        tool = FunctionTool(name=name, description=name, params_json_schema=SCHEMAS[name], on_invoke_tool=invoke,
-                            strict_json_schema=False, needs_approval=name in OPTIONS.get("approval_tools", []))
-        return set_function_tool_failure_error_function(tool, None)
-    return [make("refund"), make("lookup")]
+    """The tools as an app writes them without the gateway: @function_tool,
+    the SDK's own needs_approval, and (sdk_default_errors) the SDK's default
+    failure text for the model."""
+    timeout = OPTIONS.get("reply_timeout", 120)
+    errors: Any = {} if OPTIONS.get("sdk_default_errors") else {"failure_error_function": None}
+    approval = OPTIONS.get("approval_tools", [])
+
+    @function_tool(needs_approval="refund" in approval, **errors)
+    async def refund(txn: str, amount: int) -> str:
+        """Refund a transaction."""
+        return json.dumps(await asyncio.to_thread(direct_call, "refund", {"txn": txn, "amount": amount}, timeout))
+
+    @function_tool(needs_approval="lookup" in approval, **errors)
+    async def lookup(q: str) -> str:
+        """Look something up."""
+        return json.dumps(await asyncio.to_thread(direct_call, "lookup", {"q": q}, timeout))
+    return [refund, lookup]
 
 
 async def main() -> None:
@@ -97,8 +105,13 @@ async def main() -> None:
     if gateway_url():
         from toolgateway import Client
         from toolgateway.openai_agents import OpenAIAgentsGateway
-        gw = OpenAIAgentsGateway(Client(gateway_url(), token=gateway_token(), prefer_wait=0, max_attempts=3,
-                                        initial_backoff=0.05, max_backoff=0.2), session)
+        if OPTIONS.get("reply_timeout"):  # a short timeout: the reply is lost, the client retries
+            client = Client(gateway_url(), token=gateway_token(), timeout=OPTIONS["reply_timeout"],
+                            prefer_wait=0, initial_backoff=0.2, max_backoff=0.5, max_attempts=50)
+        else:
+            client = Client(gateway_url(), token=gateway_token(), prefer_wait=0, max_attempts=3,
+                            initial_backoff=0.05, max_backoff=0.2)
+        gw = OpenAIAgentsGateway(client, session)
         model, tools = gw.model(model), gw.tools()
     else:
         tools = direct_tools()
