@@ -13,7 +13,7 @@ replaces the part of docs/runtimes.md between the matrix markers::
 
 A virtualenv is ``<venvs>/<runtime>-<oldest|newest>`` (``--venvs``, default
 ``$TOOLGATEWAY_VENVS`` or ``.venvs`` at the repository's root); ``--create``
-makes a missing one with ``uv`` (``pip install uv`` into the Python running
+makes a missing one, and brings an existing one to the entry's pins, with ``uv`` (``pip install uv`` into the Python running
 this script): the SDK with the entry's extra, its pins and pytest. A
 runtime whose virtualenv is missing, or whose tests fail, is not left out:
 its cells are ``—`` and a note says why, as for a fault its tests do not
@@ -66,11 +66,13 @@ def venv_python(venvs: str, runtime: str, version: str) -> str:
 
 
 def create_venv(venvs: str, entry: Dict[str, object], version: str) -> None:
-    """``uv venv`` + ``uv pip install`` of the SDK with the entry's extra,
-    its pins and pytest (raises CalledProcessError when it fails)."""
+    """``uv venv`` (when missing) + ``uv pip install`` of the SDK with the
+    entry's extra, its pins and pytest, so an existing virtualenv follows
+    pins that changed (raises CalledProcessError when it fails)."""
     target = os.path.join(venvs, f"{entry['runtime']}-{version}")
     uv = [sys.executable, "-m", "uv"]
-    subprocess.run(uv + ["venv", "-q", "-p", str(entry.get("python", "3.11")), target], check=True)
+    if not os.path.exists(os.path.join(target, "bin", "python")):
+        subprocess.run(uv + ["venv", "-q", "-p", str(entry.get("python", "3.11")), target], check=True)
     sdk = f"{SDK_DIR}[{entry['extra']}]" if entry.get("extra") else SDK_DIR
     subprocess.run(uv + ["pip", "install", "-q", "-p", os.path.join(target, "bin", "python"), "-e", sdk,
                          *entry.get(version, []), "pytest"], check=True)
@@ -202,7 +204,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="where <runtime>-<oldest|newest> virtualenvs are")
     parser.add_argument("--versions", choices=["newest", "oldest", "both"], default="newest")
     parser.add_argument("--runtime", action="append", default=[], help="only this entry (repeatable)")
-    parser.add_argument("--create", action="store_true", help="create missing virtualenvs with uv")
+    parser.add_argument("--create", action="store_true",
+                        help="create missing virtualenvs with uv, and install the pins into existing ones")
     parser.add_argument("--from-jsonl", nargs="+", default=[], metavar="FILE",
                         help="build the table from these records instead of running the tests")
     parser.add_argument("--write", metavar="DOC", help="rewrite the matrix section of DOC (docs/runtimes.md)")
@@ -233,7 +236,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 for version in versions:
                     python = venv_python(args.venvs, runtime, version)
                     pins = ", ".join(entry.get(version, [])) or "no pins"
-                    if not os.path.exists(python) and args.create:
+                    if args.create:
                         try:
                             create_venv(args.venvs, entry, version)
                         except subprocess.CalledProcessError as err:
