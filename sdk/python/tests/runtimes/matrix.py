@@ -12,12 +12,13 @@ replaces the part of docs/runtimes.md between the matrix markers::
     python sdk/python/tests/runtimes/matrix.py --from-jsonl out/*.jsonl   # no run
 
 A virtualenv is ``<venvs>/<runtime>-<oldest|newest>`` (``--venvs``, default
-``$TOOLGATEWAY_VENVS`` or ``.venvs`` at the repository's root); ``--create``
-makes a missing one, and brings an existing one to the entry's pins, with ``uv`` (``pip install uv`` into the Python running
-this script): the SDK with the entry's extra, its pins and pytest. A
-runtime whose virtualenv is missing, or whose tests fail, is not left out:
-its cells are ``—`` and a note says why, as for a fault its tests do not
-record (one that does not apply to it).
+``$TOOLGATEWAY_VENVS`` or ``.venvs`` at the repository's root). ``--create``
+makes a missing one, and brings an existing one to the entry's pins, with
+``uv`` (``pip install uv`` into the Python running this script): the SDK
+with the entry's extra, its pins and pytest. A runtime whose virtualenv is
+missing, or whose tests fail, is not left out: its cells are ``—`` and a
+note says why, as for a fault its tests do not record (one that does not
+apply to it).
 
 Standard library only (it runs with any Python 3.9+).
 """
