@@ -94,18 +94,23 @@ def run_entry(python: str, entry: Dict[str, object], out: str) -> Tuple[bool, st
     return proc.returncode == 0, last or f"exit {proc.returncode}"
 
 
-def read_records(paths: Iterable[str]) -> List[Record]:
-    records = []
+def read_records(paths: Iterable[str]) -> Tuple[List[Record], List[str]]:
+    """The records of record files, and the notes saved with them
+    (``{"matrix_note": …, "entry": …}`` lines, written by ``--save-jsonl``)."""
+    records, notes = [], []
     for path in paths:
         with open(path) as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
                 record = json.loads(line)
-                if not {"runtime", "fault", "with_gateway", "executions"} <= set(record):
+                if isinstance(record, dict) and isinstance(record.get("matrix_note"), str):
+                    notes.append(record["matrix_note"])
+                    continue
+                if not isinstance(record, dict) or not set(CORE) <= set(record):
                     raise SystemExit(f"matrix: {path}:{number}: not a matrix record: {line.strip()}")
                 records.append(record)
-    return records
+    return records, notes
 
 
 def cell(values: List[int]) -> Optional[str]:
@@ -210,7 +215,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--from-jsonl", nargs="+", default=[], metavar="FILE",
                         help="build the table from these records instead of running the tests")
     parser.add_argument("--write", metavar="DOC", help="rewrite the matrix section of DOC (docs/runtimes.md)")
-    parser.add_argument("--save-jsonl", metavar="FILE", help="also write the collected records to FILE")
+    parser.add_argument("--save-jsonl", metavar="FILE",
+                        help="also write the collected records, and the notes, to FILE (for --from-jsonl)")
     args = parser.parse_args(argv)
 
     entries = load_entries(args.matrix)
@@ -227,8 +233,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         paths = [p for pattern in args.from_jsonl for p in sorted(glob.glob(pattern))]
         if not paths:
             raise SystemExit("matrix: --from-jsonl matched no file")
-        records = read_records(paths)
-        notes.append(f"Read from {len(paths)} record file(s), not run by this script.")
+        records, notes = read_records(paths)
     else:
         records = []
         with tempfile.TemporaryDirectory(prefix="toolgateway-matrix-") as tmp:
@@ -254,13 +259,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                     print(f"matrix: {runtime} ({version}) …", file=sys.stderr, flush=True)
                     passed, summary = run_entry(python, entry, out)
                     failed = failed or not passed
-                    got = read_records([out]) if os.path.exists(out) else []
+                    got = read_records([out])[0] if os.path.exists(out) else []
                     records.extend(got)
                     verdict = "tests passed" if passed else "**tests failed**"
                     notes.append(f"{runtime} ({version}: {pins}): {verdict} ({summary}); {len(got)} record(s).")
     if args.save_jsonl:
         with open(args.save_jsonl, "w") as f:
             f.writelines(json.dumps(record, sort_keys=True) + "\n" for record in records)
+            for note in notes:
+                entry = note.split(" ", 1)[0]
+                f.write(json.dumps({"entry": entry, "matrix_note": note}, sort_keys=True) + "\n")
     entry_names = [str(e["runtime"]) for e in selected]
     text = table(records, rows_of(records, entry_names), notes)
     print(text, end="")
