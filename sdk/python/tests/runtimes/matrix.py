@@ -124,8 +124,9 @@ def cell(values: List[int]) -> Optional[str]:
 def rows_of(records: List[Record], entries: List[str]) -> List[str]:
     """The table's rows: the recorded runtimes in the order they were first
     recorded (an entry may record several: ``mcp`` records ``mcp`` and
-    ``fastmcp``), then each entry that recorded nothing under its own name
-    or any other (so a runtime that did not run still has its row of ``—``)."""
+    ``fastmcp``; ``adk`` records ``google-adk``: a record names its entry in
+    ``entry``), then each entry that recorded nothing (so a runtime that did
+    not run still has its row of ``—``)."""
     def same(name: str) -> str:  # openai-agents is openai_agents
         return name.replace("_", "-")
 
@@ -133,7 +134,7 @@ def rows_of(records: List[Record], entries: List[str]) -> List[str]:
     for record in records:
         if str(record["runtime"]) not in rows:
             rows.append(str(record["runtime"]))
-    recorded = {same(row) for row in rows}
+    recorded = {same(row) for row in rows} | {same(str(r["entry"])) for r in records if "entry" in r}
     return rows + [name for name in entries if same(name) not in recorded]
 
 
@@ -145,7 +146,7 @@ VARIANT_NAMES = {"decision=approve": "approved", "decision=deny": "denied"}
 
 
 def variant(record: Record) -> str:
-    label = ", ".join(f"{k}={record[k]}" for k in sorted(record) if k not in CORE)
+    label = ", ".join(f"{k}={record[k]}" for k in sorted(record) if k not in CORE and k != "entry")
     return VARIANT_NAMES.get(label, label)
 
 
@@ -260,6 +261,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     passed, summary = run_entry(python, entry, out)
                     failed = failed or not passed
                     got = read_records([out])[0] if os.path.exists(out) else []
+                    for record in got:
+                        record["entry"] = runtime
                     records.extend(got)
                     verdict = "tests passed" if passed else "**tests failed**"
                     notes.append(f"{runtime} ({version}: {pins}): {verdict} ({summary}); {len(got)} record(s).")
