@@ -47,13 +47,25 @@ def test_duplicate_in_flight_and_gateway_restart_are_retried(upstream, gateway_f
     client = AsyncClient(gateway.url, token=gateway.token, prefer_wait=0, initial_backoff=0.05,
                          max_backoff=0.2, max_attempts=200, max_elapsed=60)
     upstream.hold("pay")
+    waits = []
+
+    async def recorded_sleep(seconds):
+        # The client waits between attempts: an attempt was answered with
+        # something retryable (409 request_in_progress, or no answer).
+        waits.append(seconds)
+        await asyncio.sleep(seconds)
+    client._sleep = recorded_sleep
+
+    async def retried():
+        while not waits:
+            await asyncio.sleep(0.02)
 
     async def main():
         session = client.session("aio-dup")
         first = asyncio.create_task(session.call(0, "pay", {"amount": 5}))
         await asyncio.to_thread(upstream.wait_arrived, "pay", 1)
         second = asyncio.create_task(session.call(0, "pay", {"amount": 5}))
-        await asyncio.sleep(0.3)  # lets the duplicate get at least one 409
+        await retried()  # the duplicate got its 409 and waits to retry
         upstream.release("pay")
         return await asyncio.gather(first, second)
 
@@ -66,8 +78,9 @@ def test_duplicate_in_flight_and_gateway_restart_are_retried(upstream, gateway_f
     gateway.kill()
 
     async def during_outage():
+        waits.clear()
         call = asyncio.create_task(client.session("aio-dup").call(0, "pay", {"amount": 5}))
-        await asyncio.sleep(0.3)
+        await retried()  # the first attempt found no gateway
         await asyncio.to_thread(gateway.restart)
         return await call
 
