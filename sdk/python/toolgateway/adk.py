@@ -9,8 +9,11 @@ once across crashes, resumed invocations and tool confirmations.
 Identity (docs/runtimes.md, "Google ADK"): the session is ADK's session
 (app name, user id and session id: what a ``DatabaseSessionService``
 persists); the step is the function call's ordinal among the function calls
-of the session's events, in the order the model emitted them (partial
-streaming events and ADK's own ``adk_*`` calls are not counted). The
+of the session's events, in the order the model emitted them: the calls of
+earlier events that got a response (a call lost with a killed process, to
+which ADK may answer with a new model turn, takes no step), plus the call's
+position in its own event (partial streaming events and ADK's own ``adk_*``
+calls are not counted). The
 ``function_call_id`` only locates the call: a regenerated turn gets new ids
 (and a streamed call can change its id between the partial and the final
 event). A resumed invocation (``runner.run_async(invocation_id=...)`` of a
@@ -55,7 +58,8 @@ _MODEL_VISIBLE = frozenset({
 def adk_identity(tool_context: ToolContext) -> Tuple[str, int]:
     """``(session_id, step_index)`` of the function call ``tool_context`` is
     for: the ADK session, and the call's ordinal among the function calls of
-    the session's (final) events.
+    the session's (final) events: the calls of earlier events that got a
+    response, plus the call's position in its own event.
 
     Raises:
         IdentityError: no session or no function call id.
@@ -66,16 +70,17 @@ def adk_identity(tool_context: ToolContext) -> Tuple[str, int]:
                                            "run the agent with a Runner and a session service")
     call_id = _adapter.require_identity(tool_context.function_call_id, "the function call's id",
                                         "ADK sets it on every function call")
+    events = [event for event in session.events if not getattr(event, "partial", False)]
+    # A call an earlier turn made that never got a response (its process was
+    # killed) takes no step: ADK may answer a resumed invocation with a new
+    # model turn, whose calls must land on the steps the lost ones had.
+    answered = {response.id for event in events for response in event.get_function_responses()}
     step = 0
-    for event in session.events:
-        if getattr(event, "partial", False):
-            continue
-        for call in event.get_function_calls():
-            if (call.name or "").startswith("adk_"):
-                continue
-            if call.id == call_id:
-                return session_id_from_parts(session.app_name, session.user_id, session_id), step
-            step += 1
+    for event in events:
+        calls = [call.id for call in event.get_function_calls() if not (call.name or "").startswith("adk_")]
+        if call_id in calls:
+            return session_id_from_parts(session.app_name, session.user_id, session_id), step + calls.index(call_id)
+        step += sum(1 for call in calls if call in answered)
     raise InvalidInputError(f"toolgateway: function call {call_id!r} is not in the session's events; "
                             "the step of a call is its ordinal there")
 

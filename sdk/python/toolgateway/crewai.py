@@ -9,9 +9,9 @@ once across crashes, reruns and CrewAI's own retries.
 
 Identity (docs/runtimes.md, "CrewAI"): the session is the app's ``run_id``
 (what identifies this piece of work across reruns: an order, a ticket) and
-the task (its name, else its position in the crew); the step is the
-call's ordinal among the gateway calls of that task that got an answer,
-counted by a ``before_tool_call`` hook (CrewAI's PRE_TOOL_CALL interception
+the task (its name, else its position in the crew); the step is the lowest
+step of that task that no call has used (answered) or holds (in flight),
+reserved by a ``before_tool_call`` hook (CrewAI's PRE_TOOL_CALL interception
 point, which sees the task and the crew). It is independent of the
 arguments: CrewAI retries a failed call by re-prompting the model, which
 often changes the arguments, and the retry must land on the same step so
@@ -56,28 +56,45 @@ __all__ = ["GatewayTool", "gateway_tools", "STOPPING_CODES"]
 STOPPING_CODES = frozenset({wire.CODE_APPROVAL_PENDING, wire.CODE_STEP_CONFLICT, wire.CODE_EFFECT_CONFLICT,
                             wire.CODE_OUTCOME_UNKNOWN})
 
-# The identity the hook computed for the call about to run (CrewAI runs the
-# hook and then the tool in the same context).
-_pending: "contextvars.ContextVar[Optional[Tuple[str, str]]]" = contextvars.ContextVar(
+# The identity the hook reserved for the call about to run (CrewAI runs the
+# hook and then the tool in the same context): (session_id, task, step).
+_pending: "contextvars.ContextVar[Optional[Tuple[str, str, int]]]" = contextvars.ContextVar(
     "toolgateway_crewai_call", default=None)
 
 
-class _Counter:
-    """Per (session, task) ordinal of the gateway calls that got an answer,
-    in this process; a crew run again from the start counts the same way."""
+class _Steps:
+    """Per (session, task), in this process: the steps of the calls that got
+    an answer and of the calls in flight. A call takes the lowest step that
+    is neither, so the parallel calls of one turn get distinct steps, and a
+    call that got no answer gives its step back for CrewAI's retry. A crew
+    run again from the start counts the same way."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._answered: Dict[Tuple[str, str], int] = {}
+        self._answered: Dict[Tuple[str, str], set] = {}
+        self._in_flight: Dict[Tuple[str, str], set] = {}
 
-    def next_step(self, session_id: str, task: str) -> int:
+    def reserve(self, session_id: str, task: str) -> int:
         with self._lock:
-            return self._answered.get((session_id, task), 0)
+            taken = self._answered.setdefault((session_id, task), set())
+            flying = self._in_flight.setdefault((session_id, task), set())
+            step = 0
+            while step in taken or step in flying:
+                step += 1
+            flying.add(step)
+            return step
 
-    def answered(self, session_id: str, task: str, step: int) -> None:
+    def finish(self, session_id: str, task: str, step: int, answered: bool) -> None:
         with self._lock:
-            key = (session_id, task)
-            self._answered[key] = max(self._answered.get(key, 0), step + 1)
+            self._in_flight.get((session_id, task), set()).discard(step)
+            if answered:
+                self._answered.setdefault((session_id, task), set()).add(step)
+
+
+def _never_cache(_args: Any = None, _result: Any = None) -> bool:
+    """CrewAI's tool cache would answer a later call with the same arguments
+    without making it; the gateway decides what is a repeat."""
+    return False
 
 
 class GatewayTool(BaseTool):
@@ -89,13 +106,15 @@ class GatewayTool(BaseTool):
     read_only: bool = False
     # A refusal that must not become another call stops the crew.
     tool_failure_policy: Optional[ToolFailurePolicy] = ToolFailurePolicy.RAISE
+    cache_function: Any = _never_cache
     _client: Any = PrivateAttr(default=None)
     _run_id: str = PrivateAttr(default="")
-    _counter: Any = PrivateAttr(default=None)
+    _steps: Any = PrivateAttr(default=None)
 
-    def identity_for(self, context: ToolCallHookContext) -> Tuple[str, str]:
+    def identity_for(self, context: ToolCallHookContext) -> Tuple[str, str, int]:
         """The call's session from the hook's context (the run id and the
-        task) and the task's name; the step is the task's next answered call.
+        task), the task's name, and the step it reserves: the lowest step of
+        the task that is neither answered nor in flight.
 
         Raises:
             IdentityError: the call runs outside a task.
@@ -108,40 +127,43 @@ class GatewayTool(BaseTool):
         if not name:
             crew_tasks = list(getattr(context.crew, "tasks", None) or [])
             name = f"task-{next((i for i, t in enumerate(crew_tasks) if t is task), 0)}"
-        return session_id_from_parts(self._run_id, name), name
+        session_id = session_id_from_parts(self._run_id, name)
+        return session_id, name, self._steps.reserve(session_id, name)
 
     def _run(self, **kwargs: Any) -> Any:
         if self.read_only:
             session_id, step = _adapter.READ_ONLY_IDENTITY
-            task_name = ""
-        else:
-            pending = _pending.get()
-            if pending is None:
-                raise IdentityError("toolgateway: no stable identity: the before_tool_call hook did not run for "
-                                    f"{self.gateway_name} (call the tool through a CrewAI agent)")
-            session_id, task_name = pending
-            step = self._counter.next_step(session_id, task_name)
+            return self._call(session_id, step, kwargs)[0]
+        pending = _pending.get()
+        _pending.set(None)  # one reservation, one call
+        if pending is None:
+            raise IdentityError("toolgateway: no stable identity: the before_tool_call hook did not run for "
+                                f"{self.gateway_name} (call the tool through a CrewAI agent)")
+        session_id, task_name, step = pending
+        answered = False
+        try:
+            value, answered = self._call(session_id, step, kwargs)
+            return value
+        finally:
+            self._steps.finish(session_id, task_name, step, answered)
+
+    def _call(self, session_id: str, step: int, kwargs: Dict[str, Any]) -> Tuple[Any, bool]:
+        """The tool's answer for CrewAI, and whether the step is used up."""
         try:
             result = _adapter.call(self._client, session_id, step, self.gateway_name, kwargs)
         except DeniedError as denied:
-            self._answered(session_id, task_name, step)
-            return _adapter.denial_text(self.gateway_name, denied)
+            return _adapter.denial_text(self.gateway_name, denied), True
         except (ApprovalPendingError, StepConflictError, EffectConflictError, OutcomeUnknownError) as err:
-            return _stop(self.gateway_name, step, err)
+            return _stop(self.gateway_name, step, err), False
         except (GatewayConnectionError, GatewayError) as err:
             if isinstance(err, GatewayError) and not err.retryable and err.status < 500:
                 raise
-            # No answer: the step stays this call's, so CrewAI's retry (the
-            # same call, or the model's changed one) goes to the same step.
+            # No answer: the step stays free, so CrewAI's retry (the same
+            # call, or the model's changed one) goes to the same step.
             return (f"This call of {self.gateway_name} could not be confirmed ({err}): it may or may not have "
-                    "run. Make the same call again to learn its outcome.")
-        self._answered(session_id, task_name, step)
+                    "run. Make the same call again to learn its outcome."), False
         value = _adapter.result_value(result)
-        return value if isinstance(value, str) else json.dumps(value)
-
-    def _answered(self, session_id: str, task_name: str, step: int) -> None:
-        if task_name:
-            self._counter.answered(session_id, task_name, step)
+        return (value if isinstance(value, str) else json.dumps(value)), True
 
 
 def _stop(tool: str, step: int, err: GatewayError) -> ToolFailure:
@@ -218,7 +240,7 @@ def gateway_tools(client: Union[Client, AsyncClient], *, run_id: str,
         definitions = [listed[n] for n in names]
     else:
         definitions = list(tools)
-    counter = _Counter()
+    steps = _Steps()
     made: List[GatewayTool] = []
     for definition in definitions:
         if not isinstance(definition, Mapping) or not isinstance(definition.get("name"), str):
@@ -229,7 +251,7 @@ def gateway_tools(client: Union[Client, AsyncClient], *, run_id: str,
                            args_schema=_args_model(name, definition.get("input_schema") or {}))
         tool._client = sync
         tool._run_id = run_id
-        tool._counter = counter
+        tool._steps = steps
         made.append(tool)
     _register_hook()
     return made

@@ -18,6 +18,8 @@ pytest.importorskip("sqlalchemy")
 
 from harness import matrix_record  # noqa: E402
 
+#: A bound on a hang (never a speed assertion): the runtimes import slowly on a loaded machine.
+HANG = 300.0
 RUNTIME = "google-adk"
 AGENT = "adk_agent.py"
 AMOUNT = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
@@ -36,7 +38,7 @@ def _env(upstream, gateway):
 
 
 def _line(agent, marker):
-    return json.loads(agent.wait_for(marker + " ").split(" ", 1)[1])
+    return json.loads(agent.wait_for(marker + " ", timeout=HANG).split(" ", 1)[1])
 
 
 @pytest.fixture
@@ -53,12 +55,12 @@ def test_kill_mid_call_then_resume_invocation(with_gateway, upstream, gateway_fa
     upstream.hold("charge")
     first = agents(AGENT, "--db", db, env=_env(upstream, gateway))
     invocation = _line(first, "INVOCATION")
-    upstream.wait_arrived("charge", 1)
+    upstream.wait_arrived("charge", 1, timeout=HANG)
     first.kill9()
     resumed = agents(AGENT, "--db", db, "--invocation", invocation, env=_env(upstream, gateway))
     upstream.release("charge")
     answer = _line(resumed, "ANSWER")
-    assert resumed.wait() == 0, resumed.output
+    assert resumed.wait(HANG) == 0, resumed.output
     executions = upstream.count("charge")
     matrix_record(RUNTIME, "kill_mid_call", with_gateway, executions)
     if with_gateway:
@@ -74,7 +76,7 @@ def test_kill_after_call_before_checkpoint(with_gateway, upstream, gateway_facto
     gateway = gateway_factory(TOOLS, upstream=upstream) if with_gateway else None
     first = agents(AGENT, "--db", db, "--hold-after-call", env=_env(upstream, gateway))
     invocation = _line(first, "INVOCATION")
-    first.wait_for("TOOL-RESULT-SEEN")
+    first.wait_for("TOOL-RESULT-SEEN", timeout=HANG)
     first.kill9()
     resumed = agents(AGENT, "--db", db, "--invocation", invocation, env=_env(upstream, gateway))
     _line(resumed, "ANSWER")
@@ -146,3 +148,30 @@ def test_bad_input_is_refused():
 
     with pytest.raises(IdentityError, match="ADK session"):
         adk_identity(NoSession())
+
+
+def test_step_is_the_ordinal_of_answered_calls():
+    """Parallel calls of one event get consecutive steps; a call lost with a
+    killed process (no response) takes no step, so the new model turn ADK
+    may answer a resumed invocation with lands on the lost call's step."""
+    from types import SimpleNamespace
+
+    from google.adk.events import Event
+    from google.genai import types
+
+    from toolgateway.adk import adk_identity
+
+    def calls(*ids):
+        return Event(author="ops", invocation_id="i1", content=types.Content(role="model", parts=[
+            types.Part(function_call=types.FunctionCall(name="charge", args={}, id=i)) for i in ids]))
+
+    def responses(*ids):
+        return Event(author="ops", invocation_id="i1", content=types.Content(role="user", parts=[
+            types.Part(function_response=types.FunctionResponse(name="charge", id=i, response={})) for i in ids]))
+
+    session = SimpleNamespace(id="s1", app_name="app", user_id="u1",
+                              events=[calls("a", "b"), responses("a", "b"), calls("lost"), calls("c", "d")])
+    steps = {call_id: adk_identity(SimpleNamespace(session=session, function_call_id=call_id))
+             for call_id in ("a", "b", "lost", "c", "d")}
+    assert steps == {"a": ("app/u1/s1", 0), "b": ("app/u1/s1", 1), "lost": ("app/u1/s1", 2),
+                     "c": ("app/u1/s1", 2), "d": ("app/u1/s1", 3)}

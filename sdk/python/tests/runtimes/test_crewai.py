@@ -15,6 +15,8 @@ pytest.importorskip("crewai")
 
 from harness import matrix_record  # noqa: E402
 
+#: A bound on a hang (never a speed assertion): the runtimes import slowly on a loaded machine.
+HANG = 300.0
 RUNTIME = "crewai"
 AGENT = "crewai_agent.py"
 AMOUNT = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
@@ -33,7 +35,7 @@ def _env(upstream, gateway):
 
 
 def _line(agent, marker):
-    return json.loads(agent.wait_for(marker + " ").split(" ", 1)[1])
+    return json.loads(agent.wait_for(marker + " ", timeout=HANG).split(" ", 1)[1])
 
 
 @pytest.mark.parametrize("with_gateway", [False, True], ids=["without", "with"])
@@ -45,7 +47,7 @@ def test_retry_with_changed_arguments_gets_step_conflict(with_gateway, upstream,
     second time."""
     gateway = gateway_factory(TOOLS, upstream=upstream) if with_gateway else None
     agent = agents(AGENT, "--lose-reply", env=_env(upstream, gateway))
-    code = agent.wait()
+    code = agent.wait(HANG)
     executions = upstream.count("charge")
     matrix_record(RUNTIME, "retry_changed_args", with_gateway, executions)
     if not with_gateway:
@@ -68,12 +70,12 @@ def test_kill_mid_call_then_rerun(with_gateway, upstream, gateway_factory, agent
     gateway = gateway_factory(TOOLS, upstream=upstream) if with_gateway else None
     upstream.hold("charge")
     first = agents(AGENT, env=_env(upstream, gateway))
-    upstream.wait_arrived("charge", 1)
+    upstream.wait_arrived("charge", 1, timeout=HANG)
     first.kill9()
     rerun = agents(AGENT, env=_env(upstream, gateway))
     upstream.release("charge")
     answer = _line(rerun, "ANSWER")
-    assert rerun.wait() == 0, rerun.output
+    assert rerun.wait(HANG) == 0, rerun.output
     executions = upstream.count("charge")
     matrix_record(RUNTIME, "kill_mid_call", with_gateway, executions)
     if with_gateway:
@@ -88,11 +90,11 @@ def test_kill_after_call_before_checkpoint_then_rerun(with_gateway, upstream, ga
     the call again, and the gateway replays it."""
     gateway = gateway_factory(TOOLS, upstream=upstream) if with_gateway else None
     first = agents(AGENT, "--hold-after-call", env=_env(upstream, gateway))
-    first.wait_for("TOOL-RESULT-SEEN")
+    first.wait_for("TOOL-RESULT-SEEN", timeout=HANG)
     first.kill9()
     rerun = agents(AGENT, env=_env(upstream, gateway))
     _line(rerun, "ANSWER")
-    assert rerun.wait() == 0, rerun.output
+    assert rerun.wait(HANG) == 0, rerun.output
     executions = upstream.count("charge")
     matrix_record(RUNTIME, "kill_before_checkpoint", with_gateway, executions)
     if with_gateway:
@@ -119,7 +121,7 @@ def test_kill_while_paused_for_approval(with_gateway, decision, upstream, gatewa
         [approval] = gateway.approvals()
         assert approval["id"] == approval_id and approval["session_id"] == "order-77/pay"
     else:
-        paused.wait_for("PAUSED")
+        paused.wait_for("PAUSED", timeout=HANG)
     paused.kill9()
     assert upstream.count("refund") == 0
     if with_gateway:
@@ -150,3 +152,21 @@ def test_bad_input_is_refused_at_wrap_time():
         gateway_tools(client, run_id="", tools=[{"name": "charge"}])
     with pytest.raises(InvalidInputError, match="needs a name"):
         gateway_tools(client, run_id="r", tools=[{"description": "x"}])
+
+
+def test_steps_parallel_calls_and_retries():
+    """The steps a task's calls reserve: parallel calls in flight get
+    distinct steps; a call that got no answer gives its step back (CrewAI's
+    retry, with any arguments, takes it again); an answered step is never
+    given again."""
+    from toolgateway.crewai import _Steps
+
+    steps = _Steps()
+    first, second = steps.reserve("run", "pay"), steps.reserve("run", "pay")
+    assert (first, second) == (0, 1)
+    steps.finish("run", "pay", first, answered=False)  # lost reply
+    assert steps.reserve("run", "pay") == 0  # the retry: same step
+    steps.finish("run", "pay", 0, answered=True)
+    steps.finish("run", "pay", second, answered=True)
+    assert steps.reserve("run", "pay") == 2
+    assert steps.reserve("run", "other") == 0  # each task counts its own

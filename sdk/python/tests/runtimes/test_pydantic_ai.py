@@ -17,6 +17,8 @@ pytest.importorskip("pydantic_ai")
 
 from harness import matrix_record  # noqa: E402
 
+#: A bound on a hang (never a speed assertion): the runtimes import slowly on a loaded machine.
+HANG = 300.0
 RUNTIME = "pydantic-ai"
 AGENT = "pydantic_ai_agent.py"
 POSTGRES = os.environ.get("TOOLGATEWAY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
@@ -53,7 +55,7 @@ def _env(upstream, gateway):
 
 def _result(agent):
     """The agent's ANSWER line, decoded."""
-    return json.loads(agent.wait_for("ANSWER ").split(" ", 1)[1])
+    return json.loads(agent.wait_for("ANSWER ", timeout=HANG).split(" ", 1)[1])
 
 
 @pytest.mark.parametrize("with_gateway", [False, True], ids=["without", "with"])
@@ -66,12 +68,12 @@ def test_dbos_kill_mid_call_recovered_workflow_replays(with_gateway, upstream, g
     args = ("--mode", "dbos", "--db", dbos_db, "--workflow", workflow)
     upstream.hold("charge")
     first = agents(AGENT, *args, env=_env(upstream, gateway))
-    upstream.wait_arrived("charge", 1)
+    upstream.wait_arrived("charge", 1, timeout=HANG)
     first.kill9()
     recovered = agents(AGENT, *args, "--recover", env=_env(upstream, gateway))
     upstream.release("charge")
     result = _result(recovered)
-    assert recovered.wait() == 0, recovered.output
+    assert recovered.wait(HANG) == 0, recovered.output
     executions = upstream.count("charge")
     matrix_record(RUNTIME + " (DBOS)", "kill_mid_call", with_gateway, executions)
     if with_gateway:
@@ -90,7 +92,7 @@ def test_dbos_kill_after_call_before_checkpoint(with_gateway, upstream, gateway_
     workflow = f"wf-{uuid.uuid4().hex[:8]}"
     args = ("--mode", "dbos", "--db", dbos_db, "--workflow", workflow)
     first = agents(AGENT, *args, "--hold-after-call", env=_env(upstream, gateway))
-    first.wait_for("TOOL-RESULT-SEEN" if with_gateway else "TOOL-CALLED")
+    first.wait_for("TOOL-RESULT-SEEN" if with_gateway else "TOOL-CALLED", timeout=HANG)
     first.kill9()
     assert upstream.count("charge") == 1
     recovered = agents(AGENT, *args, "--recover", env=_env(upstream, gateway))
@@ -112,7 +114,7 @@ def test_regenerated_turn_replays(with_gateway, upstream, gateway_factory, agent
     for _ in range(2):
         agent = agents(AGENT, "--conversation", "order-77", env=_env(upstream, gateway))
         result = _result(agent)
-        assert agent.wait() == 0
+        assert agent.wait(HANG) == 0
     executions = upstream.count("charge")
     matrix_record(RUNTIME, "regenerated_turn", with_gateway, executions)
     if with_gateway:
@@ -127,7 +129,7 @@ def test_parallel_calls_get_distinct_steps(upstream, gateway_factory, agents):
     for _ in range(2):
         agent = agents(AGENT, "--parallel", "--conversation", "par-1", env=_env(upstream, gateway))
         result = _result(agent)
-        assert agent.wait() == 0
+        assert agent.wait(HANG) == 0
     requests = upstream.requests("charge")
     assert len(requests) == 3
     assert sorted((r["step_index"], r["args"]["amount"]) for r in requests) == [("0", 10), ("1", 20), ("2", 30)]
@@ -146,7 +148,7 @@ def test_kill_while_paused_for_approval(with_gateway, decision, upstream, gatewa
     gateway = gateway_factory(TOOLS, upstream=upstream) if with_gateway else None
     history = str(tmp_path / "history.json")
     paused = agents(AGENT, "--approval", "--history", history, env=_env(upstream, gateway))
-    pause = json.loads(paused.wait_for("PAUSED").split(" ", 1)[1])
+    pause = json.loads(paused.wait_for("PAUSED", timeout=HANG).split(" ", 1)[1])
     paused.kill9()
     assert upstream.count("refund") == 0
     resume = decision
