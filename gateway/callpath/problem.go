@@ -113,6 +113,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeApprovalPending:             {http.StatusConflict, "The call waits for a human's approval", true, labelApprovalPending},
 	wire.CodeApprovalDenied:              {http.StatusForbidden, "The call's approval was denied", false, labelApprovalDenied},
 	wire.CodeApprovalExpired:             {http.StatusForbidden, "The call's approval expired", false, labelApprovalExpired},
+	wire.CodeToolChanged:                 {http.StatusConflict, "The tool changed since it was pinned", false, labelToolChanged},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

@@ -49,6 +49,7 @@ var rpcCodes = map[string]int64{
 	wire.CodeApprovalPending:             rpcToolResult,
 	wire.CodeApprovalDenied:              rpcToolResult,
 	wire.CodeApprovalExpired:             rpcToolResult,
+	wire.CodeToolChanged:                 rpcToolResult,
 }
 
 // rpcToolResult in rpcCodes renders the code as a tool result with isError

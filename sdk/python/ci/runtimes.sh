@@ -55,8 +55,13 @@ PY
 )
 
 tmp=$(mktemp -d)
-# The build of ./sdk/python leaves build/ and *.egg-info in the source tree.
-trap 'rm -rf "${tmp}" "${repo}/sdk/python/build" "${repo}"/sdk/python/*.egg-info' EXIT
+trap 'rm -rf "${tmp}"' EXIT
+# The package is built from a copy: a build leaves build/ and *.egg-info
+# beside its sources, and .ci/run builds ./sdk/python in another phase
+# while this one runs in the background.
+src="${tmp}/sdk-python"
+cp -r sdk/python "${src}"
+rm -rf "${src}/build" "${src}"/*.egg-info
 failed=()
 while IFS=$'\t' read -r runtime extra python label full tests pins; do
   [ -n "${runtime}" ] || continue
@@ -65,7 +70,7 @@ while IFS=$'\t' read -r runtime extra python label full tests pins; do
   started=$(date +%s)
   # shellcheck disable=SC2086  # pins and tests are space-separated lists
   if ! { "${uv}" venv -q -p "${python}" "${venv}" \
-        && VIRTUAL_ENV="${venv}" "${uv}" pip install -q "./sdk/python[${extra}]" ${pins} pytest; }; then
+        && VIRTUAL_ENV="${venv}" "${uv}" pip install -q "${src}[${extra}]" ${pins} pytest; }; then
     failed+=("${runtime}/${label}: install"); continue
   fi
   # The extra installed; the core still imports nothing of it.

@@ -12,12 +12,13 @@ replaces the part of docs/runtimes.md between the matrix markers::
     python sdk/python/tests/runtimes/matrix.py --from-jsonl out/*.jsonl   # no run
 
 A virtualenv is ``<venvs>/<runtime>-<oldest|newest>`` (``--venvs``, default
-``$TOOLGATEWAY_VENVS`` or ``.venvs`` at the repository's root); ``--create``
-makes a missing one with ``uv`` (``pip install uv`` into the Python running
-this script): the SDK with the entry's extra, its pins and pytest. A
-runtime whose virtualenv is missing, or whose tests fail, is not left out:
-its cells are ``—`` and a note says why, as for a fault its tests do not
-record (one that does not apply to it).
+``$TOOLGATEWAY_VENVS`` or ``.venvs`` at the repository's root). ``--create``
+makes a missing one, and brings an existing one to the entry's pins, with
+``uv`` (``pip install uv`` into the Python running this script): the SDK
+with the entry's extra, its pins and pytest. A runtime whose virtualenv is
+missing, or whose tests fail, is not left out: its cells are ``—`` and a
+note says why, as for a fault its tests do not record (one that does not
+apply to it).
 
 Standard library only (it runs with any Python 3.9+).
 """
@@ -66,11 +67,13 @@ def venv_python(venvs: str, runtime: str, version: str) -> str:
 
 
 def create_venv(venvs: str, entry: Dict[str, object], version: str) -> None:
-    """``uv venv`` + ``uv pip install`` of the SDK with the entry's extra,
-    its pins and pytest (raises CalledProcessError when it fails)."""
+    """``uv venv`` (when missing) + ``uv pip install`` of the SDK with the
+    entry's extra, its pins and pytest, so an existing virtualenv follows
+    pins that changed (raises CalledProcessError when it fails)."""
     target = os.path.join(venvs, f"{entry['runtime']}-{version}")
     uv = [sys.executable, "-m", "uv"]
-    subprocess.run(uv + ["venv", "-q", "-p", str(entry.get("python", "3.11")), target], check=True)
+    if not os.path.exists(os.path.join(target, "bin", "python")):
+        subprocess.run(uv + ["venv", "-q", "-p", str(entry.get("python", "3.11")), target], check=True)
     sdk = f"{SDK_DIR}[{entry['extra']}]" if entry.get("extra") else SDK_DIR
     subprocess.run(uv + ["pip", "install", "-q", "-p", os.path.join(target, "bin", "python"), "-e", sdk,
                          *entry.get(version, []), "pytest"], check=True)
@@ -91,18 +94,23 @@ def run_entry(python: str, entry: Dict[str, object], out: str) -> Tuple[bool, st
     return proc.returncode == 0, last or f"exit {proc.returncode}"
 
 
-def read_records(paths: Iterable[str]) -> List[Record]:
-    records = []
+def read_records(paths: Iterable[str]) -> Tuple[List[Record], List[str]]:
+    """The records of record files, and the notes saved with them
+    (``{"matrix_note": …, "entry": …}`` lines, written by ``--save-jsonl``)."""
+    records, notes = [], []
     for path in paths:
         with open(path) as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
                 record = json.loads(line)
-                if not {"runtime", "fault", "with_gateway", "executions"} <= set(record):
+                if isinstance(record, dict) and isinstance(record.get("matrix_note"), str):
+                    notes.append(record["matrix_note"])
+                    continue
+                if not isinstance(record, dict) or not set(CORE) <= set(record):
                     raise SystemExit(f"matrix: {path}:{number}: not a matrix record: {line.strip()}")
                 records.append(record)
-    return records
+    return records, notes
 
 
 def cell(values: List[int]) -> Optional[str]:
@@ -116,8 +124,9 @@ def cell(values: List[int]) -> Optional[str]:
 def rows_of(records: List[Record], entries: List[str]) -> List[str]:
     """The table's rows: the recorded runtimes in the order they were first
     recorded (an entry may record several: ``mcp`` records ``mcp`` and
-    ``fastmcp``), then each entry that recorded nothing under its own name
-    or any other (so a runtime that did not run still has its row of ``—``)."""
+    ``fastmcp``; ``adk`` records ``google-adk``: a record names its entry in
+    ``entry``), then each entry that recorded nothing (so a runtime that did
+    not run still has its row of ``—``)."""
     def same(name: str) -> str:  # openai-agents is openai_agents
         return name.replace("_", "-")
 
@@ -125,34 +134,55 @@ def rows_of(records: List[Record], entries: List[str]) -> List[str]:
     for record in records:
         if str(record["runtime"]) not in rows:
             rows.append(str(record["runtime"]))
-    recorded = {same(row) for row in rows}
+    recorded = {same(row) for row in rows} | {same(str(r["entry"])) for r in records if "entry" in r}
     return rows + [name for name in entries if same(name) not in recorded]
 
 
+#: The four members of every record; any other (``decision="deny"``) names a
+#: variant of the fault, shown apart in its cell.
+CORE = ("runtime", "fault", "with_gateway", "executions")
+#: How a variant is named in a cell.
+VARIANT_NAMES = {"decision=approve": "approved", "decision=deny": "denied"}
+
+
+def variant(record: Record) -> str:
+    label = ", ".join(f"{k}={record[k]}" for k in sorted(record) if k not in CORE and k != "entry")
+    return VARIANT_NAMES.get(label, label)
+
+
 def table(records: List[Record], rows: List[str], notes: List[str]) -> str:
-    """The Markdown table (cells: ``without / with``) and its notes."""
-    seen = rows
-    by_cell: Dict[Tuple[str, str, bool], List[int]] = {}
+    """The Markdown table (cells: ``without / with``, per variant) and its notes."""
+    by_cell: Dict[Tuple[str, str, str, bool], List[int]] = {}
+    variants: Dict[Tuple[str, str], List[str]] = {}
     for record in records:
-        key = (str(record["runtime"]), str(record["fault"]), bool(record["with_gateway"]))
-        by_cell.setdefault(key, []).append(int(record["executions"]))  # type: ignore[arg-type]
+        runtime, fault, name = str(record["runtime"]), str(record["fault"]), variant(record)
+        by_cell.setdefault((runtime, fault, name, bool(record["with_gateway"])), []).append(
+            int(record["executions"]))  # type: ignore[arg-type]
+        names = variants.setdefault((runtime, fault), [])
+        if name not in names:
+            names.append(name)
     header = "| runtime | " + " | ".join(title for _, title in FAULTS) + " |"
     lines = [header, "|---" * (len(FAULTS) + 1) + "|"]
     dash_used = False
-    for runtime in seen:
+    for runtime in rows:
         cells = []
         for fault, _ in FAULTS:
-            without = cell(by_cell.get((runtime, fault, False), []))
-            with_gateway = cell(by_cell.get((runtime, fault, True), []))
-            dash_used = dash_used or without is None or with_gateway is None
-            if without is None and with_gateway is None:
+            names = sorted(variants.get((runtime, fault), []), key=lambda n: (n != "approved", n))
+            if not names:
+                dash_used = True
                 cells.append("—")
-            else:
-                cells.append(f"{without or '—'} / **{with_gateway or '—'}**")
+                continue
+            parts = []
+            for name in names:
+                without = cell(by_cell.get((runtime, fault, name, False), []))
+                with_gateway = cell(by_cell.get((runtime, fault, name, True), []))
+                dash_used = dash_used or without is None or with_gateway is None
+                parts.append(f"{without or '—'} / **{with_gateway or '—'}**" + (f" ({name})" if name else ""))
+            cells.append("; ".join(parts))
         lines.append(f"| {runtime} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n\n"
     text += ("Each cell: executions counted at the upstream **without** the gateway / **with** it, "
-             "for one call that the fault hits once (1 is right; 0 for a denied approval, not in the table).")
+             "for one call that the fault hits once (approved or denied: after the human's decision).")
     if dash_used:
         text += (" `—`: not recorded — the fault does not apply to the runtime (its tests do not "
                  "make it), or the runtime's tests were not run here (see below).")
@@ -181,11 +211,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="where <runtime>-<oldest|newest> virtualenvs are")
     parser.add_argument("--versions", choices=["newest", "oldest", "both"], default="newest")
     parser.add_argument("--runtime", action="append", default=[], help="only this entry (repeatable)")
-    parser.add_argument("--create", action="store_true", help="create missing virtualenvs with uv")
+    parser.add_argument("--create", action="store_true",
+                        help="create missing virtualenvs with uv, and install the pins into existing ones")
     parser.add_argument("--from-jsonl", nargs="+", default=[], metavar="FILE",
                         help="build the table from these records instead of running the tests")
     parser.add_argument("--write", metavar="DOC", help="rewrite the matrix section of DOC (docs/runtimes.md)")
-    parser.add_argument("--save-jsonl", metavar="FILE", help="also write the collected records to FILE")
+    parser.add_argument("--save-jsonl", metavar="FILE",
+                        help="also write the collected records, and the notes, to FILE (for --from-jsonl)")
     args = parser.parse_args(argv)
 
     entries = load_entries(args.matrix)
@@ -202,8 +234,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         paths = [p for pattern in args.from_jsonl for p in sorted(glob.glob(pattern))]
         if not paths:
             raise SystemExit("matrix: --from-jsonl matched no file")
-        records = read_records(paths)
-        notes.append(f"Read from {len(paths)} record file(s), not run by this script.")
+        records, notes = read_records(paths)
     else:
         records = []
         with tempfile.TemporaryDirectory(prefix="toolgateway-matrix-") as tmp:
@@ -212,7 +243,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 for version in versions:
                     python = venv_python(args.venvs, runtime, version)
                     pins = ", ".join(entry.get(version, [])) or "no pins"
-                    if not os.path.exists(python) and args.create:
+                    if args.create:
                         try:
                             create_venv(args.venvs, entry, version)
                         except subprocess.CalledProcessError as err:
@@ -229,13 +260,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                     print(f"matrix: {runtime} ({version}) …", file=sys.stderr, flush=True)
                     passed, summary = run_entry(python, entry, out)
                     failed = failed or not passed
-                    got = read_records([out]) if os.path.exists(out) else []
+                    got = read_records([out])[0] if os.path.exists(out) else []
+                    for record in got:
+                        record["entry"] = runtime
                     records.extend(got)
                     verdict = "tests passed" if passed else "**tests failed**"
                     notes.append(f"{runtime} ({version}: {pins}): {verdict} ({summary}); {len(got)} record(s).")
     if args.save_jsonl:
         with open(args.save_jsonl, "w") as f:
             f.writelines(json.dumps(record, sort_keys=True) + "\n" for record in records)
+            for note in notes:
+                entry = note.split(" ", 1)[0]
+                f.write(json.dumps({"entry": entry, "matrix_note": note}, sort_keys=True) + "\n")
     entry_names = [str(e["runtime"]) for e in selected]
     text = table(records, rows_of(records, entry_names), notes)
     print(text, end="")

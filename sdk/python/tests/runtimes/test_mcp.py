@@ -270,7 +270,7 @@ def test_kill_while_paused_for_approval(kind, decision, effects, gateway, agents
         again = in_process(gateway, kind, "gateway", session_id, 3, big)
         assert replayed(again) and execution_id(again) == execution_id(result)
         count = executions(effects, big)
-        matrix_record(kind, "kill_paused_approval", True, count)
+        matrix_record(kind, "kill_paused_approval", True, count, decision="approve")
         assert count == 1
     else:
         gateway.deny(approval_id, "over the refund limit")
@@ -279,7 +279,9 @@ def test_kill_while_paused_for_approval(kind, decision, effects, gateway, agents
         assert (denied.value.code, denied.value.retryable) == (wire.CODE_APPROVAL_DENIED, False)
         assert "over the refund limit" in denied.value.detail  # what the model reads
         assert denied.value.result is not None and denied.value.result.is_error
-        assert executions(effects, big) == 0
+        count = executions(effects, big)
+        matrix_record(kind, "kill_paused_approval", True, count, decision="deny")
+        assert count == 0
 
 
 @pytest.mark.parametrize("kind, answer", [("mcp", "approve"), ("fastmcp", "decline"), ("fastmcp", "approve")])
