@@ -16,10 +16,12 @@ func TestLeavesImportNoGateway(t *testing.T) {
 	// tools brings keyderive and wire (the wire vocabulary, which imports
 	// nothing): what a tool and its record are made of.
 	tool := []string{m + "/tools", m + "/keyderive", m + "/wire"}
-	store := slices.Concat([]string{m + "/gateway/idempotency"}, tool)
+	// A store keeps the MCP tools' pins too (gateway/pins, itself a leaf).
+	store := slices.Concat([]string{m + "/gateway/idempotency", m + "/gateway/pins"}, tool)
 	leaves := map[string][]string{
 		"gateway/decide":                 nil,
 		"gateway/notify":                 nil,
+		"gateway/pins":                   nil,
 		"gateway/oidcauth":               nil,
 		"gateway/redisscript":            nil,
 		"gateway/ratelimit":              {m + "/gateway/redisscript"},
