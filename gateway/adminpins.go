@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -88,10 +89,10 @@ func (s *Server) handleAdminAcceptTool(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, pins.ErrNotCurrent):
 		WriteProblem(w, NewProblem(wire.CodeToolChanged, "the server lists another definition than the one you named (it changed again): review GET /admin/v1/tools and accept that hash"))
 	case err != nil:
-		s.log.WarnContext(r.Context(), "accepting a tool failed", "tool", tool, "error", err)
+		s.Logger().WarnContext(r.Context(), "accepting a tool failed", "tool", tool, "error", err)
 		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "could not store the pin"))
 	default:
-		s.log.InfoContext(r.Context(), "tool accepted", "tool", tool, "sha256", status.Pinned, "by", in.By)
+		s.Logger().InfoContext(r.Context(), "tool accepted", "tool", tool, "sha256", status.Pinned, "by", in.By)
 		writeJSON(w, http.StatusOK, status)
 	}
 }
@@ -124,7 +125,7 @@ func readAcceptRequest(w http.ResponseWriter, r *http.Request) (acceptRequest, b
 		in.SHA256 = strings.ToLower(in.SHA256)
 	}
 	if strings.TrimSpace(in.By) == "" {
-		in.By = byAdmin
+		in.By = callpath.ByAdmin
 	}
 	if err := checkDecisionText(in.By, ""); err != nil {
 		badAdminRequest(w, err.Error())

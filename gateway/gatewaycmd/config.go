@@ -159,7 +159,7 @@ func (c *Config) mcpOptions() (mcpserver.Options, error) {
 		FastPathOff:  c.MCP.FastPath != nil && !*c.MCP.FastPath,
 	}
 	if ids := c.MCP.HostCallIDs; ids != nil {
-		if err := gateway.ValidateMCPHostCallIDs(*ids); err != nil {
+		if err := mcpserver.ValidateHostCallIDs(*ids); err != nil {
 			return o, err
 		}
 		o.HostCallIDs = append([]string{}, *ids...) // non-nil: [] means none
