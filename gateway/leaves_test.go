@@ -16,6 +16,7 @@ func TestLeavesImportNoGateway(t *testing.T) {
 	store := []string{m + "/gateway/idempotency", m + "/tools", m + "/keyderive"}
 	leaves := map[string][]string{
 		"gateway/decide":                 nil,
+		"gateway/principal":              nil,
 		"gateway/notify":                 nil,
 		"gateway/oidcauth":               nil,
 		"gateway/redisscript":            nil,
