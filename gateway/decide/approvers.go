@@ -10,6 +10,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgateway/toolgateway/gateway/principal"
 )
 
 // Approvers names who may decide an [Approve] rule's approvals: either a
@@ -165,7 +167,7 @@ func (p *Policy) MayDecide(ctx context.Context, rule int, requester string, d De
 			return fmt.Errorf("tool %q: decide[%d]: %w: approver caller is decided by a person, not a static token", p.tool, rule, ErrNotAnApprover)
 		}
 	default:
-		if requester != "" && d.ID == requester {
+		if principal.Same(d.ID, requester) {
 			return fmt.Errorf("tool %q: decide[%d]: %w", p.tool, rule, ErrSelfApproval)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Approval states. A call whose rule says approve gets a record in
@@ -283,7 +284,23 @@ var ErrNoteRequired = errors.New("approval decision: a deny needs a note")
 // ErrNoteTooLong is a note above MaxNoteBytes.
 var ErrNoteTooLong = fmt.Errorf("approval decision: note above %d bytes", MaxNoteBytes)
 
-// Validate checks the decision: a principal, a note for a deny, bounded
+// CheckNote is the one rule of a decision's note, for every surface
+// (console, admin API, caller endpoint, CLI): UTF-8 text of at most
+// MaxNoteBytes ([ErrNoteTooLong]), not blank for a deny
+// ([ErrNoteRequired]).
+func CheckNote(approve bool, note string) error {
+	switch {
+	case len(note) > MaxNoteBytes:
+		return ErrNoteTooLong
+	case !utf8.ValidString(note):
+		return errors.New("approval decision: the note is not UTF-8 text")
+	case !approve && strings.TrimSpace(note) == "":
+		return ErrNoteRequired
+	}
+	return nil
+}
+
+// Validate checks the decision: a principal, a note (CheckNote), bounded
 // text.
 func (d ApprovalDecision) Validate() error {
 	switch {
@@ -291,12 +308,8 @@ func (d ApprovalDecision) Validate() error {
 		return errors.New("approval decision: by is required")
 	case len(d.By) > maxApprovalText || len(d.ClaimedBy) > maxApprovalText:
 		return fmt.Errorf("approval decision: by or claimed_by above %d bytes", maxApprovalText)
-	case len(d.Note) > MaxNoteBytes:
-		return ErrNoteTooLong
-	case !d.Approve && strings.TrimSpace(d.Note) == "":
-		return ErrNoteRequired
 	}
-	return nil
+	return CheckNote(d.Approve, d.Note)
 }
 
 // Approvals is the deciding side of a store: every store of this module
