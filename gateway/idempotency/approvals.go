@@ -312,6 +312,22 @@ func (d ApprovalDecision) Validate() error {
 	return CheckNote(d.Approve, d.Note)
 }
 
+// PrincipalKeeper is implemented by a store that keeps an approval's
+// Requester, Quorum, Binding, ApprovedBy and ClaimedBy and counts a
+// quorum in DecideApproval. A store without it keeps none of them: the
+// engine then refuses calls whose rule asks a quorum above one (it could
+// not count it), and cannot refuse self-approval or stale approvals.
+type PrincipalKeeper interface {
+	KeepsPrincipals() bool
+}
+
+// KeepsPrincipals reports whether s implements PrincipalKeeper and says
+// it keeps them.
+func KeepsPrincipals(s any) bool {
+	k, ok := s.(PrincipalKeeper)
+	return ok && k.KeepsPrincipals()
+}
+
 // Approvals is the deciding side of a store: every store of this module
 // implements it. Records returned carry Record.Approval; their State is
 // as ApprovalState shows it (EXPIRED once an approval's expiry passed).
