@@ -183,6 +183,9 @@ var ErrApprovalNotPending = errors.New("idempotency: approval not pending")
 type ApprovalNotPendingError struct {
 	State     State
 	DecidedBy string
+	// ClaimedBy is the name typed with the admin token (DecidedBy
+	// token:admin).
+	ClaimedBy string
 	DecidedAt time.Time
 }
 
@@ -202,7 +205,7 @@ func (e *ApprovalNotPendingError) Is(target error) bool { return target == ErrAp
 func NotPending(state State, a *Approval) error {
 	e := &ApprovalNotPendingError{State: state}
 	if a != nil {
-		e.DecidedBy, e.DecidedAt = a.DecidedBy, a.DecidedAt
+		e.DecidedBy, e.ClaimedBy, e.DecidedAt = a.DecidedBy, a.ClaimedBy, a.DecidedAt
 		if state == StateExpired && a.DecidedAt.IsZero() {
 			e.DecidedAt = a.ExpiresAt
 		}
