@@ -127,7 +127,7 @@ func readAcceptRequest(w http.ResponseWriter, r *http.Request) (acceptRequest, b
 	if strings.TrimSpace(in.By) == "" {
 		in.By = callpath.ByAdmin
 	}
-	if err := checkDecisionText(in.By, ""); err != nil {
+	if err := checkClaimedBy(in.By); err != nil {
 		badAdminRequest(w, err.Error())
 		return in, false
 	}

@@ -19,7 +19,8 @@ func TestLeavesImportNoGateway(t *testing.T) {
 	// A store keeps the MCP tools' pins too (gateway/pins, itself a leaf).
 	store := slices.Concat([]string{m + "/gateway/idempotency", m + "/gateway/pins"}, tool)
 	leaves := map[string][]string{
-		"gateway/decide":                 nil,
+		"gateway/decide":                 {m + "/gateway/principal"},
+		"gateway/principal":              nil,
 		"gateway/notify":                 nil,
 		"gateway/pins":                   nil,
 		"gateway/oidcauth":               nil,

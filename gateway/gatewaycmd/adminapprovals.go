@@ -17,7 +17,7 @@ import (
 
 // Usages of the approval commands of `gateway admin`.
 const (
-	approvalsUsage = "approvals [-state S] [-tenant T] [-tool X] [-limit N] [-cursor C] [-all]"
+	approvalsUsage = "approvals [-state S] [-tenant T] [-tool X] [-session S] [-requester P] [-limit N] [-cursor C] [-all]"
 	approvalUsage  = "approval ID"
 	approveUsage   = "approve ID [-by B] [-note N]"
 	denyUsage      = "deny ID -reason R [-by B]"
@@ -35,6 +35,8 @@ func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	state := fs.String("state", gateway.ApprovalPending, "PENDING, APPROVED, DENIED or EXPIRED; \"all\" for every state")
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
 	tool := fs.String("tool", "", "only this tool's approvals")
+	session := fs.String("session", "", "only this agent session's approvals")
+	requester := fs.String("requester", "", "only this principal's approvals (e.g. token:acme)")
 	limit := fs.Int("limit", 0, "page size (default the server's, 100; at most 1000)")
 	cursor := fs.String("cursor", "", "continue a listing where a page ended")
 	all := fs.Bool("all", false, "follow the pages to the end")
@@ -46,7 +48,7 @@ func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	if s := strings.ToUpper(*state); s != "ALL" {
 		q.Set("state", s)
 	}
-	for name, v := range map[string]string{"tenant": *tenant, "tool": *tool, "cursor": *cursor} {
+	for name, v := range map[string]string{"tenant": *tenant, "tool": *tool, "session": *session, "requester": *requester, "cursor": *cursor} {
 		if v != "" {
 			q.Set(name, v)
 		}
@@ -97,7 +99,7 @@ func (c *adminClient) approvalTable(approvals []json.RawMessage, next string) er
 			return fmt.Errorf("admin approvals: an approval: %w", err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tenant, a.Tool, a.Approver,
-			a.RequestedAt, a.ExpiresAt, orDash(console.Visible(a.DecidedBy)), orDash(console.Visible(a.Reason)))
+			a.RequestedAt, a.ExpiresAt, orDash(console.Visible(decidedBy(a))), orDash(console.Visible(a.Reason)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -149,7 +151,7 @@ func (c *adminClient) decide(ctx context.Context, args []string, approve bool) e
 		name, usage = "deny", denyUsage
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	by := fs.String("by", c.user, "who decides (default $USER)")
+	by := fs.String("by", c.user, "who decides, kept as claimed_by beside token:admin (default $USER)")
 	var note *string
 	if approve {
 		note = fs.String("note", "", "a note kept with the decision")
@@ -215,10 +217,25 @@ func (c *adminClient) printApproval(raw []byte, asJSON bool) error {
 	line("rule", strconv.Itoa(a.Rule))
 	line("reason", a.Reason)
 	line("approver", a.Approver)
+	line("requester", a.Requester)
+	if a.Quorum > 1 {
+		line("quorum", strconv.Itoa(a.Quorum))
+		line("approved_by", strings.Join(a.ApprovedBy, ", "))
+	}
 	line("requested_at", a.RequestedAt)
 	line("expires_at", a.ExpiresAt)
 	line("decided_by", a.DecidedBy)
+	line("claimed_by", a.ClaimedBy)
 	line("decided_at", a.DecidedAt)
 	line("note", a.Note)
 	return tw.Flush()
+}
+
+// decidedBy is the DECIDED BY column: the decider's principal, with the
+// name claimed beside token:admin first ("alice (token:admin)").
+func decidedBy(a gateway.AdminApproval) string {
+	if a.ClaimedBy != "" {
+		return a.ClaimedBy + " (" + a.DecidedBy + ")"
+	}
+	return a.DecidedBy
 }

@@ -91,7 +91,7 @@ func runScan(ctx context.Context, inv invocation) error {
 // scan reads every tool of the config: the configured and compiled-in
 // ones, and each MCP server's through tools/list (never tools/call).
 func scan(ctx context.Context, path string, getenv func(string) string) (*ScanReport, error) {
-	st, err := prepare(path, getenv, io.Discard)
+	st, err := prepare(path, getenv, io.Discard, true)
 	if err != nil {
 		return nil, err
 	}

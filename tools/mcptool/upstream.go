@@ -338,5 +338,16 @@ func (u *upstream) specFrom(t *mcp.Tool) (tools.Spec, error) {
 		ReadOnly:               readOnly,
 		ResultIsCallToolResult: true,
 		Policy:                 u.policy,
+		Target:                 u.target(t.Name),
 	}, nil
+}
+
+// target is the Spec.Target of the upstream's tool name: its server URL
+// or command, and the name.
+func (u *upstream) target(name string) string {
+	where := u.cfg.URL
+	if where == "" {
+		where = strings.Join(u.cfg.Command, " ")
+	}
+	return "mcp " + where + " " + name
 }
