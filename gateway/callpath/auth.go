@@ -138,8 +138,12 @@ func (s *Engine) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		var refused error
+		var person *oidcauth.Identity
 		if tenant == "" && ok && set.oidc != nil {
-			tenant, refused = s.verifyProviderToken(r, set.oidc, token)
+			var id oidcauth.Identity
+			if id, refused = s.verifyProviderToken(r, set.oidc, token); refused == nil {
+				tenant, person = id.Tenant, &id
+			}
 		}
 		if tenant == "" {
 			s.unauthorizedBecause(w, r, refused)
@@ -149,7 +153,11 @@ func (s *Engine) authenticate(next http.Handler) http.Handler {
 		if previous {
 			setPreviousToken(r.Context())
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
+		if person != nil {
+			ctx = context.WithValue(ctx, personKey{}, *person)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -49,7 +49,7 @@ func (s *Engine) mountProtectedResourceMetadata(r chi.Router) {
 // verifyProviderToken resolves the tenant of a bearer token that is no
 // static tenant's, through the identity provider. The reason of a refusal
 // is logged (never the token) and returned for the challenge.
-func (s *Engine) verifyProviderToken(r *http.Request, v TokenVerifier, token string) (string, error) {
+func (s *Engine) verifyProviderToken(r *http.Request, v TokenVerifier, token string) (oidcauth.Identity, error) {
 	id, err := v.Verify(r.Context(), token)
 	if err != nil {
 		level := "token of the identity provider refused"
@@ -57,7 +57,7 @@ func (s *Engine) verifyProviderToken(r *http.Request, v TokenVerifier, token str
 			level = "token of the identity provider not checked: the provider is unavailable"
 		}
 		s.log.InfoContext(r.Context(), level, "reason", err.Error())
-		return "", err
+		return oidcauth.Identity{}, err
 	}
-	return id.Tenant, nil
+	return id, nil
 }

@@ -83,6 +83,8 @@ type Identity struct {
 	// Tenant is the gateway tenant: the tenant claim's value, or the
 	// configured fixed tenant.
 	Tenant string
+	// Issuer is the token's iss (the configured issuer).
+	Issuer string
 	// Subject is the token's sub.
 	Subject string
 	// Name is the token's name, preferred_username or email claim, the
@@ -178,7 +180,7 @@ func (a *Authenticator) identity(tok *oidc.IDToken) (Identity, error) {
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("claims: %w", err)
 	}
-	id := Identity{Tenant: a.cfg.Tenant, Subject: tok.Subject, Expiry: tok.Expiry}
+	id := Identity{Tenant: a.cfg.Tenant, Issuer: tok.Issuer, Subject: tok.Subject, Expiry: tok.Expiry}
 	for _, name := range []string{"name", "preferred_username", "email"} {
 		if v, ok := claims[name].(string); ok && v != "" {
 			id.Name = v
