@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +184,15 @@ tools:
 	mustCall(bob, "refund", `{"amount":5}`, true)
 	if n := up.runs("/refund"); n != 3 {
 		t.Fatalf("bob's call: %d runs in all, want 3", n)
+	}
+
+	// The record's session names the person: fp:host-user:<issuer host>:bob.
+	issuerHost := strings.TrimSuffix(strings.TrimPrefix(p.Issuer, "http://"), "/")
+	session := wire.FingerprintSessionPrefix + "host-user:" + issuerHost + ":bob"
+	list, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/admin/v1/records?tenant=acme&tool=refund&session="+url.QueryEscape(session), nil)
+	list.Header.Set("Authorization", "Bearer "+adminToken)
+	if r := do(t, list); r.status != http.StatusOK || strings.Count(string(r.body), `"session_id":"`+session+`"`) != 1 {
+		t.Fatalf("bob's records: %d %s; want one, with session %s", r.status, r.body, session)
 	}
 
 	// A static token names no person: refused, nothing runs.
