@@ -45,7 +45,7 @@ const (
 	// another person: "person:bob" puts sub "bob" in it (the service
 	// user's id otherwise), so one provider can stand for many people.
 	SubjectScopePrefix = "person:"
-	TenantClaim     = "org_id"
+	TenantClaim        = "org_id"
 )
 
 // Provider is a running OpenID provider.
