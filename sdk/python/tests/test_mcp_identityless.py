@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+# The official MCP Python SDK (pip install mcp); skipped without it.
 pytest.importorskip("mcp")
 
 from mcp import ClientSession  # noqa: E402
@@ -37,9 +38,9 @@ class Provider:
     def __init__(self) -> None:
         # The web client is testop's required argument; the tokens here come
         # from the OP's service user (client credentials).
-        self.proc = subprocess.Popen([go_binary("./internal/cmd/testop"), "-audience", AUDIENCE, "-client-id", "py-host",
-                                      "-client-secret", "py-host-secret", "-redirect-url", "http://127.0.0.1:1/cb"],
-                                     stdout=subprocess.PIPE, text=True)
+        args = ["-audience", AUDIENCE, "-client-id", "py-host", "-client-secret", "py-host-secret",
+                "-redirect-url", "http://127.0.0.1:1/cb"]
+        self.proc = subprocess.Popen([go_binary("./internal/cmd/testop"), *args], stdout=subprocess.PIPE, text=True)
         self.issuer = json.loads(self.proc.stdout.readline())["issuer"]
 
     def token(self, person: str) -> str:
