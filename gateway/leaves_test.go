@@ -13,7 +13,10 @@ import (
 // its own (docs/architecture.md).
 func TestLeavesImportNoGateway(t *testing.T) {
 	const m = deptest.Module
-	store := []string{m + "/gateway/idempotency", m + "/tools", m + "/keyderive"}
+	// tools brings keyderive and wire (the wire vocabulary, which imports
+	// nothing): what a tool and its record are made of.
+	tool := []string{m + "/tools", m + "/keyderive", m + "/wire"}
+	store := slices.Concat([]string{m + "/gateway/idempotency"}, tool)
 	leaves := map[string][]string{
 		"gateway/decide":                 nil,
 		"gateway/notify":                 nil,
@@ -25,7 +28,7 @@ func TestLeavesImportNoGateway(t *testing.T) {
 		"gateway/receipts/redisreceipts": {m + "/gateway/receipts", m + "/gateway/redisscript"},
 		"gateway/receipts/pgreceipts":    {m + "/gateway/receipts"},
 		"gateway/reconcile":              store,
-		"gateway/idempotency":            {m + "/tools", m + "/keyderive"},
+		"gateway/idempotency":            tool,
 		"gateway/idempotency/boltstore":  store,
 		"gateway/idempotency/redisstore": slices.Concat(store, []string{m + "/gateway/redisscript"}),
 		"gateway/idempotency/pgstore":    slices.Concat(store, []string{m + "/gateway/redisscript", m + "/gateway/ratelimit", m + "/tools/pgxtx"}),

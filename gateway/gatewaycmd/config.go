@@ -64,6 +64,9 @@ type Config struct {
 	notifySecret string
 	// consoleSecret is the value of console.oidc.client_secret_env.
 	consoleSecret string
+	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
+	// checkpoints' signing key itself, over receipts.signing_key's file.
+	receiptsSigningPEM string
 	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
 	consoleSessionKeyEnv string
 }
@@ -258,6 +261,11 @@ type ToolEntry struct {
 	// mcp.dedupe_window for this tool (identityless.go).
 	Identityless mcpserver.IdentitylessMode `yaml:"identityless"`
 	DedupeWindow Duration                   `yaml:"dedupe_window"`
+	// NotExecutedStatuses are the statuses among 408, 425 and 429 that,
+	// answered by the tool's upstream, count as evidence it did not act
+	// (tools.Policy.NotExecutedStatuses; docs/tools.md). Left out: all
+	// three for lease_expiry: rerun, none for unknown.
+	NotExecutedStatuses []int `yaml:"not_executed_statuses"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:
@@ -390,6 +398,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
+	c.receiptsSigningPEM = getenv(envReceiptsSigningKey)
 	c.consoleSessionKeyEnv = getenv(gateway.ConsoleSessionKeyEnv)
 }
 
