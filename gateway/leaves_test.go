@@ -18,7 +18,8 @@ func TestLeavesImportNoGateway(t *testing.T) {
 	tool := []string{m + "/tools", m + "/keyderive", m + "/wire"}
 	store := slices.Concat([]string{m + "/gateway/idempotency"}, tool)
 	leaves := map[string][]string{
-		"gateway/decide":                 nil,
+		"gateway/decide":                 {m + "/gateway/principal"},
+		"gateway/principal":              nil,
 		"gateway/notify":                 nil,
 		"gateway/oidcauth":               nil,
 		"gateway/redisscript":            nil,

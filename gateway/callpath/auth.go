@@ -10,11 +10,20 @@ import (
 	"strings"
 
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
 type tenantKey struct{}
+
+// PrincipalFrom returns the authenticated principal of the request: for
+// the tool API a tenant's static token (token:<tenant>) or a provider
+// token's person (host-user:<issuer host>:<sub>: the tool API's provider
+// tokens are access tokens an MCP host or another client got for the
+// person signed in there); for the admin API token:admin. Zero without
+// auth.
+func PrincipalFrom(ctx context.Context) principal.Principal { return principal.FromContext(ctx) }
 
 // tenantFrom returns the authenticated tenant of the request.
 func tenantFrom(ctx context.Context) string {
@@ -138,12 +147,9 @@ func (s *Engine) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		var refused error
-		var person *oidcauth.Identity
+		who := principal.Token(tenant)
 		if tenant == "" && ok && set.oidc != nil {
-			var id oidcauth.Identity
-			if id, refused = s.verifyProviderToken(r, set.oidc, token); refused == nil {
-				tenant, person = id.Tenant, &id
-			}
+			tenant, who, refused = s.verifyProviderToken(r, set.oidc, token)
 		}
 		if tenant == "" {
 			s.unauthorizedBecause(w, r, refused)
@@ -154,10 +160,7 @@ func (s *Engine) authenticate(next http.Handler) http.Handler {
 			setPreviousToken(r.Context())
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
-		if person != nil {
-			ctx = context.WithValue(ctx, personKey{}, *person)
-		}
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(principal.NewContext(ctx, who)))
 	})
 }
 
@@ -182,7 +185,7 @@ func (s *Engine) authenticateAdmin(next http.Handler) http.Handler {
 		if match > 0 {
 			setPreviousToken(r.Context())
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), principal.Admin)))
 	})
 }
 

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/toolgateway/toolgateway/gateway/principal"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,9 +37,6 @@ type approvalsView struct {
 	Message    string
 	Error      string
 }
-
-// maxNote bounds an operator's note (the store bounds it too).
-const maxNote = 4000
 
 // decidedShown is how many decided approvals of each kind the page shows.
 const decidedShown = 20
@@ -141,14 +140,23 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 		c.approvalsMessage(w, r, http.StatusBadRequest, "", "Choose approve or deny.")
 		return
 	}
-	if len(note) > maxNote {
-		c.approvalsMessage(w, r, http.StatusBadRequest, "", fmt.Sprintf("The note is longer than %d characters; nothing changed.", maxNote))
+	if err := idempotency.CheckNote(action == "approve", note); err != nil {
+		msg := fmt.Sprintf("The note is longer than %d bytes; nothing changed.", idempotency.MaxNoteBytes)
+		if errors.Is(err, idempotency.ErrNoteRequired) {
+			msg = "A deny needs a note: the reason the caller is shown. Nothing changed."
+		}
+		c.approvalsMessage(w, r, http.StatusBadRequest, "", msg)
 		return
 	}
-	by := sessionFrom(r.Context()).By
-	rec, err := c.backend.DecideApproval(r.Context(), id, idempotency.ApprovalDecision{Approve: action == "approve", By: by, Note: note})
+	s := sessionFrom(r.Context())
+	by := principal.FromContext(r.Context()).ID
+	rec, err := c.backend.DecideApproval(r.Context(), id, idempotency.ApprovalDecision{Approve: action == "approve", By: by, ClaimedBy: s.claimedBy(), Note: note})
 	var notPending *idempotency.ApprovalNotPendingError
+	var refused *RefusedError
 	switch {
+	case errors.As(err, &refused):
+		c.approvalsMessage(w, r, refused.Status, "", refused.Message+" Nothing changed.")
+		return
 	case errors.As(err, &notPending):
 		c.approvalsMessage(w, r, http.StatusConflict, "", notPendingText(notPending))
 		return

@@ -87,7 +87,8 @@ func (e *endpoint) keyByFingerprint(ctx context.Context, c *callpath.Call) {
 	if policy.Mode != IdentitylessFingerprint {
 		return
 	}
-	principal, person := callpath.HostUser(ctx)
+	who := callpath.PrincipalFrom(ctx)
+	person := who.IsPerson()
 	if !person && c.AllowUnkeyed {
 		return // the operator chose to run such calls unprotected
 	}
@@ -100,7 +101,7 @@ func (e *endpoint) keyByFingerprint(ctx context.Context, c *callpath.Call) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	c.Identity = callpath.FingerprintIdentity(principal, policy.Window, now)
+	c.Identity = callpath.FingerprintIdentity(who.ID, policy.Window, now)
 	c.IdentityProblem, c.NoIdentity, c.AllowUnkeyed = nil, false, false
 }
 
