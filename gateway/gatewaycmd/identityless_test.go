@@ -116,6 +116,10 @@ tools:
     dedupe_window: 2s
     http:
       url: `+up.srv.URL+`/ping
+  - name: send
+    identityless: refuse
+    http:
+      url: `+up.srv.URL+`/send
   - name: payout
     http:
       url: `+up.srv.URL+`/payout
@@ -205,6 +209,14 @@ tools:
 	}
 	if n := up.runs("/refund"); n != 3 {
 		t.Fatalf("the static token's call ran: %d runs", n)
+	}
+
+	// A tool that opted out refuses a person's identityless call too.
+	if _, err := call(ada, "send", `{"to":"bob"}`); err == nil || !strings.Contains(err.Error(), "send the agent session") {
+		t.Fatalf("an opted-out tool's identityless call: %v, want -32602 agent_session_missing", err)
+	}
+	if n := up.runs("/send"); n != 0 {
+		t.Fatalf("the opted-out tool ran %d times", n)
 	}
 
 	// After its window (2s, aligned) the same call is a new call. The
