@@ -25,7 +25,9 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 	"github.com/toolgateway/toolgateway/gateway/principal"
+	"github.com/toolgateway/toolgateway/internal/oidctest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -262,5 +264,40 @@ func TestCallerApprovalNeedsAPerson(t *testing.T) {
 	gatewaytest.WantProblem(t, h.Do(c), http.StatusConflict, wire.CodeApprovalPending)
 	if n := tool.Total.Load(); n != 0 {
 		t.Fatalf("an agent token's approval ran %d calls", n)
+	}
+}
+
+func TestCallerApprovalByAPersonRunsOnce(t *testing.T) {
+	const audience = "http://gateway.test/mcp"
+	op := oidctest.Start(t, audience)
+	verifier, err := oidcauth.New(oidcauth.Config{Issuer: op.Issuer, Audience: audience, Tenant: "acme"}, oidcauth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := gatewaytest.NewTool("refund")
+	h := gatewaytest.New(t, gatewaytest.Embedded, []tools.Tool{tool},
+		withDecisions(compileRules(t, "refund", []decide.Rule{{Decision: decide.Approve, Approver: decide.Caller}}), decide.ModeEnforce, gateway.ApprovalSettings{}),
+		gatewaytest.WithTenants(map[string]string{"acme": acmeToken}), withAdmin(adminToken),
+		func(o *gateway.Options) { o.OIDC = verifier })
+	// The agent asks with its static token; the person answers with the
+	// provider's token (what an MCP host holds for its signed-in user).
+	c := acmeRefund("person", 1, "300")
+	id := pendingID(t, h.Do(c))
+	person := op.Token(t)
+	gatewaytest.WantProblem(t, postWith(t, h, "/api/tools/v1/approvals/"+id+"/approve", acmeToken, ""), http.StatusForbidden, wire.CodeNotAnApprover)
+	if r := postWith(t, h, "/api/tools/v1/approvals/"+id+"/approve", person, ""); r.Status != http.StatusOK {
+		t.Fatalf("the person's approve: %d %s", r.Status, r.Body)
+	}
+	rec := storedApproval(t, h.Store, id)
+	if rec.State != idempotency.StateApproved || !strings.HasPrefix(rec.Approval.DecidedBy, "host-user:") || rec.Approval.Requester != "token:acme" {
+		t.Fatalf("approval: %s by %q requested by %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Requester)
+	}
+	for range 3 {
+		if r := h.Do(c); r.Status != http.StatusOK {
+			t.Fatalf("approved call: %d %s", r.Status, r.Body)
+		}
+	}
+	if n := tool.Runs(keyOf(t, c)); n != 1 {
+		t.Fatalf("ran %d times, want 1", n)
 	}
 }

@@ -90,6 +90,7 @@ const maxApprovalText = 4096
 // MaxNoteBytes bounds a decision's note, the same for the console, the
 // admin API, the caller endpoint and the CLI (400 over it).
 const MaxNoteBytes = 1024
+
 // Validate checks an approval claim: an id, positive durations, a known
 // approver, bounded text.
 func (a ApprovalClaim) Validate() error {
@@ -183,6 +184,9 @@ var ErrApprovalNotPending = errors.New("idempotency: approval not pending")
 type ApprovalNotPendingError struct {
 	State     State
 	DecidedBy string
+	// ClaimedBy is the name typed with the admin token (DecidedBy
+	// token:admin).
+	ClaimedBy string
 	DecidedAt time.Time
 }
 
@@ -202,7 +206,7 @@ func (e *ApprovalNotPendingError) Is(target error) bool { return target == ErrAp
 func NotPending(state State, a *Approval) error {
 	e := &ApprovalNotPendingError{State: state}
 	if a != nil {
-		e.DecidedBy, e.DecidedAt = a.DecidedBy, a.DecidedAt
+		e.DecidedBy, e.ClaimedBy, e.DecidedAt = a.DecidedBy, a.ClaimedBy, a.DecidedAt
 		if state == StateExpired && a.DecidedAt.IsZero() {
 			e.DecidedAt = a.ExpiresAt
 		}
