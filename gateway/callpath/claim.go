@@ -176,6 +176,13 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 	if st.id.HasStep {
 		req.Step = &idempotency.Step{SessionID: st.id.SessionID, Index: st.id.StepIndex}
 	}
+	if p := st.id.FingerprintPrincipal; p != "" {
+		// The record's session names the person (contract section 21);
+		// there is no step, so no guard. The key is derived from the
+		// principal, so it always comes with this session.
+		req.Step = &idempotency.Step{SessionID: wire.FingerprintSessionPrefix + p}
+		req.StepGuard, req.StepBoundKey = false, true
+	}
 	if st.id.HostMeta != "" {
 		// The host id's own entry (identity.go), always guarded: it is how
 		// the same host id with other arguments is found. The key is

@@ -75,6 +75,13 @@ type Identity struct {
 	// host's own id of the call in _meta member HostMeta (MCP's
 	// mcp.host_call_ids); the key is derived from it (identity.go).
 	HostMeta, HostCallID string
+	// FingerprintPrincipal and WindowStart: the call carried no identity
+	// and no host call id, and its tool keys such calls on their
+	// fingerprint (MCP's identityless: fingerprint): the key is derived
+	// from the person's principal, the tool, the arguments and the start
+	// of the dedupe window the call fell in (identity.go).
+	FingerprintPrincipal string
+	WindowStart          time.Time
 }
 
 // Call is one tool call as an adapter hands it to Engine.Call.

@@ -114,6 +114,11 @@ META_IDEMPOTENCY_NONE: Final = "none"
 #: name, e.g. "host:claudecode/toolUseId").
 META_IDENTITY_GATEWAY: Final = "gateway"
 META_IDENTITY_HOST_PREFIX: Final = "host:"
+#: ... or, for a call without identity, its fingerprint (person, tool,
+#: arguments, dedupe window).
+META_IDENTITY_FINGERPRINT: Final = "fingerprint"
+#: The prefix of a fingerprint-keyed call's session: "fp:" + the principal.
+FINGERPRINT_SESSION_PREFIX: Final = "fp:"
 
 # JSON-RPC error codes of the MCP endpoint.
 RPC_INVALID_PARAMS: Final = -32602

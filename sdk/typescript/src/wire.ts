@@ -174,6 +174,10 @@ export const MetaIdempotencyNone = "none";
 export const MetaIdentityGateway = "gateway";
 /** The prefix of {@link MetaIdentity} when a host's call id keyed the call (`"host:claudecode/toolUseId"`). */
 export const MetaIdentityHostPrefix = "host:";
+/** The value of {@link MetaIdentity} when a call without identity was keyed on its fingerprint (person, tool, arguments, dedupe window). */
+export const MetaIdentityFingerprint = "fingerprint";
+/** The prefix of a fingerprint-keyed call's session: `"fp:"` + the caller's principal. */
+export const FingerprintSessionPrefix = "fp:";
 
 // JSON-RPC error codes of the MCP endpoint.
 
