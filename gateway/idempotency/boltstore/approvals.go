@@ -113,6 +113,10 @@ func (t *txn) decideApproval(key []byte, r *storedRecord, req idempotency.ClaimR
 		return idempotency.Decision{}, false, fmt.Errorf("delete approval entry: %w", err)
 	}
 	r.Approval = nil
+	// A human approved the call: it is charged whatever the budget's sum.
+	if _, err := t.reserve(key, r, req, false); err != nil {
+		return idempotency.Decision{}, false, err
+	}
 	decision, err := t.takeLease(key, r, req)
 	if err != nil {
 		return idempotency.Decision{}, false, err
