@@ -59,6 +59,8 @@ func (s *Server) answer(ctx context.Context, st *callState, d idempotency.Decisi
 			ExecutionID: d.ExecutionID, Replayed: true, EffectReplayed: d.ByEffect, Label: labelReplayed})
 	case idempotency.OutcomeEffectConflict:
 		return st.refuse(effectConflict(d.EffectHolder))
+	case idempotency.OutcomeBudgetExceeded:
+		return st.refuse(s.budgetExceeded(d.Budget))
 	case idempotency.OutcomeInProgress:
 		p := NewProblem(wire.CodeRequestInProgress, "a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
 			WithRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
@@ -149,6 +151,7 @@ func (s *Server) claimRequest(st *callState) idempotency.ClaimRequest {
 		CanonicalArguments: st.canonical,
 		Approval:           st.approval,
 		Effect:             st.effect,
+		Charges:            st.charges,
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

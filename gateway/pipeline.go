@@ -188,6 +188,7 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	case s.check(ctx, &st): // check.go: I-JSON, identity, key, schema, availability, rate
 	case s.effect(ctx, &st): // effect.go: the effect key's value, held by the claim
 	case s.decide(ctx, &st): // decide.go: the tool's rules: allow, approve, deny
+	case s.budget(ctx, &st): // budget.go: the call's budget charges, reserved by the claim
 	case s.claim(ctx, &st): // claim.go: the one atomic store decision
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not
@@ -229,6 +230,9 @@ type callState struct {
 	// deniedWhileWaiting is the refusal of a call whose rules came to
 	// deny it while it waited (Prefer: wait) for its approval.
 	deniedWhileWaiting *Problem
+
+	// Set by budget: the charges the claim reserves (nil: none).
+	charges []idempotency.Charge
 
 	// Set by claim: the claim's lease, the in-flight slot it holds, and
 	// whether the call waited for a duplicate in flight.

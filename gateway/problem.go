@@ -49,6 +49,12 @@ type Problem struct {
 	// approver, and By who decided (call_denied, approval_denied,
 	// approval_expired).
 	Reason string `json:"reason,omitempty"`
+	// Budget, Remaining and ResetsAt (RFC 3339) name the budget a call
+	// would overspend, what is left of it and when its window ends
+	// (budget_exceeded).
+	Budget    string   `json:"budget,omitempty"`
+	Remaining *float64 `json:"remaining,omitempty"`
+	ResetsAt  string   `json:"resets_at,omitempty"`
 	By     string `json:"by,omitempty"`
 	// Caller is set on approval_pending when the caller's own human
 	// decides (approver: caller), for an adapter that can ask them.
@@ -108,6 +114,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused, wire.RPCInvalidParams},
 	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict, wire.RPCInvalidParams},
 	wire.CodeEffectConflict:              {http.StatusConflict, "Another call already did this with other arguments", false, labelEffectConflict, mcpToolResult},
+	wire.CodeBudgetExceeded:              {http.StatusForbidden, "A budget of this tool would go over its limit", false, labelBudgetExceeded, mcpToolResult},
 	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited, wire.RPCRateLimited},
 	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError, mcpToolResult},
 	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError, mcpToolResult},

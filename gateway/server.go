@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -108,6 +109,9 @@ type Options struct {
 	Mode decide.Mode
 	// Approvals bound how long approvals live (zero fields: defaults).
 	Approvals ApprovalSettings
+	// Budgets are the compiled budgets and the tools' charges
+	// (budgets.New); nil: none.
+	Budgets *budgets.Set
 	// Notifier, when set, is told of each new pending approval.
 	Notifier ApprovalNotifier
 	// RecordsSampleInterval is how often the gateway_records gauge is
@@ -220,7 +224,7 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
 		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys})
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets})
 	if err != nil {
 		return nil, err
 	}

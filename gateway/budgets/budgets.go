@@ -306,6 +306,9 @@ func (b *compiled) bucket(c Call, since time.Time) string {
 // (for a rolling window: when the oldest entry could leave it, at the
 // latest one window from now).
 func (s *Set) ResetsAt(name string, now time.Time) time.Time {
+	if s == nil {
+		return time.Time{}
+	}
 	b := s.budgets[name]
 	if b == nil {
 		return time.Time{}

@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// budget is the budget stage: for a tool that charges budgets, the
+// call's charges (each cost evaluated on the arguments, in the window of
+// now), which the claim then reserves in the store's atomic step
+// (docs/budgets.md). A tool that charges none passes by at the cost of
+// one map lookup. A cost the arguments cannot give (missing, not a
+// number, negative) refuses the call with invalid_arguments.
+func (s *Server) budget(ctx context.Context, st *callState) bool {
+	set := s.settings.Load().budgets
+	if st.unprotected != 0 || !set.Charges(st.call.Entry.Spec.Name) {
+		return false
+	}
+	// The store as configured: s.store is its instrumented wrapper.
+	if k, ok := s.opts.Store.(idempotency.BudgetKeeper); !ok || !k.KeepsBudgets() {
+		return st.end(storeUnavailable("this idempotency store does not keep budgets; the tool was not run"))
+	}
+	charges, err := set.Evaluate(ctx, budgets.Call{Tool: st.call.Entry.Spec.Name, Tenant: st.call.Tenant, Arguments: st.canonical, Now: time.Now()})
+	if err != nil {
+		if errors.Is(err, budgets.ErrCost) {
+			return st.refuse(NewProblem(wire.CodeInvalidArguments, "the tool's budget cost cannot be computed from the arguments: "+err.Error()))
+		}
+		return st.end(problemResult(NewProblem(wire.CodeToolFailed, "the tool's budget cost failed: "+err.Error())))
+	}
+	st.charges = charges
+	return false
+}
+
+// budgetExceeded is the refusal of a call whose charge would take a
+// budget over its limit.
+func (s *Server) budgetExceeded(over *idempotency.BudgetExceeded) *Problem {
+	p := NewProblem(wire.CodeBudgetExceeded, "this call would take a budget over its limit; it was not run")
+	if over != nil {
+		remaining := budgets.Amount(over.Remaining)
+		p.Budget, p.Remaining = over.Budget, &remaining
+		if at := s.settings.Load().budgets.ResetsAt(over.Budget, time.Now()); !at.IsZero() {
+			p.ResetsAt = at.UTC().Format(time.RFC3339)
+		}
+	}
+	return p
+}
