@@ -1,0 +1,114 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
+)
+
+// KeepsBudgets reports whether Claim honours idempotency.ClaimRequest.Charges:
+// on a single Redis, where budget.lua runs in the claim's pipeline and
+// reads the record and any bucket; not on Redis Cluster, where a bucket
+// lives in a slot of its own (docs/budgets.md says how it will be done).
+func (s *Store) KeepsBudgets() bool { return !s.keys.sessionSlots }
+
+var _ idempotency.BudgetKeeper = (*Store)(nil)
+
+// charged names the set of budget buckets the record rec charged: rec's
+// name with its "R" turned "C", so on a cluster it shares rec's slot.
+func (k keyLayout) charged(rec string) string {
+	return k.prefix + "C" + rec[len(k.prefix)+1:]
+}
+
+// budgetHead is what every budget bucket's key name starts with.
+func (k keyLayout) budgetHead() string { return k.prefix + "B{" }
+
+// budgetArgs are budget.lua's ARGV.
+type budgetArgs struct {
+	Owner   string `lua:"owner"`   // packed owner token of the claim
+	Head    string `lua:"head"`    // budgetHead
+	Charges string `lua:"charges"` // encodeCharges
+	Force   string `lua:"force"`   // "1": charge whatever the sums
+}
+
+func (a budgetArgs) Argv() []any { return []any{a.Owner, a.Head, a.Charges, a.Force} }
+
+// encodeCharges is budget.lua's charges argument: per charge its bucket,
+// limit, cost, time (µs), window start (µs) and retention (ms), fields
+// split by \x1f and charges by \x1e. A bucket holding either (a tenant
+// name with a control character) is refused rather than misread.
+func encodeCharges(charges []idempotency.Charge) (string, error) {
+	var b strings.Builder
+	for i, c := range charges {
+		if strings.ContainsAny(c.Bucket, "\x1e\x1f") {
+			return "", fmt.Errorf("budget bucket of %q holds a control character", c.Budget)
+		}
+		if i > 0 {
+			b.WriteByte('\x1e')
+		}
+		for j, f := range []string{c.Bucket, strconv.FormatInt(c.Limit, 10), strconv.FormatInt(c.Cost, 10),
+			strconv.FormatInt(c.At.UnixMicro(), 10), strconv.FormatInt(c.Since.UnixMicro(), 10), strconv.FormatInt(c.Retain.Milliseconds(), 10)} {
+			if j > 0 {
+				b.WriteByte('\x1f')
+			}
+			b.WriteString(f)
+		}
+	}
+	return b.String(), nil
+}
+
+// budgetCall is the budget.lua call for req's claim of record.
+func (s *Store) budgetCall(req idempotency.ClaimRequest, record string, force bool) (redisscript.Call, error) {
+	charges, err := encodeCharges(req.Charges)
+	if err != nil {
+		return redisscript.Call{}, err
+	}
+	return call(budgetScript, []string{record, s.keys.charged(record)},
+		budgetArgs{Owner: packID(req.Owner), Head: s.keys.budgetHead(), Charges: charges, Force: flag(force)}), nil
+}
+
+// budgetReply reads budget.lua's answer: nil when the charges are
+// reserved (or there was nothing to charge), else the budget over its
+// limit.
+func budgetReply(req idempotency.ClaimRequest, reply []string) (*idempotency.BudgetExceeded, error) {
+	if len(reply) == 0 {
+		return nil, fmt.Errorf("%w: budget: empty", errBadReply)
+	}
+	if reply[0] != "exceeded" {
+		return nil, nil
+	}
+	if len(reply) != 3 {
+		return nil, fmt.Errorf("%w: budget: %d fields", errBadReply, len(reply))
+	}
+	i, err1 := strconv.Atoi(reply[1])
+	remaining, err2 := strconv.ParseInt(reply[2], 10, 64)
+	if err1 != nil || err2 != nil || i < 1 || i > len(req.Charges) {
+		return nil, fmt.Errorf("%w: budget: index %q, remaining %q", errBadReply, reply[1], reply[2])
+	}
+	return &idempotency.BudgetExceeded{Budget: req.Charges[i-1].Budget, Remaining: remaining}, nil
+}
+
+// settleBudget acts on a claim whose charges budget.lua refused: an
+// approved call (the claim consumed its approval) is charged anyway, in
+// one more step; any other claim is given back (its record released, so
+// nothing runs and nothing is held) and answers budget_exceeded.
+func (s *Store) settleBudget(ctx context.Context, req idempotency.ClaimRequest, c recordClaim, over *idempotency.BudgetExceeded) (idempotency.Decision, error) {
+	if c.consumed != "" {
+		bc, err := s.budgetCall(req, c.record, true)
+		if err != nil {
+			return idempotency.Decision{}, err
+		}
+		if _, err := s.eval(ctx, bc); err != nil {
+			return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: charge the approved call: %w", req.Scope, err)
+		}
+		return c.d, nil
+	}
+	if err := s.Release(ctx, c.d.Lease); err != nil {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: give back a claim over its budget: %w", req.Scope, err)
+	}
+	return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, nil
+}

@@ -1,0 +1,64 @@
+-- budget: reserve a claimed call's budget charges (docs/budgets.md). It
+-- runs right after claim.lua, in the claim's pipeline (no round trip of
+-- its own), and charges only the record the request now owns: any other
+-- outcome of the claim (replay, in progress, UNKNOWN, refusals) finds the
+-- record not owned by this request and charges nothing.
+--
+-- A record's reservation is the field <record key>|<created µs> of each
+-- bucket hash, so a record is charged once in its life (a takeover or the
+-- same owner's claim again finds its field and charges nothing), and a
+-- later record under the same key (after a release or deletion) is a new
+-- field. The charged key lists the buckets the record charged, for the
+-- scripts that release it (release_charges).
+--
+-- Returns {'none'} (nothing to charge), {'reserved'}, or {'exceeded', i,
+-- remaining} where i is the 1-based index of the charge over its limit
+-- (nothing written then).
+local rec = KEYS[1]       -- the record
+local charged = KEYS[2]   -- its charged buckets (set of key names)
+local owner = ARGV[1]     -- owner token of the claim (packed)
+local head = ARGV[2]      -- what every bucket key name starts with: <prefix>B{
+local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30
+local force = ARGV[4] == '1' -- charge whatever the sums (an approved call)
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+local PROGRESS = '>Bc0I8I8'
+
+local v = redis.call('GET', rec)
+if not v or string.byte(v, 1) ~= 80 then return {'none'} end -- 80: 'P'
+local _, _, _, _, rcreated, _, _, _, p = struct.unpack(HEAD, v)
+if struct.unpack(PROGRESS, v, p) ~= owner then return {'none'} end
+local field = rec .. '|' .. string.format('%d', rcreated)
+
+local list = {}
+for c in string.gmatch(charges, '[^\30]+') do
+  local bucket, limit, cost, at, since, retain = string.match(c, '^([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)$')
+  list[#list + 1] = {key = head .. bucket .. '}', limit = tonumber(limit), cost = tonumber(cost),
+    at = tonumber(at), since = tonumber(since), retain = tonumber(retain)}
+end
+for i, c in ipairs(list) do
+  c.held = redis.call('HEXISTS', c.key, field) == 1
+  if not c.held and not force then
+    local sum = 0
+    local entries = redis.call('HVALS', c.key)
+    for _, e in ipairs(entries) do
+      local ecost, eat = string.match(e, '^(%d+):(%d+)$')
+      if tonumber(eat) >= c.since then sum = sum + tonumber(ecost) end
+    end
+    if c.cost > c.limit - sum then return {'exceeded', string.format('%d', i), string.format('%d', c.limit - sum)} end
+  end
+end
+for _, c in ipairs(list) do
+  if not c.held then
+    -- Entries of windows long past go as the bucket is written.
+    local all = redis.call('HGETALL', c.key)
+    for j = 1, #all, 2 do
+      local eat = tonumber(string.match(all[j + 1], ':(%d+)$'))
+      if eat < c.since - c.retain * 1000 then redis.call('HDEL', c.key, all[j]) end
+    end
+    redis.call('HSET', c.key, field, string.format('%d:%d', c.cost, c.at))
+    if redis.call('PTTL', c.key) < c.retain then redis.call('PEXPIRE', c.key, c.retain) end
+    redis.call('SADD', charged, c.key)
+    if redis.call('PTTL', charged) < c.retain then redis.call('PEXPIRE', charged, c.retain) end
+  end
+end
+return {'reserved'}
