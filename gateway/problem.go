@@ -55,7 +55,7 @@ type Problem struct {
 	Budget    string   `json:"budget,omitempty"`
 	Remaining *float64 `json:"remaining,omitempty"`
 	ResetsAt  string   `json:"resets_at,omitempty"`
-	By     string `json:"by,omitempty"`
+	By        string   `json:"by,omitempty"`
 	// Caller is set on approval_pending when the caller's own human
 	// decides (approver: caller), for an adapter that can ask them.
 	Caller *CallerApproval `json:"-"`
