@@ -1,0 +1,147 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+)
+
+var _ idempotency.BudgetKeeper = (*Store)(nil)
+
+// KeepsBudgets reports that Claim honours idempotency.ClaimRequest.Charges.
+func (s *Store) KeepsBudgets() bool { return true }
+
+// budgetsMigration is schema version 10: budget reservations
+// (docs/budgets.md). A reservation is a row of budget_charges naming its
+// bucket and its record's life (tenant, tool, key and the record's
+// created_at, which a takeover keeps and a new record under the key does
+// not share). charge() takes a claimed call's charges in the claim's own
+// statement (claimCharged: it runs in the select list over claim()'s row,
+// so both are one statement and one transaction): under a transaction
+// advisory lock per bucket (so two claims of one bucket sum one after the
+// other, each seeing the other's committed row), it sums the bucket's
+// rows of the window and raises SQLSTATE TGB01 when a charge would go
+// over the limit, which rolls the claim back with it. Release, Delete and
+// DropReconciled delete the record's rows in the statement that deletes
+// the record; nothing else does (the sweep keeps a completed call's cost
+// counted in its window). Rows are dropped with their window by charge()
+// itself, once they are older than the window and its retention.
+const budgetsMigration = `
+CREATE TABLE IF NOT EXISTS @.budget_charges (
+	bucket          text NOT NULL,
+	tenant          text NOT NULL,
+	tool            text NOT NULL,
+	idempotency_key text NOT NULL,
+	created_at      timestamptz NOT NULL,
+	cost            bigint NOT NULL,
+	charged_us      bigint NOT NULL,
+	PRIMARY KEY (bucket, tenant, tool, idempotency_key, created_at)
+);
+CREATE INDEX IF NOT EXISTS budget_charges_record ON @.budget_charges (tenant, tool, idempotency_key);
+CREATE INDEX IF NOT EXISTS budget_charges_window ON @.budget_charges (bucket, charged_us);
+CREATE OR REPLACE FUNCTION @.charge(p_outcome text, p_consumed boolean, p_tenant text, p_tool text, p_key text,
+	p_owner text, p_charges jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+	rec   @.records%ROWTYPE;
+	ch    record;
+	total bigint;
+	i     integer := 0;
+BEGIN
+	IF p_outcome <> 'claimed' OR p_charges IS NULL THEN
+		RETURN false;
+	END IF;
+	SELECT * INTO rec FROM @.records
+		WHERE tenant = p_tenant AND tool = p_tool AND idempotency_key = p_key;
+	-- A claim decided on another record (an effect's holder) or not
+	-- owned by this request charges nothing here.
+	IF NOT FOUND OR rec.state <> 'IN_PROGRESS' OR rec.owner IS DISTINCT FROM p_owner THEN
+		RETURN false;
+	END IF;
+	FOR ch IN SELECT * FROM jsonb_to_recordset(p_charges)
+			AS x(bucket text, budget text, lim bigint, cost bigint, at_us bigint, since_us bigint, retain_us bigint)
+			ORDER BY bucket LOOP
+		i := i + 1;
+		PERFORM pg_advisory_xact_lock(hashtextextended('@@' || ch.bucket, 0));
+		IF EXISTS (SELECT 1 FROM @.budget_charges g WHERE g.bucket = ch.bucket AND g.tenant = p_tenant
+				AND g.tool = p_tool AND g.idempotency_key = p_key AND g.created_at = rec.created_at) THEN
+			CONTINUE; -- the record holds its reservation already (a takeover, a resent claim)
+		END IF;
+		IF NOT p_consumed THEN
+			SELECT COALESCE(sum(g.cost), 0) INTO total FROM @.budget_charges g
+				WHERE g.bucket = ch.bucket AND g.charged_us >= ch.since_us;
+			IF ch.cost > ch.lim - total THEN
+				RAISE EXCEPTION USING ERRCODE = 'TGB01', MESSAGE = 'budget exceeded',
+					DETAIL = (ch.lim - total)::text || ' ' || ch.budget;
+			END IF;
+		END IF;
+		DELETE FROM @.budget_charges g WHERE g.bucket = ch.bucket AND g.charged_us < ch.since_us - ch.retain_us;
+		INSERT INTO @.budget_charges (bucket, tenant, tool, idempotency_key, created_at, cost, charged_us)
+			VALUES (ch.bucket, p_tenant, p_tool, p_key, rec.created_at, ch.cost, ch.at_us);
+	END LOOP;
+	RETURN true;
+END
+$fn$;
+`
+
+// budgetExceededState is the SQLSTATE charge() raises over a limit.
+const budgetExceededState = "TGB01"
+
+// chargesArg is charge()'s p_charges: NULL without charges.
+func chargesArg(charges []idempotency.Charge) (*string, error) {
+	if len(charges) == 0 {
+		return nil, nil
+	}
+	type row struct {
+		Bucket   string `json:"bucket"`
+		Budget   string `json:"budget"`
+		Limit    int64  `json:"lim"`
+		Cost     int64  `json:"cost"`
+		AtUS     int64  `json:"at_us"`
+		SinceUS  int64  `json:"since_us"`
+		RetainUS int64  `json:"retain_us"`
+	}
+	rows := make([]row, len(charges))
+	for i, c := range charges {
+		rows[i] = row{c.Bucket, c.Budget, c.Limit, c.Cost, c.At.UnixMicro(), c.Since.UnixMicro(), c.Retain.Microseconds()}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.Bucket, b.Bucket) })
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("encode budget charges: %w", err)
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// budgetExceeded reads charge()'s refusal from err; nil when err is
+// another error.
+func budgetExceeded(err error) *idempotency.BudgetExceeded {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != budgetExceededState {
+		return nil
+	}
+	remaining, name, _ := strings.Cut(pgErr.Detail, " ")
+	n, perr := strconv.ParseInt(remaining, 10, 64)
+	if perr != nil {
+		return &idempotency.BudgetExceeded{Budget: pgErr.Detail}
+	}
+	return &idempotency.BudgetExceeded{Budget: name, Remaining: n}
+}
+
+// releaseCharges wraps a statement deleting records (RETURNING r.*) so
+// that the deleted records' budget reservations go with them, in the
+// same statement; its command tag counts the records.
+func releaseCharges(deleteRecords string) string {
+	return `WITH d AS (` + deleteRecords + ` RETURNING r.tenant, r.tool, r.idempotency_key, r.created_at),
+		g AS (DELETE FROM @.budget_charges g USING d WHERE g.tenant = d.tenant AND g.tool = d.tool
+			AND g.idempotency_key = d.idempotency_key AND g.created_at = d.created_at)
+		SELECT 1 FROM d`
+}
