@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -120,5 +122,81 @@ func TestBudgetRaceAcrossReplicas(t *testing.T) {
 			t.Fatalf("a refusal said %v remained, but %v is left after paying %d", minRemaining, left, paid.Load()/100)
 		}
 		t.Logf("%s: %d executed (paid %d), %d refused", kind, executed, paid.Load()/100, refused)
+	})
+}
+
+// TestBudgetSettles: a refund's reservation follows its record. An
+// UNKNOWN refund (its upstream may have paid) stays held, so a refund
+// that would need its amount is refused; the operator's delete (it did
+// not pay) releases it, and the same refund then runs; a refund the
+// upstream proved it did not execute releases its amount at once; an
+// UNKNOWN refund resolved as executed stays counted; a replay charges
+// nothing. Counted at the upstream: what it paid never exceeds the limit.
+func TestBudgetSettles(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool, paid := refundTool()
+		pay := tool.behave
+		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+			switch string(req.Arguments) {
+			case `{"amount":60,"note":"lost"}`, `{"amount":30,"note":"lost"}`: // it paid, the answer was lost
+				_, _ = pay(ctx, req)
+				return nil, fmt.Errorf("connection reset: %w", tools.ErrOutcomeUncertain)
+			case `{"amount":40,"note":"refused"}`: // the upstream refused it: nothing paid
+				return nil, fmt.Errorf("invalid params: %w", errors.Join(tools.ErrUpstreamRejected, tools.ErrNotExecuted))
+			}
+			return pay(ctx, req)
+		}
+		h := newHarness(t, kind, []tools.Tool{tool}, withBudgets(refundBudget(t, 100)), withAdmin("adm"),
+			withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+		refund := func(session, args string) response {
+			return h.do(callSpec{tool: "refund", session: session, step: 1, args: args})
+		}
+		exceeded := func(r response, remaining float64) {
+			t.Helper()
+			p := wantContractProblem(t, r, http.StatusForbidden, wire.CodeBudgetExceeded, false)
+			if p["remaining"] != remaining {
+				t.Fatalf("remaining %v, want %v", p["remaining"], remaining)
+			}
+		}
+
+		// 60 paid, answer lost: UNKNOWN, held.
+		wantProblem(t, refund("lost", `{"amount":60,"note":"lost"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
+		wantProblem(t, refund("lost", `{"amount":60,"note":"lost"}`), http.StatusConflict, wire.CodeOutcomeUnknown)
+		exceeded(refund("a", `{"amount":50}`), 40)
+		// The upstream refuses 40: released at once, so 40 still remains.
+		wantProblem(t, refund("refused", `{"amount":40,"note":"refused"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
+		exceeded(refund("b", `{"amount":41}`), 40)
+		if r := refund("c", `{"amount":40}`); r.status != http.StatusOK {
+			t.Fatalf("40 of the 40 left: %d %s", r.status, r.body)
+		}
+		// A replay charges nothing.
+		if r := refund("c", `{"amount":40}`); r.status != http.StatusOK || r.header.Get(wire.HeaderReplayed) != "true" {
+			t.Fatalf("replay: %d %v", r.status, r.header)
+		}
+		exceeded(refund("d", `{"amount":1}`), 0)
+
+		// The operator finds the 60 was not paid after all (in this story)
+		// and deletes the record: its 60 is released.
+		key := derivedKey(t, "lost", 1, "refund", `{"amount":60,"note":"lost"}`)
+		if r := h.send(http.MethodDelete, "/admin/v1/records/anonymous/refund/"+key, "adm"); r.status != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", r.status, r.body)
+		}
+		// 30 paid with the answer lost, resolved by the operator as
+		// executed: it stays counted.
+		wantProblem(t, refund("lost30", `{"amount":30,"note":"lost"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
+		key30 := derivedKey(t, "lost30", 1, "refund", `{"amount":30,"note":"lost"}`)
+		if r := adminPost(t, h, "/admin/v1/records/anonymous/refund/"+key30+"/resolve", "adm", `{"status":200,"body":{"refunded":30}}`); r.status != http.StatusOK {
+			t.Fatalf("resolve: %d %s", r.status, r.body)
+		}
+		exceeded(refund("e", `{"amount":31}`), 30)
+		if r := refund("f", `{"amount":30}`); r.status != http.StatusOK {
+			t.Fatalf("30 of the 30 left: %d %s", r.status, r.body)
+		}
+		// Paid: 60 (lost, deleted: the story's operator was wrong about
+		// the upstream, which this test's upstream counts honestly), 40,
+		// 30, 30. The budget saw 40 + 30 + 30 = 100.
+		if got := paid.Load(); got != (60+40+30+30)*100 {
+			t.Fatalf("the upstream paid %d cents", got)
+		}
 	})
 }
