@@ -253,13 +253,14 @@ func (s *Set) Evaluate(ctx context.Context, c Call) ([]idempotency.Charge, error
 		b := ch.budget
 		since, end := b.window(c.Now)
 		out = append(out, idempotency.Charge{
-			Bucket: b.bucket(c, since),
-			Budget: b.Name,
-			Limit:  b.limit,
-			Cost:   int64(math.Round(cost * Unit)),
-			At:     c.Now,
-			Since:  since,
-			Retain: end.Sub(since) + 24*time.Hour,
+			Bucket:  b.bucket(c, since),
+			Budget:  b.Name,
+			Limit:   b.limit,
+			Cost:    int64(math.Round(cost * Unit)),
+			At:      c.Now,
+			Since:   since,
+			Retain:  end.Sub(since) + 24*time.Hour,
+			Rolling: b.rolling > 0,
 		})
 	}
 	return out, nil

@@ -173,6 +173,11 @@ type Charge struct {
 	// Retain is how long the bucket must be kept after At (the window's
 	// length and a day), after which a store may drop it.
 	Retain time.Duration
+	// Rolling says the bucket outlives windows (a rolling window: one
+	// bucket per scope, whose entries count while at or after Since);
+	// otherwise the bucket is the window, every entry in it counts, and a
+	// store may keep a running total instead of summing entries.
+	Rolling bool
 }
 
 // BudgetExceeded names the budget a claim's charge would overspend.

@@ -38,7 +38,7 @@ type budgetArgs struct {
 func (a budgetArgs) Argv() []any { return []any{a.Owner, a.Head, a.Charges, a.Force} }
 
 // encodeCharges is budget.lua's charges argument: per charge its bucket,
-// limit, cost, time (µs), window start (µs) and retention (ms), fields
+// limit, cost, time (µs), window start (µs, see since) and retention (ms), fields
 // split by \x1f and charges by \x1e. A bucket holding either (a tenant
 // name with a control character) is refused rather than misread.
 func encodeCharges(charges []idempotency.Charge) (string, error) {
@@ -51,7 +51,7 @@ func encodeCharges(charges []idempotency.Charge) (string, error) {
 			b.WriteByte('\x1e')
 		}
 		for j, f := range []string{c.Bucket, strconv.FormatInt(c.Limit, 10), strconv.FormatInt(c.Cost, 10),
-			strconv.FormatInt(c.At.UnixMicro(), 10), strconv.FormatInt(c.Since.UnixMicro(), 10), strconv.FormatInt(c.Retain.Milliseconds(), 10)} {
+			strconv.FormatInt(c.At.UnixMicro(), 10), strconv.FormatInt(since(c), 10), strconv.FormatInt(c.Retain.Milliseconds(), 10)} {
 			if j > 0 {
 				b.WriteByte('\x1f')
 			}
@@ -59,6 +59,16 @@ func encodeCharges(charges []idempotency.Charge) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// since is a charge's window start for budget.lua: -1 for a calendar
+// window, whose bucket is the window, so the script reads the bucket's
+// running total instead of summing its entries.
+func since(c idempotency.Charge) int64 {
+	if !c.Rolling {
+		return -1
+	}
+	return c.Since.UnixMicro()
 }
 
 // budgetCall is the budget.lua call for req's claim of record.

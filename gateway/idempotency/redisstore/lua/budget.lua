@@ -18,7 +18,8 @@ local rec = KEYS[1]       -- the record
 local charged = KEYS[2]   -- its charged buckets (set of key names)
 local owner = ARGV[1]     -- owner token of the claim (packed)
 local head = ARGV[2]      -- what every bucket key name starts with: <prefix>B{
-local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30
+local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30;
+                          -- since -1: a calendar bucket, whose running total (field "=") is its sum
 local force = ARGV[4] == '1' -- charge whatever the sums (an approved call)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
@@ -39,23 +40,31 @@ for i, c in ipairs(list) do
   c.held = redis.call('HEXISTS', c.key, field) == 1
   if not c.held and not force then
     local sum = 0
-    local entries = redis.call('HVALS', c.key)
-    for _, e in ipairs(entries) do
-      local ecost, eat = string.match(e, '^(%d+):(%d+)$')
-      if tonumber(eat) >= c.since then sum = sum + tonumber(ecost) end
+    if c.since < 0 then
+      sum = tonumber(redis.call('HGET', c.key, '=') or '0')
+    else
+      local all = redis.call('HGETALL', c.key)
+      for j = 1, #all, 2 do
+        local ecost, eat = string.match(all[j + 1], '^(%d+):(%d+)$')
+        if all[j] ~= '=' and tonumber(eat) >= c.since then sum = sum + tonumber(ecost) end
+      end
     end
     if c.cost > c.limit - sum then return {'exceeded', string.format('%d', i), string.format('%d', c.limit - sum)} end
   end
 end
 for _, c in ipairs(list) do
   if not c.held then
-    -- Entries of windows long past go as the bucket is written.
-    local all = redis.call('HGETALL', c.key)
-    for j = 1, #all, 2 do
-      local eat = tonumber(string.match(all[j + 1], ':(%d+)$'))
-      if eat < c.since - c.retain * 1000 then redis.call('HDEL', c.key, all[j]) end
+    if c.since >= 0 then
+      -- A rolling bucket drops entries of windows long past as it is
+      -- written (a calendar bucket expires whole).
+      local all = redis.call('HGETALL', c.key)
+      for j = 1, #all, 2 do
+        local eat = tonumber(string.match(all[j + 1], ':(%d+)$'))
+        if eat and eat < c.since - c.retain * 1000 then redis.call('HDEL', c.key, all[j]) end
+      end
     end
     redis.call('HSET', c.key, field, string.format('%d:%d', c.cost, c.at))
+    redis.call('HINCRBY', c.key, '=', c.cost)
     if redis.call('PTTL', c.key) < c.retain then redis.call('PEXPIRE', c.key, c.retain) end
     redis.call('SADD', charged, c.key)
     if redis.call('PTTL', charged) < c.retain then redis.call('PEXPIRE', charged, c.retain) end
