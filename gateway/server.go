@@ -236,6 +236,9 @@ func NewServer(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
 		}
 	}
+	if k, ok := opts.Store.(idempotency.BudgetKeeper); opts.Budgets.Any() && (!ok || !k.KeepsBudgets()) {
+		return nil, errors.New("gateway: budgets: this idempotency store does not keep budgets (Redis Cluster does not yet: docs/budgets.md); use a single Redis, PostgreSQL or the embedded store, or remove the tools' charges")
+	}
 	txStore, _ := opts.Store.(idempotency.TxStore)
 	if err := checkTransactional(opts.Tools, txStore != nil); err != nil {
 		return nil, err

@@ -197,6 +197,9 @@ func compile(b Budget) (*compiled, error) {
 // costs nothing more on the call path.
 func (s *Set) Charges(tool string) bool { return s != nil && len(s.charges[tool]) > 0 }
 
+// Any reports whether some tool charges a budget.
+func (s *Set) Any() bool { return s != nil && len(s.charges) > 0 }
+
 // Names lists the configured budgets.
 func (s *Set) Names() []string {
 	if s == nil {
