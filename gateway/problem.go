@@ -108,6 +108,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid, wire.RPCInvalidParams},
 	wire.CodeInvalidAdminRequest:         {http.StatusBadRequest, "The admin request is invalid", false, labelInvalid, wire.RPCInvalidParams},
 	wire.CodeAdminUnsupported:            {http.StatusNotImplemented, "The idempotency store does not support this admin operation", false, labelOther, wire.RPCInvalidParams},
+	wire.CodeChainDiverged:               {http.StatusConflict, "A receipt chain no longer holds what its latest checkpoint signed", false, labelInvalid, wire.RPCInvalidParams},
 	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid, wire.RPCInvalidParams},
 	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid, wire.RPCInvalidParams},
 	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch, wire.RPCInvalidParams},

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -43,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	})
 
 	s.mountProtectedResourceMetadata(r)
+	r.Get(receipts.KeysPath, s.handleReceiptKeys) // receiptcheckpoints.go
 	for _, mount := range s.opts.Mounts {
 		mount(s, r)
 	}
@@ -101,7 +103,9 @@ func (s *Server) mountOperations(r chi.Router) {
 			r.Get("/approvals/{id}", s.handleAdminApproval)
 			r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
 			r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
-			r.Get("/receipts", s.handleAdminReceipts) // adminreceipts.go
+			r.Get("/receipts", s.handleAdminReceipts)                   // adminreceipts.go
+			r.Get("/receipts/checkpoints", s.handleAdminCheckpoints)    // receiptcheckpoints.go
+			r.Post("/receipts/checkpoints", s.handleAdminCheckpointNow) // receiptcheckpoints.go
 		})
 		s.mountConsole(r)
 	}

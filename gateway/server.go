@@ -122,6 +122,12 @@ type Options struct {
 	Receipts receipts.Store
 	// ReceiptRetention is how long receipts are kept (0: 30 days).
 	ReceiptRetention time.Duration
+	// ReceiptCheckpoints signs the chains' checkpoints (nil: no signing
+	// key): POST /admin/v1/receipts/checkpoints asks it to sign now.
+	ReceiptCheckpoints *receipts.Scheduler
+	// ReceiptKeys are the checkpoints' public keys, served as a JWKS at
+	// receipts.KeysPath (empty: 404).
+	ReceiptKeys receipts.KeySet
 	// ReceiptRecoverAfter is the age of a receipt outbox entry the
 	// recovery sweep appends (0: 2 minutes; receiptrecovery.go). The
 	// store keeps an outbox when it implements idempotency.ReceiptOutbox.

@@ -54,6 +54,13 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := checkEffectKey(t); err != nil {
 			return nil, nil, fmt.Errorf("%s.effect_key: %w", field, err)
 		}
+		var notExecuted tools.StatusSet
+		if t.NotExecutedStatuses != nil {
+			var err error
+			if notExecuted, err = tools.NewStatusSet(t.NotExecutedStatuses); err != nil {
+				return nil, nil, fmt.Errorf("%s.not_executed_statuses: %w", field, err)
+			}
+		}
 		schema, err := c.toolSchema(i, t)
 		if err != nil {
 			return nil, nil, err
@@ -103,6 +110,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		}
 		policy := t.Policy()
 		policy.EffectKey = t.EffectKey
+		policy.NotExecutedStatuses = notExecuted
 		policies[t.Name] = policy
 	}
 	for _, p := range plugins {

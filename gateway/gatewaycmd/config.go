@@ -68,6 +68,9 @@ type Config struct {
 	notifySecret string
 	// consoleSecret is the value of console.oidc.client_secret_env.
 	consoleSecret string
+	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
+	// checkpoints' signing key itself, over receipts.signing_key's file.
+	receiptsSigningPEM string
 	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
 	consoleSessionKeyEnv string
 }
@@ -247,6 +250,11 @@ type ToolEntry struct {
 	// (RFC 6901 pointers into the arguments): one execution per value
 	// whatever the idempotency key (docs/idempotency.md, "Effect keys").
 	EffectKey string `yaml:"effect_key"`
+	// NotExecutedStatuses are the statuses among 408, 425 and 429 that,
+	// answered by the tool's upstream, count as evidence it did not act
+	// (tools.Policy.NotExecutedStatuses; docs/tools.md). Left out: all
+	// three for lease_expiry: rerun, none for unknown.
+	NotExecutedStatuses []int `yaml:"not_executed_statuses"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:
@@ -379,6 +387,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
+	c.receiptsSigningPEM = getenv(envReceiptsSigningKey)
 	c.consoleSessionKeyEnv = getenv(gateway.ConsoleSessionKeyEnv)
 }
 

@@ -6,6 +6,12 @@
 // own hash over everything else ([Receipt.Hash]), so [Verify] names the first
 // receipt that was altered, removed or reordered.
 //
+// A chain's head is signed into a [Checkpoint] (Ed25519, [SigningKey]),
+// optionally time-stamped by an RFC 3161 authority ([TSA]), and stored
+// with the chain, so [VerifyWith] holding the public keys also catches a
+// chain truncated, rolled back or re-sealed by whoever can write the
+// store.
+//
 // Sealing ([Seal]) is pure; a [Store] appends a receipt by compare-and-append
 // on the tenant's head (see [Appender]), so replicas appending at once never
 // fork a chain. The stores live in the sub-packages redisreceipts, pgreceipts
