@@ -22,13 +22,15 @@ func (s *Store) KeepsBudgets() bool { return true }
 // (docs/budgets.md). A reservation is a row of budget_charges naming its
 // bucket and its record's life (tenant, tool, key and the record's
 // created_at, which a takeover keeps and a new record under the key does
-// not share). charge() takes a claimed call's charges in the claim's own
-// statement (claimCharged: it runs in the select list over claim()'s row,
-// so both are one statement and one transaction): under a transaction
-// advisory lock per bucket (so two claims of one bucket sum one after the
-// other, each seeing the other's committed row), it sums the bucket's
-// rows of the window and raises SQLSTATE TGB01 when a charge would go
-// over the limit, which rolls the claim back with it. Release, Delete and
+// not share), and budget_totals keeps each bucket's running total.
+// charge() takes a claimed call's charges in the claim's own statement
+// (claimCharged: it runs in the select list over claim()'s row, so both
+// are one statement and one transaction): holding the bucket's total row
+// locked (so two claims of one bucket sum one after the other, each
+// seeing the other's committed rows), it reads the sum — the total for a
+// calendar bucket, which is its window; the window's rows for a rolling
+// one — and raises SQLSTATE TGB01 when a charge would go over the limit,
+// which rolls the claim back with it. Release, Delete and
 // DropReconciled delete the record's rows in the statement that deletes
 // the record; nothing else does (the sweep keeps a completed call's cost
 // counted in its window). Rows are dropped with their window by charge()
@@ -46,6 +48,11 @@ CREATE TABLE IF NOT EXISTS @.budget_charges (
 );
 CREATE INDEX IF NOT EXISTS budget_charges_record ON @.budget_charges (tenant, tool, idempotency_key);
 CREATE INDEX IF NOT EXISTS budget_charges_window ON @.budget_charges (bucket, charged_us);
+CREATE TABLE IF NOT EXISTS @.budget_totals (
+	bucket     text PRIMARY KEY,
+	total      bigint NOT NULL,
+	expires_us bigint NOT NULL
+);
 CREATE OR REPLACE FUNCTION @.charge(p_outcome text, p_consumed boolean, p_tenant text, p_tool text, p_key text,
 	p_owner text, p_charges jsonb) RETURNS boolean
 LANGUAGE plpgsql AS $fn$
@@ -66,25 +73,35 @@ BEGIN
 		RETURN false;
 	END IF;
 	FOR ch IN SELECT * FROM jsonb_to_recordset(p_charges)
-			AS x(bucket text, budget text, lim bigint, cost bigint, at_us bigint, since_us bigint, retain_us bigint)
+			AS x(bucket text, budget text, lim bigint, cost bigint, at_us bigint, since_us bigint, retain_us bigint, rolling boolean)
 			ORDER BY bucket LOOP
 		i := i + 1;
-		PERFORM pg_advisory_xact_lock(hashtextextended('@@' || ch.bucket, 0));
+		-- The bucket's total row, locked: racing claims of the bucket sum
+		-- one after the other, each seeing the other's committed rows.
+		INSERT INTO @.budget_totals (bucket, total, expires_us) VALUES (ch.bucket, 0, ch.at_us + ch.retain_us)
+			ON CONFLICT (bucket) DO NOTHING;
+		SELECT t.total INTO total FROM @.budget_totals t WHERE t.bucket = ch.bucket FOR UPDATE;
 		IF EXISTS (SELECT 1 FROM @.budget_charges g WHERE g.bucket = ch.bucket AND g.tenant = p_tenant
 				AND g.tool = p_tool AND g.idempotency_key = p_key AND g.created_at = rec.created_at) THEN
 			CONTINUE; -- the record holds its reservation already (a takeover, a resent claim)
 		END IF;
 		IF NOT p_consumed THEN
-			SELECT COALESCE(sum(g.cost), 0) INTO total FROM @.budget_charges g
-				WHERE g.bucket = ch.bucket AND g.charged_us >= ch.since_us;
+			IF ch.rolling THEN -- a calendar bucket is its window: its total is the sum
+				SELECT COALESCE(sum(g.cost), 0) INTO total FROM @.budget_charges g
+					WHERE g.bucket = ch.bucket AND g.charged_us >= ch.since_us;
+			END IF;
 			IF ch.cost > ch.lim - total THEN
 				RAISE EXCEPTION USING ERRCODE = 'TGB01', MESSAGE = 'budget exceeded',
 					DETAIL = (ch.lim - total)::text || ' ' || ch.budget;
 			END IF;
 		END IF;
-		DELETE FROM @.budget_charges g WHERE g.bucket = ch.bucket AND g.charged_us < ch.since_us - ch.retain_us;
+		IF ch.rolling THEN
+			DELETE FROM @.budget_charges g WHERE g.bucket = ch.bucket AND g.charged_us < ch.since_us - ch.retain_us;
+		END IF;
 		INSERT INTO @.budget_charges (bucket, tenant, tool, idempotency_key, created_at, cost, charged_us)
 			VALUES (ch.bucket, p_tenant, p_tool, p_key, rec.created_at, ch.cost, ch.at_us);
+		UPDATE @.budget_totals t SET total = t.total + ch.cost, expires_us = greatest(t.expires_us, ch.at_us + ch.retain_us)
+			WHERE t.bucket = ch.bucket;
 	END LOOP;
 	RETURN true;
 END
@@ -107,10 +124,11 @@ func chargesArg(charges []idempotency.Charge) (*string, error) {
 		AtUS     int64  `json:"at_us"`
 		SinceUS  int64  `json:"since_us"`
 		RetainUS int64  `json:"retain_us"`
+		Rolling  bool   `json:"rolling"`
 	}
 	rows := make([]row, len(charges))
 	for i, c := range charges {
-		rows[i] = row{c.Bucket, c.Budget, c.Limit, c.Cost, c.At.UnixMicro(), c.Since.UnixMicro(), c.Retain.Microseconds()}
+		rows[i] = row{c.Bucket, c.Budget, c.Limit, c.Cost, c.At.UnixMicro(), c.Since.UnixMicro(), c.Retain.Microseconds(), c.Rolling}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.Bucket, b.Bucket) })
 	b, err := json.Marshal(rows)
@@ -142,6 +160,8 @@ func budgetExceeded(err error) *idempotency.BudgetExceeded {
 func releaseCharges(deleteRecords string) string {
 	return `WITH d AS (` + deleteRecords + ` RETURNING r.tenant, r.tool, r.idempotency_key, r.created_at),
 		g AS (DELETE FROM @.budget_charges g USING d WHERE g.tenant = d.tenant AND g.tool = d.tool
-			AND g.idempotency_key = d.idempotency_key AND g.created_at = d.created_at)
+			AND g.idempotency_key = d.idempotency_key AND g.created_at = d.created_at RETURNING g.bucket, g.cost),
+		t AS (UPDATE @.budget_totals t SET total = t.total - s.cost
+			FROM (SELECT bucket, sum(cost) AS cost FROM g GROUP BY bucket) s WHERE t.bucket = s.bucket)
 		SELECT 1 FROM d`
 }
