@@ -72,6 +72,13 @@ BEGIN
 	IF NOT FOUND OR rec.state <> 'IN_PROGRESS' OR rec.owner IS DISTINCT FROM p_owner THEN
 		RETURN false;
 	END IF;
+	-- A record is charged once in its life (created_at), in the window
+	-- of that charge: a takeover or a resent claim, even in a later
+	-- window, charges nothing.
+	IF EXISTS (SELECT 1 FROM @.budget_charges g WHERE g.tenant = p_tenant AND g.tool = p_tool
+			AND g.idempotency_key = p_key AND g.created_at = rec.created_at) THEN
+		RETURN true;
+	END IF;
 	FOR ch IN SELECT * FROM jsonb_to_recordset(p_charges)
 			AS x(bucket text, budget text, lim bigint, cost bigint, at_us bigint, since_us bigint, retain_us bigint, rolling boolean)
 			ORDER BY bucket LOOP
@@ -81,10 +88,6 @@ BEGIN
 		INSERT INTO @.budget_totals (bucket, total, expires_us) VALUES (ch.bucket, 0, ch.at_us + ch.retain_us)
 			ON CONFLICT (bucket) DO NOTHING;
 		SELECT t.total INTO total FROM @.budget_totals t WHERE t.bucket = ch.bucket FOR UPDATE;
-		IF EXISTS (SELECT 1 FROM @.budget_charges g WHERE g.bucket = ch.bucket AND g.tenant = p_tenant
-				AND g.tool = p_tool AND g.idempotency_key = p_key AND g.created_at = rec.created_at) THEN
-			CONTINUE; -- the record holds its reservation already (a takeover, a resent claim)
-		END IF;
 		IF NOT p_consumed THEN
 			IF ch.rolling THEN -- a calendar bucket is its window: its total is the sum
 				SELECT COALESCE(sum(g.cost), 0) INTO total FROM @.budget_charges g

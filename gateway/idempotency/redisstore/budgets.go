@@ -18,7 +18,7 @@ func (s *Store) KeepsBudgets() bool { return !s.keys.sessionSlots }
 
 var _ idempotency.BudgetKeeper = (*Store)(nil)
 
-// charged names the set of budget buckets the record rec charged: rec's
+// charged names the hash of the budget buckets the record rec charged: rec's
 // name with its "R" turned "C", so on a cluster it shares rec's slot.
 func (k keyLayout) charged(rec string) string {
 	return k.prefix + "C" + rec[len(k.prefix)+1:]

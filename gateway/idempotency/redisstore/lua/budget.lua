@@ -5,17 +5,19 @@
 -- record not owned by this request and charges nothing.
 --
 -- A record's reservation is the field <record key>|<created µs> of each
--- bucket hash, so a record is charged once in its life (a takeover or the
--- same owner's claim again finds its field and charges nothing), and a
--- later record under the same key (after a release or deletion) is a new
--- field. The charged key lists the buckets the record charged, for the
--- scripts that release it (release_charges).
+-- bucket hash. The charged hash maps each bucket the record charged to
+-- the record's created µs (its life): a record is charged once in its
+-- life, in the window of that charge (a takeover or the same owner's
+-- claim again, even in a later window, finds its life there and charges
+-- nothing), and a later record under the same key (after a release, a
+-- deletion or its expiry) is a new life. The scripts that release a
+-- record read it (release_charges).
 --
 -- Returns {'none'} (nothing to charge), {'reserved'}, or {'exceeded', i,
 -- remaining} where i is the 1-based index of the charge over its limit
 -- (nothing written then).
 local rec = KEYS[1]       -- the record
-local charged = KEYS[2]   -- its charged buckets (set of key names)
+local charged = KEYS[2]   -- its charged buckets (hash: bucket key name → the record's created µs)
 local owner = ARGV[1]     -- owner token of the claim (packed)
 local head = ARGV[2]      -- what every bucket key name starts with: <prefix>B{
 local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30;
@@ -28,7 +30,11 @@ local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return {'none'} end -- 80: 'P'
 local _, _, _, _, rcreated, _, _, _, p = struct.unpack(HEAD, v)
 if struct.unpack(PROGRESS, v, p) ~= owner then return {'none'} end
-local field = rec .. '|' .. string.format('%d', rcreated)
+local life = string.format('%d', rcreated)
+local field = rec .. '|' .. life
+for _, v in ipairs(redis.call('HVALS', charged)) do
+  if v == life then return {'reserved'} end -- charged already in this life
+end
 
 local list = {}
 for c in string.gmatch(charges, '[^\30]+') do
@@ -37,8 +43,7 @@ for c in string.gmatch(charges, '[^\30]+') do
     at = tonumber(at), since = tonumber(since), retain = tonumber(retain)}
 end
 for i, c in ipairs(list) do
-  c.held = redis.call('HEXISTS', c.key, field) == 1
-  if not c.held and not force then
+  if not force then
     local sum = 0
     if c.since < 0 then
       sum = tonumber(redis.call('HGET', c.key, '=') or '0')
@@ -53,7 +58,7 @@ for i, c in ipairs(list) do
   end
 end
 for _, c in ipairs(list) do
-  if not c.held then
+  do
     if c.since >= 0 then
       -- A rolling bucket drops entries of windows long past as it is
       -- written (a calendar bucket expires whole).
@@ -66,7 +71,7 @@ for _, c in ipairs(list) do
     redis.call('HSET', c.key, field, string.format('%d:%d', c.cost, c.at))
     redis.call('HINCRBY', c.key, '=', c.cost)
     if redis.call('PTTL', c.key) < c.retain then redis.call('PEXPIRE', c.key, c.retain) end
-    redis.call('SADD', charged, c.key)
+    redis.call('HSET', charged, c.key, life)
     if redis.call('PTTL', charged) < c.retain then redis.call('PEXPIRE', charged, c.retain) end
   end
 end
