@@ -175,6 +175,21 @@ func TestBudgetSettles(t *testing.T) {
 			t.Fatalf("replay: %d %v", r.status, r.header)
 		}
 		exceeded(refund("d", `{"amount":1}`), 0)
+		wantUsage := func(used, held float64) {
+			t.Helper()
+			r := h.get("/admin/v1/budgets?tenant="+gateway.AnonymousTenant, "adm")
+			var body struct {
+				Budgets []map[string]any `json:"budgets"`
+			}
+			if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusOK || len(body.Budgets) != 1 {
+				t.Fatalf("GET /admin/v1/budgets: %d %s", r.status, r.body)
+			}
+			b := body.Budgets[0]
+			if b["budget"] != "refunds-daily" || b["limit"] != 100.0 || b["used"] != used || b["held"] != held || b["remaining"] != 100-used-held || b["resets_at"] == nil {
+				t.Fatalf("budget usage %v, want used %v held %v", b, used, held)
+			}
+		}
+		wantUsage(40, 60) // the UNKNOWN 60 held, the completed 40 used
 
 		// The operator finds the 60 was not paid after all (in this story)
 		// and deletes the record: its 60 is released.
@@ -192,6 +207,10 @@ func TestBudgetSettles(t *testing.T) {
 		exceeded(refund("e", `{"amount":31}`), 30)
 		if r := refund("f", `{"amount":30}`); r.status != http.StatusOK {
 			t.Fatalf("30 of the 30 left: %d %s", r.status, r.body)
+		}
+		wantUsage(100, 0)
+		if r := h.get("/admin/v1/budgets", "adm"); r.status != http.StatusBadRequest {
+			t.Fatalf("without a tenant: %d %s", r.status, r.body)
 		}
 		// Paid: 60 (lost, deleted: the story's operator was wrong about
 		// the upstream, which this test's upstream counts honestly), 40,

@@ -7,11 +7,13 @@
 package budgets
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // a configured time zone loads on any host
@@ -323,3 +325,49 @@ func (s *Set) ResetsAt(name string, now time.Time) time.Time {
 
 // Amount turns store units into the configured unit.
 func Amount(units int64) float64 { return float64(units) / Unit }
+
+// Current is one budget's current window for one scope, as the admin
+// API reports it: the bucket to read and what to compare it with.
+type Current struct {
+	Budget string
+	// Tool is set for a tenant_tool budget (one window per charging tool).
+	Tool     string
+	Bucket   string
+	Since    time.Time
+	ResetsAt time.Time
+	Rolling  bool
+	// Limit is in millionths, as the store keeps amounts.
+	Limit int64
+}
+
+// Windows lists the current windows of tenant's budgets at now: one per
+// budget scoped by tenant, one per charging tool of a tenant_tool budget;
+// sorted by budget, then tool.
+func (s *Set) Windows(tenant string, now time.Time) []Current {
+	if s == nil {
+		return nil
+	}
+	var out []Current
+	add := func(b *compiled, tool string) {
+		since, end := b.window(now)
+		out = append(out, Current{Budget: b.Name, Tool: tool, Bucket: b.bucket(Call{Tool: tool, Tenant: tenant}, since),
+			Since: since, ResetsAt: end, Rolling: b.rolling > 0, Limit: b.limit})
+	}
+	for _, b := range s.budgets {
+		if b.Scope != ScopeTenantTool {
+			add(b, "")
+			continue
+		}
+		for tool, list := range s.charges {
+			for _, ch := range list {
+				if ch.budget == b {
+					add(b, tool)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Current) int {
+		return cmp.Or(strings.Compare(a.Budget, b.Budget), strings.Compare(a.Tool, b.Tool))
+	})
+	return out
+}

@@ -193,6 +193,19 @@ type BudgetExceeded struct {
 type BudgetKeeper interface {
 	// KeepsBudgets reports whether Claim honours ClaimRequest.Charges.
 	KeepsBudgets() bool
+	// BudgetUsage reads what counts in a bucket's window (the entries at
+	// or after since; every entry of a bucket that is not rolling) and
+	// how much of it is held by records whose outcome is still open
+	// (IN_PROGRESS or UNKNOWN, or gone without a release: never
+	// reported as less than it may be). A bucket never charged is zero.
+	BudgetUsage(ctx context.Context, bucket string, since time.Time, rolling bool) (BudgetUsage, error)
+}
+
+// BudgetUsage is a bucket's window as BudgetKeeper.BudgetUsage reads it,
+// in millionths: Reserved counts against the limit; Held is the part of
+// it whose records are not COMPLETED (Used = Reserved - Held).
+type BudgetUsage struct {
+	Reserved, Held int64
 }
 
 // Effect is the value of a tool's effect key for one call. Its scope is

@@ -1,12 +1,14 @@
 package boltstore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	bolt "go.etcd.io/bbolt"
 )
 
 // KeepsBudgets reports that Claim honours idempotency.ClaimRequest.Charges.
@@ -133,4 +135,43 @@ func (t *txn) releaseCharges(key []byte, r *storedRecord) error {
 		}
 	}
 	return nil
+}
+
+// BudgetUsage reads the bucket in a snapshot: an entry whose record is
+// live and COMPLETED is used, any other is held (an expired record's
+// entry is held too: it cannot tell a completed call from an uncertain
+// one any more, so it reports the larger share as open).
+func (s *Store) BudgetUsage(ctx context.Context, bucket string, since time.Time, rolling bool) (idempotency.BudgetUsage, error) {
+	var u idempotency.BudgetUsage
+	if err := ctx.Err(); err != nil {
+		return u, err
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return err
+		}
+		b, err := t.budget(bucket)
+		if err != nil {
+			return err
+		}
+		for key, e := range b.Entries {
+			if rolling && e.At < since.UnixNano() {
+				continue
+			}
+			u.Reserved += e.Cost
+			r, err := t.liveRecord([]byte(key))
+			if err != nil {
+				return err
+			}
+			if r == nil || idempotency.State(r.State) != idempotency.StateCompleted {
+				u.Held += e.Cost
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return idempotency.BudgetUsage{}, fmt.Errorf("boltstore: budget usage: %w", err)
+	}
+	return u, nil
 }

@@ -1,12 +1,15 @@
 package pgstore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -167,4 +170,22 @@ func releaseCharges(deleteRecords string) string {
 		t AS (UPDATE @.budget_totals t SET total = t.total - s.cost
 			FROM (SELECT bucket, sum(cost) AS cost FROM g GROUP BY bucket) s WHERE t.bucket = s.bucket)
 		SELECT 1 FROM d`
+}
+
+// BudgetUsage sums the bucket's rows of the window, and those whose
+// record is not (still, the same life) COMPLETED as held.
+func (s *Store) BudgetUsage(ctx context.Context, bucket string, since time.Time, rolling bool) (idempotency.BudgetUsage, error) {
+	var u idempotency.BudgetUsage
+	if err := s.ready(ctx); err != nil {
+		return u, fmt.Errorf("pgstore: budget usage: %w", err)
+	}
+	from := int64(math.MinInt64)
+	if rolling {
+		from = since.UnixMicro()
+	}
+	err := s.pool.QueryRow(ctx, s.sql.budgetUsage, bucket, from).Scan(&u.Reserved, &u.Held)
+	if err != nil {
+		return idempotency.BudgetUsage{}, fmt.Errorf("pgstore: budget usage: %w", err)
+	}
+	return u, nil
 }

@@ -9,7 +9,7 @@ package pgstore
 // owner may complete it until another claim takes it over. Times come from
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
-	claim, claimCharged, renew, complete, markUnknown, release, get, delete, sweep string
+	claim, claimCharged, budgetUsage, renew, complete, markUnknown, release, get, delete, sweep string
 	// Receipt outbox statements (outbox.go).
 	completeOutbox, pendingReceipts, clearReceipts string
 	// Admin statements (admin.go).
@@ -33,6 +33,14 @@ func newStatements(schema string) statements {
 				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
 				by_effect, holder_state, h_key, h_session, h_step
 			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`),
+		// $1 bucket, $2 window start µs (the smallest bigint: the whole
+		// bucket). Held: rows whose record is not COMPLETED in the same
+		// life (or is gone, which may have acted).
+		budgetUsage: q(`SELECT COALESCE(sum(g.cost), 0)::bigint,
+				COALESCE(sum(g.cost) FILTER (WHERE r.state IS DISTINCT FROM 'COMPLETED'), 0)::bigint
+			FROM @.budget_charges g LEFT JOIN @.records r ON r.tenant = g.tenant AND r.tool = g.tool
+				AND r.idempotency_key = g.idempotency_key AND r.created_at = g.created_at
+			WHERE g.bucket = $1 AND g.charged_us >= $2`),
 		// The claim with budget charges ($21, JSON): charge() runs on
 		// claim()'s row in the same statement (budgets.go).
 		claimCharged: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,

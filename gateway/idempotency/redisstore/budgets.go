@@ -2,10 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
@@ -121,4 +124,66 @@ func (s *Store) settleBudget(ctx context.Context, req idempotency.ClaimRequest, 
 		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: give back a claim over its budget: %w", req.Scope, err)
 	}
 	return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, nil
+}
+
+// BudgetUsage reads the bucket's hash and, in one pipeline, the records
+// its entries name: an entry whose record still lives the same life
+// (created µs) COMPLETED is used, any other is held (a record gone
+// without a release may have acted, so it is reported as open).
+func (s *Store) BudgetUsage(ctx context.Context, bucket string, since time.Time, rolling bool) (idempotency.BudgetUsage, error) {
+	var u idempotency.BudgetUsage
+	all, err := s.client.HGetAll(ctx, s.keys.budgetHead()+bucket+"}").Result()
+	if err != nil {
+		return u, fmt.Errorf("redisstore: budget usage: %w", err)
+	}
+	type entry struct {
+		rec     string
+		created int64
+		cost    int64
+	}
+	var entries []entry
+	for field, value := range all {
+		costText, atText, ok := strings.Cut(value, ":")
+		rec, life, ok2 := cutLast(field, "|")
+		cost, err1 := strconv.ParseInt(costText, 10, 64)
+		at, err2 := strconv.ParseInt(atText, 10, 64)
+		created, err3 := strconv.ParseInt(life, 10, 64)
+		if field == "=" || !ok || !ok2 || err1 != nil || err2 != nil || err3 != nil {
+			continue // the running total, or not an entry
+		}
+		if rolling && at < since.UnixMicro() {
+			continue
+		}
+		u.Reserved += cost
+		entries = append(entries, entry{rec, created, cost})
+	}
+	if len(entries) == 0 {
+		return u, nil
+	}
+	pipe := s.client.Pipeline()
+	gets := make([]*redis.StringCmd, len(entries))
+	for i, e := range entries {
+		gets[i] = pipe.Get(ctx, e.rec)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return idempotency.BudgetUsage{}, fmt.Errorf("redisstore: budget usage: %w", err)
+	}
+	for i, e := range entries {
+		v, err := gets[i].Result()
+		if err == nil {
+			if p, err := decodePacked(v); err == nil && p.state == 'C' && p.created == e.created {
+				continue
+			}
+		}
+		u.Held += e.cost
+	}
+	return u, nil
+}
+
+// cutLast cuts s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
