@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -48,4 +49,28 @@ func (s *Server) budgetExceeded(over *idempotency.BudgetExceeded) *Problem {
 		}
 	}
 	return p
+}
+
+// budgetsSeen returns what a decide rule sees as `budget` for the call:
+// each budget it charges, read from the store when a rule asks (nil for
+// a call that charges none). A store that cannot be read gives no
+// budgets, so a rule naming one fails and the call is denied.
+func (s *Server) budgetsSeen(ctx context.Context, st *callState) func() map[string]decide.Budget {
+	if len(st.charges) == 0 {
+		return nil
+	}
+	return func() map[string]decide.Budget {
+		keeper, _ := s.opts.Store.(idempotency.BudgetKeeper)
+		out := make(map[string]decide.Budget, len(st.charges))
+		for _, c := range st.charges {
+			u, err := keeper.BudgetUsage(ctx, c.Bucket, c.Since, c.Rolling)
+			if err != nil {
+				s.log.ErrorContext(ctx, "budget usage for the decide rules failed", "budget", c.Budget, "error", err)
+				return nil
+			}
+			left := c.Limit - u.Reserved
+			out[c.Budget] = decide.Budget{Remaining: budgets.Amount(left), WouldExceed: c.Cost > left}
+		}
+		return out
+	}
 }

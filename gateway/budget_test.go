@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -302,5 +304,43 @@ func TestBudgetWindowRollover(t *testing.T) {
 			}
 		}
 		t.Fatal("no claim of day 1 was found again")
+	})
+}
+
+// TestBudgetRuleAsksFinance: "over the daily limit → ask finance" is one
+// decide rule on budget["refunds-daily"].would_exceed. Under the limit
+// the refund runs; one that would go over waits for an operator; once
+// approved it runs and is charged over the limit (remaining -30, as the
+// admin API reports); the next refund then needs an approval too.
+// Counted at the upstream, on every store.
+func TestBudgetRuleAsksFinance(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		tool, paid := refundTool()
+		rules := compileRules(t, "refund", []decide.Rule{
+			{When: `budget["refunds-daily"].would_exceed == true`, Decision: decide.Approve, Reason: "over the daily limit: finance decides"},
+			{Decision: decide.Allow},
+		})
+		h := newHarness(t, kind, []tools.Tool{tool}, withBudgets(refundBudget(t, 100)), withAdmin("adm"),
+			withDecisions(rules, decide.ModeEnforce, gateway.ApprovalSettings{}))
+		if r := h.do(callSpec{tool: "refund", session: "s", step: 1, args: `{"amount":80}`}); r.status != http.StatusOK {
+			t.Fatalf("80 of 100: %d %s", r.status, r.body)
+		}
+		over := callSpec{tool: "refund", session: "s", step: 2, args: `{"amount":50}`}
+		p := wantProblem(t, h.do(over), http.StatusConflict, wire.CodeApprovalPending)
+		id, _ := p["approval_id"].(string)
+		if r := h.postJSON("/admin/v1/approvals/"+id+"/approve", "adm", "application/json", `{"by":"finance"}`); r.status != http.StatusOK {
+			t.Fatalf("approve: %d %s", r.status, r.body)
+		}
+		if r := h.do(over); r.status != http.StatusOK {
+			t.Fatalf("the approved 50: %d %s", r.status, r.body)
+		}
+		if got := paid.Load(); got != 130*100 {
+			t.Fatalf("the upstream paid %d cents, want 130.00 (80, and 50 approved over the limit)", got)
+		}
+		r := h.get("/admin/v1/budgets?tenant="+gateway.AnonymousTenant, "adm")
+		if !strings.Contains(string(r.body), `"used":130`) || !strings.Contains(string(r.body), `"remaining":-30`) {
+			t.Fatalf("budget after the approved call: %s", r.body)
+		}
+		wantProblem(t, h.do(callSpec{tool: "refund", session: "s", step: 3, args: `{"amount":1}`}), http.StatusConflict, wire.CodeApprovalPending)
 	})
 }

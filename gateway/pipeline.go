@@ -187,8 +187,8 @@ func (s *Server) call(ctx context.Context, c *Call) Result {
 	switch {
 	case s.check(ctx, &st): // check.go: I-JSON, identity, key, schema, availability, rate
 	case s.effect(ctx, &st): // effect.go: the effect key's value, held by the claim
-	case s.decide(ctx, &st): // decide.go: the tool's rules: allow, approve, deny
 	case s.budget(ctx, &st): // budget.go: the call's budget charges, reserved by the claim
+	case s.decide(ctx, &st): // decide.go: the tool's rules (which see its budgets): allow, approve, deny
 	case s.claim(ctx, &st): // claim.go: the one atomic store decision
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not

@@ -46,7 +46,7 @@ func newStatements(schema string) statements {
 		claimCharged: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
 				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
 				by_effect, holder_state, h_key, h_session, h_step,
-				@.charge(outcome, a_id IS NOT NULL, $1, $2, $3, $6, $21::jsonb)
+				@.charge(outcome, a_by IS NOT NULL, $1, $2, $3, $6, $21::jsonb)
 			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`),
 		// $6: the new lease in µs; the record then lives the claim's replay
 		// TTL past it, so an expired lease stays visible for takeover.

@@ -106,11 +106,12 @@ func budgetReply(req idempotency.ClaimRequest, reply []string) (*idempotency.Bud
 }
 
 // settleBudget acts on a claim whose charges budget.lua refused: an
-// approved call (the claim consumed its approval) is charged anyway, in
-// one more step; any other claim is given back (its record released, so
-// nothing runs and nothing is held) and answers budget_exceeded.
+// approved call (the claim consumed an approval a human granted) is
+// charged anyway, in one more step; any other claim is given back (its
+// record released, so nothing runs and nothing is held; a consumed
+// pending approval goes with it) and answers budget_exceeded.
 func (s *Store) settleBudget(ctx context.Context, req idempotency.ClaimRequest, c recordClaim, over *idempotency.BudgetExceeded) (idempotency.Decision, error) {
-	if c.consumed != "" {
+	if c.consumed != "" && c.d.Approval != nil && c.d.Approval.DecidedBy != "" {
 		bc, err := s.budgetCall(req, c.record, true)
 		if err != nil {
 			return idempotency.Decision{}, err
