@@ -9,11 +9,11 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// adminBudget is one budget window of GET /admin/v1/budgets, amounts in
+// AdminBudget is one budget window of GET /admin/v1/budgets, amounts in
 // the budget's unit: used (committed: completed calls), held (calls whose
 // outcome is open: in progress, UNKNOWN, or gone without a release) and
 // remaining (limit − used − held; negative once approved calls went over).
-type adminBudget struct {
+type AdminBudget struct {
 	Budget      string  `json:"budget"`
 	Tenant      string  `json:"tenant"`
 	Tool        string  `json:"tool,omitempty"`
@@ -39,7 +39,7 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	out := []adminBudget{}
+	out := []AdminBudget{}
 	for _, c := range s.settings.Load().budgets.Windows(tenant, now) {
 		u, err := keeper.BudgetUsage(r.Context(), c.Bucket, c.Since, c.Rolling)
 		if err != nil {
@@ -47,7 +47,7 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 			return
 		}
-		out = append(out, adminBudget{Budget: c.Budget, Tenant: tenant, Tool: c.Tool,
+		out = append(out, AdminBudget{Budget: c.Budget, Tenant: tenant, Tool: c.Tool,
 			WindowStart: c.Since.UTC().Format(time.RFC3339), ResetsAt: c.ResetsAt.UTC().Format(time.RFC3339),
 			Limit: budgets.Amount(c.Limit), Used: budgets.Amount(u.Reserved - u.Held), Held: budgets.Amount(u.Held),
 			Remaining: budgets.Amount(c.Limit - u.Reserved)})
