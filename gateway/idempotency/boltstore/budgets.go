@@ -175,3 +175,29 @@ func (s *Store) BudgetUsage(ctx context.Context, bucket string, since time.Time,
 	}
 	return u, nil
 }
+
+// dropPastBudgets deletes the budget buckets past their retention (a
+// calendar window that ended more than a day ago): nothing counts them
+// any more.
+func (t *txn) dropPastBudgets() error {
+	var past [][]byte
+	err := t.budgets.ForEach(func(k, v []byte) error {
+		var b storedBudget
+		if err := json.Unmarshal(v, &b); err != nil {
+			return fmt.Errorf("decode budget bucket: %w", err)
+		}
+		if b.Until < t.now.UnixNano() {
+			past = append(past, clone(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range past {
+		if err := t.budgets.Delete(k); err != nil {
+			return fmt.Errorf("delete budget bucket: %w", err)
+		}
+	}
+	return nil
+}
