@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -65,11 +66,11 @@ func adminScope(r *http.Request, suffix string) (idempotency.Scope, bool) {
 		}
 		key = unescaped
 	}
-	key, _ = unquoteKey(key)
+	key, validKey := callpath.ValidAdminKey(key)
 	scope := idempotency.Scope{Tenant: chi.URLParam(r, "tenant"), Tool: chi.URLParam(r, "tool"), Key: key}
 	// Tenant and tool names follow the tool-name pattern, so a path segment
 	// that does not cannot name a record (and never reaches the store or a log).
-	if !tools.ValidName(scope.Tenant) || !tools.ValidName(scope.Tool) || !validKey(key, KeyModeOpaque) {
+	if !tools.ValidName(scope.Tenant) || !tools.ValidName(scope.Tool) || !validKey {
 		return idempotency.Scope{}, false
 	}
 	return scope, true
@@ -82,7 +83,7 @@ func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
-	rec, err := s.store.Get(r.Context(), scope)
+	rec, err := s.Store().Get(r.Context(), scope)
 	if s.adminStoreError(w, r, err) {
 		return
 	}
@@ -102,12 +103,12 @@ func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
-	err := s.store.Delete(r.Context(), scope)
+	err := s.Store().Delete(r.Context(), scope)
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.receiptForRecord(receipts.EventDeleted, idempotency.Record{Scope: scope}, byAdmin)
-	s.log.InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
+	s.ReceiptOf(receipts.EventDeleted, idempotency.Record{Scope: scope}, callpath.ByAdmin)
+	s.Logger().InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -123,7 +124,7 @@ func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err err
 	case errors.Is(err, idempotency.ErrInvalidCursor):
 		WriteProblem(w, NewProblem(wire.CodeInvalidAdminRequest, "the cursor (or the filter) is not one this store serves: start again without a cursor"))
 	default:
-		s.log.ErrorContext(r.Context(), "admin: store failed", "error", err)
+		s.Logger().ErrorContext(r.Context(), "admin: store failed", "error", err)
 		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 	}
 	return true

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -16,8 +15,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -142,15 +141,8 @@ func (s *Server) approvalStore(w http.ResponseWriter) (idempotency.Approvals, bo
 // approvalFilter reads the query of GET /admin/v1/approvals.
 func approvalFilter(r *http.Request) (idempotency.ApprovalFilter, error) {
 	q := r.URL.Query()
-	for name, values := range q {
-		switch name {
-		case "state", "tenant", "tool", "limit", "cursor":
-			if len(values) > 1 {
-				return idempotency.ApprovalFilter{}, fmt.Errorf("query parameter %q given twice", name)
-			}
-		default:
-			return idempotency.ApprovalFilter{}, fmt.Errorf("unknown query parameter %q", name)
-		}
+	if err := checkListParams(q, "state", "tenant", "tool", "limit", "cursor"); err != nil {
+		return idempotency.ApprovalFilter{}, err
 	}
 	f := idempotency.ApprovalFilter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Cursor: q.Get("cursor"), Limit: DefaultAdminListLimit}
 	if v := q.Get("state"); v != "" {
@@ -160,18 +152,12 @@ func approvalFilter(r *http.Request) (idempotency.ApprovalFilter, error) {
 		}
 		f.State = state
 	}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
-		return idempotency.ApprovalFilter{}, errors.New("tenant is not a tenant name")
+	if err := checkListNames(f.Tenant, f.Tool); err != nil {
+		return idempotency.ApprovalFilter{}, err
 	}
-	if f.Tool != "" && !tools.ValidName(f.Tool) {
-		return idempotency.ApprovalFilter{}, errors.New("tool is not a tool name")
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > idempotency.MaxListLimit {
-			return idempotency.ApprovalFilter{}, fmt.Errorf("limit %q: want 1 … %d", v, idempotency.MaxListLimit)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = listLimit(q, DefaultAdminListLimit, idempotency.MaxListLimit); err != nil {
+		return idempotency.ApprovalFilter{}, err
 	}
 	return f, nil
 }
@@ -358,8 +344,8 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, store id
 	if s.approvalError(w, r, err) {
 		return
 	}
-	s.receiptForRecord(approvalEvent(decision.Approve), rec, decision.By)
-	s.log.InfoContext(r.Context(), "approval decided", "approval_id", id, "approved", decision.Approve, "by", decision.By,
+	s.ReceiptOf(callpath.ApprovalEvent(decision.Approve), rec, decision.By)
+	s.Logger().InfoContext(r.Context(), "approval decided", "approval_id", id, "approved", decision.Approve, "by", decision.By,
 		"tenant", rec.Scope.Tenant, "tool", rec.Scope.Tool, "key_prefix", idempotency.KeyPrefix(rec.Scope.Key))
 	writeJSON(w, http.StatusOK, toAdminApproval(rec, true))
 }

@@ -40,10 +40,10 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	out := []AdminBudget{}
-	for _, c := range s.settings.Load().budgets.Windows(tenant, now) {
+	for _, c := range s.Budgets().Windows(tenant, now) {
 		u, err := keeper.BudgetUsage(r.Context(), c.Bucket, c.Since, c.Rolling)
 		if err != nil {
-			s.log.ErrorContext(r.Context(), "admin: budget usage failed", "budget", c.Budget, "error", err)
+			s.Logger().ErrorContext(r.Context(), "admin: budget usage failed", "budget", c.Budget, "error", err)
 			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 			return
 		}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -42,26 +41,22 @@ type receiptsQuery struct {
 // receiptEvents are the events a query may name.
 var receiptEvents = []receipts.Event{receipts.EventExecuted, receipts.EventDenied, receipts.EventApprovalRequested,
 	receipts.EventApprovalGranted, receipts.EventApprovalDenied, receipts.EventApprovalExpired,
-	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted}
+	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted,
+	receipts.EventToolPinned, receipts.EventToolAccepted}
 
 // parseReceiptsQuery reads the query; its error names what is wrong.
 func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
-	for name, values := range q {
-		switch name {
-		case "tenant", "since", "until", "tool", "event", "limit", "cursor":
-			if len(values) > 1 {
-				return receiptsQuery{}, fmt.Errorf("query parameter %q given twice", name)
-			}
-		default:
-			return receiptsQuery{}, fmt.Errorf("unknown query parameter %q", name)
-		}
+	if err := checkListParams(q, "tenant", "since", "until", "tool", "event", "limit", "cursor"); err != nil {
+		return receiptsQuery{}, err
 	}
 	f := receipts.Filter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Event: receipts.Event(q.Get("event")), Limit: receipts.DefaultLimit}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
-		return receiptsQuery{}, errors.New("tenant is not a tenant name")
+	// The tools' own chain (pins, accepted changes) is named like no tenant.
+	tenant := f.Tenant
+	if tenant == receipts.ToolsChain {
+		tenant = ""
 	}
-	if f.Tool != "" && !tools.ValidName(f.Tool) {
-		return receiptsQuery{}, errors.New("tool is not a tool name")
+	if err := checkListNames(tenant, f.Tool); err != nil {
+		return receiptsQuery{}, err
 	}
 	if f.Event != "" && !knownEvent(f.Event) {
 		return receiptsQuery{}, fmt.Errorf("event %q: not a receipt event (want one of %s)", string(f.Event), eventList())
@@ -73,12 +68,8 @@ func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
 	if f.Until, err = queryTime(q, "until"); err != nil {
 		return receiptsQuery{}, err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > receipts.MaxLimit {
-			return receiptsQuery{}, fmt.Errorf("limit %q: want 1 … %d", v, receipts.MaxLimit)
-		}
-		f.Limit = n
+	if f.Limit, err = listLimit(q, receipts.DefaultLimit, receipts.MaxLimit); err != nil {
+		return receiptsQuery{}, err
 	}
 	rq := receiptsQuery{filter: f, from: f.Tenant}
 	if v := q.Get("cursor"); v != "" {
@@ -124,7 +115,7 @@ func eventList() string {
 
 // handleAdminReceipts answers one page of receipts.
 func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
-	if s.receipts == nil {
+	if s.ReceiptStore() == nil {
 		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
 		return
 	}
@@ -135,7 +126,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 	}
 	page, cursor, err := s.receiptsPage(r.Context(), q)
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
+		s.Logger().ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
 		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
 		return
 	}
@@ -143,7 +134,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 	for _, rc := range page {
 		line, err := receipts.Encode(rc)
 		if err != nil {
-			s.log.ErrorContext(r.Context(), "admin: receipt not encodable", "tenant", rc.Tenant, "seq", rc.Seq, "error", err)
+			s.Logger().ErrorContext(r.Context(), "admin: receipt not encodable", "tenant", rc.Tenant, "seq", rc.Seq, "error", err)
 			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "a stored receipt could not be encoded"))
 			return
 		}
@@ -165,7 +156,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 func (s *Server) receiptsPage(ctx context.Context, q receiptsQuery) ([]receipts.Receipt, string, error) {
 	tenants := []string{q.filter.Tenant}
 	if q.filter.Tenant == "" {
-		all, err := s.receipts.store.Tenants(ctx)
+		all, err := s.ReceiptStore().Tenants(ctx)
 		if err != nil {
 			return nil, "", err
 		}
@@ -187,7 +178,7 @@ func (s *Server) receiptsPage(ctx context.Context, q receiptsQuery) ([]receipts.
 			if f.Limit == 0 || reads == receiptsPageReads {
 				return out, tenant + ":" + strconv.FormatInt(f.After, 10), nil
 			}
-			page, next, err := s.receipts.store.List(ctx, f)
+			page, next, err := s.ReceiptStore().List(ctx, f)
 			reads++
 			if err != nil {
 				return nil, "", err

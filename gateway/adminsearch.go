@@ -9,13 +9,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -145,25 +145,18 @@ func parseInclude(w http.ResponseWriter, r *http.Request) (include adminInclude,
 // searchable returns the store's Admin side, or answers 501 when the store
 // has none.
 func (s *Server) searchable(w http.ResponseWriter) (idempotency.Admin, bool) {
-	if s.admin == nil {
+	if s.AdminStore() == nil {
 		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store cannot search or resolve records"))
 		return nil, false
 	}
-	return s.admin, true
+	return s.AdminStore(), true
 }
 
 // listFilter reads the query of GET /admin/v1/records.
 func listFilter(r *http.Request) (idempotency.ListFilter, error) {
 	q := r.URL.Query()
-	for name, values := range q {
-		switch name {
-		case "state", "tenant", "tool", "session", "limit", "cursor":
-			if len(values) > 1 {
-				return idempotency.ListFilter{}, fmt.Errorf("query parameter %q given twice", name)
-			}
-		default:
-			return idempotency.ListFilter{}, fmt.Errorf("unknown query parameter %q", name)
-		}
+	if err := checkListParams(q, "state", "tenant", "tool", "session", "limit", "cursor"); err != nil {
+		return idempotency.ListFilter{}, err
 	}
 	f := idempotency.ListFilter{
 		State:     idempotency.State(q.Get("state")),
@@ -178,21 +171,15 @@ func listFilter(r *http.Request) (idempotency.ListFilter, error) {
 	default:
 		return idempotency.ListFilter{}, fmt.Errorf("state %q: want IN_PROGRESS, COMPLETED or UNKNOWN", string(f.State))
 	}
-	if f.Tenant != "" && !tools.ValidName(f.Tenant) {
-		return idempotency.ListFilter{}, errors.New("tenant is not a tenant name")
-	}
-	if f.Tool != "" && !tools.ValidName(f.Tool) {
-		return idempotency.ListFilter{}, errors.New("tool is not a tool name")
+	if err := checkListNames(f.Tenant, f.Tool); err != nil {
+		return idempotency.ListFilter{}, err
 	}
 	if f.SessionID != "" && f.Tenant == "" {
 		return idempotency.ListFilter{}, errors.New("session requires tenant (sessions are scoped by tenant)")
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > idempotency.MaxListLimit {
-			return idempotency.ListFilter{}, fmt.Errorf("limit %q: want 1 … %d", v, idempotency.MaxListLimit)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = listLimit(q, DefaultAdminListLimit, idempotency.MaxListLimit); err != nil {
+		return idempotency.ListFilter{}, err
 	}
 	return f, nil
 }
@@ -344,12 +331,12 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := admin.Resolve(r.Context(), scope, resp, s.policyNamed(scope.Tool).ReplayTTL)
+	rec, err := admin.Resolve(r.Context(), scope, resp, s.PolicyOf(scope.Tool).ReplayTTL)
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.receiptForRecord(receipts.EventResolved, rec, byAdmin)
-	s.log.InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
+	s.ReceiptOf(receipts.EventResolved, rec, callpath.ByAdmin)
+	s.Logger().InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 		"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	writeJSON(w, http.StatusOK, toAdminRecord(rec, adminInclude{response: true}))
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -27,7 +28,7 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		p := NewProblem(wire.CodeMethodNotAllowed, "decide an approval with POST")
-		p.allow = http.MethodPost
+		p.WithAllow(http.MethodPost)
 		WriteProblem(w, p)
 		return
 	}
@@ -56,7 +57,7 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 	if s.approvalError(w, r, err) {
 		return
 	}
-	tenant := tenantFrom(r.Context())
+	tenant := callpath.TenantFrom(r.Context())
 	switch {
 	case rec.Scope.Tenant != tenant:
 		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "this approval belongs to another tenant"))

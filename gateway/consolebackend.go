@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
@@ -31,21 +32,21 @@ func (s *Server) mountConsole(r chi.Router) {
 	// Without configured keys the process signs with a key of its own:
 	// nothing in the configuration derives it, and it dies with the process.
 	random := console.NewSessionKey()
-	if len(s.settings.Load().consoleKeys) == 0 {
-		s.log.Warn("console: no session key configured (console.session_key_file or " + ConsoleSessionKeyEnv +
+	if len(s.ConsoleSessionKeys()) == 0 {
+		s.Logger().Warn("console: no session key configured (console.session_key_file or " + ConsoleSessionKeyEnv +
 			"): signing with a random key, so console sessions end at a restart and other replicas do not accept them")
 	}
 	h := console.New(consoleBackend{s}, console.Options{
 		Authenticate: s.adminTokenAccepted,
 		SessionKeys: func() [][]byte {
-			if keys := s.settings.Load().consoleKeys; len(keys) > 0 {
+			if keys := s.ConsoleSessionKeys(); len(keys) > 0 {
 				return keys
 			}
 			return [][]byte{random}
 		},
 		Secure:         s.opts.ConsoleSecureCookies,
 		TokenSignInOff: s.opts.ConsoleTokenSignInOff,
-		Log:            s.log,
+		Log:            s.Logger(),
 		OIDC:           s.opts.ConsoleOIDC,
 	})
 	r.Handle(console.Base, h)
@@ -62,7 +63,7 @@ const ConsoleSessionKeyEnv = "TOOLGATEWAY_CONSOLE_SESSION_KEY"
 func (s *Server) adminTokenAccepted(token string) bool {
 	sum := sha256.Sum256([]byte(token))
 	ok := false
-	for _, h := range s.settings.Load().admin {
+	for _, h := range s.AdminTokenHashes() {
 		ok = subtle.ConstantTimeCompare(sum[:], h[:]) == 1 || ok
 	}
 	return token != "" && ok
@@ -77,10 +78,10 @@ func (b consoleBackend) approvals() (idempotency.Approvals, error) {
 }
 
 func (b consoleBackend) admin() (idempotency.Admin, error) {
-	if b.s.admin == nil {
+	if b.s.AdminStore() == nil {
 		return nil, errConsoleUnsupported
 	}
-	return b.s.admin, nil
+	return b.s.AdminStore(), nil
 }
 
 // ListApprovals lists one page of approvals.
@@ -109,7 +110,7 @@ func (b consoleBackend) DecideApproval(ctx context.Context, id string, d idempot
 	}
 	rec, err := a.DecideApproval(ctx, id, d)
 	if err == nil {
-		b.s.receiptForRecord(approvalEvent(d.Approve), rec, d.By)
+		b.s.ReceiptOf(callpath.ApprovalEvent(d.Approve), rec, d.By)
 	}
 	return rec, err
 }
@@ -157,10 +158,10 @@ func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, re
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("%w: %s", console.ErrInvalidResolution, err.Error())
 	}
-	rec, err := a.Resolve(ctx, scope, resp, b.s.policyNamed(scope.Tool).ReplayTTL)
+	rec, err := a.Resolve(ctx, scope, resp, b.s.PolicyOf(scope.Tool).ReplayTTL)
 	if err == nil {
-		b.s.receiptForRecord(receipts.EventResolved, rec, res.By)
-		b.s.log.InfoContext(ctx, "console resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
+		b.s.ReceiptOf(receipts.EventResolved, rec, res.By)
+		b.s.Logger().InfoContext(ctx, "console resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 			"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	}
 	return rec, err
@@ -169,55 +170,54 @@ func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, re
 // Delete removes a record (resolved as not executed).
 func (b consoleBackend) Delete(ctx context.Context, rec idempotency.Record, by string) error {
 	scope := rec.Scope
-	err := b.s.store.Delete(ctx, scope)
+	err := b.s.Store().Delete(ctx, scope)
 	if err == nil {
-		b.s.receiptForRecord(receipts.EventDeleted, rec, by)
-		b.s.log.InfoContext(ctx, "console deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
+		b.s.ReceiptOf(receipts.EventDeleted, rec, by)
+		b.s.Logger().InfoContext(ctx, "console deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	}
 	return err
 }
 
 // Receipts answers one page of a tenant's receipts.
 func (b consoleBackend) Receipts(ctx context.Context, f receipts.Filter) ([]receipts.Receipt, int64, error) {
-	if b.s.receipts == nil {
+	if b.s.ReceiptStore() == nil {
 		return nil, 0, console.ErrReceiptsOff
 	}
-	return b.s.receipts.store.List(ctx, f)
+	return b.s.ReceiptStore().List(ctx, f)
 }
 
 // ReceiptChains verifies each tenant's chain, a bounded run further on
 // each call (receiptchains.go), and answers their states.
 func (b consoleBackend) ReceiptChains(ctx context.Context) ([]console.ChainState, error) {
-	if b.s.receipts == nil {
+	if b.s.ReceiptStore() == nil {
 		return nil, console.ErrReceiptsOff
 	}
-	return b.s.receipts.checks.states(ctx, b.s.receipts.store)
+	return b.s.chains.states(ctx, b.s.ReceiptStore())
 }
 
 // Tools reports every configured tool's resolved policy and its counters.
 func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
-	counters, err := b.s.metrics.toolCounters()
+	counters, err := b.s.ToolCounters()
 	if err != nil {
 		return nil, err
 	}
-	live := b.s.settings.Load()
 	var out []console.ToolStats
-	for _, e := range b.s.tools.Entries() {
+	for _, e := range b.s.Tools().Entries() {
 		name := e.Spec.Name
-		p := b.s.policyNamed(name)
+		p := b.s.PolicyOf(name)
 		c := counters[name]
 		if c == nil { // a tool no call reached yet
-			c = &toolCounter{}
+			c = &callpath.ToolCounter{}
 		}
-		st := console.ToolStats{Name: name, Decisions: c.decisions, Executions: c.executions, Replays: c.replays,
-			P50: c.quantile(0.5), P99: c.quantile(0.99),
+		st := console.ToolStats{Name: name, Decisions: c.Decisions, Executions: c.Executions, Replays: c.Replays,
+			P50: c.Quantile(0.5), P99: c.Quantile(0.99),
 			Policy: []string{
 				"timeout: " + p.Timeout.String(),
 				"replay_ttl: " + p.ReplayTTL.String(),
 				"lease_expiry: " + leaseExpiryName(p.LeaseExpiry),
 			}}
-		if rules := live.decisions[name]; rules.Rules() > 0 {
-			st.Policy = append(st.Policy, fmt.Sprintf("decide: %d rules, policy %.12s… (mode %s)", rules.Rules(), rules.Digest(), live.mode))
+		if rules, mode := b.s.Decisions(name); rules.Rules() > 0 {
+			st.Policy = append(st.Policy, fmt.Sprintf("decide: %d rules, policy %.12s… (mode %s)", rules.Rules(), rules.Digest(), mode))
 		}
 		out = append(out, st)
 	}

@@ -10,7 +10,7 @@ import (
 
 // handleList serves GET /api/tools/v1 in the native, openai or anthropic shape.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	entries := s.tools.Entries()
+	entries := s.Tools().Entries()
 	var doc any
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "native":

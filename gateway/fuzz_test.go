@@ -1,19 +1,11 @@
 package gateway_test
 
 import (
-	"bytes"
-	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"path/filepath"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -35,22 +27,7 @@ func FuzzHandler(f *testing.F) {
 	provision.schema = hostileSchema
 	lookup := newTestTool("lookup")
 	lookup.readOnly = true
-	registry := tools.NewRegistry()
-	for _, tool := range []tools.Tool{provision, lookup} {
-		if err := registry.Add(tool); err != nil {
-			f.Fatal(err)
-		}
-	}
-	store, err := boltstore.Open(filepath.Join(f.TempDir(), "fuzz.db"), boltstore.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = store.Close() })
-	reg := prometheus.NewRegistry()
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, MaxBodyBytes: 4096, Registerer: reg, Gatherer: reg})
-	if err != nil {
-		f.Fatal(err)
-	}
+	gw := gatewaytest.FuzzGateway(f, []tools.Tool{provision, lookup})
 
 	f.Add("provision", uint8(0), "application/json", "", "sess", "1", []byte(`{"size":2}`), true)
 	f.Add("provision", uint8(0), "application/json; charset=utf-8", `"`+derivedKey(f, "sess", 2, "provision", `{"size":2}`)+`"`, "sess", "2", []byte(`{"size":2}`), false)
@@ -76,18 +53,7 @@ func FuzzHandler(f *testing.F) {
 				}
 			}
 		}
-		req := (&http.Request{
-			Method:        fuzzMethods[int(method)%len(fuzzMethods)],
-			URL:           &url.URL{Path: "/api/tools/v1/" + tool},
-			Proto:         "HTTP/1.1",
-			ProtoMajor:    1,
-			ProtoMinor:    1,
-			Header:        h,
-			Body:          io.NopCloser(bytes.NewReader(body)),
-			ContentLength: int64(len(body)),
-			Host:          "gateway.test",
-			RemoteAddr:    "192.0.2.1:1234",
-		}).WithContext(context.Background())
+		req := gatewaytest.FuzzRequest(fuzzMethods[int(method)%len(fuzzMethods)], "/api/tools/v1/"+tool, h, body)
 		rec := httptest.NewRecorder()
 		gw.ServeHTTP(rec, req)
 

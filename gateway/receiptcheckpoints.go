@@ -26,7 +26,7 @@ func (s *Server) handleReceiptKeys(w http.ResponseWriter, _ *http.Request) {
 // handleAdminCheckpoints answers a tenant's checkpoints as JSON lines of
 // the export's checkpoint lines (what `receipts verify -checkpoints` reads).
 func (s *Server) handleAdminCheckpoints(w http.ResponseWriter, r *http.Request) {
-	if s.receipts == nil {
+	if s.ReceiptStore() == nil {
 		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
 		return
 	}
@@ -37,7 +37,7 @@ func (s *Server) handleAdminCheckpoints(w http.ResponseWriter, r *http.Request) 
 	}
 	checkpoints, err := s.opts.Receipts.Checkpoints(r.Context(), tenant)
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
+		s.Logger().ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
 		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
 		return
 	}
@@ -54,11 +54,11 @@ func (s *Server) handleAdminCheckpointNow(w http.ResponseWriter, r *http.Request
 	checkpoints, err := s.opts.ReceiptCheckpoints.Now(r.Context(), r.URL.Query().Get("tenant"))
 	switch {
 	case errors.Is(err, receipts.ErrChainDiverged):
-		s.log.ErrorContext(r.Context(), "admin: receipt chain diverged from its checkpoint", "error", err)
+		s.Logger().ErrorContext(r.Context(), "admin: receipt chain diverged from its checkpoint", "error", err)
 		WriteProblem(w, NewProblem(wire.CodeChainDiverged, err.Error()))
 		return
 	case err != nil:
-		s.log.ErrorContext(r.Context(), "admin: checkpoint failed", "error", err)
+		s.Logger().ErrorContext(r.Context(), "admin: checkpoint failed", "error", err)
 		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the checkpoint could not be signed and stored").WithRetryAfter(1))
 		return
 	}

@@ -3,14 +3,13 @@ package gateway
 import (
 	"errors"
 	"io"
-	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -23,17 +22,15 @@ import (
 // handleTool serves /api/tools/v1/{tool}: GET describes the tool, POST calls
 // it. The tool must exist before the method is looked at (404 before 405).
 func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
-	if info := infoFrom(r.Context()); info != nil {
-		info.route = toolRoute // what chi would rebuild on every call
-	}
-	entry, ok := s.tools.Lookup(chi.URLParam(r, "tool"))
+	callpath.SetRoute(r.Context(), toolRoute) // what chi would rebuild on every call
+	entry, ok := s.Tools().Lookup(chi.URLParam(r, "tool"))
 	if !ok && r.Method == http.MethodPost {
 		// A tool its MCP server no longer offers still replays (retired.go).
-		entry, ok = s.tools.Retired(chi.URLParam(r, "tool"))
+		entry, ok = s.Tools().Retired(chi.URLParam(r, "tool"))
 	}
 	if !ok {
 		p := NewProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
-		setLabel(r.Context(), "", p.label())
+		callpath.MarkProblem(r.Context(), "", p)
 		WriteProblem(w, p)
 		return
 	}
@@ -41,12 +38,12 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		s.handleCall(w, r, entry)
 	case http.MethodGet, http.MethodHead:
-		setLabel(r.Context(), entry.Spec.Name, "")
+		callpath.MarkTool(r.Context(), entry.Spec.Name)
 		s.handleDescribe(w, r, entry)
 	default:
 		p := NewProblem(wire.CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
-		setLabel(r.Context(), entry.Spec.Name, p.label())
-		p.allow = "GET, HEAD, POST"
+		callpath.MarkProblem(r.Context(), entry.Spec.Name, p)
+		p.WithAllow("GET, HEAD, POST")
 		WriteProblem(w, p)
 	}
 }
@@ -58,10 +55,10 @@ const toolRoute = "/api/tools/v1/{tool}"
 func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools.Entry) {
 	ctx := r.Context()
 	fail := func(p *Problem) {
-		setLabel(ctx, entry.Spec.Name, p.label())
+		callpath.MarkProblem(ctx, entry.Spec.Name, p)
 		WriteProblem(w, p)
 	}
-	if !isJSONContentType(requestContentType(r.Header)) {
+	if !callpath.IsJSONRequest(r.Header) {
 		fail(NewProblem(wire.CodeUnsupportedMediaType, "send the arguments as application/json"))
 		return
 	}
@@ -70,19 +67,19 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 		w.Header().Set("Connection", "close")
 		fail(p)
 		if p.Code == wire.CodePayloadTooLarge {
-			closeNow(w) // without waiting for the rest of the body
+			callpath.CloseNow(w) // without waiting for the rest of the body
 		}
 		return
 	}
 	c := &Call{
 		API:       APIREST,
-		Tenant:    tenantFrom(ctx),
+		Tenant:    callpath.TenantFrom(ctx),
 		Entry:     entry,
 		Arguments: body,
-		Received:  requestStart(ctx),
+		Received:  callpath.RequestStart(ctx),
 	}
-	parseIdentity(identitySource{api: APIREST, header: r.Header}, s.opts.KeyMode).applyTo(c)
-	wait := preferWait(r.Header, MaxPreferWait)
+	callpath.ReadIdentity(c, callpath.IdentitySource{API: APIREST, Header: r.Header}, s.opts.KeyMode)
+	wait := callpath.PreferWait(r.Header, MaxPreferWait)
 	c.Wait = time.Duration(wait) * time.Second
 	res := s.Call(ctx, c)
 	if res.Waited {
@@ -170,23 +167,6 @@ func setExecutionHeaders(h http.Header, replayed bool, executionID string) {
 	h[wire.HeaderExecutionID] = []string{executionID}
 }
 
-// ceilSeconds rounds d up to whole seconds, at least 1.
-func ceilSeconds(d time.Duration) int {
-	return max(1, int(math.Ceil(d.Seconds())))
-}
-
-// isJSONContentType accepts application/json with any parameters.
-func isJSONContentType(v string) bool {
-	switch v {
-	case "":
-		return false
-	case "application/json": // what nearly every client sends; no parse
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(v)
-	return err == nil && mt == "application/json"
-}
-
 // readBody reads at most MaxBodyBytes; a larger body is refused as soon as
 // the limit is crossed, without reading the rest.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Problem) {
@@ -205,7 +185,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 	// The innermost writer is net/http's own: only it can learn from the
 	// MaxBytesReader that the limit was hit, and then close the connection
 	// instead of reading up to 256 KiB more of a stalled body before the 413.
-	body := http.MaxBytesReader(innermostWriter(w), r.Body, limit)
+	body := http.MaxBytesReader(callpath.InnermostWriter(w), r.Body, limit)
 	for {
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -222,17 +202,5 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-	}
-}
-
-// innermostWriter unwraps middleware writers (those with Unwrap, as
-// http.ResponseController does) down to the server's own.
-func innermostWriter(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
 	}
 }

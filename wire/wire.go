@@ -95,6 +95,9 @@ const (
 	CodeApprovalPending             = "approval_pending"
 	CodeApprovalDenied              = "approval_denied"
 	CodeApprovalExpired             = "approval_expired"
+	// CodeToolChanged: the tool is held, its definition changed since it
+	// was pinned (409, not retryable; docs/tools.md, "Pins").
+	CodeToolChanged = "tool_changed"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -41,7 +41,7 @@ func (e *endpoint) call(ctx context.Context, entry *tools.Entry, req *mcp.CallTo
 // callWith is call with the multi round-trip fields given: the fast path
 // (fast.go) knows the client's protocol from its header, not from a
 // go-sdk session.
-func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest, mrt gateway.MultiRoundTrip) (*mcp.CallToolResult, error) {
+func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.CallToolRequest, mrt callpath.MultiRoundTrip) (*mcp.CallToolResult, error) {
 	var header http.Header
 	if req.Extra != nil {
 		header = req.Extra.Header
@@ -62,7 +62,7 @@ func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.Ca
 // newCall builds the Call of one tools/call from its raw parts: the
 // arguments as sent, params._meta with each member's raw JSON, and the
 // POST's headers. It needs nothing of go-sdk, so any MCP front can use it.
-func (e *endpoint) newCall(ctx context.Context, entry *tools.Entry, arguments json.RawMessage, meta map[string]json.RawMessage, header http.Header) *gateway.Call {
+func (e *endpoint) newCall(ctx context.Context, entry *tools.Entry, arguments json.RawMessage, meta map[string]json.RawMessage, header http.Header) *callpath.Call {
 	// The raw bytes of params.arguments: the call path checks them as
 	// I-JSON (duplicate names included) and derives the key from exactly
 	// what the client sent.
@@ -70,21 +70,21 @@ func (e *endpoint) newCall(ctx context.Context, entry *tools.Entry, arguments js
 	if len(args) == 0 {
 		args = emptyArguments
 	}
-	c := &gateway.Call{
-		API:       gateway.APIMCP,
-		Tenant:    gateway.TenantFrom(ctx),
+	c := &callpath.Call{
+		API:       callpath.APIMCP,
+		Tenant:    callpath.TenantFrom(ctx),
 		Entry:     entry,
 		Arguments: args,
 		Wait:      e.opts.inProgressWait(),
-		Received:  gateway.RequestStart(ctx),
+		Received:  callpath.RequestStart(ctx),
 	}
 	// The MCP convention carries the trace context in _meta; it wins over
 	// the POST's traceparent header (a client may reuse one HTTP session
 	// for the calls of many traces).
-	c.Traceparent, _ = gateway.MetaString(meta["traceparent"])
-	c.Tracestate, _ = gateway.MetaString(meta["tracestate"])
-	src := gateway.IdentitySource{API: gateway.APIMCP, Header: header, Meta: meta, HostCallIDs: e.opts.hostCallIDs()}
-	gateway.ReadIdentity(c, src, e.gw.KeyMode())
+	c.Traceparent, _ = callpath.MetaString(meta["traceparent"])
+	c.Tracestate, _ = callpath.MetaString(meta["tracestate"])
+	src := callpath.IdentitySource{API: callpath.APIMCP, Header: header, Meta: meta, HostCall: hostCallID(meta, e.opts.hostCallIDs())}
+	callpath.ReadIdentity(c, src, e.gw.KeyMode())
 	c.AllowUnkeyed = e.opts.AllowUnkeyed && !entry.Spec.ReadOnly
 	return c
 }
@@ -110,7 +110,7 @@ func rawMeta(ctx context.Context, decoded map[string]any) map[string]json.RawMes
 
 // mcpRender turns the call path's Result for c into the contract's MCP
 // answer.
-func mcpRender(c *gateway.Call, res gateway.Result) (*mcp.CallToolResult, error) {
+func mcpRender(c *callpath.Call, res callpath.Result) (*mcp.CallToolResult, error) {
 	entry := c.Entry
 	if res.InputRequired {
 		// Not an outcome: passed on as the upstream sent it, without an
@@ -118,12 +118,12 @@ func mcpRender(c *gateway.Call, res gateway.Result) (*mcp.CallToolResult, error)
 		return mcpAnswer(entry, res), nil
 	}
 	switch res.Kind {
-	case gateway.ResultExecuted, gateway.ResultReplayed:
+	case callpath.ResultExecuted, callpath.ResultReplayed:
 		out := mcpAnswer(entry, res)
 		return withExecution(out, c, res.ExecutionID, res.Replayed), nil
-	case gateway.ResultReadOnly:
+	case callpath.ResultReadOnly:
 		return mcpAnswer(entry, res), nil
-	case gateway.ResultUnkeyed:
+	case callpath.ResultUnkeyed:
 		out := mcpAnswer(entry, res)
 		if out.Meta == nil {
 			out.Meta = mcp.Meta{}
@@ -133,7 +133,7 @@ func mcpRender(c *gateway.Call, res gateway.Result) (*mcp.CallToolResult, error)
 	}
 	p := res.Problem
 	if p == nil {
-		p = gateway.NewProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
+		p = callpath.NewProblem(wire.CodeToolFailed, "the gateway could not run the call; retry")
 	}
 	switch {
 	case isMCPToolFailure(p.Code):
@@ -154,8 +154,8 @@ func mcpRender(c *gateway.Call, res gateway.Result) (*mcp.CallToolResult, error)
 // mcpAnswer renders a tool's answer. One that was not recorded (5xx, or
 // the transient 408, 425, 429) is a failure the same call may retry: a
 // tool result with isError and the tool's body as text.
-func mcpAnswer(entry *tools.Entry, res gateway.Result) *mcp.CallToolResult {
-	if !gateway.Recordable(res.Status) {
+func mcpAnswer(entry *tools.Entry, res callpath.Result) *mcp.CallToolResult {
+	if !callpath.Recordable(res.Status) {
 		return mcpFailure(wire.CodeToolFailed, true, string(res.Body))
 	}
 	return mcpOutcome(entry, res.Status, res.Body)

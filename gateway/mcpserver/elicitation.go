@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -43,7 +43,7 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{
 // callerCanBeAsked reports whether the client can answer an elicitation
 // input request: it accepts input requests and declared form
 // elicitation in its capabilities (_meta, protocol 2026-07-28).
-func callerCanBeAsked(mrt gateway.MultiRoundTrip, meta map[string]json.RawMessage) bool {
+func callerCanBeAsked(mrt callpath.MultiRoundTrip, meta map[string]json.RawMessage) bool {
 	if !mrt.AcceptsInputRequests {
 		return false
 	}
@@ -62,7 +62,7 @@ func callerCanBeAsked(mrt gateway.MultiRoundTrip, meta map[string]json.RawMessag
 
 // approvalInputRequired is the input_required result that asks the
 // caller's human about q.
-func approvalInputRequired(q *gateway.CallerApproval) *mcp.CallToolResult {
+func approvalInputRequired(q *callpath.CallerApproval) *mcp.CallToolResult {
 	var msg strings.Builder
 	msg.WriteString("Allow this tool call to run once?\n\nTool: ")
 	msg.WriteString(q.Tool)
@@ -83,7 +83,7 @@ func approvalInputRequired(q *gateway.CallerApproval) *mcp.CallToolResult {
 
 // approvalContinuation returns the approval id a continuation answers,
 // when its requestState is the gateway's.
-func approvalContinuation(mrt gateway.MultiRoundTrip) (string, bool) {
+func approvalContinuation(mrt callpath.MultiRoundTrip) (string, bool) {
 	if mrt.Continuation == nil {
 		return "", false
 	}
@@ -123,7 +123,7 @@ func elicitedDecision(inputResponses json.RawMessage) (approve, decided bool) {
 // again (the continuation is the gateway's, not an upstream's), and, when
 // it is still that pending approval, the answer recorded and the call made
 // once more, to run it or say it was denied.
-func (e *endpoint) callerDecides(ctx context.Context, c *gateway.Call, id string) (*mcp.CallToolResult, error) {
+func (e *endpoint) callerDecides(ctx context.Context, c *callpath.Call, id string) (*mcp.CallToolResult, error) {
 	answer := c.MultiRoundTrip.Continuation.InputResponses
 	c.MultiRoundTrip.Continuation = nil
 	res := e.gw.Call(ctx, c)
@@ -136,8 +136,8 @@ func (e *endpoint) callerDecides(ctx context.Context, c *gateway.Call, id string
 	}
 	if err := e.gw.DecideCallerApproval(ctx, c.Tenant, id, approve, approvalNote); err != nil {
 		e.gw.Logger().ErrorContext(ctx, "recording the caller's approval failed", "tool", c.Entry.Spec.Name, "approval_id", id, "error", err)
-		p := gateway.NewProblem(wire.CodeStoreUnavailable, "the gateway could not record the decision; nothing ran. Make the same call again").WithRetryAfter(1)
-		return mcpRender(c, gateway.Result{Kind: gateway.ResultProblem, Problem: p})
+		p := callpath.NewProblem(wire.CodeStoreUnavailable, "the gateway could not record the decision; nothing ran. Make the same call again").WithRetryAfter(1)
+		return mcpRender(c, callpath.Result{Kind: callpath.ResultProblem, Problem: p})
 	}
 	return mcpRender(c, e.gw.Call(ctx, c))
 }

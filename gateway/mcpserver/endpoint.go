@@ -1,7 +1,7 @@
 // Package mcpserver is the MCP endpoint of the gateway, POST /mcp:
 // Streamable HTTP, stateless, serving the registry's tools with the same
 // exactly-once guarantee as the REST API. It is an adapter of the call
-// path: a tools/call becomes a gateway.Call for gateway.Server.Call, and
+// path: a tools/call becomes a callpath.Call for callpath.Engine.Call, and
 // its Result or Problem becomes the contract's MCP answer. The protocol
 // is go-sdk's (github.com/modelcontextprotocol/go-sdk); the fast path
 // (fast.go) answers a plain tools/call as go-sdk v1.8.0 would without
@@ -22,8 +22,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -45,9 +45,8 @@ type Options struct {
 	// HostCallIDs are the _meta members whose value, a host's own id of
 	// the call, keys a tools/call that carries none of the gateway's
 	// identity, in order of preference. nil means
-	// gateway.DefaultMCPHostCallIDs(); an empty, non-nil list turns host
-	// call ids off. Check a configured list with
-	// gateway.ValidateMCPHostCallIDs.
+	// DefaultHostCallIDs(); an empty, non-nil list turns host call ids
+	// off. Check a configured list with ValidateHostCallIDs.
 	HostCallIDs []string
 	// FastPathOff serves every tools/call through go-sdk's own path
 	// (mcp.fast_path: false): the fast path (fast.go) answers as go-sdk
@@ -62,7 +61,7 @@ type Options struct {
 // hostCallIDs returns the effective host call id members.
 func (o Options) hostCallIDs() []string {
 	if o.HostCallIDs == nil {
-		return gateway.DefaultMCPHostCallIDs()
+		return DefaultHostCallIDs()
 	}
 	return o.HostCallIDs
 }
@@ -96,7 +95,7 @@ func (o Options) inProgressWait() time.Duration {
 // registry and rebuilds it when the registry changes (an MCP upstream that
 // re-lists its tools), so tools/list always shows the tools a call reaches.
 type endpoint struct {
-	gw   *gateway.Server
+	gw   *callpath.Engine
 	opts Options
 
 	mu      sync.Mutex
@@ -104,14 +103,14 @@ type endpoint struct {
 	server  *mcp.Server
 }
 
-// Mount returns the gateway.Mount that adds POST /mcp, configured by o,
+// Mount returns the callpath.Mount that adds POST /mcp, configured by o,
 // to a gateway's router (nothing when o.Disabled). Auth runs first (401,
 // nothing runs), then the method (405 for anything but POST: the endpoint
 // is stateless, so there is no GET stream and no session to DELETE), then
 // the guard that refuses what is not one JSON-RPC message, then the fast
 // path or go-sdk.
-func Mount(o Options) gateway.Mount {
-	return func(gw *gateway.Server, r chi.Router) {
+func Mount(o Options) callpath.Mount {
+	return func(gw *callpath.Engine, r chi.Router) {
 		if o.Disabled {
 			return
 		}
@@ -129,7 +128,7 @@ func Mount(o Options) gateway.Mount {
 			r.Use(gw.Authenticate)
 			r.Use(markMCP)
 			r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-				gateway.WriteProblem(w, gateway.NewProblem(wire.CodeMethodNotAllowed,
+				callpath.WriteProblem(w, callpath.NewProblem(wire.CodeMethodNotAllowed,
 					"the MCP endpoint is stateless: send every JSON-RPC message with POST").WithAllow(http.MethodPost))
 			})
 			r.Post("/", e.guard(sdk).ServeHTTP)
@@ -141,7 +140,7 @@ func Mount(o Options) gateway.Mount {
 // log (chi would report the sub-router's "/mcp/").
 func markMCP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gateway.MarkRoute(r.Context(), Path, gateway.APIMCP)
+		callpath.MarkRoute(r.Context(), Path, callpath.APIMCP)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -218,8 +217,8 @@ func (e *endpoint) dispatchCall(listed map[string]bool) mcp.Middleware {
 				entry, found = e.gw.Tools().Retired(call.Params.Name)
 			}
 			if !found {
-				gateway.MarkRefused(ctx, wire.CodeToolNotFound)
-				return nil, rpcError(gateway.NewProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
+				callpath.MarkRefused(ctx, wire.CodeToolNotFound)
+				return nil, rpcError(callpath.NewProblem(wire.CodeToolNotFound, "no tool of that name; tools/list lists them"))
 			}
 			// A stand-in, or a retired tool that still replays
 			// (gateway's retired.go): answered outside go-sdk's tool handlers, so

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -70,7 +70,7 @@ func (e *endpoint) serveFast(w http.ResponseWriter, r *http.Request, body []byte
 	res, err := e.callWith(r.Context(), entry, &mcp.CallToolRequest{
 		Params: &mcp.CallToolParamsRaw{Name: msg.name, Arguments: msg.arguments},
 		Extra:  &mcp.RequestExtra{Header: r.Header},
-	}, gateway.MultiRoundTrip{AcceptsInputRequests: version >= mcpProtocolMultiRoundTrip})
+	}, callpath.MultiRoundTrip{AcceptsInputRequests: version >= mcpProtocolMultiRoundTrip})
 	// From here the call has run: the answer is this path's, never go-sdk's
 	// (which would run an unkeyed call a second time).
 	answer, status := fastResponse(id, res, err, newProtocol)

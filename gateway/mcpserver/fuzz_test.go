@@ -1,20 +1,12 @@
 package mcpserver_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"path/filepath"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/toolgateway/toolgateway/gateway"
-	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -36,23 +28,7 @@ func FuzzMCPHandler(f *testing.F) {
 	provision.Schema = `{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"required":["size"]}`
 	lookup := newTestTool("lookup")
 	lookup.ReadOnly = true
-	registry := tools.NewRegistry()
-	for _, tool := range []tools.Tool{provision, lookup} {
-		if err := registry.Add(tool); err != nil {
-			f.Fatal(err)
-		}
-	}
-	store, err := boltstore.Open(filepath.Join(f.TempDir(), "fuzz.db"), boltstore.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = store.Close() })
-	reg := prometheus.NewRegistry()
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, MaxBodyBytes: 4096, Registerer: reg, Gatherer: reg,
-		Mounts: []gateway.Mount{mcpserver.Mount(mcpserver.Options{})}})
-	if err != nil {
-		f.Fatal(err)
-	}
+	gw := gatewaytest.FuzzGateway(f, []tools.Tool{provision, lookup}, mcpserver.Mount(mcpserver.Options{}))
 
 	call := func(args, meta string) []byte {
 		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"provision","arguments":` + args + `,"_meta":` + meta + `}}`)
@@ -84,18 +60,7 @@ func FuzzMCPHandler(f *testing.F) {
 				h[name] = []string{v}
 			}
 		}
-		req := (&http.Request{
-			Method:        http.MethodPost,
-			URL:           &url.URL{Path: "/mcp"},
-			Proto:         "HTTP/1.1",
-			ProtoMajor:    1,
-			ProtoMinor:    1,
-			Header:        h,
-			Body:          io.NopCloser(bytes.NewReader(body)),
-			ContentLength: int64(len(body)),
-			Host:          "gateway.test",
-			RemoteAddr:    "192.0.2.1:1234",
-		}).WithContext(context.Background())
+		req := gatewaytest.FuzzRequest(http.MethodPost, "/mcp", h, body)
 		before := provision.Total.Load() + lookup.Total.Load()
 		rec := httptest.NewRecorder()
 		gw.ServeHTTP(rec, req)

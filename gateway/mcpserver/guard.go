@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -33,34 +33,34 @@ func (e *endpoint) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		refuse := func(status int, req *jsonrpc.Request, rpcErr *jsonrpc.Error) {
-			gateway.MarkInvalid(ctx)
+			callpath.MarkInvalid(ctx)
 			writeRPCError(w, status, req, rpcErr)
 		}
 		// A refusal with a problem code has the code's HTTP status (the
 		// code table's); rpcCode is the level refused: the message
 		// (-32700, -32600) or the params (-32602).
-		refuseProblem := func(req *jsonrpc.Request, rpcCode int64, p *gateway.Problem) {
+		refuseProblem := func(req *jsonrpc.Request, rpcCode int64, p *callpath.Problem) {
 			refuse(p.Status, req, &jsonrpc.Error{Code: rpcCode, Message: truncateEcho(p.Detail), Data: problemData(p)})
 		}
-		if !gateway.IsJSONRequest(r.Header) {
-			refuseProblem(nil, rpcInvalidRequest, gateway.NewProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
+		if !callpath.IsJSONRequest(r.Header) {
+			refuseProblem(nil, rpcInvalidRequest, callpath.NewProblem(wire.CodeUnsupportedMediaType, "send JSON-RPC messages as application/json"))
 			return
 		}
 		limit := e.gw.MaxBodyBytes() + envelopeBytes
-		body, err := io.ReadAll(http.MaxBytesReader(gateway.InnermostWriter(w), r.Body, limit))
+		body, err := io.ReadAll(http.MaxBytesReader(callpath.InnermostWriter(w), r.Body, limit))
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				refuseProblem(nil, rpcInvalidRequest, gateway.NewProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
+				refuseProblem(nil, rpcInvalidRequest, callpath.NewProblem(wire.CodePayloadTooLarge, "the request may be at most "+strconv.FormatInt(limit, 10)+" bytes"))
 				return
 			}
-			refuseProblem(nil, rpcParseError, gateway.NewProblem(wire.CodeInvalidJSON, "the request body could not be read"))
+			refuseProblem(nil, rpcParseError, callpath.NewProblem(wire.CodeInvalidJSON, "the request body could not be read"))
 			return
 		}
 		// One JSON value and nothing after it: trailing data is a parse
 		// error, never run with the rest dropped.
 		if !json.Valid(body) {
-			refuseProblem(nil, rpcParseError, gateway.NewProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
+			refuseProblem(nil, rpcParseError, callpath.NewProblem(wire.CodeInvalidJSON, "the request is not one JSON value (nothing may follow the message)"))
 			return
 		}
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
@@ -99,7 +99,7 @@ func (e *endpoint) guard(next http.Handler) http.Handler {
 		// The arguments of a call have REST's limit, so a call accepted
 		// over MCP is accepted over REST.
 		if req.Method == "tools/call" && int64(env.argumentBytes) > e.gw.MaxBodyBytes() {
-			refuseProblem(req, wire.RPCInvalidParams, gateway.NewProblem(wire.CodePayloadTooLarge,
+			refuseProblem(req, wire.RPCInvalidParams, callpath.NewProblem(wire.CodePayloadTooLarge,
 				"the arguments may be at most "+strconv.FormatInt(e.gw.MaxBodyBytes(), 10)+" bytes, as over REST"))
 			return
 		}

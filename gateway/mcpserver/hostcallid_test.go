@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -35,7 +34,7 @@ func TestMCPHostCallIDs(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := newTestTool("ship")
 		h := newHarness(t, kind, []tools.Tool{tool})
-		for _, host := range gateway.DefaultMCPHostCallIDs() {
+		for _, host := range mcpserver.DefaultHostCallIDs() {
 			t.Run(host, func(t *testing.T) {
 				before := tool.Total.Load()
 				cs := h.MCPSession(mcpClientOptions{})

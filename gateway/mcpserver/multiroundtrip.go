@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -13,8 +13,8 @@ import (
 // of protocol 2026-07-28 or later sends no initialize (go-sdk then has no
 // InitializeParams for the stateless session); an older one's version is
 // in them.
-func mcpMultiRoundTrip(req *mcp.CallToolRequest) gateway.MultiRoundTrip {
-	var m gateway.MultiRoundTrip
+func mcpMultiRoundTrip(req *mcp.CallToolRequest) callpath.MultiRoundTrip {
+	var m callpath.MultiRoundTrip
 	if req.Session != nil {
 		ip := req.Session.InitializeParams()
 		m.AcceptsInputRequests = ip == nil || ip.ProtocolVersion >= mcpProtocolMultiRoundTrip

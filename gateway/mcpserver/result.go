@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -24,8 +24,8 @@ import (
 // errors of invalid_arguments, ...), plus retry_after_ms where REST would
 // send Retry-After. The message repeats at most maxEcho bytes of the
 // request.
-func rpcError(p *gateway.Problem) *jsonrpc.Error {
-	code, toolResult := gateway.MCPCode(p.Code)
+func rpcError(p *callpath.Problem) *jsonrpc.Error {
+	code, toolResult := rpcCode(p.Code)
 	if toolResult {
 		code = wire.RPCInvalidParams // only invalid_arguments gets here: not an object
 	}
@@ -39,7 +39,7 @@ func rpcError(p *gateway.Problem) *jsonrpc.Error {
 // problemData is the problem document without what only HTTP needs (type,
 // title, status, detail), so data carries exactly the members a REST
 // client would act on.
-func problemData(p *gateway.Problem) json.RawMessage {
+func problemData(p *callpath.Problem) json.RawMessage {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return json.RawMessage(`{"code":"` + p.Code + `","retryable":false}`)
@@ -68,7 +68,7 @@ func problemData(p *gateway.Problem) json.RawMessage {
 // of the request): the canonical arguments of idempotency_key_mismatch and
 // the locations and messages of schema violations, which may quote names
 // and values of the arguments. REST's problem body keeps them whole.
-func capEchoes(members map[string]json.RawMessage, p *gateway.Problem) {
+func capEchoes(members map[string]json.RawMessage, p *callpath.Problem) {
 	if len(p.CanonicalArguments) > maxEcho {
 		members["canonical_arguments"], _ = json.Marshal(truncateEcho(p.CanonicalArguments))
 	}
@@ -82,11 +82,11 @@ func capEchoes(members map[string]json.RawMessage, p *gateway.Problem) {
 }
 
 // isMCPToolFailure reports whether a problem is about the tool's run rather
-// than the request (the code table's tool results, gateway.MCPCode): the contract renders
+// than the request (the tool results of rpcCodes): the contract renders
 // those as tool results with isError, which the model sees and may act on,
 // not as protocol errors.
 func isMCPToolFailure(code string) bool {
-	_, toolResult := gateway.MCPCode(code)
+	_, toolResult := rpcCode(code)
 	return code != wire.CodeInvalidArguments && toolResult
 }
 
@@ -111,7 +111,7 @@ func mcpFailure(code string, retryable bool, text string) *mcp.CallToolResult {
 // mcpProblemFailure renders a tool-failure problem as a tool result; the
 // decide stage's refusals and a pending approval get a text of their own
 // (mcpDecisionText), which the model reads.
-func mcpProblemFailure(p *gateway.Problem) *mcp.CallToolResult {
+func mcpProblemFailure(p *callpath.Problem) *mcp.CallToolResult {
 	text, ok := mcpDecisionText(p)
 	if !ok {
 		return mcpFailure(p.Code, p.Retryable, p.Detail)
@@ -133,7 +133,7 @@ type approvalContent struct {
 
 // mcpDecisionText is what the model reads when the tool's decide rules or
 // an approver stopped the call; ok is false for other problems.
-func mcpDecisionText(p *gateway.Problem) (text string, ok bool) {
+func mcpDecisionText(p *callpath.Problem) (text string, ok bool) {
 	because := ""
 	if p.Reason != "" {
 		because = " Reason: " + p.Reason + "."
@@ -156,7 +156,7 @@ func mcpDecisionText(p *gateway.Problem) (text string, ok bool) {
 // mcpSchemaFailure renders schema violations as a tool result, one line
 // per violation, so the model can correct its arguments. Nothing was
 // stored, so the corrected call is a new call.
-func mcpSchemaFailure(p *gateway.Problem) *mcp.CallToolResult {
+func mcpSchemaFailure(p *callpath.Problem) *mcp.CallToolResult {
 	var b strings.Builder
 	b.WriteString("The arguments do not match the tool's input schema:")
 	for _, v := range p.Errors {
@@ -191,13 +191,13 @@ func mcpOutcome(entry *tools.Entry, status int, body []byte) *mcp.CallToolResult
 // withExecution marks the result of call c that reached a claim
 // (executed, replayed, or failed after the claim): its execution id,
 // whether it is a replay, and the identity it was keyed on.
-func withExecution(res *mcp.CallToolResult, c *gateway.Call, executionID string, replayed bool) *mcp.CallToolResult {
+func withExecution(res *mcp.CallToolResult, c *callpath.Call, executionID string, replayed bool) *mcp.CallToolResult {
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
 	res.Meta[wire.MetaExecutionID] = executionID
 	res.Meta[wire.MetaReplayed] = replayed
-	res.Meta[wire.MetaIdentity] = gateway.IdentityLabel(c.Identity)
+	res.Meta[wire.MetaIdentity] = callpath.IdentityLabel(c.Identity)
 	return res
 }
 

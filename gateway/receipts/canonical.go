@@ -27,11 +27,12 @@ func canonical(dst []byte, r Receipt) (out []byte, ok bool) {
 		return dst, false
 	}
 	// Members in JCS order (by UTF-16 code units; all names are ASCII):
-	// by, decision, event, execution_id, key, observe, policy, prev,
+	// by, decision, definition, event, execution_id, key, observe, policy, prev,
 	// rule, seq, session, status, step, tenant, time, tool.
 	w := canonicalWriter{b: append(dst, '{')}
 	w.optional("by", r.By)
 	w.optional("decision", r.Decision)
+	w.optional("definition", r.Definition)
 	w.str("event", string(r.Event))
 	w.optional("execution_id", r.ExecutionID)
 	w.optional("key", r.Key)

@@ -29,11 +29,10 @@ import {
   type ToolSet,
 } from "ai";
 
-import { ConversationTools } from "./adapter-core.js";
+import { approveAsCaller, ConversationTools } from "./adapter-core.js";
 import type { Client, Session, ToolDefinition } from "./client.js";
-import { ApprovalPendingError, GatewayError } from "./errors.js";
+import { ApprovalPendingError } from "./errors.js";
 import type { ToolOutcome } from "./tool-outcome.js";
-import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
 
 export type { ToolDefinition } from "./client.js";
 
@@ -263,24 +262,13 @@ export class AiSdkGateway {
         this.#held.set(options.toolCallId, err);
         // Only a human's answer in the runtime approves: not a call whose approval check the app's own `toolApproval` replaced.
         if (!approvedInMessages(options.toolCallId, options.messages)) throw err;
-        await this.#approveAsCaller(err);
+        await approveAsCaller(this.#client, err);
         this.#held.delete(options.toolCallId);
         outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
       }
     }
     if (!outcome.ok) throw new Error(outcome.value);
     return outcome.value;
-  }
-
-  /** Sends the app's approval to the gateway's caller endpoint; rethrows `pending` when the rule's approver is the operator. */
-  async #approveAsCaller(pending: ApprovalPendingError): Promise<void> {
-    try {
-      await this.#client.approve(pending.approvalId);
-    } catch (decision) {
-      const code = decision instanceof GatewayError ? decision.code : "";
-      if (code === CodeApprovalNotYours) throw pending;
-      if (code !== CodeApprovalNotPending) throw decision;
-    }
   }
 
   /**

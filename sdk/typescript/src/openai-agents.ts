@@ -29,13 +29,12 @@ import {
   type ToolInputParameters,
 } from "@openai/agents";
 
-import { ConversationTools } from "./adapter-core.js";
+import { approveAsCaller, ConversationTools } from "./adapter-core.js";
 import { NetworkError, type Client, type Session, type ToolDefinition } from "./client.js";
 import { ApprovalPendingError, GatewayError } from "./errors.js";
 import { runStateItems } from "./openai-agents-run-state.js";
-import { openaiAgentsCallIds } from "./runtimes.js";
+import { openaiAgentsCallIds, openaiFunctionCall } from "./runtimes.js";
 import { unconfirmedText } from "./tool-outcome.js";
-import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
 
 export type { ToolDefinition } from "./client.js";
 
@@ -226,12 +225,9 @@ export class OpenAIAgentsGateway {
   }
 
   #learnArguments(items: readonly unknown[]): void {
-    for (let item of items) {
-      const field = (name: string) => (item !== null && typeof item === "object" ? (item as Record<string, unknown>)[name] : undefined);
-      if (field("type") === "tool_call_item") item = field("rawItem");
-      const callId = field("callId") ?? field("call_id");
-      const args = field("arguments");
-      if (field("type") === "function_call" && typeof callId === "string" && typeof args === "string") this.#arguments.set(callId, args);
+    for (const item of items) {
+      const call = openaiFunctionCall(item);
+      if (call && typeof call.callId === "string" && typeof call.arguments === "string") this.#arguments.set(call.callId, call.arguments);
     }
   }
 
@@ -269,13 +265,7 @@ export class OpenAIAgentsGateway {
       return await this.#execute(tool, call);
     } catch (err) {
       if (!(err instanceof ApprovalPendingError)) throw err;
-      try {
-        await this.#client.approve(err.approvalId);
-      } catch (decision) {
-        const code = decision instanceof GatewayError ? decision.code : "";
-        if (code === CodeApprovalNotYours) throw err;
-        if (code !== CodeApprovalNotPending) throw decision;
-      }
+      await approveAsCaller(this.#client, err);
       return this.#execute(tool, call);
     }
   }

@@ -292,13 +292,25 @@ export function openaiAgentsSessionId(sessionId: string): string {
   return sessionIdFromParts(sessionId);
 }
 
-/** The call id of a function-call item, in the JavaScript SDK's shape or the Responses API's. */
-function functionCallId(item: unknown): unknown {
+/**
+ * A function-call item of an OpenAI Agents run, in the JavaScript SDK's
+ * shape (`callId`) or the Responses API's (`call_id`), unwrapped from a
+ * run's `tool_call_item`: its call id and its arguments as the model wrote
+ * them, unchecked. Undefined for any other item.
+ *
+ * @internal
+ */
+export function openaiFunctionCall(item: unknown): { callId: unknown; arguments: unknown } | undefined {
   // A RunToolCallItem of a run's newItems wraps the protocol item.
   if (member(item, "type") === "tool_call_item") item = member(item, "rawItem");
   if (member(item, "type") !== "function_call") return undefined;
   const callId = member(item, "callId");
-  return callId !== undefined ? callId : member(item, "call_id");
+  return { callId: callId !== undefined ? callId : member(item, "call_id"), arguments: member(item, "arguments") };
+}
+
+/** The call id of a function-call item (see {@link openaiFunctionCall}). */
+function functionCallId(item: unknown): unknown {
+  return openaiFunctionCall(item)?.callId;
 }
 
 /**

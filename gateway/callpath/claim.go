@@ -1,0 +1,236 @@
+package callpath
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// claim is the claim stage: one atomic store decision for the checked
+// call (a duplicate of a call in flight may wait for its outcome). A
+// claimed call goes on to run with the claim's lease and an in-flight
+// slot; a record's approval (pending, denied, expired) goes on to the
+// approval stage in st.approvalOutcome; every other decision ends the call
+// (replay, in progress, reused key, step conflict, UNKNOWN;
+// store_unavailable when the store cannot decide). A call with no record
+// passes by.
+func (s *Engine) claim(ctx context.Context, st *callState) bool {
+	if st.unprotected != 0 {
+		return false // nothing to claim: run.go runs it as it is
+	}
+	decideCtx, endDecide := s.childSpan(ctx, "store decision")
+	d, err := s.storeDecision(decideCtx, st)
+	endDecide(err)
+	if st.deniedWhileWaiting != nil {
+		return st.refuse(st.deniedWhileWaiting)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "store claim failed", "tool", st.call.Entry.Spec.Name, "error", err)
+		return st.end(storeUnavailable("the idempotency store is unreachable; the tool was not run"))
+	}
+	return s.answer(ctx, st, d)
+}
+
+// answer acts on the store's decision: take the claimed call on to run, or
+// end it with the replay, the duplicate in flight, the reused key, the
+// step conflict, the UNKNOWN record.
+func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decision) bool {
+	c, name := st.call, st.call.Entry.Spec.Name
+	switch d.Outcome {
+	case idempotency.OutcomeClaimed:
+		if d.TakenOver {
+			s.metrics.takeovers.WithLabelValues(name).Inc()
+			s.log.WarnContext(ctx, "took over an expired lease; running the tool again", "tool", name, "execution_id", d.Lease.ExecutionID)
+		}
+		leaveSlot, p := s.takeSlot(ctx, c, d.Lease.ExecutionID)
+		if p != nil {
+			s.giveBackClaim(ctx, d.Lease)
+			return st.refuse(p)
+		}
+		st.lease, st.leaveSlot = d.Lease, leaveSlot
+		if d.Approval != nil {
+			s.log.InfoContext(ctx, "approved call consumed its approval", "tool", name, "approval_id", d.Approval.ID,
+				"approved_by", d.Approval.DecidedBy, "execution_id", d.Lease.ExecutionID)
+		}
+		return false
+	case idempotency.OutcomeReplay:
+		return st.end(Result{Kind: ResultReplayed, Status: d.Response.Status, ContentType: d.Response.ContentType, Body: d.Response.Body,
+			ExecutionID: d.ExecutionID, Replayed: true, EffectReplayed: d.ByEffect, Label: labelReplayed})
+	case idempotency.OutcomeEffectConflict:
+		return st.refuse(effectConflict(d.EffectHolder))
+	case idempotency.OutcomeBudgetExceeded:
+		return st.refuse(s.budgetExceeded(d.Budget))
+	case idempotency.OutcomeInProgress:
+		p := NewProblem(wire.CodeRequestInProgress, "a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
+			WithRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
+		return st.end(Result{Kind: ResultInProgress, Problem: p, Label: labelInProgress})
+	case idempotency.OutcomeKeyReused:
+		return st.refuse(NewProblem(wire.CodeIdempotencyKeyReused, "this Idempotency-Key was first used with other arguments"))
+	case idempotency.OutcomeStepConflict:
+		return st.refuse(stepConflict(st.id, d.Conflict))
+	case idempotency.OutcomeUnknown:
+		p := NewProblem(wire.CodeOutcomeUnknown, "the outcome of this call is unknown (its gateway died or its tool gave no certain answer); an operator must check the side effect and resolve the record")
+		return st.end(Result{Kind: ResultUnknown, Problem: p, Label: labelOutcomeUnknown})
+	case idempotency.OutcomeAwaitingApproval, idempotency.OutcomeApprovalDenied, idempotency.OutcomeApprovalExpired:
+		st.approvalOutcome = &d // the approval stage answers it (decide.go)
+		return false
+	default:
+		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
+		return st.end(storeUnavailable("the idempotency store gave an invalid answer"))
+	}
+}
+
+// stepConflict is the refusal of a call whose step (or host call id)
+// already made another call; conflict, when the store names it, is that
+// earlier call.
+func stepConflict(id Identity, conflict *idempotency.StepHolder) *Problem {
+	if id.HostMeta != "" { // the host id's entry holds other arguments
+		return NewProblem(wire.CodeIdempotencyKeyReused, "this host call id ("+id.HostMeta+") was first used with other arguments")
+	}
+	p := NewProblem(wire.CodeStepConflict, "this session step already made another call; give each tool call its own step index")
+	if conflict != nil {
+		p.Tool, p.ExecutionID = conflict.Tool, conflict.ExecutionID
+	}
+	return p
+}
+
+// storeUnavailable is the fail-closed answer when the store cannot decide.
+func storeUnavailable(detail string) Result {
+	return problemResult(NewProblem(wire.CodeStoreUnavailable, detail).WithRetryAfter(1))
+}
+
+// maxInProgressRetryAfter caps the Retry-After of request_in_progress. The
+// remaining lease is only an upper bound (a live owner renews it and may
+// finish any moment), so a client should not be sent away for all of it.
+const maxInProgressRetryAfter = 5
+
+// storeDecision asks the store, in one atomic step, what to do with the
+// call; a duplicate of a call in flight waits up to Call.Wait for its
+// outcome (and st.waited says it did).
+func (s *Engine) storeDecision(ctx context.Context, st *callState) (idempotency.Decision, error) {
+	d, err := s.claimOnce(ctx, st)
+	if err == nil && waitable(st.call, d.Outcome) && st.call.Wait > 0 {
+		d, err = s.awaitDuplicate(ctx, st, st.call.Wait, d)
+		st.waited = true
+	}
+	return d, err
+}
+
+// claimOnce runs one store decision on a context detached from the client:
+// a client that hangs up while its claim is on the wire must not leave a
+// claimed record that nobody runs (for a lease_expiry: unknown tool it would
+// turn UNKNOWN without the tool ever running).
+func (s *Engine) claimOnce(ctx context.Context, st *callState) (idempotency.Decision, error) {
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+	defer cancel()
+	req := s.claimRequest(st)
+	s.settlePending(ctx, req.Scope)
+	d, err := s.store.Claim(claimCtx, req)
+	if err == nil && isNewApproval(req, d) {
+		s.notifyPending(ctx, st, d.Approval)                 // decide.go
+		s.receiptOfCall(st, receipts.EventApprovalRequested) // receipt.go
+	}
+	return d, err
+}
+
+// claimRequest builds the store request with a fresh execution id (used
+// only if the claim succeeds).
+func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
+	req := idempotency.ClaimRequest{
+		Scope:       idempotency.Scope{Tenant: st.call.Tenant, Tool: st.call.Entry.Spec.Name, Key: st.id.Key},
+		Fingerprint: st.fingerprint,
+		StepGuard:   !s.opts.StepGuardOff,
+		// In derived mode the key is a hash of the session and step.
+		StepBoundKey: s.opts.KeyMode == KeyModeDerived,
+		ExecutionID:  newULID(),
+		Owner:        st.owner,
+		LockTTL:      s.opts.LockTTL,
+		ReplayTTL:    st.policy.ReplayTTL,
+		LeaseExpiry:  st.policy.LeaseExpiry,
+
+		CanonicalArguments: st.canonical,
+		Approval:           st.approval,
+		Effect:             st.effect,
+		Charges:            st.charges,
+	}
+	if st.call.Entry.Spec.Transactional {
+		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go
+	}
+	if st.id.HasStep {
+		req.Step = &idempotency.Step{SessionID: st.id.SessionID, Index: st.id.StepIndex}
+	}
+	if st.id.HostMeta != "" {
+		// The host id's own entry (identity.go), always guarded: it is how
+		// the same host id with other arguments is found. The key is
+		// derived from the host id, so it is bound to that entry.
+		session, index := hostCallStep(st.id.HostMeta, st.id.HostCallID, st.call.Entry.Spec.Name)
+		req.Step = &idempotency.Step{SessionID: session, Index: index}
+		req.StepGuard, req.StepBoundKey = true, true
+	}
+	return req
+}
+
+// waitable says whether c's wait waits on outcome: a duplicate in flight
+// (for its outcome), or over REST a pending approval (Prefer: wait, for
+// its decision, and if approved, to run the call). Over MCP a pending
+// approval answers at once: the wait there is mcp.in_progress_wait, meant
+// for a duplicate that finishes in seconds, not for a human.
+func waitable(c *Call, o idempotency.Outcome) bool {
+	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.API == APIREST)
+}
+
+// awaitDuplicate polls the store until the running call finishes, its lease
+// expires (and this request takes over), its pending approval is decided,
+// ctx ends or wait passes. Polling
+// keeps replicas independent of any pub/sub channel and costs one round
+// trip per poll.
+func (s *Engine) awaitDuplicate(ctx context.Context, st *callState, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
+	deadline := time.Now().Add(wait)
+	delay := 20 * time.Millisecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return last, nil
+		}
+		timer.Reset(min(delay, left))
+		select {
+		case <-ctx.Done():
+			return last, nil
+		case <-s.waitCtx.Done(): // shutting down: answer "in progress", take nothing over
+			return last, nil
+		case <-timer.C:
+		}
+		// The rules of now decide each claim that may consume an
+		// approval: a rule that denies meanwhile wins (decide.go).
+		if st.deniedWhileWaiting = s.decideAgain(ctx, st); st.deniedWhileWaiting != nil {
+			return last, nil
+		}
+		d, err := s.claimOnce(ctx, st)
+		if err != nil || !waitable(st.call, d.Outcome) {
+			return d, err
+		}
+		last = d
+		delay = min(delay*2, 250*time.Millisecond)
+	}
+}
+
+// budgetExceeded is the refusal of a call whose charge would take a
+// budget over its limit.
+func (s *Engine) budgetExceeded(over *idempotency.BudgetExceeded) *Problem {
+	p := NewProblem(wire.CodeBudgetExceeded, "this call would take a budget over its limit; it was not run")
+	if over != nil {
+		remaining := budgets.Amount(over.Remaining)
+		p.Budget, p.Remaining = over.Budget, &remaining
+		if at := s.settings.Load().budgets.ResetsAt(over.Budget, time.Now()); !at.IsZero() {
+			p.ResetsAt = at.UTC().Format(time.RFC3339)
+		}
+	}
+	return p
+}

@@ -1,0 +1,98 @@
+package callpath
+
+import (
+	"fmt"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// ToolCounter is one tool's counters as the console's Tools page shows
+// them: read from the gateway's own registry, so the page and /metrics
+// never disagree.
+type ToolCounter struct {
+	Executions, Replays float64
+	Decisions           map[string]float64
+	// buckets are the latency histogram of its executed calls, summed over
+	// doors: cumulative counts by upper bound (seconds).
+	bounds []float64
+	counts []float64
+	total  float64
+}
+
+// toolCounters reads every tool's counters from the gateway's registry.
+func (m *metrics) toolCounters() (map[string]*ToolCounter, error) {
+	families, err := m.gatherer.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gateway: read counters: %w", err)
+	}
+	out := map[string]*ToolCounter{}
+	of := func(tool string) *ToolCounter {
+		if out[tool] == nil {
+			out[tool] = &ToolCounter{Decisions: map[string]float64{}}
+		}
+		return out[tool]
+	}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			tool := labels["tool"]
+			if tool == "" {
+				continue
+			}
+			switch f.GetName() {
+			case "gateway_requests_total":
+				switch labels["outcome"] {
+				case labelExecuted:
+					of(tool).Executions += metric.GetCounter().GetValue()
+				case labelReplayed:
+					of(tool).Replays += metric.GetCounter().GetValue()
+				}
+			case "gateway_decisions_total":
+				of(tool).Decisions[labels["decision"]] += metric.GetCounter().GetValue()
+			case "gateway_request_duration_seconds":
+				if labels["outcome"] == labelExecuted {
+					of(tool).addHistogram(metric.GetHistogram())
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *ToolCounter) addHistogram(h *dto.Histogram) {
+	for i, b := range h.GetBucket() {
+		if i >= len(c.bounds) {
+			c.bounds = append(c.bounds, b.GetUpperBound())
+			c.counts = append(c.counts, 0)
+		}
+		c.counts[i] += float64(b.GetCumulativeCount())
+	}
+	c.total += float64(h.GetSampleCount())
+}
+
+// Quantile estimates the q-quantile of the latency the way PromQL's
+// histogram_quantile does: linear within the bucket that holds it. Zero
+// when no call was observed; the largest finite bound when it lies past it.
+func (c *ToolCounter) Quantile(q float64) time.Duration {
+	if c == nil || c.total == 0 {
+		return 0
+	}
+	rank := q * c.total
+	lower, below := 0.0, 0.0
+	for i, upper := range c.bounds {
+		if c.counts[i] >= rank {
+			inBucket := c.counts[i] - below
+			frac := 1.0
+			if inBucket > 0 {
+				frac = (rank - below) / inBucket
+			}
+			return time.Duration((lower + (upper-lower)*frac) * float64(time.Second))
+		}
+		lower, below = upper, c.counts[i]
+	}
+	return time.Duration(lower * float64(time.Second))
+}

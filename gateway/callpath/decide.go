@@ -1,0 +1,213 @@
+package callpath
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/decide"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/notify"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// The decide stage: a tool's `decide` rules (package decide) say, per
+// call, allow, approve or deny. It runs after the schema and before the
+// store decision. A deny ends the call here (403 call_denied) and never
+// reaches the store: an APPROVED record must not be consumed by a call
+// its rules now deny. An approve goes on to the claim with the approval
+// to write (or to consume, when it was approved), so consuming it costs
+// no round trip of its own. A tool without rules costs one map lookup.
+
+// Defaults of the approvals section.
+const (
+	DefaultApprovalTimeout   = 24 * time.Hour
+	DefaultApprovalUseWithin = time.Hour
+)
+
+// ApprovalSettings bound how long approvals live (config `approvals`).
+type ApprovalSettings struct {
+	// Timeout is how long an approval may stay pending (default 24h).
+	Timeout time.Duration
+	// UseWithin is how long an approved call waits for its caller's next
+	// call (default 1h).
+	UseWithin time.Duration
+}
+
+// withDefaults fills the zero fields.
+func (a ApprovalSettings) withDefaults() ApprovalSettings {
+	a.Timeout = orDefault(a.Timeout, DefaultApprovalTimeout)
+	a.UseWithin = orDefault(a.UseWithin, DefaultApprovalUseWithin)
+	return a
+}
+
+// ApprovalNotifier is told of each new pending approval (a
+// [notify.Notifier]); Notify must not block the call.
+type ApprovalNotifier interface {
+	Notify(p notify.Pending) error
+	Stats() notify.Stats
+}
+
+// The outcome labels of the decide stage's answers.
+const (
+	labelDenied          = "denied"
+	labelApprovalPending = "approval_pending"
+	labelApprovalDenied  = "approval_denied"
+	labelApprovalExpired = "approval_expired"
+)
+
+// approvalRetryAfter is the Retry-After of approval_pending: a human
+// answers in minutes, so polling faster only costs round trips.
+const approvalRetryAfter = 30
+
+// decide is the decide stage: it ends the call with a deny, or passes it
+// on (st.approval set when its rules ask for an approval).
+func (s *Engine) decide(ctx context.Context, st *callState) bool {
+	live := s.settings.Load()
+	if len(live.decisions) == 0 {
+		return false
+	}
+	policy := live.decisions[st.call.Entry.Spec.Name]
+	if policy.Rules() == 0 {
+		return false
+	}
+	if p := s.decideWith(ctx, st, live, policy, true); p != nil {
+		return st.refuse(p)
+	}
+	return false
+}
+
+// decideAgain takes the call's decision again under the settings of now
+// (a Prefer: wait poll, before each claim that could consume an
+// approval), without counting it a second time; it returns the refusal
+// of a call its rules now deny.
+func (s *Engine) decideAgain(ctx context.Context, st *callState) *Problem {
+	if !st.decided {
+		return nil
+	}
+	live := s.settings.Load()
+	return s.decideWith(ctx, st, live, live.decisions[st.call.Entry.Spec.Name], false)
+}
+
+// decideWith evaluates policy for the call; count says whether the
+// decision is counted in gateway_decisions_total.
+func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, policy *decide.Policy, count bool) *Problem {
+	c := st.call
+	name := c.Entry.Spec.Name
+	st.decided = true
+	in := decide.Input{Arguments: st.canonical, Tenant: c.Tenant, API: string(c.API), Budgets: st.budgets}
+	if id := st.identity(); id.HasStep {
+		in.Session, in.Step, in.HasStep = id.SessionID, id.StepIndex, true
+	}
+	v, err := policy.Decide(ctx, &in)
+	if err != nil {
+		s.log.ErrorContext(ctx, "decide rule failed; the call is denied", "tool", name, "rule", v.Rule, "error", err)
+	}
+	v = live.mode.Apply(v)
+	st.verdict = &v
+	if count {
+		s.metrics.decisions.WithLabelValues(name, string(v.Decision), enforcedLabel(v.Enforced())).Inc()
+	}
+	st.approval = nil
+	switch v.Effective() {
+	case decide.Deny:
+		p := NewProblem(wire.CodeCallDenied, "the tool's decide rules deny this call: "+v.Reason+"; nothing ran")
+		p.Reason = v.Reason
+		return p
+	case decide.Approve:
+		if st.unprotected != 0 {
+			// No record to bind an approval to (a read-only tool, an
+			// unkeyed call): it cannot be approved, so it cannot run.
+			reason := "the call needs an approval, which only a call with an idempotency identity can get: " + v.Reason
+			p := NewProblem(wire.CodeCallDenied, reason)
+			p.Reason = reason
+			return p
+		}
+		st.approval = &idempotency.ApprovalClaim{
+			ID: newULID(), Rule: v.Rule, Reason: v.Reason, Approver: idempotency.Approver(v.Approver),
+			Timeout: live.approvals.Timeout, UseWithin: live.approvals.UseWithin,
+		}
+	}
+	return nil
+}
+
+// enforcedLabel is the enforced label of gateway_decisions_total.
+func enforcedLabel(enforced bool) string {
+	if enforced {
+		return "true"
+	}
+	return "false"
+}
+
+// identity is the call's session and step as the rules see them: its
+// checked identity when it has a record, else what the adapter parsed.
+func (st *callState) identity() Identity {
+	if st.unprotected != 0 {
+		return st.call.Identity
+	}
+	return st.id
+}
+
+// approval is the approval stage: it ends a call whose claim found its
+// record's approval pending, denied or expired (st.approvalOutcome), and
+// passes every other call on.
+func (s *Engine) approval(ctx context.Context, st *callState) bool {
+	if st.approvalOutcome == nil {
+		return false
+	}
+	d := *st.approvalOutcome
+	a := d.Approval
+	if a == nil { // a store always sends it; never answer without an id
+		s.log.ErrorContext(ctx, "store returned an approval outcome without its approval", "tool", st.call.Entry.Spec.Name)
+		return st.end(storeUnavailable("the idempotency store gave an invalid answer"))
+	}
+	var p *Problem
+	switch d.Outcome {
+	case idempotency.OutcomeAwaitingApproval:
+		p = NewProblem(wire.CodeApprovalPending, "the call waits for a human's approval; nothing ran. Make the same call again after Retry-After seconds, or send Prefer: wait=N").
+			WithRetryAfter(min(approvalRetryAfter, ceilSeconds(time.Until(a.ExpiresAt))))
+		p.Caller = callerApproval(st, a) // callerdecision.go
+	case idempotency.OutcomeApprovalDenied:
+		p = NewProblem(wire.CodeApprovalDenied, "the call's approval was denied; it will not run")
+		p.Reason, p.By = orString(a.Note, a.Reason), a.DecidedBy
+	default: // idempotency.OutcomeApprovalExpired
+		p = NewProblem(wire.CodeApprovalExpired, "the call's approval expired before it was used (approvals.timeout pending, approvals.use_within approved); it will not run")
+		p.Reason, p.By = a.Reason, a.DecidedBy
+	}
+	p.ApprovalID, p.ApprovalExpiresAt = a.ID, a.ExpiresAt.UTC().Format(time.RFC3339)
+	return st.refuse(p)
+}
+
+// isNewApproval says whether d is the pending approval req just wrote
+// (its id is the one req minted; a claim that finds one pending answers
+// the stored id).
+func isNewApproval(req idempotency.ClaimRequest, d idempotency.Decision) bool {
+	return d.Outcome == idempotency.OutcomeAwaitingApproval && req.Approval != nil && d.Approval != nil && d.Approval.ID == req.Approval.ID
+}
+
+// notifyPending pushes a new pending approval to the notifier, if any; it
+// only enqueues, and a notification dropped is logged, not an error of
+// the call (the admin API lists every pending approval anyway).
+func (s *Engine) notifyPending(ctx context.Context, st *callState, a *idempotency.Approval) {
+	if s.opts.Notifier == nil {
+		return
+	}
+	pending := notify.Pending{
+		ApprovalID: a.ID, Tool: st.call.Entry.Spec.Name, Tenant: st.call.Tenant,
+		CanonicalArguments: st.canonical, Rule: a.Rule, Reason: a.Reason,
+		RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+	}
+	if st.id.HasStep {
+		pending.Session, pending.Step, pending.HasStep = st.id.SessionID, st.id.StepIndex, true
+	}
+	if err := s.opts.Notifier.Notify(pending); err != nil {
+		s.log.WarnContext(ctx, "approval notification not sent", "tool", pending.Tool, "approval_id", a.ID, "error", err)
+	}
+}
+
+// orString is s, or def when s is empty.
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,47 @@
+package gateway_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/toolgateway/toolgateway/internal/deptest"
+)
+
+// TestLeavesImportNoGateway pins the capabilities as leaves: each imports
+// only what its allow-list names of this module, never the gateway root
+// or its call path, so any of them can be used, tested and replaced on
+// its own (docs/architecture.md).
+func TestLeavesImportNoGateway(t *testing.T) {
+	const m = deptest.Module
+	// tools brings keyderive and wire (the wire vocabulary, which imports
+	// nothing): what a tool and its record are made of.
+	tool := []string{m + "/tools", m + "/keyderive", m + "/wire"}
+	// A store keeps the MCP tools' pins too (gateway/pins, itself a leaf).
+	store := slices.Concat([]string{m + "/gateway/idempotency", m + "/gateway/pins"}, tool)
+	leaves := map[string][]string{
+		"gateway/decide": nil,
+		// Budgets compile their costs as decide does and speak the
+		// store's charges.
+		"gateway/budgets":                slices.Concat([]string{m + "/gateway/decide"}, store),
+		"gateway/notify":                 nil,
+		"gateway/pins":                   nil,
+		"gateway/oidcauth":               nil,
+		"gateway/redisscript":            nil,
+		"gateway/ratelimit":              {m + "/gateway/redisscript"},
+		"gateway/receipts":               nil,
+		"gateway/receipts/boltreceipts":  {m + "/gateway/receipts"},
+		"gateway/receipts/redisreceipts": {m + "/gateway/receipts", m + "/gateway/redisscript"},
+		"gateway/receipts/pgreceipts":    {m + "/gateway/receipts"},
+		"gateway/reconcile":              store,
+		"gateway/idempotency":            tool,
+		"gateway/idempotency/boltstore":  store,
+		"gateway/idempotency/redisstore": slices.Concat(store, []string{m + "/gateway/redisscript"}),
+		"gateway/idempotency/pgstore":    slices.Concat(store, []string{m + "/gateway/redisscript", m + "/gateway/ratelimit", m + "/tools/pgxtx"}),
+	}
+	for leaf, allow := range leaves {
+		t.Run(leaf, func(t *testing.T) {
+			t.Parallel()
+			deptest.Check(t, m+"/"+leaf, allow)
+		})
+	}
+}

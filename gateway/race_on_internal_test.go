@@ -1,7 +1,0 @@
-//go:build race
-
-package gateway
-
-// raceEnabled: the race detector changes what escapes, so allocation
-// counts are asserted only without it.
-const raceEnabled = true
