@@ -86,6 +86,7 @@ const (
 	CodeIdempotencyKeyReused        = "idempotency_key_reused"
 	CodeStepConflict                = "step_conflict"
 	CodeEffectConflict              = "effect_conflict"
+	CodeBudgetExceeded              = "budget_exceeded"
 	CodeRateLimited                 = "rate_limited"
 	CodeToolFailed                  = "tool_failed"
 	CodeUpstreamUnreachable         = "upstream_unreachable"

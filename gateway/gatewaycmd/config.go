@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
@@ -52,6 +53,9 @@ type Config struct {
 	Receipts ReceiptsConfig `yaml:"receipts"`
 	// Console configures the operator console's sign-in (console.go).
 	Console ConsoleConfig `yaml:"console"`
+	// Budgets are shared limits the tools' charges count against
+	// (docs/budgets.md).
+	Budgets []budgets.Budget `yaml:"budgets"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string
@@ -257,6 +261,9 @@ type ToolEntry struct {
 	HTTP         *HTTPToolConfig `yaml:"http"`
 	// Decide are the tool's decision rules, in order (approvals.go).
 	Decide []decide.Rule `yaml:"decide"`
+	// Charges are the budgets each call of the tool charges, all or none
+	// (docs/budgets.md).
+	Charges []budgets.Charge `yaml:"charges"`
 	// Reconcile asks the tool's owner about uncertain outcomes (reconcile.go).
 	Reconcile *ReconcileConfig `yaml:"reconcile"`
 	// EffectKey names the call's business action, e.g. "refund:{/txn_id}"

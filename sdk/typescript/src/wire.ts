@@ -109,6 +109,7 @@ export const CodeIdempotencyKeyReused = "idempotency_key_reused";
 export const CodeStepConflict = "step_conflict";
 /** Another call holds the tool's effect key value with other arguments (409). */
 export const CodeEffectConflict = "effect_conflict";
+export const CodeBudgetExceeded = "budget_exceeded";
 /** The tenant is over its rate or concurrency limit (429). */
 export const CodeRateLimited = "rate_limited";
 /** The tool failed; nothing was recorded (500). */
