@@ -49,6 +49,21 @@ type storeBackend struct {
 	*boltstore.Store
 }
 
+// FindRecord scans the tool's records for the key's hash, as the
+// gateway's adapter does.
+func (b storeBackend) FindRecord(ctx context.Context, tool, keyHash string) (idempotency.Record, error) {
+	page, err := b.List(ctx, idempotency.ListFilter{Tool: tool, Limit: idempotency.MaxListLimit})
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	for _, rec := range page.Records {
+		if receipts.KeyHash(rec.Scope.Key) == keyHash {
+			return b.Get(ctx, rec.Scope)
+		}
+	}
+	return idempotency.Record{}, idempotency.ErrNotFound
+}
+
 func (b storeBackend) ListRecords(ctx context.Context, f idempotency.ListFilter) (idempotency.Page, error) {
 	return b.List(ctx, f)
 }
