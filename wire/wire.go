@@ -94,6 +94,9 @@ const (
 	CodeApprovalPending             = "approval_pending"
 	CodeApprovalDenied              = "approval_denied"
 	CodeApprovalExpired             = "approval_expired"
+	CodeNotAnApprover               = "not_an_approver"
+	CodeSelfApproval                = "self_approval"
+	CodeApprovalStale               = "approval_stale"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

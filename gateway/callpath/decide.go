@@ -125,6 +125,7 @@ func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, 
 		st.approval = &idempotency.ApprovalClaim{
 			ID: newULID(), Rule: v.Rule, Reason: v.Reason, Approver: idempotency.Approver(v.Approver),
 			Timeout: live.approvals.Timeout, UseWithin: live.approvals.UseWithin,
+			Requester: c.Requester.ID, Quorum: v.Quorum, Binding: approvalBinding(policy, c.Entry.Spec),
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -80,7 +81,11 @@ type Identity struct {
 type Call struct {
 	API    API
 	Tenant string
-	Entry  *tools.Entry
+	// Requester is the call's principal (gateway/principal); zero takes
+	// the request's (PrincipalFrom, set by the tool API's auth), which
+	// stays zero without auth.
+	Requester principal.Principal
+	Entry     *tools.Entry
 	// Arguments are the raw argument bytes, exactly as the client sent them
 	// (an HTTP upstream receives these bytes).
 	Arguments []byte
@@ -174,6 +179,9 @@ type Result struct {
 func (s *Engine) Call(ctx context.Context, c *Call) Result {
 	if c.Received.IsZero() {
 		c.Received = time.Now()
+	}
+	if c.Requester.IsZero() {
+		c.Requester = PrincipalFrom(ctx)
 	}
 	ctx, endSpan := s.startCallSpan(ctx, c)
 	res := s.call(ctx, c)

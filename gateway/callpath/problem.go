@@ -113,6 +113,9 @@ var problemCodes = map[string]problemCode{
 	wire.CodeApprovalPending:             {http.StatusConflict, "The call waits for a human's approval", true, labelApprovalPending},
 	wire.CodeApprovalDenied:              {http.StatusForbidden, "The call's approval was denied", false, labelApprovalDenied},
 	wire.CodeApprovalExpired:             {http.StatusForbidden, "The call's approval expired", false, labelApprovalExpired},
+	wire.CodeNotAnApprover:               {http.StatusForbidden, "The decider is not an approver of this call", false, labelInvalid},
+	wire.CodeSelfApproval:                {http.StatusForbidden, "The requester cannot decide their own call", false, labelInvalid},
+	wire.CodeApprovalStale:               {http.StatusForbidden, "The tool's rules or definition changed since the approval", false, labelApprovalExpired},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

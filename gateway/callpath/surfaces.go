@@ -84,8 +84,8 @@ func (s *Engine) AuthenticateAdmin(next http.Handler) http.Handler { return s.au
 // API when an identity provider is set.
 func (s *Engine) MountProtectedResourceMetadata(r chi.Router) { s.mountProtectedResourceMetadata(r) }
 
-// ByAdmin names the admin token as who acted, in receipts.
-const ByAdmin = byAdmin
+// ByAdmin names the admin token as who acted, in receipts: token:admin.
+var ByAdmin = byAdmin
 
 // ApprovalEvent is the receipt event of an approval's decision.
 func ApprovalEvent(approve bool) receipts.Event { return approvalEvent(approve) }

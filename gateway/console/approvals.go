@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/toolgateway/toolgateway/gateway/principal"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,6 +28,12 @@ type approvalView struct {
 	Arguments                       []byte
 	DecidedBy, Note                 string
 	DecidedAt                       time.Time
+	// Requester is the call's principal id (who asked); ClaimedBy the name
+	// typed beside token:admin; Approver who decides (operator, caller).
+	Requester, ClaimedBy, Approver string
+	// ApprovedBy are the principals who approved so far, of Needed.
+	ApprovedBy []string
+	Needed     int
 	// KeyHash names the call's record for its deep link
 	// (/console/records/{tool}/{key-hash}); Ran is true once the approved
 	// call ran (the record left the approval states), ExecutionID its id.
@@ -63,7 +71,7 @@ type approvalPage struct {
 // historyFilter is the history form: the state shown by its wire name
 // (PENDING for AWAITING_APPROVAL), the rest as typed.
 type historyFilter struct {
-	State, Tool, Tenant, Session, Since, Until string
+	State, Tool, Tenant, Requester, Session, Since, Until string
 }
 
 // pendingState is the history's name for idempotency.StateAwaitingApproval,
@@ -72,10 +80,6 @@ const pendingState = "PENDING"
 
 // historyStates are the states the history filter offers.
 var historyStates = []string{pendingState, string(idempotency.StateApproved), string(idempotency.StateDenied), string(idempotency.StateExpired)}
-
-// maxNote bounds an operator's note in bytes: the admin API's bound, so a
-// note the console takes is one every other door takes too.
-const maxNote = 1024
 
 func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 	v := approvalView{Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State), Arguments: rec.CanonicalArguments,
@@ -94,6 +98,8 @@ func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 		v.ID, v.RequestedAt, v.ExpiresAt, v.Age = a.ID, a.RequestedAt, a.ExpiresAt, age(a.RequestedAt, now)
 		v.Rule, v.Reason = fmt.Sprintf("decide[%d]", a.Rule), a.Reason
 		v.DecidedBy, v.DecidedAt, v.Note = a.DecidedBy, a.DecidedAt, a.Note
+		v.Requester, v.ClaimedBy, v.Approver = a.Requester, a.ClaimedBy, string(a.Approver)
+		v.ApprovedBy, v.Needed = a.ApprovedBy, a.Needed()
 	}
 	return v
 }
@@ -134,9 +140,10 @@ var errBadFilter = errors.New("console: bad filter")
 // store's filter for it.
 func (c *Console) historyFilterOf(q url.Values) (historyFilter, idempotency.ApprovalFilter, error) {
 	h := historyFilter{State: strings.ToUpper(strings.TrimSpace(q.Get("state"))), Tool: strings.TrimSpace(q.Get("tool")),
-		Tenant: strings.TrimSpace(q.Get("tenant")), Session: strings.TrimSpace(q.Get("session")),
+		Tenant: strings.TrimSpace(q.Get("tenant")), Requester: strings.TrimSpace(q.Get("requester")), Session: strings.TrimSpace(q.Get("session")),
 		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until"))}
-	f := idempotency.ApprovalFilter{Tool: h.Tool, Tenant: h.Tenant, Limit: c.opts.PageSize, Cursor: q.Get("hcursor")}
+	f := idempotency.ApprovalFilter{Tool: h.Tool, Tenant: h.Tenant, Requester: h.Requester, SessionID: h.Session,
+		Limit: c.opts.PageSize, Cursor: q.Get("hcursor")}
 	switch {
 	case h.State == "":
 	case h.State == pendingState:
@@ -146,36 +153,25 @@ func (c *Console) historyFilterOf(q url.Values) (historyFilter, idempotency.Appr
 	default:
 		return h, f, fmt.Errorf("%w: state %q is not one of %s", errBadFilter, h.State, strings.Join(historyStates, ", "))
 	}
-	since, errSince := parseTime(h.Since)
-	until, errUntil := parseTime(h.Until)
+	var errSince, errUntil error
+	f.Since, errSince = parseTime(h.Since)
+	f.Until, errUntil = parseTime(h.Until)
 	if errSince != nil || errUntil != nil {
 		return h, f, fmt.Errorf("%w: since and until take a date and time (2026-01-31T14:00, UTC)", errBadFilter)
 	}
-	if h.Session != "" && h.Tenant == "" {
-		return h, f, fmt.Errorf("%w: a session is searched within its tenant: give the tenant too", errBadFilter)
-	}
-	_, _ = since, until
 	return h, f, nil
 }
 
 // history reads one page of the approvals the filter selects, newest
 // first (pending ones oldest first, as the admin API lists them).
-func (c *Console) history(r *http.Request, h historyFilter, f idempotency.ApprovalFilter) ([]approvalView, string, error) {
+func (c *Console) history(r *http.Request, f idempotency.ApprovalFilter) ([]approvalView, string, error) {
 	page, err := c.backend.ListApprovals(r.Context(), f)
 	if err != nil {
 		return nil, "", err
 	}
-	since, _ := parseTime(h.Since)
-	until, _ := parseTime(h.Until)
 	views := make([]approvalView, 0, len(page.Records))
 	for _, rec := range page.Records {
 		if rec.Approval == nil {
-			continue
-		}
-		if h.Session != "" && (rec.Step == nil || rec.Step.SessionID != h.Session) {
-			continue
-		}
-		if (!since.IsZero() && rec.Approval.RequestedAt.Before(since)) || (!until.IsZero() && !rec.Approval.RequestedAt.Before(until)) {
 			continue
 		}
 		views = append(views, toApprovalView(rec, c.opts.Now()))
@@ -200,7 +196,7 @@ func (c *Console) approvalsView(r *http.Request) (approvalsView, error) {
 		v.Error = strings.TrimPrefix(err.Error(), errBadFilter.Error()+": ")
 		return v, nil
 	}
-	v.History, v.HistoryCursor, err = c.history(r, h, f)
+	v.History, v.HistoryCursor, err = c.history(r, f)
 	return v, err
 }
 
@@ -258,21 +254,27 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	action := r.PostForm.Get("action")
 	note := strings.TrimSpace(r.PostForm.Get("note"))
-	switch {
-	case action != "approve" && action != "deny":
+	if action != "approve" && action != "deny" {
 		c.approvalMessage(w, r, http.StatusBadRequest, id, note, "Choose approve or deny; nothing changed.")
 		return
-	case len(note) > maxNote:
-		c.approvalMessage(w, r, http.StatusBadRequest, id, note, fmt.Sprintf("The note is longer than %d bytes; nothing changed.", maxNote))
-		return
-	case action == "deny" && note == "":
-		c.approvalMessage(w, r, http.StatusBadRequest, id, note, "A deny needs a note: the agent is told it as the reason; nothing changed.")
+	}
+	if err := idempotency.CheckNote(action == "approve", note); err != nil {
+		msg := fmt.Sprintf("The note is longer than %d bytes; nothing changed.", idempotency.MaxNoteBytes)
+		if errors.Is(err, idempotency.ErrNoteRequired) {
+			msg = "A deny needs a note: the reason the caller is shown. Nothing changed."
+		}
+		c.approvalMessage(w, r, http.StatusBadRequest, id, note, msg)
 		return
 	}
-	by := sessionFrom(r.Context()).By
-	rec, err := c.backend.DecideApproval(r.Context(), id, idempotency.ApprovalDecision{Approve: action == "approve", By: by, Note: note})
+	s := sessionFrom(r.Context())
+	by := principal.FromContext(r.Context()).ID
+	rec, err := c.backend.DecideApproval(r.Context(), id, idempotency.ApprovalDecision{Approve: action == "approve", By: by, ClaimedBy: s.claimedBy(), Note: note})
 	var notPending *idempotency.ApprovalNotPendingError
+	var refused *RefusedError
 	switch {
+	case errors.As(err, &refused):
+		c.approvalMessage(w, r, refused.Status, id, note, refused.Message+" Nothing changed.")
+		return
 	case errors.As(err, &notPending):
 		c.approvalMessage(w, r, http.StatusConflict, id, note, notPendingText(notPending))
 		return

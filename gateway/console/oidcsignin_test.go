@@ -74,7 +74,8 @@ func TestOIDCSignInThenDecideCarriesThePerson(t *testing.T) {
 		t.Fatalf("approve: %d", resp.StatusCode)
 	}
 	rec, err := f.store.GetApproval(context.Background(), id)
-	if err != nil || rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != by {
+	// The decision carries the verified principal, not the display name.
+	if err != nil || rec.State != idempotency.StateApproved || !strings.HasPrefix(rec.Approval.DecidedBy, "oidc:") || !strings.HasSuffix(rec.Approval.DecidedBy, ":"+oidctest.UserSubject) {
 		t.Fatalf("after approve: %v %+v %v", rec.State, rec.Approval, err)
 	}
 	// The admin token still signs in beside the provider.

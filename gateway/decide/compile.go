@@ -47,6 +47,8 @@ type Policy struct {
 type compiledRule struct {
 	Rule
 	program cel.Program
+	// approvers is the program of Rule.Approvers.Expr (nil: none).
+	approvers cel.Program
 }
 
 // newEnv declares what a rule may name. It is built per [Compile] rather
@@ -104,8 +106,12 @@ func compileRule(env *cel.Env, r Rule) (compiledRule, error) {
 	if err != nil {
 		return compiledRule{}, err
 	}
+	approvers, err := compileApprovers(r)
+	if err != nil {
+		return compiledRule{}, err
+	}
 	if r.When == "" {
-		return compiledRule{Rule: r}, nil
+		return compiledRule{Rule: r, approvers: approvers}, nil
 	}
 	ast, issues := env.Compile(r.When)
 	if issues != nil && issues.Err() != nil {
@@ -122,7 +128,7 @@ func compileRule(env *cel.Env, r Rule) (compiledRule, error) {
 	if err != nil {
 		return compiledRule{}, fmt.Errorf("when: %w", err)
 	}
-	return compiledRule{Rule: r, program: prg}, nil
+	return compiledRule{Rule: r, program: prg, approvers: approvers}, nil
 }
 
 // Tool is the name of the tool p decides for.

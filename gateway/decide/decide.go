@@ -32,8 +32,10 @@ type Verdict struct {
 	Rule int
 	// Reason is the deciding rule's reason, or why no rule decided.
 	Reason string
-	// Approver is who approves, set for [Approve].
+	// Approver is who approves, set for [Approve]; Quorum how many distinct
+	// principals must (the rule's quorum: 0 means one).
 	Approver Approver
+	Quorum   int
 	// Observe says the decision was taken in [ModeObserve]: it is reported
 	// (metrics, receipts) but not enforced. Its zero value enforces.
 	Observe bool
@@ -70,7 +72,7 @@ func (p *Policy) Decide(ctx context.Context, in *Input) (Verdict, error) {
 				continue
 			}
 		}
-		return Verdict{Decision: r.Decision, Rule: i, Reason: r.Reason, Approver: r.Approver}, nil
+		return Verdict{Decision: r.Decision, Rule: i, Reason: r.Reason, Approver: r.Approver, Quorum: r.Quorum}, nil
 	}
 	return Verdict{Decision: Deny, Rule: -1, Reason: reasonNoMatch}, nil
 }

@@ -38,6 +38,11 @@ type Rule struct {
 	Reason string `yaml:"reason,omitempty" json:"reason,omitempty"`
 	// Approver names who approves; only for [Approve], default [Operator].
 	Approver Approver `yaml:"approver,omitempty" json:"approver,omitempty"`
+	// Approvers narrows who may decide; only for [Approve] (approvers.go).
+	Approvers Approvers `yaml:"approvers,omitempty" json:"approvers,omitzero"`
+	// Quorum is how many distinct principals must approve (0: one); only
+	// for [Approve].
+	Quorum int `yaml:"quorum,omitempty" json:"quorum,omitempty"`
 }
 
 // normalized checks r's decision and approver and fills in the default

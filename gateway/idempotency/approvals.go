@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Approval states. A call whose rule says approve gets a record in
@@ -65,12 +67,29 @@ type ApprovalClaim struct {
 	// (approvals.timeout); UseWithin how long an approved call may wait
 	// for its caller's next call (approvals.use_within).
 	Timeout, UseWithin time.Duration
+	// Requester is the call's principal id (gateway/principal): who asked.
+	Requester string
+	// Quorum is how many distinct principals must approve (0 and 1: one).
+	Quorum int
+	// Binding is what the approval was asked for beyond the record's key:
+	// the SHA-256 (hex) of the tool's decide config and of its definition
+	// (ApprovalBinding). A claim that would consume the approval under
+	// another binding finds it stale.
+	Binding string
 }
 
-// maxApprovalText bounds an approval's reason, decided-by and note: they
-// are kept with the record and shown to operators, not documents.
+// MaxQuorum bounds a rule's quorum: the approvers so far are kept with
+// the record.
+const MaxQuorum = 16
+
+// maxApprovalText bounds an approval's reason and a decision's principal
+// and claimed name: they are kept with the record and shown to
+// operators, not documents.
 const maxApprovalText = 4096
 
+// MaxNoteBytes bounds a decision's note, the same for the console, the
+// admin API, the caller endpoint and the CLI (400 over it).
+const MaxNoteBytes = 1024
 // Validate checks an approval claim: an id, positive durations, a known
 // approver, bounded text.
 func (a ApprovalClaim) Validate() error {
@@ -81,8 +100,10 @@ func (a ApprovalClaim) Validate() error {
 		return fmt.Errorf("approval timeout %v and use-within %v must be positive", a.Timeout, a.UseWithin)
 	case a.Rule < 0:
 		return fmt.Errorf("approval rule index %d is negative", a.Rule)
-	case len(a.Reason) > maxApprovalText:
-		return fmt.Errorf("approval reason above %d bytes", maxApprovalText)
+	case len(a.Reason) > maxApprovalText || len(a.Requester) > maxApprovalText || len(a.Binding) > maxApprovalText:
+		return fmt.Errorf("approval reason, requester or binding above %d bytes", maxApprovalText)
+	case a.Quorum < 0 || a.Quorum > MaxQuorum:
+		return fmt.Errorf("approval quorum %d: want 0 … %d", a.Quorum, MaxQuorum)
 	}
 	return a.Approver.Validate()
 }
@@ -120,11 +141,26 @@ type Approval struct {
 	RequestedAt, ExpiresAt time.Time
 	// UseWithin is the approved call's window, kept from the request.
 	UseWithin time.Duration
-	// DecidedBy, DecidedAt and Note are set once decided.
+	// Requester is the call's principal id; Quorum and Binding as the
+	// ApprovalClaim asked.
+	Requester string
+	Quorum    int
+	Binding   string
+	// ApprovedBy are the distinct principals who approved so far, in
+	// order (quorum: the approval is APPROVED once there are Quorum).
+	ApprovedBy []string
+	// DecidedBy (a principal id), ClaimedBy (the name typed with the admin
+	// token beside DecidedBy token:admin), DecidedAt and Note are set once
+	// decided.
 	DecidedBy string
+	ClaimedBy string
 	DecidedAt time.Time
 	Note      string
 }
+
+// Needed is how many distinct principals must approve a: its quorum, at
+// least one.
+func (a *Approval) Needed() int { return max(a.Quorum, 1) }
 
 // ApprovalState is the state a record in stored state stored shows at
 // now: StateExpired for a pending or approved approval whose expiry has
@@ -180,10 +216,35 @@ type ApprovalFilter struct {
 	State  State
 	Tenant string
 	Tool   string
+	// Requester, when set, keeps the approvals of one principal id;
+	// SessionID those of one agent session; Since and Until (zero: open)
+	// those requested in [Since, Until).
+	Requester    string
+	SessionID    string
+	Since, Until time.Time
 	// Limit is the page size, 1 … MaxListLimit.
 	Limit int
 	// Cursor is the opaque Page.Cursor of the previous page ("" = first).
 	Cursor string
+}
+
+// Keeps reports whether the approval record r passes f's requester,
+// session and time filters (the ones stores apply after their listing).
+func (f ApprovalFilter) Keeps(r *Record) bool {
+	a := r.Approval
+	switch {
+	case a == nil:
+		return false
+	case f.Requester != "" && a.Requester != f.Requester:
+		return false
+	case f.SessionID != "" && (r.Step == nil || r.Step.SessionID != f.SessionID):
+		return false
+	case !f.Since.IsZero() && a.RequestedAt.Before(f.Since):
+		return false
+	case !f.Until.IsZero() && !a.RequestedAt.Before(f.Until):
+		return false
+	}
+	return true
 }
 
 // ListFilter is f as the List filter that every store's ListApprovals
@@ -206,20 +267,49 @@ func (f ApprovalFilter) Validate() error {
 // ApprovalDecision is an approver's answer to one pending approval.
 type ApprovalDecision struct {
 	Approve bool
-	// By names the approver (an operator's name, or the tenant for
-	// approver: caller); Note is free text (a deny's reason).
-	By, Note string
+	// By is the decider's principal id (gateway/principal), verified by
+	// whoever took the decision: never a name the decider typed.
+	By string
+	// ClaimedBy is the free-text name given with the admin token (By is
+	// then token:admin), kept beside By, never as it.
+	ClaimedBy string
+	// Note is free text, required for a deny (its reason), at most
+	// MaxNoteBytes.
+	Note string
 }
 
-// Validate bounds the decision's text.
-func (d ApprovalDecision) Validate() error {
-	if d.By == "" {
-		return errors.New("approval decision: by is required")
-	}
-	if len(d.By) > maxApprovalText || len(d.Note) > maxApprovalText {
-		return fmt.Errorf("approval decision: by or note above %d bytes", maxApprovalText)
+// ErrNoteRequired is a deny without a note.
+var ErrNoteRequired = errors.New("approval decision: a deny needs a note")
+
+// ErrNoteTooLong is a note above MaxNoteBytes.
+var ErrNoteTooLong = fmt.Errorf("approval decision: note above %d bytes", MaxNoteBytes)
+
+// CheckNote is the one rule of a decision's note, for every surface
+// (console, admin API, caller endpoint, CLI): UTF-8 text of at most
+// MaxNoteBytes ([ErrNoteTooLong]), not blank for a deny
+// ([ErrNoteRequired]).
+func CheckNote(approve bool, note string) error {
+	switch {
+	case len(note) > MaxNoteBytes:
+		return ErrNoteTooLong
+	case !utf8.ValidString(note):
+		return errors.New("approval decision: the note is not UTF-8 text")
+	case !approve && strings.TrimSpace(note) == "":
+		return ErrNoteRequired
 	}
 	return nil
+}
+
+// Validate checks the decision: a principal, a note (CheckNote), bounded
+// text.
+func (d ApprovalDecision) Validate() error {
+	switch {
+	case d.By == "":
+		return errors.New("approval decision: by is required")
+	case len(d.By) > maxApprovalText || len(d.ClaimedBy) > maxApprovalText:
+		return fmt.Errorf("approval decision: by or claimed_by above %d bytes", maxApprovalText)
+	}
+	return CheckNote(d.Approve, d.Note)
 }
 
 // Approvals is the deciding side of a store: every store of this module

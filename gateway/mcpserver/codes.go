@@ -49,6 +49,9 @@ var rpcCodes = map[string]int64{
 	wire.CodeApprovalPending:             rpcToolResult,
 	wire.CodeApprovalDenied:              rpcToolResult,
 	wire.CodeApprovalExpired:             rpcToolResult,
+	wire.CodeNotAnApprover:               wire.RPCInvalidParams,
+	wire.CodeSelfApproval:                wire.RPCInvalidParams,
+	wire.CodeApprovalStale:               rpcToolResult,
 }
 
 // rpcToolResult in rpcCodes renders the code as a tool result with isError

@@ -27,17 +27,21 @@ func canonical(dst []byte, r Receipt) (out []byte, ok bool) {
 		return dst, false
 	}
 	// Members in JCS order (by UTF-16 code units; all names are ASCII):
-	// by, decision, event, execution_id, key, observe, policy, prev,
-	// rule, seq, session, status, step, tenant, time, tool.
+	// by, claimed_by, decision, event, execution_id, key, note, observe,
+	// policy, prev, requester, rule, seq, session, status, step, tenant,
+	// time, tool.
 	w := canonicalWriter{b: append(dst, '{')}
 	w.optional("by", r.By)
+	w.optional("claimed_by", r.ClaimedBy)
 	w.optional("decision", r.Decision)
 	w.str("event", string(r.Event))
 	w.optional("execution_id", r.ExecutionID)
 	w.optional("key", r.Key)
+	w.optional("note", r.Note)
 	w.optional("observe", r.Observe)
 	w.optional("policy", r.Policy)
 	w.str("prev", r.Prev)
+	w.optional("requester", r.Requester)
 	w.optional("rule", r.Rule)
 	w.name("seq")
 	w.b = strconv.AppendInt(w.b, r.Seq, 10)

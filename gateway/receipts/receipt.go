@@ -83,8 +83,16 @@ type Receipt struct {
 	Rule string `json:"rule,omitempty"`
 	// Policy is [PolicyHash] of the tool's decision config.
 	Policy string `json:"policy,omitempty"`
-	// By is the approver or operator, or [ByReconcile].
+	// Requester is the call's principal id (gateway/principal): who asked.
+	// Receipts sealed before it existed have none.
+	Requester string `json:"requester,omitempty"`
+	// By is the decider's or operator's principal id, or [ByReconcile].
 	By string `json:"by,omitempty"`
+	// ClaimedBy is the name typed with the admin token (By is then
+	// token:admin), kept beside By, never as it.
+	ClaimedBy string `json:"claimed_by,omitempty"`
+	// Note is a decision's note (a deny's reason).
+	Note string `json:"note,omitempty"`
 	// Observe is, in observe mode, the decision an enforced gateway would
 	// have taken (the call ran as allowed).
 	Observe string `json:"observe,omitempty"`

@@ -77,11 +77,13 @@ func TestEncodeOmitsEmptyOptionalMembers(t *testing.T) {
 func TestValidDetectsAnyChange(t *testing.T) {
 	r := receipts.Seal(nil, sample(4))
 	edits := map[string]func(*receipts.Receipt){
-		"status": func(r *receipts.Receipt) { r.Status = 200 },
-		"time":   func(r *receipts.Receipt) { r.Time = r.Time.Add(time.Nanosecond) },
-		"by":     func(r *receipts.Receipt) { r.By = "mallory" },
-		"seq":    func(r *receipts.Receipt) { r.Seq++ },
-		"prev":   func(r *receipts.Receipt) { r.Prev = "00" },
+		"status":    func(r *receipts.Receipt) { r.Status = 200 },
+		"time":      func(r *receipts.Receipt) { r.Time = r.Time.Add(time.Nanosecond) },
+		"by":        func(r *receipts.Receipt) { r.By = "mallory" },
+		"requester": func(r *receipts.Receipt) { r.Requester = "token:mallory" },
+		"note":      func(r *receipts.Receipt) { r.Note = "fine" },
+		"seq":       func(r *receipts.Receipt) { r.Seq++ },
+		"prev":      func(r *receipts.Receipt) { r.Prev = "00" },
 	}
 	for name, edit := range edits {
 		changed := r
