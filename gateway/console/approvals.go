@@ -171,7 +171,9 @@ func (c *Console) history(r *http.Request, f idempotency.ApprovalFilter) ([]appr
 	}
 	views := make([]approvalView, 0, len(page.Records))
 	for _, rec := range page.Records {
-		if rec.Approval == nil {
+		// Keeps is the filter's own test of requester, session and time:
+		// a store that applies it already loses nothing here.
+		if !f.Keeps(&rec) {
 			continue
 		}
 		views = append(views, toApprovalView(rec, c.opts.Now()))
