@@ -242,7 +242,7 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 		if c == nil { // a tool no call reached yet
 			c = &callpath.ToolCounter{}
 		}
-		st := console.ToolStats{Name: name, Decisions: c.Decisions, Executions: c.Executions, Replays: c.Replays,
+		st := console.ToolStats{Name: name, Decisions: c.Decisions, Observed: c.Observed, Executions: c.Executions, Replays: c.Replays,
 			P50: c.Quantile(0.5), P99: c.Quantile(0.99),
 			Policy: []string{
 				"timeout: " + p.Timeout.String(),

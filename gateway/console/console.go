@@ -88,8 +88,10 @@ type ToolStats struct {
 	Name string
 	// Policy is the tool's policy laid out as lines ("timeout: 30s").
 	Policy []string
-	// Decisions counts decisions by kind (allow, approve, deny).
-	Decisions map[string]float64
+	// Decisions counts enforced decisions by kind (allow, approve, deny);
+	// Observed the decisions of mode: observe (not enforced: the call ran
+	// as allowed).
+	Decisions, Observed map[string]float64
 	// Executions and Replays count calls that ran and that replayed.
 	Executions, Replays float64
 	// P50 and P99 are latency quantiles of its calls (zero: no calls).

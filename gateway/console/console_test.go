@@ -90,7 +90,8 @@ func (b storeBackend) ReceiptChains(context.Context) ([]console.ChainState, erro
 }
 
 func (b storeBackend) Tools(context.Context) ([]console.ToolStats, error) {
-	return []console.ToolStats{{Name: "refund", Policy: []string{"timeout: 30s"}, Executions: 3, Replays: 1, P50: time.Millisecond, P99: 40 * time.Millisecond}}, nil
+	return []console.ToolStats{{Name: "refund", Policy: []string{"timeout: 30s"}, Executions: 3, Replays: 1, P50: time.Millisecond, P99: 40 * time.Millisecond,
+		Decisions: map[string]float64{"approve": 2}, Observed: map[string]float64{"deny": 4}}}, nil
 }
 
 type fixture struct {

@@ -199,3 +199,13 @@ func TestReceiptsNewestFirstAndDeepLink(t *testing.T) {
 		}
 	}
 }
+
+func TestToolsShowEnforcedAndObservedDecisionsApart(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser(t)
+	f.signIn(t, c, "alice", adminToken, "/console/tools")
+	_, page := get(t, c, f.srv.URL+"/console/tools")
+	if !strings.Contains(page, "<dt>Decisions</dt><dd>approve: 2 </dd>") || !strings.Contains(page, `<dt>Observed</dt><dd class="observed">deny: 4 `) {
+		t.Fatalf("tools page mixes or drops the decisions:\n%s", page)
+	}
+}
