@@ -151,10 +151,28 @@ func (s *Server) approvalStore(w http.ResponseWriter) (idempotency.Approvals, bo
 // approvalFilter reads the query of GET /admin/v1/approvals.
 func approvalFilter(r *http.Request) (idempotency.ApprovalFilter, error) {
 	q := r.URL.Query()
-	if err := checkListParams(q, "state", "tenant", "tool", "limit", "cursor"); err != nil {
+	if err := checkListParams(q, "state", "tenant", "tool", "requester", "session", "since", "until", "limit", "cursor"); err != nil {
 		return idempotency.ApprovalFilter{}, err
 	}
-	f := idempotency.ApprovalFilter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Cursor: q.Get("cursor"), Limit: DefaultAdminListLimit}
+	f := idempotency.ApprovalFilter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Cursor: q.Get("cursor"), Limit: DefaultAdminListLimit,
+		Requester: q.Get("requester"), SessionID: q.Get("session")}
+	if f.Requester != "" {
+		if err := principal.Validate(f.Requester); err != nil {
+			return idempotency.ApprovalFilter{}, fmt.Errorf("requester: %w", err)
+		}
+	}
+	if len(f.SessionID) > 256 || !utf8.ValidString(f.SessionID) {
+		return idempotency.ApprovalFilter{}, errors.New("session: at most 256 bytes of text")
+	}
+	for name, at := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return idempotency.ApprovalFilter{}, fmt.Errorf("%s: want an RFC 3339 time: %w", name, err)
+			}
+			*at = t
+		}
+	}
 	if v := q.Get("state"); v != "" {
 		state, ok := approvalStates[v]
 		if !ok {
@@ -191,7 +209,9 @@ func (s *Server) handleAdminApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminApprovalList{Approvals: make([]AdminApproval, 0, len(page.Records)), NextCursor: page.Cursor}
 	for _, rec := range page.Records {
-		if rec.Approval != nil {
+		// The requester, session and time filters are applied to each
+		// page the store lists (a page may come back short, with a cursor).
+		if filter.Keeps(&rec) {
 			out.Approvals = append(out.Approvals, toAdminApproval(rec, false))
 		}
 	}

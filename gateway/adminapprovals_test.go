@@ -232,16 +232,16 @@ func TestAdminApprovalsDecide(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("approve: %d %s", r.status, r.body)
 		}
-		if got := mustJSON(t, r.body); got["state"] != "APPROVED" || got["decided_by"] != "alice" || got["note"] != "finance said yes" || got["decided_at"] == nil {
+		if got := mustJSON(t, r.body); got["state"] != "APPROVED" || got["decided_by"] != "token:admin" || got["claimed_by"] != "alice" || got["note"] != "finance said yes" || got["decided_at"] == nil {
 			t.Fatalf("approved approval %v", got)
 		}
 		rec := storedApproval(t, h.store, yes.id)
-		if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "alice" || rec.Approval.Note != "finance said yes" {
+		if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" || rec.Approval.Note != "finance said yes" {
 			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 
 		p := wantProblem(t, h.postJSON(approve, "tok-admin", "application/json", `{"by":"bob"}`), 409, wire.CodeApprovalNotPending)
-		if p["state"] != "APPROVED" || p["decided_by"] != "alice" || p["decided_at"] != rec.Approval.DecidedAt.UTC().Format(time.RFC3339) || p["retryable"] != false {
+		if p["state"] != "APPROVED" || p["decided_by"] != "token:admin" || p["decided_at"] != rec.Approval.DecidedAt.UTC().Format(time.RFC3339) || p["retryable"] != false {
 			t.Fatalf("second approve: %v", p)
 		}
 		wantProblem(t, h.postJSON("/admin/v1/approvals/"+yes.id+"/deny", "tok-admin", "application/json", `{"by":"bob"}`), 409, wire.CodeApprovalNotPending)
@@ -250,11 +250,11 @@ func TestAdminApprovalsDecide(t *testing.T) {
 		if r.status != 200 || mustJSON(t, r.body)["state"] != "DENIED" {
 			t.Fatalf("deny: %d %s", r.status, r.body)
 		}
-		if rec := storedApproval(t, h.store, no.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "carol" || rec.Approval.Note != "too much" {
+		if rec := storedApproval(t, h.store, no.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "carol" || rec.Approval.Note != "too much" {
 			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 		p = wantProblem(t, h.postJSON("/admin/v1/approvals/"+no.id+"/approve", "tok-admin", "application/json", `{"by":"dave"}`), 409, wire.CodeApprovalNotPending)
-		if p["state"] != "DENIED" || p["decided_by"] != "carol" {
+		if p["state"] != "DENIED" || p["decided_by"] != "token:admin" {
 			t.Fatalf("approve after deny: %v", p)
 		}
 		for state, want := range map[string]pendingApproval{"APPROVED": yes, "DENIED": no} {
@@ -289,7 +289,7 @@ func TestAdminApprovalsConcurrentApproves(t *testing.T) {
 				if winner != "" {
 					t.Fatalf("two approves succeeded: %s and op%d", winner, i)
 				}
-				winner = mustJSON(t, r.body)["decided_by"].(string)
+				winner = mustJSON(t, r.body)["claimed_by"].(string)
 			case 409:
 			default:
 				t.Fatalf("approve %d: %d %s", i, r.status, r.body)
@@ -300,13 +300,13 @@ func TestAdminApprovalsConcurrentApproves(t *testing.T) {
 		}
 		for _, r := range results {
 			if r.status == 409 {
-				if p := wantProblem(t, r, 409, wire.CodeApprovalNotPending); p["decided_by"] != winner {
+				if p := wantProblem(t, r, 409, wire.CodeApprovalNotPending); p["decided_by"] != "token:admin" {
 					t.Fatalf("a losing approve names %v, the winner is %s", p["decided_by"], winner)
 				}
 			}
 		}
-		if rec := storedApproval(t, h.store, a.id); rec.Approval.DecidedBy != winner {
-			t.Fatalf("the store says approved by %q, the API %q", rec.Approval.DecidedBy, winner)
+		if rec := storedApproval(t, h.store, a.id); rec.Approval.ClaimedBy != winner {
+			t.Fatalf("the store says approved by %q, the API %q", rec.Approval.ClaimedBy, winner)
 		}
 	})
 }
@@ -343,22 +343,15 @@ func TestCallerApprovals(t *testing.T) {
 			}
 		}
 
-		r = h.postJSON(path(mine, "approve"), "tok-acme", "", "")
-		if r.status != 200 {
-			t.Fatalf("caller approve: %d %s", r.status, r.body)
-		}
-		if rec := storedApproval(t, h.store, mine.id); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "acme" {
-			t.Fatalf("the store says %s by %q, want APPROVED by acme", rec.State, rec.Approval.DecidedBy)
-		}
-		r = h.postJSON(path(mineToo, "deny"), "tok-acme", "application/json", `{"note":"not today"}`)
-		if r.status != 200 {
-			t.Fatalf("caller deny: %d %s", r.status, r.body)
-		}
-		if rec := storedApproval(t, h.store, mineToo.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "acme" || rec.Approval.Note != "not today" {
-			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
-		}
-		if p := wantProblem(t, h.postJSON(path(mine, "deny"), "tok-acme", "", ""), 409, wire.CodeApprovalNotPending); p["decided_by"] != "acme" {
-			t.Fatalf("deny after approve: %v", p)
+		// A static tenant token is an agent's, not a person's: it decides
+		// no approver: caller approval (a provider token does,
+		// TestCallerApprovalByAPersonRunsOnce).
+		wantProblem(t, h.postJSON(path(mine, "approve"), "tok-acme", "", ""), 403, wire.CodeNotAnApprover)
+		wantProblem(t, h.postJSON(path(mineToo, "deny"), "tok-acme", "application/json", `{"note":"not today"}`), 403, wire.CodeNotAnApprover)
+		for _, a := range []pendingApproval{mine, mineToo} {
+			if rec := storedApproval(t, h.store, a.id); rec.State != idempotency.StateAwaitingApproval {
+				t.Fatalf("an agent token decided %s/%d: %s", a.tenant, a.step, rec.State)
+			}
 		}
 		// The tenant's token decided nothing of the others'.
 		for _, a := range []pendingApproval{operators, theirs} {

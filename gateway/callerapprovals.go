@@ -47,6 +47,10 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, `send only "note": the decision's "by" is the token's principal`))
 		return
 	}
+	if err := idempotency.CheckNote(approve, in.Note); err != nil {
+		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, err.Error()))
+		return
+	}
 	store, ok := s.approvalStore(w)
 	if !ok {
 		return

@@ -79,6 +79,9 @@ func pendingID(t testing.TB, r gatewaytest.Response) string {
 // decideApproval approves or denies id in the store, as the admin API does.
 func decideApproval(t testing.TB, h *gatewaytest.Harness, id string, approve bool, note string) {
 	t.Helper()
+	if !approve && note == "" {
+		note = "no" // a deny needs a note
+	}
 	if _, err := h.Store.(idempotency.Approvals).DecideApproval(context.Background(), id, idempotency.ApprovalDecision{Approve: approve, By: "finance-ops", Note: note}); err != nil {
 		t.Fatalf("decide approval %s: %v", id, err)
 	}

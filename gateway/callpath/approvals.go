@@ -72,7 +72,7 @@ func (s *Engine) DecideApproval(ctx context.Context, id string, d ApprovalDecisi
 	}
 	policy := s.settings.Load().decisions[rec.Scope.Tool]
 	decider := decide.Decider{ID: d.Decider.ID, Person: d.Decider.IsPerson() || d.InHost, Claims: d.Decider.Claims}
-	if err := policy.MayDecide(ctx, a.Rule, a.Requester, decider); err != nil {
+	if err := policy.MayDecide(ctx, a.Rule, decide.Approver(a.Approver.OrDefault()), a.Requester, decider); err != nil {
 		s.log.InfoContext(ctx, "approval decision refused", "approval_id", id, "by", d.Decider.ID, "reason", err.Error())
 		if errors.Is(err, decide.ErrSelfApproval) {
 			return idempotency.Record{}, &DecisionRefused{NewProblem(wire.CodeSelfApproval, "the requester of a call cannot decide its approval; another approver must")}

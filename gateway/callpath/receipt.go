@@ -359,12 +359,12 @@ func (s *Engine) callReceipt(st *callState, event receipts.Event) receipts.Recei
 
 // receiptForRecord enqueues event for a stored record: an operator's
 // action or an approval's decision (by names who).
-func (s *Engine) receiptForRecord(event receipts.Event, rec idempotency.Record, by string) {
+func (s *Engine) receiptForRecord(event receipts.Event, rec idempotency.Record, by, claimedBy string) {
 	if s.receipts == nil {
 		return
 	}
 	r := receipts.Receipt{Event: event, Tool: rec.Scope.Tool, Key: receipts.KeyHash(rec.Scope.Key),
-		ExecutionID: rec.ExecutionID, By: by}
+		ExecutionID: rec.ExecutionID, By: by, ClaimedBy: claimedBy}
 	if rec.Step != nil {
 		r.Session, r.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
 	}

@@ -35,7 +35,13 @@ func (s *Engine) PolicyOf(tool string) tools.Policy { return s.policyNamed(tool)
 // approval decided) to the receipt writer, never waited for; by names
 // who acted ([ByAdmin] for the admin token).
 func (s *Engine) ReceiptOf(event receipts.Event, rec idempotency.Record, by string) {
-	s.receiptForRecord(event, rec, by)
+	s.receiptForRecord(event, rec, by, "")
+}
+
+// ReceiptOfClaimed is ReceiptOf with the name claimedBy typed beside the
+// admin token (by token:admin), kept as the receipt's claimed_by.
+func (s *Engine) ReceiptOfClaimed(event receipts.Event, rec idempotency.Record, by, claimedBy string) {
+	s.receiptForRecord(event, rec, by, claimedBy)
 }
 
 // ReceiptStore returns the receipts store; nil when receipts are off.

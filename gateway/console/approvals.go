@@ -100,6 +100,9 @@ func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 		v.DecidedBy, v.DecidedAt, v.Note = a.DecidedBy, a.DecidedAt, a.Note
 		v.Requester, v.ClaimedBy, v.Approver = a.Requester, a.ClaimedBy, string(a.Approver)
 		v.ApprovedBy, v.Needed = a.ApprovedBy, a.Needed()
+		if a.ClaimedBy != "" { // the admin token's holder: the name given, then the principal
+			v.DecidedBy = a.ClaimedBy + " (" + a.DecidedBy + ")"
+		}
 	}
 	return v
 }
@@ -299,9 +302,13 @@ func notPendingText(e *idempotency.ApprovalNotPendingError) string {
 	if verb == "" {
 		verb = strings.ToLower(string(e.State))
 	}
+	who := e.DecidedBy
+	if e.ClaimedBy != "" {
+		who = e.ClaimedBy + " (" + e.DecidedBy + ")"
+	}
 	switch {
 	case e.DecidedBy != "":
-		return fmt.Sprintf("Already %s by %s at %s; nothing changed.", verb, e.DecidedBy, e.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		return fmt.Sprintf("Already %s by %s at %s; nothing changed.", verb, who, e.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	case !e.DecidedAt.IsZero():
 		return fmt.Sprintf("Already %s at %s; nothing changed.", verb, e.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	}

@@ -183,6 +183,9 @@ var ErrApprovalNotPending = errors.New("idempotency: approval not pending")
 type ApprovalNotPendingError struct {
 	State     State
 	DecidedBy string
+	// ClaimedBy is the name typed with the admin token (DecidedBy
+	// token:admin).
+	ClaimedBy string
 	DecidedAt time.Time
 }
 
@@ -202,7 +205,7 @@ func (e *ApprovalNotPendingError) Is(target error) bool { return target == ErrAp
 func NotPending(state State, a *Approval) error {
 	e := &ApprovalNotPendingError{State: state}
 	if a != nil {
-		e.DecidedBy, e.DecidedAt = a.DecidedBy, a.DecidedAt
+		e.DecidedBy, e.ClaimedBy, e.DecidedAt = a.DecidedBy, a.ClaimedBy, a.DecidedAt
 		if state == StateExpired && a.DecidedAt.IsZero() {
 			e.DecidedAt = a.ExpiresAt
 		}
@@ -310,6 +313,22 @@ func (d ApprovalDecision) Validate() error {
 		return fmt.Errorf("approval decision: by or claimed_by above %d bytes", maxApprovalText)
 	}
 	return CheckNote(d.Approve, d.Note)
+}
+
+// PrincipalKeeper is implemented by a store that keeps an approval's
+// Requester, Quorum, Binding, ApprovedBy and ClaimedBy and counts a
+// quorum in DecideApproval. A store without it keeps none of them: the
+// engine then refuses calls whose rule asks a quorum above one (it could
+// not count it), and cannot refuse self-approval or stale approvals.
+type PrincipalKeeper interface {
+	KeepsPrincipals() bool
+}
+
+// KeepsPrincipals reports whether s implements PrincipalKeeper and says
+// it keeps them.
+func KeepsPrincipals(s any) bool {
+	k, ok := s.(PrincipalKeeper)
+	return ok && k.KeepsPrincipals()
 }
 
 // Approvals is the deciding side of a store: every store of this module
