@@ -307,9 +307,9 @@ test("a pending approval appears without a reload, is approved once, and the cal
   await tabA.waitForURL(new RegExp(`/console/approvals/${id}\\?done=approve$`));
   assert.match(await tabA.locator("#decided").innerText(), /You approved this call\./);
   assert.equal(await tabA.locator("#approval-state").innerText(), "APPROVED");
-  // Signed in with the admin token, the decider is token:admin, never the
-  // typed name (contract section 19).
-  assert.match(await tabA.locator("#decided-by").innerText(), /^token:admin/);
+  // Signed in with the admin token, the decider is token:admin; the typed
+  // name is kept beside it as claimed_by (contract section 19).
+  assert.equal(await tabA.locator("#decided-by").innerText(), "olga (token:admin)");
   assert.ok((await tabA.locator("main").innerText()).includes("ok by finance <script>"));
   await tabA.goto(`${base}/console/approvals`);
   await tabA.getByText("No pending approvals").waitFor();
@@ -318,7 +318,7 @@ test("a pending approval appears without a reload, is approved once, and the cal
   await tabB.locator(`#approval-${id}`).getByLabel("Note").fill("too much");
   await tabB.locator(`#approval-${id}`).getByRole("button", { name: "Deny" }).click();
   await tabB.getByRole("alert").waitFor();
-  assert.match(await tabB.getByRole("alert").innerText(), /^Already approved by token:admin at \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ; nothing changed\.$/);
+  assert.match(await tabB.getByRole("alert").innerText(), /^Already approved by olga \(token:admin\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ; nothing changed\.$/);
   await tabB.screenshot({ path: join(shots, "already-approved.png") });
   assert.equal(await tabA.evaluate(() => window.__xss), undefined, "no script from data ran");
 
@@ -342,7 +342,7 @@ test("a pending approval appears without a reload, is approved once, and the cal
   await denyCard.getByRole("button", { name: "Deny" }).click();
   await tabA.waitForURL(new RegExp(`/console/approvals/${denyID}\\?done=deny$`));
   assert.match(await tabA.locator("#decided").innerText(), /You denied this call\./);
-  assert.match(await tabA.locator("#decided-by").innerText(), /^token:admin/);
+  assert.equal(await tabA.locator("#decided-by").innerText(), "olga (token:admin)");
   const denied = await call(denyKey, denyArgs);
   assert.equal(denied.status, 403, denied.body);
   assert.match(denied.body, /approval_denied/);
