@@ -214,8 +214,14 @@ func TestPreferWaitRunsOnceApproved(t *testing.T) {
 		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
 		c := refund("w", 1, "600")
 		id := pendingID(t, h.Do(c))
+		// wait=N alone does not wait for a human: approval_pending at once.
+		plain := c
+		plain.Headers = map[string]string{"Prefer": "wait=20"}
+		if r := h.Do(plain); r.Status != http.StatusConflict || r.Header.Get(wire.HeaderPreferenceApplied) != "" {
+			t.Fatalf("wait=20 without the approval preference: %d Preference-Applied %q", r.Status, r.Header.Get(wire.HeaderPreferenceApplied))
+		}
 		waiting := c
-		waiting.Headers = map[string]string{"Prefer": "wait=20"}
+		waiting.Headers = map[string]string{"Prefer": "wait=20, approval"}
 		done := make(chan gatewaytest.Response, 1)
 		go func() { done <- h.Do(waiting) }()
 		time.Sleep(200 * time.Millisecond)

@@ -312,7 +312,7 @@ func TestReceiptsOfUncertainAndResolved(t *testing.T) {
 	for _, r := range chain {
 		events = append(events, string(r.Event)+":"+strconv.Itoa(r.Status)+":"+r.By)
 	}
-	want := "made_unknown:0: executed:500: resolved:200:admin executed:500: approval_requested:0: approval_denied:0:finance-ops"
+	want := "made_unknown:0: executed:500: resolved:200:token:admin executed:500: approval_requested:0: approval_denied:0:token:admin"
 	if got := strings.Join(events, " "); got != want {
 		t.Fatalf("events %q, want %q", got, want)
 	}

@@ -188,12 +188,13 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 }
 
 // waitable says whether c's wait waits on outcome: a duplicate in flight
-// (for its outcome), or over REST a pending approval (Prefer: wait, for
-// its decision, and if approved, to run the call). Over MCP a pending
-// approval answers at once: the wait there is mcp.in_progress_wait, meant
-// for a duplicate that finishes in seconds, not for a human.
+// (for its outcome), or a pending approval when the caller opted in
+// (Call.WaitForApproval: REST's Prefer: wait=N, approval; for its
+// decision, and if approved, to run the call). Without the opt-in a
+// pending approval answers at once: SDKs send Prefer: wait=N for
+// duplicates that finish in seconds, and a human answers in minutes.
 func waitable(c *Call, o idempotency.Outcome) bool {
-	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.API == APIREST)
+	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.WaitForApproval)
 }
 
 // awaitDuplicate polls the store until the running call finishes, its lease

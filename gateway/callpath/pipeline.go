@@ -109,6 +109,10 @@ type Call struct {
 	// before the answer is "in progress" (REST: Prefer: wait=N; MCP:
 	// mcp.in_progress_wait). Zero answers at once.
 	Wait time.Duration
+	// WaitForApproval: Wait also waits for a pending approval's decision
+	// (REST: Prefer: approval beside wait=N). Without it a call held for
+	// an approval answers approval_pending at once.
+	WaitForApproval bool
 	// Received is when the request arrived, for the latency histogram; zero
 	// means when Engine.Call started.
 	Received time.Time

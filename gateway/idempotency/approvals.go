@@ -90,6 +90,7 @@ const maxApprovalText = 4096
 // MaxNoteBytes bounds a decision's note, the same for the console, the
 // admin API, the caller endpoint and the CLI (400 over it).
 const MaxNoteBytes = 1024
+
 // Validate checks an approval claim: an id, positive durations, a known
 // approver, bounded text.
 func (a ApprovalClaim) Validate() error {
