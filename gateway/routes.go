@@ -114,6 +114,8 @@ func (s *Server) mountAdminAPI(r chi.Router) {
 		r.Get("/receipts", s.handleAdminReceipts)                   // adminreceipts.go
 		r.Get("/receipts/checkpoints", s.handleAdminCheckpoints)    // receiptcheckpoints.go
 		r.Post("/receipts/checkpoints", s.handleAdminCheckpointNow) // receiptcheckpoints.go
+		r.Get("/tools", s.handleAdminTools)                         // adminpins.go
+		r.Post("/tools/{tool}/accept", s.handleAdminAcceptTool)
 	})
 }
 

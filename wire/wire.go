@@ -102,6 +102,9 @@ const (
 	CodeNotAnApprover               = "not_an_approver"
 	CodeSelfApproval                = "self_approval"
 	CodeApprovalStale               = "approval_stale"
+	// CodeToolChanged: the tool is held, its definition changed since it
+	// was pinned (409, not retryable; docs/tools.md, "Pins").
+	CodeToolChanged = "tool_changed"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

@@ -116,6 +116,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeNotAnApprover:               {http.StatusForbidden, "The decider is not an approver of this call", false, labelInvalid},
 	wire.CodeSelfApproval:                {http.StatusForbidden, "The requester cannot decide their own call", false, labelInvalid},
 	wire.CodeApprovalStale:               {http.StatusForbidden, "The tool's rules or definition changed since the approval", false, labelApprovalExpired},
+	wire.CodeToolChanged:                 {http.StatusConflict, "The tool changed since it was pinned", false, labelToolChanged},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

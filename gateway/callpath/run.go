@@ -206,6 +206,8 @@ func (s *Engine) toolErrorProblem(ctx context.Context, err error) *Problem {
 		return NewProblem(wire.CodeUpstreamUnreachable, "the tool's upstream could not be reached")
 	case errors.Is(err, tools.ErrOutcomeUncertain):
 		return NewProblem(wire.CodeUpstreamUnreachable, "the tool's upstream took the request but gave no final answer (the connection was lost, or it answered a status outside 200–599)")
+	case errors.Is(err, tools.ErrToolChanged): // an unkeyed call, not asked before
+		return toolChanged()
 	case errors.Is(err, tools.ErrUpstreamUnavailable):
 		return NewProblem(wire.CodeUpstreamUnavailable, "the tool's MCP server has not been listed yet; retry").WithRetryAfter(1)
 	case errors.Is(err, tools.ErrResponseTooLarge):

@@ -87,7 +87,24 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			if upstreamClient == nil {
 				upstreamClient = httptool.NewClient()
 			}
+			var pins [][]byte
+			if t.HTTP.TLS != nil {
+				if len(t.HTTP.TLS.PinSHA256) == 0 {
+					return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256: give at least one pin", field)
+				}
+				for j, p := range t.HTTP.TLS.PinSHA256 {
+					pin, err := httptool.ParsePin(p)
+					if err != nil {
+						return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256[%d]: %w", field, j, err)
+					}
+					pins = append(pins, pin)
+				}
+				if u.Scheme != "https" {
+					return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256: the url must be https", field)
+				}
+			}
 			ht, err := httptool.New(httptool.Config{
+				PinSHA256:        pins,
 				Client:           upstreamClient,
 				Name:             t.Name,
 				Description:      t.Description,

@@ -275,6 +275,34 @@ type HTTPToolConfig struct {
 	URL              string            `yaml:"url"`
 	Headers          map[string]string `yaml:"headers"`
 	MaxResponseBytes int64             `yaml:"max_response_bytes"`
+	// TLS pins the upstream's certificate (docs/tools.md, "Certificate
+	// pins").
+	TLS *HTTPToolTLS `yaml:"tls"`
+}
+
+// HTTPToolTLS is tools[].http.tls.
+type HTTPToolTLS struct {
+	// PinSHA256 is the SHA-256 of the upstream certificate's
+	// SubjectPublicKeyInfo (hex or base64), or a list of them (the current
+	// key and the next, for a rotation).
+	PinSHA256 stringOrList `yaml:"pin_sha256"`
+}
+
+// stringOrList is a YAML string or list of strings.
+type stringOrList []string
+
+// UnmarshalYAML reads one string or a list.
+func (l *stringOrList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = []string{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: want a string or a list of strings", n.Line)
+	}
+	*l = list
+	return nil
 }
 
 // Duration is a time.Duration written as "30s", "24h".

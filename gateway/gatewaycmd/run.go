@@ -177,11 +177,6 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 		return b, err
 	}
 	b.closers = append(b.closers, func() { _ = store.Close() })
-	if err := startMCP(ctx, st.mcp, log); err != nil {
-		return b, err
-	}
-	opts.Store = store
-	opts.Limiter = st.cfg.limiterFor(store)
 	if opts.Receipts, err = st.cfg.receiptsFor(ctx, store); err != nil {
 		return b, err
 	}
@@ -209,6 +204,13 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 			})
 		}
 	}
+	// Before the first listing: every tool is checked against its pin.
+	usePins(st.mcp, store, opts.Receipts, &opts, log)
+	if err := startMCP(ctx, st.mcp, log); err != nil {
+		return b, err
+	}
+	opts.Store = store
+	opts.Limiter = st.cfg.limiterFor(store)
 	tp, err := st.cfg.tracerProvider(ctx, getenv)
 	if err != nil {
 		return b, err

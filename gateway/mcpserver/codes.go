@@ -52,6 +52,7 @@ var rpcCodes = map[string]int64{
 	wire.CodeNotAnApprover:               wire.RPCInvalidParams,
 	wire.CodeSelfApproval:                wire.RPCInvalidParams,
 	wire.CodeApprovalStale:               rpcToolResult,
+	wire.CodeToolChanged:                 rpcToolResult,
 }
 
 // rpcToolResult in rpcCodes renders the code as a tool result with isError

@@ -218,7 +218,7 @@ func TestVerifyIsStrict(t *testing.T) {
 		"duplicate member":          strings.Replace(line, `"status":201`, `"status":201,"status":500`, 1),
 		"members differing by case": strings.Replace(line, `"status":201`, `"status":201,"Status":500`, 1),
 		"member of another case":    strings.Replace(line, `"status":`, `"Status":`, 1),
-		"unknown member":            strings.Replace(line, `"status":201`, `"status":201,"note":"x"`, 1),
+		"unknown member":            strings.Replace(line, `"status":201`, `"status":201,"remark":"x"`, 1),
 		"non-canonical number":      strings.Replace(line, `"status":201`, `"status":201.0`, 1),
 		"exponent":                  strings.Replace(line, `"seq":2`, `"seq":2e0`, 1),
 		"leading zero":              strings.Replace(line, `"seq":2`, `"seq":02`, 1),

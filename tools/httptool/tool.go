@@ -7,6 +7,7 @@ package httptool
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -44,6 +45,14 @@ type Config struct {
 	// Client sends the calls; nil means a client of its own from NewClient.
 	// Pass one shared client to every tool so they share keep-alive pools.
 	Client *http.Client
+	// PinSHA256, when set, pins the upstream's TLS certificate (https
+	// only): the SHA-256 of its SubjectPublicKeyInfo must be one of these
+	// (ParsePin), or the connection is refused in the handshake, before a
+	// request byte is written (an error wrapping
+	// tools.ErrUpstreamUnreachable whose message names ErrPinMismatch and
+	// the key the server presented). The tool then has a connection pool
+	// of its own, cloned from Client's transport.
+	PinSHA256 [][]byte
 }
 
 // Tool is an HTTP upstream tool. It is safe for concurrent use.
@@ -85,6 +94,19 @@ func New(cfg Config) (*Tool, error) {
 	client := cfg.Client
 	if client == nil {
 		client = NewClient()
+	}
+	if len(cfg.PinSHA256) > 0 {
+		if target.Scheme != "https" {
+			return nil, fmt.Errorf("tool %q: tls.pin_sha256: the url must be https", cfg.Name)
+		}
+		for _, p := range cfg.PinSHA256 {
+			if len(p) != sha256.Size {
+				return nil, fmt.Errorf("tool %q: tls.pin_sha256: a pin is %d bytes, want 32", cfg.Name, len(p))
+			}
+		}
+		if client, err = pinnedClient(client, cfg.PinSHA256); err != nil {
+			return nil, fmt.Errorf("tool %q: %w", cfg.Name, err)
+		}
 	}
 	return &Tool{
 		spec: tools.Spec{

@@ -80,6 +80,7 @@ CODE_CALL_DENIED: Final = "call_denied"
 CODE_APPROVAL_PENDING: Final = "approval_pending"
 CODE_APPROVAL_DENIED: Final = "approval_denied"
 CODE_APPROVAL_EXPIRED: Final = "approval_expired"
+CODE_TOOL_CHANGED: Final = "tool_changed"
 
 #: Vendor prefix of every _meta member the gateway reads or writes over MCP.
 META_PREFIX: Final = "io.github.toolgateway/"

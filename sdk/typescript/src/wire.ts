@@ -134,6 +134,8 @@ export const CodeApprovalPending = "approval_pending";
 export const CodeApprovalDenied = "approval_denied";
 /** The call's approval expired, pending or unused (403). */
 export const CodeApprovalExpired = "approval_expired";
+/** The tool is held: its MCP server changed its definition since it was pinned (409). */
+export const CodeToolChanged = "tool_changed";
 
 /** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
 export const MetaPrefix = "io.github.toolgateway/";
