@@ -125,6 +125,38 @@ func (b consoleBackend) ListRecords(ctx context.Context, f idempotency.ListFilte
 	return a.List(ctx, f)
 }
 
+// findRecordPages bounds the scan FindRecord makes of a tool's records:
+// the stores index records by their key, not by its hash, so a deep link
+// reads at most this many pages of MaxListLimit.
+const findRecordPages = 20
+
+// FindRecord reads the record of tool whose key hashes to keyHash: a
+// bounded scan of the tool's records for the hash, then the record itself
+// under its scope (with its response and arguments).
+func (b consoleBackend) FindRecord(ctx context.Context, tool, keyHash string) (idempotency.Record, error) {
+	a, err := b.admin()
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	f := idempotency.ListFilter{Tool: tool, Limit: idempotency.MaxListLimit}
+	for range findRecordPages {
+		page, err := a.List(ctx, f)
+		if err != nil {
+			return idempotency.Record{}, fmt.Errorf("gateway: find record: %w", err)
+		}
+		for _, rec := range page.Records {
+			if receipts.KeyHash(rec.Scope.Key) == keyHash {
+				return b.s.opts.Store.Get(ctx, rec.Scope)
+			}
+		}
+		if page.Cursor == "" {
+			break
+		}
+		f.Cursor = page.Cursor
+	}
+	return idempotency.Record{}, idempotency.ErrNotFound
+}
+
 // FindExecution reads the record of an execution id.
 func (b consoleBackend) FindExecution(ctx context.Context, id string) (idempotency.Record, error) {
 	a, err := b.admin()
@@ -210,7 +242,7 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 		if c == nil { // a tool no call reached yet
 			c = &callpath.ToolCounter{}
 		}
-		st := console.ToolStats{Name: name, Decisions: c.Decisions, Executions: c.Executions, Replays: c.Replays,
+		st := console.ToolStats{Name: name, Decisions: c.Decisions, Observed: c.Observed, Executions: c.Executions, Replays: c.Replays,
 			P50: c.Quantile(0.5), P99: c.Quantile(0.99),
 			Policy: []string{
 				"timeout: " + p.Timeout.String(),

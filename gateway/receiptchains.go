@@ -56,7 +56,7 @@ func (c *chainChecks) states(ctx context.Context, store receipts.Store) ([]conso
 		if err := cc.advance(ctx, store, tenant); err != nil {
 			return nil, err
 		}
-		out = append(out, console.ChainState{Tenant: tenant, Receipts: cc.checked, Verified: cc.problem == "", Problem: cc.problem})
+		out = append(out, console.ChainState{Tenant: tenant, Head: cc.head.Seq, Receipts: cc.checked, Verified: cc.problem == "", Problem: cc.problem})
 	}
 	return out, nil
 }

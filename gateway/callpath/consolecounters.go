@@ -12,7 +12,10 @@ import (
 // never disagree.
 type ToolCounter struct {
 	Executions, Replays float64
-	Decisions           map[string]float64
+	// Decisions counts the enforced decisions by kind; Observed those of
+	// mode: observe, which an enforcing gateway would have taken (the
+	// call ran as allowed): kept apart so neither reads as the other.
+	Decisions, Observed map[string]float64
 	// buckets are the latency histogram of its executed calls, summed over
 	// doors: cumulative counts by upper bound (seconds).
 	bounds []float64
@@ -29,7 +32,7 @@ func (m *metrics) toolCounters() (map[string]*ToolCounter, error) {
 	out := map[string]*ToolCounter{}
 	of := func(tool string) *ToolCounter {
 		if out[tool] == nil {
-			out[tool] = &ToolCounter{Decisions: map[string]float64{}}
+			out[tool] = &ToolCounter{Decisions: map[string]float64{}, Observed: map[string]float64{}}
 		}
 		return out[tool]
 	}
@@ -52,7 +55,11 @@ func (m *metrics) toolCounters() (map[string]*ToolCounter, error) {
 					of(tool).Replays += metric.GetCounter().GetValue()
 				}
 			case "gateway_decisions_total":
-				of(tool).Decisions[labels["decision"]] += metric.GetCounter().GetValue()
+				if labels["enforced"] == enforcedLabel(false) {
+					of(tool).Observed[labels["decision"]] += metric.GetCounter().GetValue()
+				} else {
+					of(tool).Decisions[labels["decision"]] += metric.GetCounter().GetValue()
+				}
 			case "gateway_request_duration_seconds":
 				if labels["outcome"] == labelExecuted {
 					of(tool).addHistogram(metric.GetHistogram())

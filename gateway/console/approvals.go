@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -13,9 +14,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
-// approvalView is one approval as the page lays it out.
+// approvalView is one approval as the pages lay it out.
 type approvalView struct {
 	ID, Tool, Tenant, Session, Step string
 	State                           string
@@ -26,23 +28,69 @@ type approvalView struct {
 	Arguments                       []byte
 	DecidedBy, Note                 string
 	DecidedAt                       time.Time
+	// Requester is the call's principal id (who asked); ClaimedBy the name
+	// typed beside token:admin; Approver who decides (operator, caller).
+	Requester, ClaimedBy, Approver string
+	// ApprovedBy are the principals who approved so far, of Needed.
+	ApprovedBy []string
+	Needed     int
+	// KeyHash names the call's record for its deep link
+	// (/console/records/{tool}/{key-hash}); Ran is true once the approved
+	// call ran (the record left the approval states), ExecutionID its id.
+	KeyHash, ExecutionID string
+	Ran                  bool
 }
 
 // approvalsView is the Approvals page: the pending page (oldest first),
-// the recently decided, and a message after a refused decision.
+// the history under the filter (newest first), and a message after a
+// refused decision.
 type approvalsView struct {
 	Pending    []approvalView
 	NextCursor string
-	Decided    []approvalView
-	Message    string
-	Error      string
+	// Filter is the history's filter as the form shows it; History one
+	// page of it and HistoryCursor the next page's cursor.
+	Filter        historyFilter
+	States        []string
+	History       []approvalView
+	HistoryCursor string
+	Message       string
+	Error         string
 }
 
-// decidedShown is how many decided approvals of each kind the page shows.
-const decidedShown = 20
+// approvalView is one approval's own page (/console/approvals/{id}).
+type approvalPage struct {
+	Approval approvalView
+	// Pending is true while it can be decided; Done is the decision this
+	// signed-in person just took (the confirmation).
+	Pending bool
+	Done    string
+	Note    string
+	Error   string
+}
+
+// historyFilter is the history form: the state shown by its wire name
+// (PENDING for AWAITING_APPROVAL), the rest as typed.
+type historyFilter struct {
+	State, Tool, Tenant, Requester, Session, Since, Until string
+}
+
+// pendingState is the history's name for idempotency.StateAwaitingApproval,
+// the contract's name for it (section 19).
+const pendingState = "PENDING"
+
+// historyStates are the states the history filter offers.
+var historyStates = []string{pendingState, string(idempotency.StateApproved), string(idempotency.StateDenied), string(idempotency.StateExpired)}
 
 func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
-	v := approvalView{Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State), Arguments: rec.CanonicalArguments}
+	v := approvalView{Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State), Arguments: rec.CanonicalArguments,
+		ExecutionID: rec.ExecutionID}
+	if rec.Scope.Key != "" {
+		v.KeyHash = receipts.KeyHash(rec.Scope.Key)
+	}
+	if rec.State == idempotency.StateAwaitingApproval {
+		v.State = pendingState
+	}
+	v.Ran = rec.State != "" && !rec.State.IsApproval()
 	if rec.Step != nil {
 		v.Session, v.Step = rec.Step.SessionID, fmt.Sprint(rec.Step.Index)
 	}
@@ -50,6 +98,8 @@ func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 		v.ID, v.RequestedAt, v.ExpiresAt, v.Age = a.ID, a.RequestedAt, a.ExpiresAt, age(a.RequestedAt, now)
 		v.Rule, v.Reason = fmt.Sprintf("decide[%d]", a.Rule), a.Reason
 		v.DecidedBy, v.DecidedAt, v.Note = a.DecidedBy, a.DecidedAt, a.Note
+		v.Requester, v.ClaimedBy, v.Approver = a.Requester, a.ClaimedBy, string(a.Approver)
+		v.ApprovedBy, v.Needed = a.ApprovedBy, a.Needed()
 		if a.ClaimedBy != "" { // the admin token's holder: the name given, then the principal
 			v.DecidedBy = a.ClaimedBy + " (" + a.DecidedBy + ")"
 		}
@@ -85,29 +135,73 @@ func (c *Console) pending(r *http.Request) ([]approvalView, string, error) {
 	return views, page.Cursor, nil
 }
 
-// decided reads the most recent approved and denied approvals.
-func (c *Console) decided(r *http.Request) ([]approvalView, error) {
-	var views []approvalView
-	for _, state := range []idempotency.State{idempotency.StateApproved, idempotency.StateDenied} {
-		page, err := c.backend.ListApprovals(r.Context(), idempotency.ApprovalFilter{State: state, Limit: decidedShown})
-		if err != nil {
-			return nil, err
-		}
-		for _, rec := range page.Records {
-			views = append(views, toApprovalView(rec, c.opts.Now()))
-		}
+// errBadFilter is a history filter the console cannot read; the page
+// says so and lists nothing.
+var errBadFilter = errors.New("console: bad filter")
+
+// historyFilterOf reads the history form from the query and returns the
+// store's filter for it.
+func (c *Console) historyFilterOf(q url.Values) (historyFilter, idempotency.ApprovalFilter, error) {
+	h := historyFilter{State: strings.ToUpper(strings.TrimSpace(q.Get("state"))), Tool: strings.TrimSpace(q.Get("tool")),
+		Tenant: strings.TrimSpace(q.Get("tenant")), Requester: strings.TrimSpace(q.Get("requester")), Session: strings.TrimSpace(q.Get("session")),
+		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until"))}
+	f := idempotency.ApprovalFilter{Tool: h.Tool, Tenant: h.Tenant, Requester: h.Requester, SessionID: h.Session,
+		Limit: c.opts.PageSize, Cursor: q.Get("hcursor")}
+	switch {
+	case h.State == "":
+	case h.State == pendingState:
+		f.State = idempotency.StateAwaitingApproval
+	case slices.Contains(historyStates, h.State):
+		f.State = idempotency.State(h.State)
+	default:
+		return h, f, fmt.Errorf("%w: state %q is not one of %s", errBadFilter, h.State, strings.Join(historyStates, ", "))
 	}
-	slices.SortStableFunc(views, func(a, b approvalView) int { return b.DecidedAt.Compare(a.DecidedAt) })
-	return views, nil
+	var errSince, errUntil error
+	f.Since, errSince = parseTime(h.Since)
+	f.Until, errUntil = parseTime(h.Until)
+	if errSince != nil || errUntil != nil {
+		return h, f, fmt.Errorf("%w: since and until take a date and time (2026-01-31T14:00, UTC)", errBadFilter)
+	}
+	return h, f, nil
+}
+
+// history reads one page of the approvals the filter selects, newest
+// first (pending ones oldest first, as the admin API lists them).
+func (c *Console) history(r *http.Request, f idempotency.ApprovalFilter) ([]approvalView, string, error) {
+	page, err := c.backend.ListApprovals(r.Context(), f)
+	if err != nil {
+		return nil, "", err
+	}
+	views := make([]approvalView, 0, len(page.Records))
+	for _, rec := range page.Records {
+		// Keeps is the filter's own test of requester, session and time:
+		// a store that applies it already loses nothing here.
+		if !f.Keeps(&rec) {
+			continue
+		}
+		views = append(views, toApprovalView(rec, c.opts.Now()))
+	}
+	if f.State == idempotency.StateAwaitingApproval {
+		slices.SortStableFunc(views, func(a, b approvalView) int { return a.RequestedAt.Compare(b.RequestedAt) })
+	} else {
+		slices.SortStableFunc(views, func(a, b approvalView) int { return b.RequestedAt.Compare(a.RequestedAt) })
+	}
+	return views, page.Cursor, nil
 }
 
 func (c *Console) approvalsView(r *http.Request) (approvalsView, error) {
-	var v approvalsView
+	v := approvalsView{States: historyStates}
 	var err error
 	if v.Pending, v.NextCursor, err = c.pending(r); err != nil {
 		return v, err
 	}
-	v.Decided, err = c.decided(r)
+	h, f, err := c.historyFilterOf(r.URL.Query())
+	v.Filter = h
+	if err != nil {
+		v.Error = strings.TrimPrefix(err.Error(), errBadFilter.Error()+": ")
+		return v, nil
+	}
+	v.History, v.HistoryCursor, err = c.history(r, f)
 	return v, err
 }
 
@@ -118,7 +212,11 @@ func (c *Console) handleApprovals(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, err)
 		return
 	}
-	c.pages.render(w, http.StatusOK, "approvals", pageFor(r, "Approvals", "approvals", v))
+	status := http.StatusOK
+	if v.Error != "" {
+		status = http.StatusBadRequest
+	}
+	c.pages.render(w, status, "approvals", pageFor(r, "Approvals", "approvals", v))
 }
 
 // handlePendingFragment is the pending list alone, polled by the page so a
@@ -132,15 +230,37 @@ func (c *Console) handlePendingFragment(w http.ResponseWriter, r *http.Request) 
 	c.pages.renderFragment(w, "approvals", "pending", pageFor(r, "", "", approvalsView{Pending: views, NextCursor: cursor}))
 }
 
-// handleDecide approves or denies one approval as the signed-in operator.
-// An approval someone else decided first is not changed: the page says
-// who decided it and when.
+// handleApproval shows one approval: the page the notification's
+// console_url opens, and where a decision lands with its confirmation.
+func (c *Console) handleApproval(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	rec, err := c.backend.GetApproval(r.Context(), id)
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+		c.pages.render(w, http.StatusNotFound, "approval", pageFor(r, "Approval", "approvals",
+			approvalPage{Approval: approvalView{ID: id}, Error: "No approval with that id: it was never requested, or its record was used and removed."}))
+		return
+	case err != nil:
+		c.storeFailed(w, r, err)
+		return
+	}
+	v := approvalPage{Approval: toApprovalView(rec, c.opts.Now()), Pending: rec.State == idempotency.StateAwaitingApproval}
+	if done := r.URL.Query().Get("done"); done == "approve" || done == "deny" {
+		v.Done = done
+	}
+	c.pages.render(w, http.StatusOK, "approval", pageFor(r, "Approval", "approvals", v))
+}
+
+// handleDecide approves or denies one approval as the signed-in operator
+// and lands on the approval's page with a confirmation. An approval
+// someone else decided first is not changed: the page says who decided
+// it and when. A deny needs a note (its reason, which the agent sees).
 func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	action := r.PostForm.Get("action")
 	note := strings.TrimSpace(r.PostForm.Get("note"))
 	if action != "approve" && action != "deny" {
-		c.approvalsMessage(w, r, http.StatusBadRequest, "", "Choose approve or deny.")
+		c.approvalMessage(w, r, http.StatusBadRequest, id, note, "Choose approve or deny; nothing changed.")
 		return
 	}
 	if err := idempotency.CheckNote(action == "approve", note); err != nil {
@@ -148,7 +268,7 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, idempotency.ErrNoteRequired) {
 			msg = "A deny needs a note: the reason the caller is shown. Nothing changed."
 		}
-		c.approvalsMessage(w, r, http.StatusBadRequest, "", msg)
+		c.approvalMessage(w, r, http.StatusBadRequest, id, note, msg)
 		return
 	}
 	s := sessionFrom(r.Context())
@@ -158,20 +278,20 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	var refused *RefusedError
 	switch {
 	case errors.As(err, &refused):
-		c.approvalsMessage(w, r, refused.Status, "", refused.Message+" Nothing changed.")
+		c.approvalMessage(w, r, refused.Status, id, note, refused.Message+" Nothing changed.")
 		return
 	case errors.As(err, &notPending):
-		c.approvalsMessage(w, r, http.StatusConflict, "", notPendingText(notPending))
+		c.approvalMessage(w, r, http.StatusConflict, id, note, notPendingText(notPending))
 		return
 	case errors.Is(err, idempotency.ErrNotFound):
-		c.approvalsMessage(w, r, http.StatusNotFound, "", "No such approval (it may have been used and removed already); nothing changed.")
+		c.approvalMessage(w, r, http.StatusNotFound, id, note, "No such approval (it may have been used and removed already); nothing changed.")
 		return
 	case err != nil:
 		c.storeFailed(w, r, err)
 		return
 	}
 	c.opts.Log.InfoContext(r.Context(), "console: approval decided", "approval_id", id, "action", action, "by", by, "tool", rec.Scope.Tool, "tenant", rec.Scope.Tenant)
-	http.Redirect(w, r, Base+"/approvals", http.StatusSeeOther)
+	http.Redirect(w, r, Base+"/approvals/"+url.PathEscape(id)+"?done="+action, http.StatusSeeOther)
 }
 
 // notPendingText is the "already approved by X at T" message.
@@ -195,15 +315,20 @@ func notPendingText(e *idempotency.ApprovalNotPendingError) string {
 	return fmt.Sprintf("Already %s; nothing changed.", verb)
 }
 
-// approvalsMessage shows the Approvals page with a message.
-func (c *Console) approvalsMessage(w http.ResponseWriter, r *http.Request, status int, message, problem string) {
-	v, err := c.approvalsView(r)
-	if err != nil {
+// approvalMessage shows the approval's page with a refused decision's
+// message and the note as typed (so it is not lost).
+func (c *Console) approvalMessage(w http.ResponseWriter, r *http.Request, status int, id, note, problem string) {
+	v := approvalPage{Approval: approvalView{ID: id}, Note: note, Error: problem}
+	rec, err := c.backend.GetApproval(r.Context(), id)
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+	case err != nil:
 		c.storeFailed(w, r, err)
 		return
+	default:
+		v.Approval, v.Pending = toApprovalView(rec, c.opts.Now()), rec.State == idempotency.StateAwaitingApproval
 	}
-	v.Message, v.Error = message, problem
-	c.pages.render(w, status, "approvals", pageFor(r, "Approvals", "approvals", v))
+	c.pages.render(w, status, "approval", pageFor(r, "Approval", "approvals", v))
 }
 
 // storeFailed answers 503 when the store did not answer; the error is

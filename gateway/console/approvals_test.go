@@ -29,15 +29,18 @@ func TestApprovalsPendingThenApprove(t *testing.T) {
 	}
 	_, page := get(t, c, f.srv.URL+"/console/approvals")
 	resp, page := post(t, c, f.srv.URL+"/console/approvals/"+id+"/decide", url.Values{"csrf": {csrfOf(t, page)}, "action": {"approve"}, "note": {"ok by finance"}})
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/console/approvals" {
-		t.Fatalf("approve: %d %s", resp.StatusCode, resp.Request.URL)
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/console/approvals/"+id || !strings.Contains(page, "You approved this call.") {
+		t.Fatalf("approve: %d %s\n%s", resp.StatusCode, resp.Request.URL, page)
 	}
 	rec, err := f.store.GetApproval(context.Background(), id)
 	if err != nil || rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" || rec.Approval.Note != "ok by finance" {
 		t.Fatalf("after approve: %+v %+v %v", rec.State, rec.Approval, err)
 	}
-	if !strings.Contains(page, "No pending approvals") || !strings.Contains(page, "ok by finance") {
-		t.Fatalf("the page after approving:\n%s", page)
+	if !strings.Contains(page, "ok by finance") || strings.Contains(page, `id="decide"`) {
+		t.Fatalf("the approval's page after approving (the note, no decide form):\n%s", page)
+	}
+	if _, list := get(t, c, f.srv.URL+"/console/approvals"); !strings.Contains(list, "No pending approvals") || !strings.Contains(list, `href="/console/approvals/`+id+`"`) {
+		t.Fatalf("the approvals page after approving (none pending, the approval in the history):\n%s", list)
 	}
 }
 
@@ -72,10 +75,12 @@ func TestHTMLInArgumentsReasonsAndNotesIsText(t *testing.T) {
 	c := f.browser(t)
 	f.signIn(t, c, xss, adminToken, "/console/approvals")
 	args, _ := json.Marshal(map[string]string{"memo": xss})
-	f.pendingApproval(t, "k5", string(args), xss)
+	pendingOne := f.pendingApproval(t, "k5", string(args), xss)
 	denied := f.pendingApproval(t, "k6", string(args), "r")
 	_, page := get(t, c, f.srv.URL+"/console/approvals")
 	_, page = post(t, c, f.srv.URL+"/console/approvals/"+denied+"/decide", url.Values{"csrf": {csrfOf(t, page)}, "action": {"deny"}, "note": {xss}})
+	_, pendingPage := get(t, c, f.srv.URL+"/console/approvals/"+pendingOne)
+	page += pendingPage
 	unknown := f.unknownRecord(t, "k7", string(args))
 	_, recordPage := get(t, c, f.srv.URL+"/console/uncertain/"+unknown.ExecutionID)
 	for name, p := range map[string]string{"approvals": page, "record": recordPage} {
@@ -85,8 +90,8 @@ func TestHTMLInArgumentsReasonsAndNotesIsText(t *testing.T) {
 	}
 	// Shown as text: the escaped form is there, once per place it comes from.
 	escaped := html.EscapeString(`<script>alert(`)
-	if n := strings.Count(page, escaped); n < 4 { // arguments, reason, note, the signed-in name
-		t.Errorf("approvals page shows the text %d times, want ≥ 4:\n%s", n, page)
+	if n := strings.Count(page, escaped); n < 5 { // note, decided by, reason, the signed-in name twice
+		t.Errorf("approval pages show the text %d times, want ≥ 5:\n%s", n, page)
 	}
 	if !strings.Contains(recordPage, escaped) {
 		t.Errorf("record page does not show the argument as text")

@@ -33,6 +33,11 @@ type Backend interface {
 	DecideApproval(ctx context.Context, id string, decision idempotency.ApprovalDecision) (idempotency.Record, error)
 	// ListRecords is the store's [idempotency.Admin.List].
 	ListRecords(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error)
+	// FindRecord returns the record of tool whose idempotency key hashes
+	// to keyHash ([receipts.KeyHash]), with its response when completed and
+	// its canonical arguments while it has them; [idempotency.ErrNotFound]
+	// when there is none.
+	FindRecord(ctx context.Context, tool, keyHash string) (idempotency.Record, error)
 	// FindExecution returns the record of an execution id, with its
 	// canonical arguments while it has them.
 	FindExecution(ctx context.Context, executionID string) (idempotency.Record, error)
@@ -67,6 +72,9 @@ type Resolution struct {
 // ChainState is one tenant's receipt chain as the console shows it.
 type ChainState struct {
 	Tenant string
+	// Head is the seq of the chain's last verified receipt: where the
+	// newest-first timeline starts looking.
+	Head int64
 	// Receipts is how many receipts were verified; Verified is true when
 	// the chain is intact, else Problem names the first bad receipt.
 	Receipts int64
@@ -80,8 +88,10 @@ type ToolStats struct {
 	Name string
 	// Policy is the tool's policy laid out as lines ("timeout: 30s").
 	Policy []string
-	// Decisions counts decisions by kind (allow, approve, deny).
-	Decisions map[string]float64
+	// Decisions counts enforced decisions by kind (allow, approve, deny);
+	// Observed the decisions of mode: observe (not enforced: the call ran
+	// as allowed).
+	Decisions, Observed map[string]float64
 	// Executions and Replays count calls that ran and that replayed.
 	Executions, Replays float64
 	// P50 and P99 are latency quantiles of its calls (zero: no calls).
@@ -193,11 +203,14 @@ func (c *Console) routes() http.Handler {
 		r.Post(Base+"/signout", c.handleSignOut)
 		r.Get(Base+"/approvals", c.handleApprovals)
 		r.Get(Base+"/approvals/pending", c.handlePendingFragment)
+		r.Get(Base+"/approvals/{id}", c.handleApproval)
 		r.Post(Base+"/approvals/{id}/decide", c.handleDecide)
+		r.Get(Base+"/records/{tool}/{key_hash}", c.handleRecord)
 		r.Get(Base+"/uncertain", c.handleUncertain)
 		r.Get(Base+"/uncertain/{execution_id}", c.handleUncertainRecord)
 		r.Post(Base+"/uncertain/{execution_id}/resolve", c.handleResolve)
 		r.Get(Base+"/receipts", c.handleReceipts)
+		r.Get(Base+"/receipts/{tenant}/{seq}", c.handleReceipt)
 		r.Get(Base+"/tools", c.handleTools)
 	})
 	return r

@@ -49,6 +49,21 @@ type storeBackend struct {
 	*boltstore.Store
 }
 
+// FindRecord scans the tool's records for the key's hash, as the
+// gateway's adapter does.
+func (b storeBackend) FindRecord(ctx context.Context, tool, keyHash string) (idempotency.Record, error) {
+	page, err := b.List(ctx, idempotency.ListFilter{Tool: tool, Limit: idempotency.MaxListLimit})
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	for _, rec := range page.Records {
+		if receipts.KeyHash(rec.Scope.Key) == keyHash {
+			return b.Get(ctx, rec.Scope)
+		}
+	}
+	return idempotency.Record{}, idempotency.ErrNotFound
+}
+
 func (b storeBackend) ListRecords(ctx context.Context, f idempotency.ListFilter) (idempotency.Page, error) {
 	return b.List(ctx, f)
 }
@@ -75,7 +90,8 @@ func (b storeBackend) ReceiptChains(context.Context) ([]console.ChainState, erro
 }
 
 func (b storeBackend) Tools(context.Context) ([]console.ToolStats, error) {
-	return []console.ToolStats{{Name: "refund", Policy: []string{"timeout: 30s"}, Executions: 3, Replays: 1, P50: time.Millisecond, P99: 40 * time.Millisecond}}, nil
+	return []console.ToolStats{{Name: "refund", Policy: []string{"timeout: 30s"}, Executions: 3, Replays: 1, P50: time.Millisecond, P99: 40 * time.Millisecond,
+		Decisions: map[string]float64{"approve": 2}, Observed: map[string]float64{"deny": 4}}}, nil
 }
 
 type fixture struct {

@@ -72,7 +72,7 @@ func TestSessionKeysRotate(t *testing.T) {
 	if resp.Request.URL.Path != "/console/approvals" || !strings.Contains(page, "Signed in as <strong>alice</strong>") {
 		t.Fatalf("a session signed by the second key was refused: landed on %s", resp.Request.URL)
 	}
-	if resp, _ := post(t, c, f.srv.URL+"/console/approvals/"+id+"/decide", url.Values{"csrf": {csrfOf(t, page)}, "action": {"approve"}}); resp.Request.URL.Path != "/console/approvals" {
+	if resp, _ := post(t, c, f.srv.URL+"/console/approvals/"+id+"/decide", url.Values{"csrf": {csrfOf(t, page)}, "action": {"approve"}}); resp.Request.URL.Path != "/console/approvals/"+id {
 		t.Fatalf("decide with the second key's session: landed on %s", resp.Request.URL)
 	}
 	if rec, _ := f.store.GetApproval(context.Background(), id); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" {

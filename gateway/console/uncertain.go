@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
 // recordView is one uncertain record as the pages show it. It never holds
@@ -24,17 +26,32 @@ type recordView struct {
 	Reconciled int
 	Attempts   []idempotency.ReconcileAttempt
 	LastAnswer string
+	// KeyHash names the record in its deep link
+	// (/console/records/{tool}/{key-hash}).
+	KeyHash string
+	// Response is the outcome of a completed record; ResolvedBy says who
+	// resolved it when it was resolved rather than run.
+	Response   *idempotency.StoredResponse
+	ResolvedBy string
+	ApprovalID string
 }
 
 // uncertainView is the Uncertain calls page.
 type uncertainView struct {
 	Unknown, Abandoned []recordView
 	NextCursor         string
+	// Done is "not_executed" after the operator removed a record.
+	Done string
 }
 
 // resolveView is one record's page with its resolve form.
 type resolveView struct {
 	Record recordView
+	// Resolvable is true while the record is uncertain: only then is the
+	// resolve form shown.
+	Resolvable bool
+	// Done is the outcome the signed-in operator just resolved it as.
+	Done string
 	// The form's values, kept when it is shown again with Error.
 	Outcome, Status, ContentType, ResponseBody string
 	Error                                      string
@@ -42,7 +59,14 @@ type resolveView struct {
 
 func toRecordView(rec idempotency.Record) recordView {
 	v := recordView{ExecutionID: rec.ExecutionID, Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State),
-		CreatedAt: rec.CreatedAt, LeaseExpiresAt: rec.LeaseExpiresAt, Arguments: rec.CanonicalArguments}
+		CreatedAt: rec.CreatedAt, LeaseExpiresAt: rec.LeaseExpiresAt, Arguments: rec.CanonicalArguments,
+		Response: rec.Response, ResolvedBy: rec.ResolvedBy}
+	if rec.Scope.Key != "" {
+		v.KeyHash = receipts.KeyHash(rec.Scope.Key)
+	}
+	if rec.Approval != nil {
+		v.ApprovalID = rec.Approval.ID
+	}
 	if rec.Step != nil {
 		v.Session, v.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
 	}
@@ -65,7 +89,7 @@ func uncertain(rec idempotency.Record, now time.Time) bool {
 // handleUncertain lists UNKNOWN records and abandoned IN_PROGRESS ones,
 // one bounded page of each.
 func (c *Console) handleUncertain(w http.ResponseWriter, r *http.Request) {
-	var v uncertainView
+	v := uncertainView{Done: r.URL.Query().Get("done")}
 	unknown, err := c.backend.ListRecords(r.Context(), idempotency.ListFilter{State: idempotency.StateUnknown, Limit: c.opts.PageSize, Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		c.storeFailed(w, r, err)
@@ -110,11 +134,50 @@ func (c *Console) handleUncertainRecord(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
-	v := resolveView{Record: toRecordView(rec), Outcome: "committed", Status: "200", ContentType: "application/json"}
-	if !uncertain(rec, c.opts.Now()) {
-		v.Error = fmt.Sprintf("This record is %s: only an UNKNOWN record, or an IN_PROGRESS one whose lease expired, can be resolved.", rec.State)
+	c.showRecord(w, r, rec)
+}
+
+// showRecord renders a record's page: the resolve form while it is
+// uncertain, its outcome once it is not.
+func (c *Console) showRecord(w http.ResponseWriter, r *http.Request, rec idempotency.Record) {
+	v := resolveView{Record: toRecordView(rec), Resolvable: uncertain(rec, c.opts.Now()), Outcome: "committed", Status: "200", ContentType: "application/json"}
+	if d := r.URL.Query().Get("done"); d == "committed" {
+		v.Done = d
 	}
-	c.pages.render(w, http.StatusOK, "record", pageFor(r, "Uncertain call", "uncertain", v))
+	c.pages.render(w, http.StatusOK, "record", pageFor(r, "Call", "uncertain", v))
+}
+
+// handleRecord shows the record of a tool's call named by its key's hash
+// (/console/records/{tool}/{key-hash}), in any state.
+func (c *Console) handleRecord(w http.ResponseWriter, r *http.Request) {
+	tool, keyHash := chi.URLParam(r, "tool"), chi.URLParam(r, "key_hash")
+	if !isKeyHash(keyHash) {
+		http.Error(w, "400: a record is named by the SHA-256 (64 hex digits) of its idempotency key", http.StatusBadRequest)
+		return
+	}
+	rec, err := c.backend.FindRecord(r.Context(), tool, keyHash)
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+		http.Error(w, "404: no record of that tool with that key (it may have expired or been removed)", http.StatusNotFound)
+		return
+	case err != nil:
+		c.storeFailed(w, r, err)
+		return
+	}
+	c.showRecord(w, r, rec)
+}
+
+// isKeyHash reports whether s is a lower-case hex SHA-256.
+func isKeyHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, ch := range s {
+		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // handleResolve resolves one record as committed (with the response the
@@ -129,7 +192,7 @@ func (c *Console) handleResolve(w http.ResponseWriter, r *http.Request) {
 	v := resolveView{Record: toRecordView(rec), Outcome: f.Get("outcome"), Status: strings.TrimSpace(f.Get("status")),
 		ContentType: strings.TrimSpace(f.Get("content_type")), ResponseBody: f.Get("body")}
 	fail := func(status int, msg string) {
-		v.Error = msg
+		v.Error, v.Resolvable = msg, uncertain(rec, c.opts.Now())
 		c.pages.render(w, status, "record", pageFor(r, "Uncertain call", "uncertain", v))
 	}
 	if !uncertain(rec, c.opts.Now()) {
@@ -166,5 +229,10 @@ func (c *Console) handleResolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.opts.Log.InfoContext(r.Context(), "console: record resolved", "execution_id", rec.ExecutionID, "outcome", v.Outcome, "by", by)
-	http.Redirect(w, r, Base+"/uncertain", http.StatusSeeOther)
+	if v.Outcome == "committed" {
+		// The record stays, completed: its page shows the outcome.
+		http.Redirect(w, r, Base+"/records/"+url.PathEscape(rec.Scope.Tool)+"/"+receipts.KeyHash(rec.Scope.Key)+"?done=committed", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, Base+"/uncertain?done=not_executed", http.StatusSeeOther)
 }

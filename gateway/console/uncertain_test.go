@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
 func TestResolveInvalidBodyChangesNothingThenCommitted(t *testing.T) {
@@ -33,8 +34,13 @@ func TestResolveInvalidBodyChangesNothingThenCommitted(t *testing.T) {
 		t.Fatalf("invalid body changed the record: %s", got.State)
 	}
 	form.Set("body", `{"refund":"r-1"}`)
-	if resp, _ = post(t, c, resolve, form); resp.Request.URL.Path != "/console/uncertain" {
-		t.Fatalf("resolve: %d %s", resp.StatusCode, resp.Request.URL)
+	// It lands on the record's page, which shows the outcome, not an
+	// error, and no resolve form.
+	resp, page = post(t, c, resolve, form)
+	if resp.Request.URL.Path != "/console/records/refund/"+receipts.KeyHash(rec.Scope.Key) || !strings.Contains(page, "Resolved as committed") ||
+		!strings.Contains(page, `<dd id="record-state">COMPLETED</dd>`) || !strings.Contains(page, "&#34;refund&#34;: &#34;r-1&#34;") ||
+		strings.Contains(page, `id="resolve"`) || strings.Contains(page, `class="error"`) {
+		t.Fatalf("resolve: %d %s\n%s", resp.StatusCode, resp.Request.URL, page)
 	}
 	got, err := f.store.Get(context.Background(), rec.Scope)
 	if err != nil || got.State != idempotency.StateCompleted || got.Response.Status != 201 || string(got.Response.Body) != `{"refund":"r-1"}` || got.ExecutionID != rec.ExecutionID {

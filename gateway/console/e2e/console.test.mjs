@@ -199,7 +199,13 @@ test("an UNKNOWN call is resolved in the console and the agent's retry replays i
 
   await page.getByLabel(/^Body/).fill('{"paid": 1200}');
   await page.getByRole("button", { name: "Resolve" }).click();
-  await page.waitForURL(/\/console\/uncertain$/);
+  // The record's page shows the outcome: no error, no resolve form again.
+  await page.waitForURL(/\/console\/records\/pay\/[0-9a-f]{64}\?done=committed$/);
+  assert.match(await page.locator("#resolved").innerText(), /Resolved as committed/);
+  assert.equal(await page.locator("#record-state").innerText(), "COMPLETED");
+  assert.match(await page.locator("main").innerText(), /"paid": 1200/);
+  assert.equal(await page.getByRole("button", { name: "Resolve" }).count(), 0, "the resolve form is gone");
+  assert.equal(await page.locator(".error").count(), 0, "no error on a resolved record");
   const retry = await callTool(key, args);
   assert.equal(retry.status, 201);
   assert.equal(retry.body, '{"paid": 1200}');
@@ -215,18 +221,18 @@ test("a POST without the CSRF token is refused and changes nothing", async () =>
   await signIn(page);
   await page.goto(`${base}/console/uncertain`);
   const link = page.locator("tr", { hasText: `run-7 / ${steps.get(key)}` }).getByRole("link");
-  const href = await link.getAttribute("href");
+  const execID = await link.innerText();
   const status = await page.evaluate(async (path) => {
     const res = await fetch(path + "/resolve", { method: "POST", body: new URLSearchParams({ outcome: "not_executed" }) });
     return res.status;
-  }, href);
+  }, `/console/uncertain/${execID}`);
   assert.equal(status, 403);
   assert.match((await callTool(key, { ref: key, amount: 5, slow: true })).body, /outcome_unknown/, "the record is unchanged");
   // Resolve it as not executed through the form: the retry runs the tool.
   await link.click();
   await page.getByLabel(/It did not run/).check();
   await page.getByRole("button", { name: "Resolve" }).click();
-  await page.waitForURL(/\/console\/uncertain$/);
+  await page.waitForURL(/\/console\/uncertain\?done=not_executed$/);
   assert.equal((await callTool(key, { ref: key, amount: 5, slow: true })).status, 201);
   assert.equal(upstreamRuns.get(key), 2, "removed as not executed, the retry ran the tool");
   await page.context().close();
@@ -297,13 +303,22 @@ test("a pending approval appears without a reload, is approved once, and the cal
   // 2. Approve in tab A with a note; tab B's later deny changes nothing.
   await card.getByLabel("Note").fill(`ok by finance ${xss}`);
   await card.getByRole("button", { name: "Approve" }).click();
+  // The decision lands on the approval's own page with a confirmation.
+  await tabA.waitForURL(new RegExp(`/console/approvals/${id}\\?done=approve$`));
+  assert.match(await tabA.locator("#decided").innerText(), /You approved this call\./);
+  assert.equal(await tabA.locator("#approval-state").innerText(), "APPROVED");
+  // Signed in with the admin token, the decider is token:admin; the typed
+  // name is kept beside it as claimed_by (contract section 19).
+  assert.equal(await tabA.locator("#decided-by").innerText(), "olga (token:admin)");
+  assert.ok((await tabA.locator("main").innerText()).includes("ok by finance <script>"));
+  await tabA.goto(`${base}/console/approvals`);
   await tabA.getByText("No pending approvals").waitFor();
-  const decided = await tabA.locator("section", { hasText: "Decided" }).innerText();
-  assert.match(decided, /APPROVED\s+olga/);
-  assert.ok(decided.includes("ok by finance <script>"), decided);
+  const decided = await tabA.locator("#history").innerText();
+  assert.match(decided, new RegExp(`${id}\\s+APPROVED`));
+  await tabB.locator(`#approval-${id}`).getByLabel("Note").fill("too much");
   await tabB.locator(`#approval-${id}`).getByRole("button", { name: "Deny" }).click();
   await tabB.getByRole("alert").waitFor();
-  assert.match(await tabB.getByRole("alert").innerText(), /^Already approved by olga at \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ; nothing changed\.$/);
+  assert.match(await tabB.getByRole("alert").innerText(), /^Already approved by olga \(token:admin\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ; nothing changed\.$/);
   await tabB.screenshot({ path: join(shots, "already-approved.png") });
   assert.equal(await tabA.evaluate(() => window.__xss), undefined, "no script from data ran");
 
@@ -319,10 +334,15 @@ test("a pending approval appears without a reload, is approved once, and the cal
   const denyID = JSON.parse((await call(denyKey, denyArgs)).body).approval_id;
   const denyCard = tabA.locator(`#approval-${denyID}`);
   await denyCard.waitFor({ timeout: 2000 });
+  // A deny needs a note: the browser holds the form until one is typed.
+  await denyCard.getByRole("button", { name: "Deny" }).click();
+  assert.equal(await denyCard.getByLabel("Note").evaluate((t) => t.validity.valueMissing), true, "deny without a note was not held");
+  assert.match(tabA.url(), /\/console\/approvals$/);
   await denyCard.getByLabel("Note").fill("not an agent's call");
   await denyCard.getByRole("button", { name: "Deny" }).click();
-  await tabA.getByText("No pending approvals").waitFor();
-  assert.match(await tabA.locator("section", { hasText: "Decided" }).innerText(), /DENIED\s+olga/);
+  await tabA.waitForURL(new RegExp(`/console/approvals/${denyID}\\?done=deny$`));
+  assert.match(await tabA.locator("#decided").innerText(), /You denied this call\./);
+  assert.equal(await tabA.locator("#decided-by").innerText(), "olga (token:admin)");
   const denied = await call(denyKey, denyArgs);
   assert.equal(denied.status, 403, denied.body);
   assert.match(denied.body, /approval_denied/);
@@ -337,4 +357,109 @@ test("a pending approval appears without a reload, is approved once, and the cal
   await tabA.screenshot({ path: join(shots, "tools.png"), fullPage: true });
   await tabA.context().close();
   await tabB.context().close();
+});
+
+// A long unbroken name, like a provider's subject in a principal id: the
+// layout must wrap or cut it, never widen the page past the phone.
+const longName = "oidc:login.microsoftonline.example.com:" + "AAAAAAAAAAAAAAAAAAAAAKx9Zq7yq3pQ".repeat(4);
+
+// assertFits checks the page is no wider than the viewport and Sign out is
+// on screen.
+async function assertFits(page, what) {
+  const { width } = page.viewportSize();
+  const scroll = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(scroll <= width, `${what}: the page is ${scroll}px wide at ${width}px`);
+  const signOut = page.getByRole("button", { name: "Sign out" });
+  assert.ok(await signOut.isVisible(), `${what}: Sign out is not visible`);
+  const box = await signOut.boundingBox();
+  assert.ok(box && box.x >= 0 && box.x + box.width <= width, `${what}: Sign out is off screen (${JSON.stringify(box)})`);
+}
+
+test("deep links open, the history filters, and every page fits 390 and 1280 px with a long name", async () => {
+  const call = (key, args) => callTool(key, args, "refund");
+  // One pending, one approved and run, one denied.
+  const pendingID = JSON.parse((await call("e2e-deep-pending", { ref: "e2e-deep-pending", amount: 3000 })).body).approval_id;
+  const approvedKey = "e2e-deep-approved";
+  const approvedID = JSON.parse((await call(approvedKey, { ref: approvedKey, amount: 4000 })).body).approval_id;
+  const deniedID = JSON.parse((await call("e2e-deep-denied", { ref: "e2e-deep-denied", amount: 5000 })).body).approval_id;
+
+  const page = await newPage();
+  await signIn(page, adminToken, longName);
+
+  // The notification's console_url opens the approval's page.
+  await page.goto(`${base}/console/approvals/${approvedID}`);
+  assert.equal(await page.locator("#approval-id").innerText(), approvedID);
+  assert.equal(await page.locator("#approval-state").innerText(), "PENDING");
+  await page.getByRole("button", { name: "Approve" }).click();
+  await page.waitForURL(/\?done=approve$/);
+  assert.match(await page.locator("#decided").innerText(), /You approved this call\. It runs at the agent's next call/);
+  assert.equal((await call(approvedKey, { ref: approvedKey, amount: 4000 })).status, 201);
+  assert.equal(upstreamRuns.get(approvedKey), 1);
+  // Its record's deep link shows the outcome.
+  await page.locator("#call-record").click();
+  await page.waitForURL(/\/console\/records\/refund\/[0-9a-f]{64}$/);
+  assert.equal(await page.locator("#record-state").innerText(), "COMPLETED");
+  assert.match(await page.locator("#outcome").innerText(), /201/);
+  const recordURL = page.url();
+
+  // Deny without a note: the server refuses it too (a request the browser's
+  // check cannot stop), with its message on the page.
+  await page.goto(`${base}/console/approvals/${deniedID}`);
+  const status = await page.evaluate(async ({ id, csrf }) => {
+    const res = await fetch(`/console/approvals/${id}/decide`, { method: "POST", body: new URLSearchParams({ csrf, action: "deny", note: "" }) });
+    return [res.status, await res.text()];
+  }, { id: deniedID, csrf: await page.locator('#decide input[name="csrf"]').inputValue() });
+  assert.equal(status[0], 400);
+  assert.match(status[1], /A deny needs a note/);
+  await page.getByLabel(/^Note/).fill("no");
+  await page.getByRole("button", { name: "Deny" }).click();
+  await page.waitForURL(/\?done=deny$/);
+
+  // History: newest first, filtered by state, tool, tenant and session.
+  await page.goto(`${base}/console/approvals?state=DENIED`);
+  let history = await page.locator("#history").innerText();
+  assert.ok(history.includes(deniedID) && !history.includes(approvedID), history);
+  await page.goto(`${base}/console/approvals?tool=refund&tenant=anonymous&session=run-7`);
+  history = await page.locator("#history").innerText();
+  assert.ok(history.includes(deniedID) && history.includes(pendingID), history);
+  const rows = await page.locator("#history tbody tr td:first-child").allInnerTexts();
+  assert.ok(rows.indexOf(deniedID) >= 0 && rows.indexOf(deniedID) < rows.indexOf(pendingID), `newest first: ${rows}`);
+  await page.goto(`${base}/console/approvals?tool=pay`);
+  assert.match(await page.locator("main").innerText(), /No approvals match/);
+  // Every history row links to its approval's page.
+  await page.goto(`${base}/console/approvals`);
+  await page.locator("#history").getByRole("link", { name: deniedID }).click();
+  assert.equal(await page.locator("#approval-state").innerText(), "DENIED");
+
+  // Receipts: newest first, each linking to its own page.
+  await page.goto(`${base}/console/receipts?tenant=anonymous`);
+  const seqs = (await page.locator("#receipts tbody tr td:first-child").allInnerTexts()).map(Number);
+  assert.ok(seqs.length > 2 && seqs.every((s, i) => i === 0 || s < seqs[i - 1]), `receipts newest first: ${seqs}`);
+  await page.locator("#receipts").getByRole("link", { name: String(seqs[0]), exact: true }).click();
+  await page.waitForURL(new RegExp(`/console/receipts/anonymous/${seqs[0]}$`));
+  assert.match(await page.locator("#receipt").innerText(), new RegExp(`Seq\\s+${seqs[0]}`));
+  const receiptURL = page.url();
+  await page.context().close();
+
+  // Every page, at phone and desktop width, with the long name.
+  const pages = {
+    approvals: "/console/approvals",
+    approval: `/console/approvals/${pendingID}`,
+    "approval-decided": `/console/approvals/${deniedID}`,
+    record: new URL(recordURL).pathname,
+    uncertain: "/console/uncertain",
+    receipts: "/console/receipts?tenant=anonymous",
+    receipt: new URL(receiptURL).pathname,
+    tools: "/console/tools",
+  };
+  for (const width of [390, 1280]) {
+    const p = await newPage({ width, height: width === 390 ? 844 : 800 });
+    await signIn(p, adminToken, longName);
+    for (const [name, path] of Object.entries(pages)) {
+      await p.goto(base + path);
+      await assertFits(p, `${name} at ${width}px`);
+      await p.screenshot({ path: join(shots, `${name}-${width}.png`), fullPage: true });
+    }
+    await p.context().close();
+  }
 });

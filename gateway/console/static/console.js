@@ -25,3 +25,15 @@
   }
   setInterval(poll, 1000);
 })();
+
+// A deny needs a note (the agent is told it as the reason): the Deny
+// button makes its form's note required before the browser submits, the
+// Approve button does not. The server refuses a deny without one too.
+(function () {
+  document.addEventListener("click", (e) => {
+    const b = e.target.closest && e.target.closest("button[name=action]");
+    if (!b || !b.form) return;
+    const note = b.dataset.needsNote ? document.getElementById(b.dataset.needsNote) : b.form.querySelector("textarea[name=note]");
+    if (note) note.required = Boolean(b.dataset.needsNote);
+  });
+})();

@@ -1,0 +1,66 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/toolgateway/toolgateway/gateway/decide"
+	"github.com/toolgateway/toolgateway/wire"
+)
+
+// TestConsoleApprovalPageShowsRequesterAndRefusals: through the gateway's
+// own console, an approval's deep link shows who asked (the tenant token's
+// principal); a decision by someone the rule's approvers leave out is
+// refused on the page with not_an_approver's message and runs nothing; a
+// decision by an approver lands on the page with its confirmation and the
+// call then runs once at the tool.
+func TestConsoleApprovalPageShowsRequesterAndRefusals(t *testing.T) {
+	h, tool := trustHarness(t, []decide.Rule{
+		{When: "args.amount > 1000", Decision: decide.Approve, Approvers: decide.Approvers{Expr: `"finance" in claims.groups`}},
+		{Decision: decide.Approve},
+	})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	read := func(resp *http.Response, err error) (*http.Response, string) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	_, page := read(c.Get(h.Srv.URL + "/console/signin"))
+	read(c.PostForm(h.Srv.URL+"/console/signin", url.Values{"csrf": {consoleCSRF.FindStringSubmatch(page)[1]}, "name": {"olga"}, "token": {adminToken}}))
+
+	big := acmeRefund("c", 1, "5000")
+	bigID := pendingID(t, h.Do(big))
+	resp, page := read(c.Get(h.Srv.URL + "/console/approvals/" + bigID))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `<dd class="who" id="requester">token:acme</dd>`) || !strings.Contains(page, bigID) {
+		t.Fatalf("approval page: %d\n%s", resp.StatusCode, page)
+	}
+	// The admin token holds no claims: no approver of the finance rule.
+	resp, page = read(c.PostForm(h.Srv.URL+"/console/approvals/"+bigID+"/decide", url.Values{"csrf": {consoleCSRF.FindStringSubmatch(page)[1]}, "action": {"approve"}}))
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, `id="decide-error"`) || !strings.Contains(page, `<dd id="approval-state">PENDING</dd>`) {
+		t.Fatalf("approve by a non-approver: %d\n%s", resp.StatusCode, page)
+	}
+	if r := h.Do(big); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), wire.CodeApprovalPending) || tool.Total.Load() != 0 {
+		t.Fatalf("after the refused approve: %d %s, %d runs", r.Status, r.Body, tool.Total.Load())
+	}
+
+	small := acmeRefund("c", 2, "500")
+	smallID := pendingID(t, h.Do(small))
+	_, page = read(c.Get(h.Srv.URL + "/console/approvals/" + smallID))
+	resp, page = read(c.PostForm(h.Srv.URL+"/console/approvals/"+smallID+"/decide", url.Values{"csrf": {consoleCSRF.FindStringSubmatch(page)[1]}, "action": {"approve"}}))
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/console/approvals/"+smallID || !strings.Contains(page, "You approved this call.") ||
+		!strings.Contains(page, "olga (token:admin)") {
+		t.Fatalf("approve: %d %s\n%s", resp.StatusCode, resp.Request.URL, page)
+	}
+	if r := h.Do(small); r.Status != http.StatusOK || tool.Runs(keyOf(t, small)) != 1 {
+		t.Fatalf("approved call: %d, ran %d", r.Status, tool.Runs(keyOf(t, small)))
+	}
+}
