@@ -29,7 +29,7 @@ import {
   type ToolSet,
 } from "ai";
 
-import { approveAsCaller, ConversationTools } from "./adapter-core.js";
+import { ConversationTools } from "./adapter-core.js";
 import type { Client, Session, ToolDefinition } from "./client.js";
 import { ApprovalPendingError } from "./errors.js";
 import type { ToolOutcome } from "./tool-outcome.js";
@@ -73,20 +73,6 @@ function toolCallsOf(message: ModelMessage): { toolCallId: string; toolName: str
   return calls;
 }
 
-/** Whether the messages approve the call: a `tool-approval-request` for it answered by a `tool-approval-response` with `approved: true`. */
-function approvedInMessages(toolCallId: string, messages: readonly ModelMessage[]): boolean {
-  const requests = new Set<string>();
-  for (const message of messages) {
-    if (message.role !== "assistant" || typeof message.content === "string") continue;
-    for (const part of message.content) if (part.type === "tool-approval-request" && part.toolCallId === toolCallId) requests.add(part.approvalId);
-  }
-  for (const message of messages) {
-    if (message.role !== "tool") continue;
-    for (const part of message.content) if (part.type === "tool-approval-response" && part.approved && requests.has(part.approvalId)) return true;
-  }
-  return false;
-}
-
 /**
  * The gateway's tools for one conversation of an AI SDK app. Make one per
  * conversation (and per request handling it); see {@link aiSdkGateway}.
@@ -108,7 +94,6 @@ export class AiSdkGateway {
   readonly declarations: ToolSet;
   /** The definitions, the read-only tools, and each tool call's position in the model turn that made it (by tool call id, learnt from the model's responses). */
   readonly #core: ConversationTools<AiSdkToolDefinition>;
-  readonly #client: Client;
   /** Calls the approval check already made through the gateway: their outcome (or error) for `execute`, by tool call id. */
   readonly #settled = new Map<string, { outcome: ToolOutcome } | { error: unknown }>();
   /** The gateway's pending approval of each call it held, by tool call id. */
@@ -120,7 +105,6 @@ export class AiSdkGateway {
       inputSchema: jsonSchema(discovered.input_schema),
     }));
     this.session = this.#core.session;
-    this.#client = client;
     const tools: ToolSet = {};
     const declarations: ToolSet = {};
     for (const [name, definition] of Object.entries(this.#core.definitions)) {
@@ -240,13 +224,15 @@ export class AiSdkGateway {
    * A call the SDK runs: after the approval check, or after the app
    * approved the call's `tool-approval-request` (a `tool-approval-response`
    * part with `approved: true`, usually in a new process, from the stored
-   * messages). If the gateway still holds the call and the messages hold
-   * the human's approval of it (never otherwise: an app's own
-   * `toolApproval` may skip the check), that approval is the answer: it is sent to the gateway (a rule with
-   * `approver: caller`) and the call made again with the same step, so it
-   * runs once. An operator's approval cannot be decided so: the call throws
-   * the {@link ApprovalPendingError} (generateText rejects, or the model
-   * reads it as a tool error, as the app's tools do); resume later.
+   * messages). The app's approval is no decision at the gateway: an agent
+   * cannot approve its own call (`approver: caller` means a person). The
+   * call is made again with the same step: if a person decided meanwhile
+   * (an operator in the console or admin API, or the app's human through
+   * `Client.approve(id, { token })` with their own token) it runs once, or
+   * the model reads the denial with its note; if the gateway still holds
+   * it, the call throws the {@link ApprovalPendingError} (generateText
+   * rejects, or the model reads it as a tool error, as the app's tools
+   * do): resume once a person decided.
    */
   async #execute(tool: string, input: unknown, options: ToolExecutionOptions<unknown>): Promise<unknown> {
     const settled = this.#settled.get(options.toolCallId);
@@ -258,13 +244,8 @@ export class AiSdkGateway {
       try {
         outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
       } catch (err) {
-        if (!(err instanceof ApprovalPendingError)) throw err;
-        this.#held.set(options.toolCallId, err);
-        // Only a human's answer in the runtime approves: not a call whose approval check the app's own `toolApproval` replaced.
-        if (!approvedInMessages(options.toolCallId, options.messages)) throw err;
-        await approveAsCaller(this.#client, err);
-        this.#held.delete(options.toolCallId);
-        outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
+        if (err instanceof ApprovalPendingError) this.#held.set(options.toolCallId, err);
+        throw err;
       }
     }
     if (!outcome.ok) throw new Error(outcome.value);
