@@ -16,6 +16,7 @@
  * @module
  */
 import {
+  asSchema,
   jsonSchema,
   tool,
   wrapLanguageModel,
@@ -30,6 +31,7 @@ import {
 } from "ai";
 
 import { ConversationTools } from "./adapter-core.js";
+import { canonicalize } from "./canonical.js";
 import type { Client, Session, ToolDefinition } from "./client.js";
 import { ApprovalPendingError } from "./errors.js";
 import type { ToolOutcome } from "./tool-outcome.js";
@@ -98,6 +100,10 @@ export class AiSdkGateway {
   readonly #settled = new Map<string, { outcome: ToolOutcome } | { error: unknown }>();
   /** The gateway's pending approval of each call it held, by tool call id. */
   readonly #held = new Map<string, ApprovalPendingError>();
+  /** The tool calls of the model's last turn, in order, as the wrapped model returned them. */
+  #turn: { toolCallId: string; toolName: string; input: string }[] = [];
+  /** The approval checks started for the calls of a turn at once: the arguments sent (canonical JSON) and the answer, by tool call id. */
+  readonly #started = new Map<string, { args: string; answer: Promise<{ outcome: ToolOutcome } | { error: unknown }> }>();
 
   constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly ToolDefinition[]) {
     this.#core = new ConversationTools(client, conversationId, definitions, (discovered) => ({
@@ -138,23 +144,29 @@ export class AiSdkGateway {
    */
   model(model: AiSdkModel): AiSdkModel {
     const core = this.#core;
+    const learn = (turn: { toolCallId: string; toolName: string; input: string }[], part: { toolCallId: string; toolName: string; input: string }) => {
+      core.remember(part.toolCallId, turn.length);
+      turn.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+    };
     const middleware: LanguageModelMiddleware = {
-      async wrapGenerate({ doGenerate }) {
+      wrapGenerate: async ({ doGenerate }) => {
         const result = await doGenerate();
-        let position = 0;
-        for (const part of result.content) if (part.type === "tool-call") core.remember(part.toolCallId, position++);
+        const turn: { toolCallId: string; toolName: string; input: string }[] = [];
+        for (const part of result.content) if (part.type === "tool-call") learn(turn, part);
+        this.#turn = turn;
         return result;
       },
-      async wrapStream({ doStream }) {
+      wrapStream: async ({ doStream }) => {
         const result = await doStream();
-        let position = 0;
-        const learn = new TransformStream<(typeof result.stream extends ReadableStream<infer P> ? P : never)>({
+        const turn: { toolCallId: string; toolName: string; input: string }[] = [];
+        this.#turn = turn;
+        const learnParts = new TransformStream<(typeof result.stream extends ReadableStream<infer P> ? P : never)>({
           transform(part, controller) {
-            if (part.type === "tool-call") core.remember(part.toolCallId, position++);
+            if (part.type === "tool-call") learn(turn, part);
             controller.enqueue(part);
           },
         });
-        return { ...result, stream: result.stream.pipeThrough(learn) };
+        return { ...result, stream: result.stream.pipeThrough(learnParts) };
       },
     };
     return wrapLanguageModel({ model, middleware });
@@ -207,17 +219,56 @@ export class AiSdkGateway {
    */
   async #needsApproval(tool: string, input: unknown, toolCallId: string, messages: readonly ModelMessage[]): Promise<boolean> {
     if (this.#core.isReadOnly(tool)) return false;
-    try {
-      const outcome = await this.#core.outcome(tool, this.#step(tool, toolCallId, messages), input);
-      this.#settled.set(toolCallId, { outcome });
-    } catch (err) {
-      if (err instanceof ApprovalPendingError) {
-        this.#held.set(toolCallId, err);
-        return true;
-      }
-      this.#settled.set(toolCallId, { error: err });
+    // The AI SDK checks the calls of a turn one after another: each call's
+    // check starts the whole turn's gateway calls at once, so the turn's
+    // parallel calls stay parallel at the upstream.
+    await this.#startTurn(messages);
+    const started = this.#started.get(toolCallId);
+    this.#started.delete(toolCallId);
+    const answer =
+      started !== undefined && started.args === canonicalize(input)
+        ? await started.answer
+        : await this.#core.outcome(tool, this.#step(tool, toolCallId, messages), input).then(
+            (outcome) => ({ outcome }),
+            (error: unknown) => ({ error }),
+          );
+    if ("error" in answer && answer.error instanceof ApprovalPendingError) {
+      this.#held.set(toolCallId, answer.error);
+      return true;
     }
+    this.#settled.set(toolCallId, answer);
     return false;
+  }
+
+  /**
+   * Starts the gateway call of every call of the model's last turn not
+   * started yet (nor read-only), with its arguments as the AI SDK passes
+   * them to the tool (the model's input parsed and validated by the tool's
+   * schema). A call whose input does not parse or validate is left to the
+   * AI SDK, which reports it without a check.
+   */
+  async #startTurn(messages: readonly ModelMessage[]): Promise<void> {
+    for (const call of this.#turn) {
+      const definition = this.#core.definitions[call.toolName];
+      if (definition === undefined || this.#core.isReadOnly(call.toolName) || this.#started.has(call.toolCallId) || this.#settled.has(call.toolCallId)) continue;
+      let args: unknown;
+      try {
+        args = JSON.parse(call.input || "{}");
+        const schema = asSchema(definition.inputSchema);
+        if (schema.validate !== undefined) {
+          const validated = await schema.validate(args);
+          if (!validated.success) continue;
+          args = validated.value;
+        }
+      } catch {
+        continue;
+      }
+      const answer = this.#core.outcome(call.toolName, this.#step(call.toolName, call.toolCallId, messages), args).then(
+        (outcome) => ({ outcome }),
+        (error: unknown) => ({ error }),
+      );
+      this.#started.set(call.toolCallId, { args: canonicalize(args), answer });
+    }
   }
 
   /**

@@ -42,11 +42,21 @@ test("operator denial: the resumed call reads the denial, nothing runs", async (
   assert.equal(executions.get("big-2"), undefined);
 });
 
-test("caller approval: a tool-approval-response in a new process reaches the gateway through the caller endpoint: one execution", async () => {
+// approver: caller means a person: an app that approves every
+// tool-approval-request itself runs nothing; a person's decision (here an
+// operator through the admin API) runs the call once.
+test("caller approval: an app that approves everything itself runs nothing (0 executions); a person's approval runs it once", async () => {
   const first = app("ai-caller", "mid-1", 4);
   await first.interrupted;
   await first.kill();
   assert.equal(executions.get("mid-1"), undefined);
+  for (let i = 0; i < 2; i++) {
+    const selfApproved = await app("ai-caller", "mid-1", 4, "approve").exited;
+    assert.equal(selfApproved.code, 3, JSON.stringify(selfApproved.last));
+    assert.equal(executions.get("mid-1"), undefined);
+  }
+
+  await operatorDecides(await pendingApprovalOf("mid-1"), "approve");
   const resumed = await app("ai-caller", "mid-1", 4, "approve").exited;
   assert.equal(resumed.code, 0, JSON.stringify(resumed.last));
   assert.deepEqual((resumed.last as { seen: unknown[] }).seen, [{ provisioned: "mid-1" }]);

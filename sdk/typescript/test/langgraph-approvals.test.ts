@@ -156,24 +156,47 @@ test("operator approval: the agent pauses at interrupt(), is killed, the operato
   );
 });
 
-test("caller approval: the human answers through Command({resume: true}) in a new process; the adapter approves at the gateway: one execution", async () => {
+// approver: caller means a person: an app that resumes every interrupt with
+// an approval of its own (no person's token) decides nothing and runs
+// nothing (the run stops with the ApprovalPendingError, no new interrupt);
+// a person's decision (here an operator through the admin API) runs the
+// call once.
+test("caller approval: an app that approves everything itself runs nothing (0 executions); a person's approval runs it once", async () => {
   const turns = provision("mid-1", 4);
   const first = agent({ thread: "caller", mode: "start", turns });
   const [request] = await first.interrupted;
   await first.kill();
   assert.equal(executions.get("mid-1"), undefined);
 
-  const resumed = agent({ thread: "caller", mode: "answer", turns, answer: { approved: true, note: "yes, that one" } });
+  for (let i = 0; i < 2; i++) {
+    const selfApproved = agent({ thread: "caller", mode: "answer", turns, answer: { approved: true, note: "yes, that one" } });
+    await assert.rejects(selfApproved.done, /waits for a human's approval|approval_pending/);
+    assert.equal(executions.get("mid-1"), undefined);
+  }
+  const record = await fetch(`${gateway.url}/admin/v1/approvals/${request!.approval_id}`, { headers: { Authorization: `Bearer ${adminToken}` } });
+  assert.equal(((await record.json()) as { state: string }).state, "PENDING");
+
+  await operatorDecides(request!.approval_id, "approve");
+  const resumed = agent({ thread: "caller", mode: "answer", turns, answer: { approved: true } });
   const [result] = toolMessages(await resumed.done);
   assert.equal(result!.status, "success");
   assert.equal(executions.get("mid-1"), 1);
-  const record = await fetch(`${gateway.url}/admin/v1/approvals/${request!.approval_id}`, { headers: { Authorization: `Bearer ${adminToken}` } });
-  const approval = (await record.json()) as { state: string };
-  assert.notEqual(approval.state, "PENDING");
-  assert.equal(request!.tool, "provision");
 });
 
-test("caller denial: the model reads that the call was denied; nothing runs", async () => {
+test("operator's denial: the app's own approval shows the model the operator's note; nothing runs", async () => {
+  const turns = provision("mid-3", 2);
+  const first = agent({ thread: "opdeny", mode: "start", turns });
+  const [request] = await first.interrupted;
+  await first.kill();
+  await operatorDecides(request!.approval_id, "deny");
+  const resumed = agent({ thread: "opdeny", mode: "answer", turns, answer: true });
+  const [result] = toolMessages(await resumed.done);
+  assert.equal(result!.status, "error");
+  assert.match(result!.content, /NOT run.*denied.*checked/);
+  assert.equal(executions.get("mid-3"), undefined);
+});
+
+test("the app's own denial: the model reads that the user declined; nothing runs", async () => {
   const turns = provision("mid-2", 6);
   const first = agent({ thread: "deny", mode: "start", turns });
   await first.interrupted;
@@ -181,6 +204,6 @@ test("caller denial: the model reads that the call was denied; nothing runs", as
   const resumed = agent({ thread: "deny", mode: "answer", turns, answer: { approved: false, note: "not today" } });
   const [result] = toolMessages(await resumed.done);
   assert.equal(result!.status, "error");
-  assert.match(result!.content, /NOT run.*denied.*not today/);
+  assert.match(result!.content, /NOT run.*declined/);
   assert.equal(executions.get("mid-2"), undefined);
 });

@@ -32,11 +32,22 @@ test("operator approval: interruption, kill -9 while paused, the operator approv
   assert.equal(executions.get("big-1"), 1);
 });
 
-test("caller approval: state.approve() in a new process reaches the gateway through the caller endpoint: one execution", async () => {
+// approver: caller means a person: an app that approves every interruption
+// itself (the SDK's durable pattern, state.approve() for each) runs nothing;
+// a person's decision (here an operator through the admin API) runs the
+// call once.
+test("caller approval: an app that approves every interruption itself runs nothing (0 executions); a person's approval runs it once", async () => {
   const first = app("oa-caller", "mid-1", 4);
   await first.interrupted;
   await first.kill();
   assert.equal(executions.get("mid-1"), undefined);
+  for (let i = 0; i < 2; i++) {
+    const selfApproved = await app("oa-caller", "mid-1", 4, "approve").exited;
+    assert.equal(selfApproved.code, 3, JSON.stringify(selfApproved.last));
+    assert.equal(executions.get("mid-1"), undefined);
+  }
+
+  await operatorDecides(await pendingApprovalOf("mid-1"), "approve");
   const resumed = await app("oa-caller", "mid-1", 4, "approve").exited;
   assert.equal(resumed.code, 0, JSON.stringify(resumed.last));
   assert.equal(executions.get("mid-1"), 1);
