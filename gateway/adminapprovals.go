@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -50,8 +51,7 @@ func approvalStateName(s idempotency.State) string {
 // Bounds of a decision's text: by names a person or a tenant; a note is a
 // sentence or two (a deny's reason), shown to operators and callers.
 const (
-	maxDecisionBy   = 256
-	maxDecisionNote = 1024
+	maxDecisionBy = 256
 	// maxDecisionBody bounds the whole body of a decision.
 	maxDecisionBody = 8 << 10
 )
@@ -83,8 +83,17 @@ type AdminApproval struct {
 	// expires (pending: unless decided; approved: unless used).
 	RequestedAt string `json:"requested_at"`
 	ExpiresAt   string `json:"expires_at"`
-	// DecidedBy, DecidedAt and Note are set once decided.
+	// Requester is the call's principal (gateway/principal): who asked.
+	Requester string `json:"requester,omitempty"`
+	// Quorum is how many distinct principals must approve (1 unless the
+	// rule says more); ApprovedBy who approved so far, in order.
+	Quorum     int      `json:"quorum"`
+	ApprovedBy []string `json:"approved_by"`
+	// DecidedBy (the decider's principal), ClaimedBy (the name typed with
+	// the admin token beside decided_by token:admin), DecidedAt and Note
+	// are set once decided.
 	DecidedBy string `json:"decided_by,omitempty"`
+	ClaimedBy string `json:"claimed_by,omitempty"`
 	DecidedAt string `json:"decided_at,omitempty"`
 	Note      string `json:"note,omitempty"`
 }
@@ -115,7 +124,8 @@ func toAdminApproval(rec idempotency.Record, withArguments bool) AdminApproval {
 		Tenant: rec.Scope.Tenant, Tool: rec.Scope.Tool, Key: rec.Scope.Key, Fingerprint: rec.Fingerprint,
 		Rule: a.Rule, Reason: a.Reason, Approver: string(a.Approver.OrDefault()),
 		RequestedAt: adminTime(a.RequestedAt), ExpiresAt: adminTime(a.ExpiresAt),
-		DecidedBy: a.DecidedBy, DecidedAt: adminTime(a.DecidedAt), Note: a.Note,
+		Requester: a.Requester, Quorum: a.Needed(), ApprovedBy: append([]string{}, a.ApprovedBy...),
+		DecidedBy: a.DecidedBy, ClaimedBy: a.ClaimedBy, DecidedAt: adminTime(a.DecidedAt), Note: a.Note,
 	}
 	if rec.Step != nil {
 		index := rec.Step.Index
@@ -141,10 +151,28 @@ func (s *Server) approvalStore(w http.ResponseWriter) (idempotency.Approvals, bo
 // approvalFilter reads the query of GET /admin/v1/approvals.
 func approvalFilter(r *http.Request) (idempotency.ApprovalFilter, error) {
 	q := r.URL.Query()
-	if err := checkListParams(q, "state", "tenant", "tool", "limit", "cursor"); err != nil {
+	if err := checkListParams(q, "state", "tenant", "tool", "requester", "session", "since", "until", "limit", "cursor"); err != nil {
 		return idempotency.ApprovalFilter{}, err
 	}
-	f := idempotency.ApprovalFilter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Cursor: q.Get("cursor"), Limit: DefaultAdminListLimit}
+	f := idempotency.ApprovalFilter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Cursor: q.Get("cursor"), Limit: DefaultAdminListLimit,
+		Requester: q.Get("requester"), SessionID: q.Get("session")}
+	if f.Requester != "" {
+		if err := principal.Validate(f.Requester); err != nil {
+			return idempotency.ApprovalFilter{}, fmt.Errorf("requester: %w", err)
+		}
+	}
+	if len(f.SessionID) > 256 || !utf8.ValidString(f.SessionID) {
+		return idempotency.ApprovalFilter{}, errors.New("session: at most 256 bytes of text")
+	}
+	for name, at := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return idempotency.ApprovalFilter{}, fmt.Errorf("%s: want an RFC 3339 time: %w", name, err)
+			}
+			*at = t
+		}
+	}
 	if v := q.Get("state"); v != "" {
 		state, ok := approvalStates[v]
 		if !ok {
@@ -181,7 +209,9 @@ func (s *Server) handleAdminApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminApprovalList{Approvals: make([]AdminApproval, 0, len(page.Records)), NextCursor: page.Cursor}
 	for _, rec := range page.Records {
-		if rec.Approval != nil {
+		// The requester, session and time filters are applied to each
+		// page the store lists (a page may come back short, with a cursor).
+		if filter.Keeps(&rec) {
 			out.Approvals = append(out.Approvals, toAdminApproval(rec, false))
 		}
 	}
@@ -255,8 +285,10 @@ func approvalNotPending(e *idempotency.ApprovalNotPendingError) *Problem {
 	return p
 }
 
-// decisionRequest is the body of a decision: who decides, and a note (a
-// deny's reason). The caller's endpoint takes no By: the tenant decides.
+// decisionRequest is the body of a decision: a name the admin token's
+// holder gives (kept as claimed_by beside token:admin, never as the
+// decider), and a note (a deny's reason, required for a deny). The
+// caller's endpoint takes no By: the token's principal decides.
 type decisionRequest struct {
 	By   string `json:"by"`
 	Note string `json:"note"`
@@ -292,14 +324,11 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty
 	return in, true
 }
 
-// checkDecisionText bounds by (when given) and note: visible text a
-// console can show on one line (by) or a few (note).
-func checkDecisionText(by, note string) error {
+// checkClaimedBy bounds the name given with the admin token: visible
+// text a console can show on one line.
+func checkClaimedBy(by string) error {
 	if len(by) > maxDecisionBy || !utf8.ValidString(by) || strings.IndexFunc(by, unicode.IsControl) >= 0 {
 		return fmt.Errorf(`"by" must be at most %d bytes of text without control characters`, maxDecisionBy)
-	}
-	if len(note) > maxDecisionNote || !utf8.ValidString(note) {
-		return fmt.Errorf(`"note" must be at most %d bytes of text`, maxDecisionNote)
 	}
 	return nil
 }
@@ -322,30 +351,29 @@ func (s *Server) handleAdminDecide(approve bool) http.HandlerFunc {
 			return
 		}
 		if strings.TrimSpace(in.By) == "" {
-			badAdminRequest(w, `"by" is required: who decides`)
+			badAdminRequest(w, `"by" is required: who decides (kept as claimed_by; the decision is token:admin's)`)
 			return
 		}
-		if err := checkDecisionText(in.By, in.Note); err != nil {
+		if err := checkClaimedBy(in.By); err != nil {
 			badAdminRequest(w, err.Error())
 			return
 		}
-		store, ok := s.approvalStore(w)
-		if !ok {
-			return
-		}
-		s.decideApproval(w, r, store, id, idempotency.ApprovalDecision{Approve: approve, By: in.By, Note: in.Note})
+		s.decideApproval(w, r, id, callpath.ApprovalDecision{Approve: approve, Decider: principal.Admin, ClaimedBy: in.By, Note: in.Note})
 	}
 }
 
-// decideApproval records decision on approval id and answers the approval
-// as decided.
-func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, store idempotency.Approvals, id string, decision idempotency.ApprovalDecision) {
-	rec, err := store.DecideApproval(r.Context(), id, decision)
+// decideApproval records decision on approval id (Engine.DecideApproval:
+// approvers, four eyes, quorum, note, receipt) and answers the approval
+// as decided (still PENDING while a quorum is not reached).
+func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, id string, decision callpath.ApprovalDecision) {
+	rec, err := s.DecideApproval(r.Context(), id, decision)
+	var refused *callpath.DecisionRefused
+	if errors.As(err, &refused) {
+		WriteProblem(w, refused.Problem)
+		return
+	}
 	if s.approvalError(w, r, err) {
 		return
 	}
-	s.ReceiptOf(callpath.ApprovalEvent(decision.Approve), rec, decision.By)
-	s.Logger().InfoContext(r.Context(), "approval decided", "approval_id", id, "approved", decision.Approve, "by", decision.By,
-		"tenant", rec.Scope.Tenant, "tool", rec.Scope.Tool, "key_prefix", idempotency.KeyPrefix(rec.Scope.Key))
 	writeJSON(w, http.StatusOK, toAdminApproval(rec, true))
 }

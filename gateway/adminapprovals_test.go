@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -156,7 +157,7 @@ func TestAdminApprovalsListAndShow(t *testing.T) {
 				t.Errorf("?%s lists %v, want %d approvals", query, got, len(want))
 			}
 		}
-		for _, bad := range []string{"state=AWAITING_APPROVAL", "state=pending", "limit=0", "limit=1001", "tenant=AC%3AME", "session=s1", "state=PENDING&state=DENIED", "cursor=bogus"} {
+		for _, bad := range []string{"state=AWAITING_APPROVAL", "state=pending", "limit=0", "limit=1001", "tenant=AC%3AME", "since=yesterday", "requester=alice", "state=PENDING&state=DENIED", "cursor=bogus"} {
 			wantProblem(t, h.get("/admin/v1/approvals?"+bad, "tok-admin"), 400, wire.CodeInvalidAdminRequest)
 		}
 
@@ -232,29 +233,29 @@ func TestAdminApprovalsDecide(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("approve: %d %s", r.status, r.body)
 		}
-		if got := mustJSON(t, r.body); got["state"] != "APPROVED" || got["decided_by"] != "alice" || got["note"] != "finance said yes" || got["decided_at"] == nil {
+		if got := mustJSON(t, r.body); got["state"] != "APPROVED" || got["decided_by"] != "token:admin" || (keepsPrincipals(h.store) && got["claimed_by"] != "alice") || got["note"] != "finance said yes" || got["decided_at"] == nil {
 			t.Fatalf("approved approval %v", got)
 		}
 		rec := storedApproval(t, h.store, yes.id)
-		if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "alice" || rec.Approval.Note != "finance said yes" {
+		if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || (keepsPrincipals(h.store) && rec.Approval.ClaimedBy != "alice") || rec.Approval.Note != "finance said yes" {
 			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 
 		p := wantProblem(t, h.postJSON(approve, "tok-admin", "application/json", `{"by":"bob"}`), 409, wire.CodeApprovalNotPending)
-		if p["state"] != "APPROVED" || p["decided_by"] != "alice" || p["decided_at"] != rec.Approval.DecidedAt.UTC().Format(time.RFC3339) || p["retryable"] != false {
+		if p["state"] != "APPROVED" || p["decided_by"] != "token:admin" || p["decided_at"] != rec.Approval.DecidedAt.UTC().Format(time.RFC3339) || p["retryable"] != false {
 			t.Fatalf("second approve: %v", p)
 		}
-		wantProblem(t, h.postJSON("/admin/v1/approvals/"+yes.id+"/deny", "tok-admin", "application/json", `{"by":"bob"}`), 409, wire.CodeApprovalNotPending)
+		wantProblem(t, h.postJSON("/admin/v1/approvals/"+yes.id+"/deny", "tok-admin", "application/json", `{"by":"bob","note":"no"}`), 409, wire.CodeApprovalNotPending)
 
 		r = h.postJSON("/admin/v1/approvals/"+no.id+"/deny", "tok-admin", "application/json", `{"by":"carol","note":"too much"}`)
 		if r.status != 200 || mustJSON(t, r.body)["state"] != "DENIED" {
 			t.Fatalf("deny: %d %s", r.status, r.body)
 		}
-		if rec := storedApproval(t, h.store, no.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "carol" || rec.Approval.Note != "too much" {
+		if rec := storedApproval(t, h.store, no.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "token:admin" || (keepsPrincipals(h.store) && rec.Approval.ClaimedBy != "carol") || rec.Approval.Note != "too much" {
 			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 		p = wantProblem(t, h.postJSON("/admin/v1/approvals/"+no.id+"/approve", "tok-admin", "application/json", `{"by":"dave"}`), 409, wire.CodeApprovalNotPending)
-		if p["state"] != "DENIED" || p["decided_by"] != "carol" {
+		if p["state"] != "DENIED" || p["decided_by"] != "token:admin" {
 			t.Fatalf("approve after deny: %v", p)
 		}
 		for state, want := range map[string]pendingApproval{"APPROVED": yes, "DENIED": no} {
@@ -289,7 +290,8 @@ func TestAdminApprovalsConcurrentApproves(t *testing.T) {
 				if winner != "" {
 					t.Fatalf("two approves succeeded: %s and op%d", winner, i)
 				}
-				winner = mustJSON(t, r.body)["decided_by"].(string)
+				winner, _ = mustJSON(t, r.body)["claimed_by"].(string)
+				winner += "#" + strconv.Itoa(i)
 			case 409:
 			default:
 				t.Fatalf("approve %d: %d %s", i, r.status, r.body)
@@ -298,15 +300,16 @@ func TestAdminApprovalsConcurrentApproves(t *testing.T) {
 		if winner == "" {
 			t.Fatal("no approve succeeded")
 		}
+		winner, _, _ = strings.Cut(winner, "#")
 		for _, r := range results {
 			if r.status == 409 {
-				if p := wantProblem(t, r, 409, wire.CodeApprovalNotPending); p["decided_by"] != winner {
+				if p := wantProblem(t, r, 409, wire.CodeApprovalNotPending); p["decided_by"] != "token:admin" {
 					t.Fatalf("a losing approve names %v, the winner is %s", p["decided_by"], winner)
 				}
 			}
 		}
-		if rec := storedApproval(t, h.store, a.id); rec.Approval.DecidedBy != winner {
-			t.Fatalf("the store says approved by %q, the API %q", rec.Approval.DecidedBy, winner)
+		if rec := storedApproval(t, h.store, a.id); rec.Approval.ClaimedBy != winner || rec.Approval.DecidedBy != "token:admin" {
+			t.Fatalf("the store says approved by %q, the API %q", rec.Approval.ClaimedBy, winner)
 		}
 	})
 }
@@ -343,22 +346,15 @@ func TestCallerApprovals(t *testing.T) {
 			}
 		}
 
-		r = h.postJSON(path(mine, "approve"), "tok-acme", "", "")
-		if r.status != 200 {
-			t.Fatalf("caller approve: %d %s", r.status, r.body)
-		}
-		if rec := storedApproval(t, h.store, mine.id); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "acme" {
-			t.Fatalf("the store says %s by %q, want APPROVED by acme", rec.State, rec.Approval.DecidedBy)
-		}
-		r = h.postJSON(path(mineToo, "deny"), "tok-acme", "application/json", `{"note":"not today"}`)
-		if r.status != 200 {
-			t.Fatalf("caller deny: %d %s", r.status, r.body)
-		}
-		if rec := storedApproval(t, h.store, mineToo.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "acme" || rec.Approval.Note != "not today" {
-			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
-		}
-		if p := wantProblem(t, h.postJSON(path(mine, "deny"), "tok-acme", "", ""), 409, wire.CodeApprovalNotPending); p["decided_by"] != "acme" {
-			t.Fatalf("deny after approve: %v", p)
+		// A static tenant token is an agent's, not a person's: it decides
+		// no approver: caller approval (a provider token does,
+		// TestCallerApprovalByAPersonRunsOnce).
+		wantProblem(t, h.postJSON(path(mine, "approve"), "tok-acme", "", ""), 403, wire.CodeNotAnApprover)
+		wantProblem(t, h.postJSON(path(mineToo, "deny"), "tok-acme", "application/json", `{"note":"not today"}`), 403, wire.CodeNotAnApprover)
+		for _, a := range []pendingApproval{mine, mineToo} {
+			if rec := storedApproval(t, h.store, a.id); rec.State != idempotency.StateAwaitingApproval {
+				t.Fatalf("an agent token decided %s/%d: %s", a.tenant, a.step, rec.State)
+			}
 		}
 		// The tenant's token decided nothing of the others'.
 		for _, a := range []pendingApproval{operators, theirs} {
@@ -368,3 +364,7 @@ func TestCallerApprovals(t *testing.T) {
 		}
 	})
 }
+
+// keepsPrincipals says whether store keeps an approval's claimed_by,
+// requester and approvers (the embedded store so far).
+func keepsPrincipals(store idempotency.Store) bool { return idempotency.KeepsPrincipals(store) }

@@ -248,6 +248,9 @@ type resolveRequest struct {
 	ContentType string          `json:"content_type"`
 	Body        json.RawMessage `json:"body"`
 	BodyBase64  *string         `json:"body_base64"`
+	// By is the name of the operator resolving with the admin token
+	// (optional): kept as the receipt's claimed_by beside token:admin.
+	By string `json:"by"`
 }
 
 // storedResponse turns the request into the response to store: with a
@@ -323,6 +326,9 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := in.storedResponse()
+	if err == nil {
+		err = checkClaimedBy(in.By)
+	}
 	if err != nil {
 		badAdminRequest(w, err.Error())
 		return
@@ -335,8 +341,8 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.ReceiptOf(receipts.EventResolved, rec, callpath.ByAdmin)
-	s.Logger().InfoContext(r.Context(), "admin resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
+	s.ReceiptOfClaimed(receipts.EventResolved, rec, callpath.ByAdmin, in.By)
+	s.Logger().InfoContext(r.Context(), "admin resolved a record", "claimed_by", in.By, "tenant", scope.Tenant, "tool", scope.Tool,
 		"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	writeJSON(w, http.StatusOK, toAdminRecord(rec, adminInclude{response: true}))
 }

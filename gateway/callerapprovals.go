@@ -12,10 +12,12 @@ import (
 
 // handleCallerDecision is POST /api/tools/v1/approvals/{id}/{approve|deny}:
 // the caller's own human answers an approval of a rule with approver:
-// caller, through the tenant's token. Only the tenant's own approvals of
-// such rules: another tenant's, or one an operator decides, is 403
-// approval_not_yours. The decision's by is the tenant; the body, optional,
-// is {"note": "..."}.
+// caller. Only the tenant's own approvals of such rules: another
+// tenant's, or one an operator decides, is 403 approval_not_yours. Only a
+// person decides (a provider token, host-user:): a static agent token is
+// 403 not_an_approver, so an agent cannot approve its own calls. The
+// decision's by is the token's principal; the body, optional for an
+// approve, is {"note": "..."}.
 func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 	var approve bool
 	switch chi.URLParam(r, "decision") {
@@ -42,10 +44,10 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.By != "" {
-		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, `send only "note": the decision's "by" is the tenant`))
+		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, `send only "note": the decision's "by" is the token's principal`))
 		return
 	}
-	if err := checkDecisionText("", in.Note); err != nil {
+	if err := idempotency.CheckNote(approve, in.Note); err != nil {
 		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, err.Error()))
 		return
 	}
@@ -69,5 +71,5 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 	// The approval id names one record for good (the scope and the
 	// approver are written with it), so the check above still holds when
 	// the store decides.
-	s.decideApproval(w, r, store, id, idempotency.ApprovalDecision{Approve: approve, By: tenant, Note: in.Note})
+	s.decideApproval(w, r, id, callpath.ApprovalDecision{Approve: approve, Decider: callpath.PrincipalFrom(r.Context()), Note: in.Note})
 }

@@ -36,7 +36,7 @@ func TestDecideCallerApproval(t *testing.T) {
 			t.Fatalf("deciding a decided approval: %v, want no error", err)
 		}
 		rec := storedApproval(t, h.store, mine.id)
-		if rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "acme" || rec.Approval.Note != "via MCP elicitation" {
+		if rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "token:acme" || rec.Approval.Note != "via MCP elicitation" {
 			t.Fatalf("the store says %s by %q note %q, want DENIED by acme via MCP elicitation", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
@@ -102,15 +103,15 @@ func (b consoleBackend) GetApproval(ctx context.Context, id string) (idempotency
 	return a.GetApproval(ctx, id)
 }
 
-// DecideApproval approves or denies one approval.
+// DecideApproval approves or denies one approval as the signed-in
+// principal (the engine checks the rules' approvers and receipts it).
 func (b consoleBackend) DecideApproval(ctx context.Context, id string, d idempotency.ApprovalDecision) (idempotency.Record, error) {
-	a, err := b.approvals()
-	if err != nil {
-		return idempotency.Record{}, err
-	}
-	rec, err := a.DecideApproval(ctx, id, d)
-	if err == nil {
-		b.s.ReceiptOf(callpath.ApprovalEvent(d.Approve), rec, d.By)
+	rec, err := b.s.DecideApproval(ctx, id, callpath.ApprovalDecision{
+		Approve: d.Approve, Decider: principal.FromContext(ctx), ClaimedBy: d.ClaimedBy, Note: d.Note,
+	})
+	var refused *callpath.DecisionRefused
+	if errors.As(err, &refused) {
+		return rec, &console.RefusedError{Status: refused.Problem.Status, Message: refused.Problem.Detail}
 	}
 	return rec, err
 }

@@ -79,6 +79,9 @@ func pendingID(t testing.TB, r gatewaytest.Response) string {
 // decideApproval approves or denies id in the store, as the admin API does.
 func decideApproval(t testing.TB, h *gatewaytest.Harness, id string, approve bool, note string) {
 	t.Helper()
+	if !approve && note == "" {
+		note = "no" // a deny needs a note
+	}
 	if _, err := h.Store.(idempotency.Approvals).DecideApproval(context.Background(), id, idempotency.ApprovalDecision{Approve: approve, By: "finance-ops", Note: note}); err != nil {
 		t.Fatalf("decide approval %s: %v", id, err)
 	}
@@ -211,8 +214,14 @@ func TestPreferWaitRunsOnceApproved(t *testing.T) {
 		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
 		c := refund("w", 1, "600")
 		id := pendingID(t, h.Do(c))
+		// wait=N alone does not wait for a human: approval_pending at once.
+		plain := c
+		plain.Headers = map[string]string{"Prefer": "wait=20"}
+		if r := h.Do(plain); r.Status != http.StatusConflict || r.Header.Get(wire.HeaderPreferenceApplied) != "" {
+			t.Fatalf("wait=20 without the approval preference: %d Preference-Applied %q", r.Status, r.Header.Get(wire.HeaderPreferenceApplied))
+		}
 		waiting := c
-		waiting.Headers = map[string]string{"Prefer": "wait=20"}
+		waiting.Headers = map[string]string{"Prefer": "wait=20, approval"}
 		done := make(chan gatewaytest.Response, 1)
 		go func() { done <- h.Do(waiting) }()
 		time.Sleep(200 * time.Millisecond)

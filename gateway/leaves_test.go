@@ -15,7 +15,7 @@ func TestLeavesImportNoGateway(t *testing.T) {
 	const m = deptest.Module
 	store := []string{m + "/gateway/idempotency", m + "/tools", m + "/keyderive"}
 	leaves := map[string][]string{
-		"gateway/decide":                 nil,
+		"gateway/decide":                 {m + "/gateway/principal"},
 		"gateway/principal":              nil,
 		"gateway/notify":                 nil,
 		"gateway/oidcauth":               nil,

@@ -153,7 +153,7 @@ func TestReceiptsOfEveryEvent(t *testing.T) {
 		if chain[1].Decision != "deny" || chain[1].Rule != "decide[2]" || chain[1].ExecutionID != "" {
 			t.Fatalf("denied receipt: %+v", chain[1])
 		}
-		if chain[3].By != "finance-ops" || chain[5].By != "admin" || chain[5].Key != receipts.KeyHash(key) {
+		if chain[3].By != "token:admin" || chain[3].ClaimedBy != "finance-ops" || chain[5].By != "token:admin" || chain[5].Key != receipts.KeyHash(key) {
 			t.Fatalf("approval granted / deleted receipts: %+v / %+v", chain[3], chain[5])
 		}
 		var export bytes.Buffer
@@ -304,7 +304,7 @@ func TestReceiptsOfUncertainAndResolved(t *testing.T) {
 		t.Fatalf("tool error: %d %s", r.Status, r.Body)
 	}
 	id := pendingID(t, h.Do(refund("u", 3, "500")))
-	if r := adminPostAs(t, h, "/admin/v1/approvals/"+id+"/deny", `{"by":"finance-ops"}`); r.Status != http.StatusOK {
+	if r := adminPostAs(t, h, "/admin/v1/approvals/"+id+"/deny", `{"by":"finance-ops","note":"not now"}`); r.Status != http.StatusOK {
 		t.Fatalf("deny: %d %s", r.Status, r.Body)
 	}
 	chain := chainOf(t, rs, gateway.AnonymousTenant, 6)
@@ -312,7 +312,7 @@ func TestReceiptsOfUncertainAndResolved(t *testing.T) {
 	for _, r := range chain {
 		events = append(events, string(r.Event)+":"+strconv.Itoa(r.Status)+":"+r.By)
 	}
-	want := "made_unknown:0: executed:500: resolved:200:admin executed:500: approval_requested:0: approval_denied:0:finance-ops"
+	want := "made_unknown:0: executed:500: resolved:200:token:admin executed:500: approval_requested:0: approval_denied:0:token:admin"
 	if got := strings.Join(events, " "); got != want {
 		t.Fatalf("events %q, want %q", got, want)
 	}

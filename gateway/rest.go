@@ -81,9 +81,14 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 	callpath.ReadIdentity(c, callpath.IdentitySource{API: APIREST, Header: r.Header}, s.opts.KeyMode)
 	wait := callpath.PreferWait(r.Header, MaxPreferWait)
 	c.Wait = time.Duration(wait) * time.Second
+	c.WaitForApproval = callpath.PreferApproval(r.Header)
 	res := s.Call(ctx, c)
 	if res.Waited {
-		w.Header().Set(wire.HeaderPreferenceApplied, "wait="+strconv.Itoa(wait))
+		applied := "wait=" + strconv.Itoa(wait)
+		if c.WaitForApproval {
+			applied += ", " + wire.PreferApproval
+		}
+		w.Header().Set(wire.HeaderPreferenceApplied, applied)
 	}
 	writeResult(w, res)
 }

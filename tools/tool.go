@@ -61,6 +61,11 @@ type Spec struct {
 	// only the gateway's _meta) instead of wrapping the body in a text
 	// content block, on the first answer and on every replay.
 	ResultIsCallToolResult bool
+	// Target names where the tool runs, for the approvals bound to its
+	// definition: an HTTP upstream's URL (its password redacted), an MCP
+	// upstream's server URL or command and the tool's name there; "" for
+	// an in-process tool.
+	Target string
 	// Policy is the execution policy the tool brings with it. Tools that
 	// appear at run time (an MCP server's) have no entry under tools: in the
 	// config, so their policy travels with their spec. A configured policy

@@ -22,6 +22,11 @@ const (
 	HeaderRequestID         = "X-Request-Id"
 	HeaderRetryAfter        = "Retry-After"
 	HeaderPreferenceApplied = "Preference-Applied"
+	// PreferApproval is the Prefer preference (no value) that opts a call
+	// held for an approval into its wait=N: without it, approval_pending
+	// answers at once whatever wait=N says (a human answers in minutes,
+	// not while a request is open), e.g. "Prefer: wait=30, approval".
+	PreferApproval = "approval"
 	// HeaderEffectKeyReplayed is "true" on a replay of another call that
 	// holds the same effect key value (another key, session or step).
 	HeaderEffectKeyReplayed = "Effect-Key-Replayed"

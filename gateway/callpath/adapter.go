@@ -121,6 +121,10 @@ func MarkProblem(ctx context.Context, tool string, p *Problem) { setLabel(ctx, t
 // capped at maxWait; 0 when absent or malformed.
 func PreferWait(h http.Header, maxWait int) int { return preferWait(h, maxWait) }
 
+// PreferApproval reports whether the Prefer header opts the call's wait
+// into waiting for a pending approval (wire.PreferApproval).
+func PreferApproval(h http.Header) bool { return preferApproval(h) }
+
 // ValidAdminKey unquotes an Idempotency-Key as the admin API takes it (an
 // RFC 8941 sf-string or bare) and reports whether it is well-formed in
 // any key mode.

@@ -10,11 +10,20 @@ import (
 	"strings"
 
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
 type tenantKey struct{}
+
+// PrincipalFrom returns the authenticated principal of the request: for
+// the tool API a tenant's static token (token:<tenant>) or a provider
+// token's person (host-user:<issuer host>:<sub>: the tool API's provider
+// tokens are access tokens an MCP host or another client got for the
+// person signed in there); for the admin API token:admin. Zero without
+// auth.
+func PrincipalFrom(ctx context.Context) principal.Principal { return principal.FromContext(ctx) }
 
 // tenantFrom returns the authenticated tenant of the request.
 func tenantFrom(ctx context.Context) string {
@@ -138,8 +147,9 @@ func (s *Engine) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		var refused error
+		who := principal.Token(tenant)
 		if tenant == "" && ok && set.oidc != nil {
-			tenant, refused = s.verifyProviderToken(r, set.oidc, token)
+			tenant, who, refused = s.verifyProviderToken(r, set.oidc, token)
 		}
 		if tenant == "" {
 			s.unauthorizedBecause(w, r, refused)
@@ -149,7 +159,8 @@ func (s *Engine) authenticate(next http.Handler) http.Handler {
 		if previous {
 			setPreviousToken(r.Context())
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
+		next.ServeHTTP(w, r.WithContext(principal.NewContext(ctx, who)))
 	})
 }
 
@@ -174,7 +185,7 @@ func (s *Engine) authenticateAdmin(next http.Handler) http.Handler {
 		if match > 0 {
 			setPreviousToken(r.Context())
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), principal.Admin)))
 	})
 }
 

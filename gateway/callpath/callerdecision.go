@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 )
 
 // What an adapter needs to let the caller's own human decide an approval
@@ -36,10 +37,13 @@ func callerApproval(st *callState, a *idempotency.Approval) *CallerApproval {
 }
 
 // DecideCallerApproval records the caller's own decision on approval id,
-// by the tenant, with note: only the tenant's own approvals of rules with
-// approver: caller (ErrNotCallersApproval otherwise). An approval already
-// decided or expired is no error: the call made again answers where it
-// stands (the first decision holds).
+// answered by the person in the MCP host's UI (elicitation), with note:
+// only the tenant's own approvals of rules with approver: caller
+// (ErrNotCallersApproval otherwise). The decider is the request's
+// principal (token:<tenant> without one), counted as a person: the host's
+// UI is the person's own. An approval already decided or expired is no
+// error: the call made again answers where it stands (the first decision
+// holds); a decision the rules refuse is.
 func (s *Engine) DecideCallerApproval(ctx context.Context, tenant, id string, approve bool, note string) error {
 	store, ok := s.opts.Store.(idempotency.Approvals)
 	if !ok {
@@ -52,14 +56,19 @@ func (s *Engine) DecideCallerApproval(ctx context.Context, tenant, id string, ap
 	if rec.Scope.Tenant != tenant || rec.Approval == nil || rec.Approval.Approver.OrDefault() != idempotency.ApproverCaller {
 		return ErrNotCallersApproval
 	}
-	_, err = store.DecideApproval(ctx, id, idempotency.ApprovalDecision{Approve: approve, By: tenant, Note: note})
+	who := PrincipalFrom(ctx)
+	if who.IsZero() {
+		who = principal.Token(tenant)
+	}
+	if !approve && note == "" {
+		note = "declined in the MCP host"
+	}
+	_, err = s.DecideApproval(ctx, id, ApprovalDecision{Approve: approve, Decider: who, Note: note, InHost: true})
 	if errors.Is(err, idempotency.ErrApprovalNotPending) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("decide approval: %w", err)
 	}
-	s.log.InfoContext(ctx, "approval decided by its caller", "approval_id", id, "approved", approve, "by", tenant,
-		"tool", rec.Scope.Tool, "key_prefix", idempotency.KeyPrefix(rec.Scope.Key))
 	return nil
 }

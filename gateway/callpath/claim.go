@@ -41,6 +41,17 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 	c, name := st.call, st.call.Entry.Spec.Name
 	switch d.Outcome {
 	case idempotency.OutcomeClaimed:
+		if stale(st, d) {
+			// Approved under other rules or another definition of the
+			// tool: void. Releasing the claim removes the record, so the
+			// next call asks for a new approval under the rules of now.
+			s.giveBackClaim(ctx, d.Lease)
+			s.log.WarnContext(ctx, "approval void: the tool's rules or definition changed since it was asked", "tool", name,
+				"approval_id", d.Approval.ID)
+			p := NewProblem(wire.CodeApprovalStale, "the tool's decide rules or definition changed since this call was approved; the approval is void and nothing ran. Make the same call again to ask for a new approval")
+			p.ApprovalID = d.Approval.ID
+			return st.refuse(p)
+		}
 		if d.TakenOver {
 			s.metrics.takeovers.WithLabelValues(name).Inc()
 			s.log.WarnContext(ctx, "took over an expired lease; running the tool again", "tool", name, "execution_id", d.Lease.ExecutionID)
@@ -79,6 +90,12 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
 		return st.end(storeUnavailable("the idempotency store gave an invalid answer"))
 	}
+}
+
+// stale says whether the claim d consumed an approval asked under another
+// binding (binding.go) than the call's of now.
+func stale(st *callState, d idempotency.Decision) bool {
+	return d.Approval != nil && d.Approval.Binding != "" && st.approval != nil && d.Approval.Binding != st.approval.Binding
 }
 
 // stepConflict is the refusal of a call whose step (or host call id)
@@ -171,12 +188,13 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 }
 
 // waitable says whether c's wait waits on outcome: a duplicate in flight
-// (for its outcome), or over REST a pending approval (Prefer: wait, for
-// its decision, and if approved, to run the call). Over MCP a pending
-// approval answers at once: the wait there is mcp.in_progress_wait, meant
-// for a duplicate that finishes in seconds, not for a human.
+// (for its outcome), or a pending approval when the caller opted in
+// (Call.WaitForApproval: REST's Prefer: wait=N, approval; for its
+// decision, and if approved, to run the call). Without the opt-in a
+// pending approval answers at once: SDKs send Prefer: wait=N for
+// duplicates that finish in seconds, and a human answers in minutes.
 func waitable(c *Call, o idempotency.Outcome) bool {
-	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.API == APIREST)
+	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.WaitForApproval)
 }
 
 // awaitDuplicate polls the store until the running call finishes, its lease

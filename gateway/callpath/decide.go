@@ -122,9 +122,16 @@ func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, 
 			p.Reason = reason
 			return p
 		}
+		if v.Quorum > 1 && !idempotency.KeepsPrincipals(s.opts.Store) {
+			reason := "the rule asks a quorum of approvers, which this idempotency store cannot count: " + v.Reason
+			p := NewProblem(wire.CodeCallDenied, reason)
+			p.Reason = reason
+			return p
+		}
 		st.approval = &idempotency.ApprovalClaim{
 			ID: newULID(), Rule: v.Rule, Reason: v.Reason, Approver: idempotency.Approver(v.Approver),
 			Timeout: live.approvals.Timeout, UseWithin: live.approvals.UseWithin,
+			Requester: c.Requester.ID, Quorum: v.Quorum, Binding: approvalBinding(policy, c.Entry.Spec),
 		}
 	}
 	return nil

@@ -147,6 +147,21 @@ func preferWait(h http.Header, maxWait int) int {
 	return 0
 }
 
+// preferApproval reports whether the Prefer header carries the
+// wire.PreferApproval preference: the caller asks that its wait=N also
+// waits for a pending approval's decision.
+func preferApproval(h http.Header) bool {
+	for _, line := range h.Values(wire.HeaderPrefer) {
+		for _, pref := range strings.Split(line, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(pref), ";")
+			if strings.EqualFold(strings.TrimSpace(name), wire.PreferApproval) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ceilSeconds rounds d up to whole seconds, at least 1.
 func ceilSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -47,9 +48,10 @@ func (s *Engine) mountProtectedResourceMetadata(r chi.Router) {
 }
 
 // verifyProviderToken resolves the tenant of a bearer token that is no
-// static tenant's, through the identity provider. The reason of a refusal
+// static tenant's, through the identity provider, and the person it
+// names (host-user:, see PrincipalFrom). The reason of a refusal
 // is logged (never the token) and returned for the challenge.
-func (s *Engine) verifyProviderToken(r *http.Request, v TokenVerifier, token string) (string, error) {
+func (s *Engine) verifyProviderToken(r *http.Request, v TokenVerifier, token string) (string, principal.Principal, error) {
 	id, err := v.Verify(r.Context(), token)
 	if err != nil {
 		level := "token of the identity provider refused"
@@ -57,7 +59,12 @@ func (s *Engine) verifyProviderToken(r *http.Request, v TokenVerifier, token str
 			level = "token of the identity provider not checked: the provider is unavailable"
 		}
 		s.log.InfoContext(r.Context(), level, "reason", err.Error())
-		return "", err
+		return "", principal.Principal{}, err
 	}
-	return id.Tenant, nil
+	who, err := principal.HostUser(id.Issuer, id.Subject, id.Name, id.Claims)
+	if err != nil {
+		s.log.InfoContext(r.Context(), "token of the identity provider refused", "reason", err.Error())
+		return "", principal.Principal{}, err
+	}
+	return id.Tenant, who, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -80,7 +81,11 @@ type Identity struct {
 type Call struct {
 	API    API
 	Tenant string
-	Entry  *tools.Entry
+	// Requester is the call's principal (gateway/principal); zero takes
+	// the request's (PrincipalFrom, set by the tool API's auth), which
+	// stays zero without auth.
+	Requester principal.Principal
+	Entry     *tools.Entry
 	// Arguments are the raw argument bytes, exactly as the client sent them
 	// (an HTTP upstream receives these bytes).
 	Arguments []byte
@@ -104,6 +109,10 @@ type Call struct {
 	// before the answer is "in progress" (REST: Prefer: wait=N; MCP:
 	// mcp.in_progress_wait). Zero answers at once.
 	Wait time.Duration
+	// WaitForApproval: Wait also waits for a pending approval's decision
+	// (REST: Prefer: approval beside wait=N). Without it a call held for
+	// an approval answers approval_pending at once.
+	WaitForApproval bool
 	// Received is when the request arrived, for the latency histogram; zero
 	// means when Engine.Call started.
 	Received time.Time
@@ -174,6 +183,9 @@ type Result struct {
 func (s *Engine) Call(ctx context.Context, c *Call) Result {
 	if c.Received.IsZero() {
 		c.Received = time.Now()
+	}
+	if c.Requester.IsZero() {
+		c.Requester = PrincipalFrom(ctx)
 	}
 	ctx, endSpan := s.startCallSpan(ctx, c)
 	res := s.call(ctx, c)

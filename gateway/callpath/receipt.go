@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -336,7 +337,7 @@ func (s *Engine) receiptOfCall(st *callState, event receipts.Event) {
 // decision taken on it.
 func (s *Engine) callReceipt(st *callState, event receipts.Event) receipts.Receipt {
 	name := st.call.Entry.Spec.Name
-	r := receipts.Receipt{Event: event, Tool: name, ExecutionID: st.lease.ExecutionID}
+	r := receipts.Receipt{Event: event, Tool: name, ExecutionID: st.lease.ExecutionID, Requester: st.call.Requester.ID}
 	if st.unprotected == 0 && st.id.Key != "" {
 		r.Key = receipts.KeyHash(st.id.Key)
 	}
@@ -358,12 +359,12 @@ func (s *Engine) callReceipt(st *callState, event receipts.Event) receipts.Recei
 
 // receiptForRecord enqueues event for a stored record: an operator's
 // action or an approval's decision (by names who).
-func (s *Engine) receiptForRecord(event receipts.Event, rec idempotency.Record, by string) {
+func (s *Engine) receiptForRecord(event receipts.Event, rec idempotency.Record, by, claimedBy string) {
 	if s.receipts == nil {
 		return
 	}
 	r := receipts.Receipt{Event: event, Tool: rec.Scope.Tool, Key: receipts.KeyHash(rec.Scope.Key),
-		ExecutionID: rec.ExecutionID, By: by}
+		ExecutionID: rec.ExecutionID, By: by, ClaimedBy: claimedBy}
 	if rec.Step != nil {
 		r.Session, r.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
 	}
@@ -374,12 +375,15 @@ func (s *Engine) receiptForRecord(event receipts.Event, rec idempotency.Record, 
 		r.Rule = "decide[" + strconv.Itoa(rec.Approval.Rule) + "]"
 		r.Decision = string(decide.Approve)
 	}
+	if rec.Approval != nil {
+		r.Requester = rec.Approval.Requester
+	}
 	s.receipts.enqueue(rec.Scope.Tenant, r)
 }
 
 // byAdmin is [receipts.Receipt.By] of an admin API action: the admin
-// token names no person.
-const byAdmin = "admin"
+// token's principal, token:admin, which names no person.
+var byAdmin = principal.Admin.ID
 
 // approvalEvent is the event of an approval's decision.
 func approvalEvent(approve bool) receipts.Event {

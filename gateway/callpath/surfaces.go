@@ -35,7 +35,13 @@ func (s *Engine) PolicyOf(tool string) tools.Policy { return s.policyNamed(tool)
 // approval decided) to the receipt writer, never waited for; by names
 // who acted ([ByAdmin] for the admin token).
 func (s *Engine) ReceiptOf(event receipts.Event, rec idempotency.Record, by string) {
-	s.receiptForRecord(event, rec, by)
+	s.receiptForRecord(event, rec, by, "")
+}
+
+// ReceiptOfClaimed is ReceiptOf with the name claimedBy typed beside the
+// admin token (by token:admin), kept as the receipt's claimed_by.
+func (s *Engine) ReceiptOfClaimed(event receipts.Event, rec idempotency.Record, by, claimedBy string) {
+	s.receiptForRecord(event, rec, by, claimedBy)
 }
 
 // ReceiptStore returns the receipts store; nil when receipts are off.
@@ -84,8 +90,8 @@ func (s *Engine) AuthenticateAdmin(next http.Handler) http.Handler { return s.au
 // API when an identity provider is set.
 func (s *Engine) MountProtectedResourceMetadata(r chi.Router) { s.mountProtectedResourceMetadata(r) }
 
-// ByAdmin names the admin token as who acted, in receipts.
-const ByAdmin = byAdmin
+// ByAdmin names the admin token as who acted, in receipts: token:admin.
+var ByAdmin = byAdmin
 
 // ApprovalEvent is the receipt event of an approval's decision.
 func ApprovalEvent(approve bool) receipts.Event { return approvalEvent(approve) }

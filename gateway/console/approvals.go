@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/toolgateway/toolgateway/gateway/principal"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,9 +38,6 @@ type approvalsView struct {
 	Error      string
 }
 
-// maxNote bounds an operator's note (the store bounds it too).
-const maxNote = 4000
-
 // decidedShown is how many decided approvals of each kind the page shows.
 const decidedShown = 20
 
@@ -51,6 +50,9 @@ func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 		v.ID, v.RequestedAt, v.ExpiresAt, v.Age = a.ID, a.RequestedAt, a.ExpiresAt, age(a.RequestedAt, now)
 		v.Rule, v.Reason = fmt.Sprintf("decide[%d]", a.Rule), a.Reason
 		v.DecidedBy, v.DecidedAt, v.Note = a.DecidedBy, a.DecidedAt, a.Note
+		if a.ClaimedBy != "" { // the admin token's holder: the name given, then the principal
+			v.DecidedBy = a.ClaimedBy + " (" + a.DecidedBy + ")"
+		}
 	}
 	return v
 }
@@ -141,14 +143,23 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 		c.approvalsMessage(w, r, http.StatusBadRequest, "", "Choose approve or deny.")
 		return
 	}
-	if len(note) > maxNote {
-		c.approvalsMessage(w, r, http.StatusBadRequest, "", fmt.Sprintf("The note is longer than %d characters; nothing changed.", maxNote))
+	if err := idempotency.CheckNote(action == "approve", note); err != nil {
+		msg := fmt.Sprintf("The note is longer than %d bytes; nothing changed.", idempotency.MaxNoteBytes)
+		if errors.Is(err, idempotency.ErrNoteRequired) {
+			msg = "A deny needs a note: the reason the caller is shown. Nothing changed."
+		}
+		c.approvalsMessage(w, r, http.StatusBadRequest, "", msg)
 		return
 	}
-	by := sessionFrom(r.Context()).By
-	rec, err := c.backend.DecideApproval(r.Context(), id, idempotency.ApprovalDecision{Approve: action == "approve", By: by, Note: note})
+	s := sessionFrom(r.Context())
+	by := principal.FromContext(r.Context()).ID
+	rec, err := c.backend.DecideApproval(r.Context(), id, idempotency.ApprovalDecision{Approve: action == "approve", By: by, ClaimedBy: s.claimedBy(), Note: note})
 	var notPending *idempotency.ApprovalNotPendingError
+	var refused *RefusedError
 	switch {
+	case errors.As(err, &refused):
+		c.approvalsMessage(w, r, refused.Status, "", refused.Message+" Nothing changed.")
+		return
 	case errors.As(err, &notPending):
 		c.approvalsMessage(w, r, http.StatusConflict, "", notPendingText(notPending))
 		return
@@ -171,9 +182,13 @@ func notPendingText(e *idempotency.ApprovalNotPendingError) string {
 	if verb == "" {
 		verb = strings.ToLower(string(e.State))
 	}
+	who := e.DecidedBy
+	if e.ClaimedBy != "" {
+		who = e.ClaimedBy + " (" + e.DecidedBy + ")"
+	}
 	switch {
 	case e.DecidedBy != "":
-		return fmt.Sprintf("Already %s by %s at %s; nothing changed.", verb, e.DecidedBy, e.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		return fmt.Sprintf("Already %s by %s at %s; nothing changed.", verb, who, e.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	case !e.DecidedAt.IsZero():
 		return fmt.Sprintf("Already %s at %s; nothing changed.", verb, e.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	}

@@ -33,7 +33,7 @@ func TestApprovalsPendingThenApprove(t *testing.T) {
 		t.Fatalf("approve: %d %s", resp.StatusCode, resp.Request.URL)
 	}
 	rec, err := f.store.GetApproval(context.Background(), id)
-	if err != nil || rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "alice" || rec.Approval.Note != "ok by finance" {
+	if err != nil || rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" || rec.Approval.Note != "ok by finance" {
 		t.Fatalf("after approve: %+v %+v %v", rec.State, rec.Approval, err)
 	}
 	if !strings.Contains(page, "No pending approvals") || !strings.Contains(page, "ok by finance") {
@@ -55,12 +55,12 @@ func TestApproveFromTwoTabs(t *testing.T) {
 	}
 	decided, _ := f.store.GetApproval(context.Background(), id)
 	resp, page := post(t, bob, f.srv.URL+"/console/approvals/"+id+"/decide", url.Values{"csrf": {csrfOf(t, pageB)}, "action": {"deny"}, "note": {"no"}})
-	want := "Already approved by alice at " + decided.Approval.DecidedAt.UTC().Format("2006-01-02 15:04:05Z")
+	want := "Already approved by alice (token:admin) at " + decided.Approval.DecidedAt.UTC().Format("2006-01-02 15:04:05Z")
 	if resp.StatusCode != http.StatusConflict || !strings.Contains(page, want) {
 		t.Fatalf("second tab: %d, want %q in:\n%s", resp.StatusCode, want, page)
 	}
 	rec, _ := f.store.GetApproval(context.Background(), id)
-	if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "alice" || rec.Approval.Note != "" {
+	if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" || rec.Approval.Note != "" {
 		t.Fatalf("the second decision changed the approval: %+v %+v", rec.State, rec.Approval)
 	}
 }

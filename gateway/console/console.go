@@ -27,6 +27,9 @@ type Backend interface {
 	// [idempotency.Approvals].
 	ListApprovals(ctx context.Context, filter idempotency.ApprovalFilter) (idempotency.Page, error)
 	GetApproval(ctx context.Context, id string) (idempotency.Record, error)
+	// DecideApproval decides as the principal of ctx (principal.FromContext,
+	// with its claims); decision.By is its id. A decision the rules refuse
+	// is a *RefusedError.
 	DecideApproval(ctx context.Context, id string, decision idempotency.ApprovalDecision) (idempotency.Record, error)
 	// ListRecords is the store's [idempotency.Admin.List].
 	ListRecords(ctx context.Context, filter idempotency.ListFilter) (idempotency.Page, error)
@@ -220,3 +223,14 @@ func redirectTo(path string) http.HandlerFunc {
 		http.Redirect(w, r, path, http.StatusSeeOther)
 	}
 }
+
+// RefusedError is a decision the gateway refused before the store saw it
+// (not an approver, self-approval, a bad note): the page shows Message
+// with Status.
+type RefusedError struct {
+	Status  int
+	Message string
+}
+
+// Error is the message.
+func (e *RefusedError) Error() string { return e.Message }

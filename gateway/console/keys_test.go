@@ -75,7 +75,7 @@ func TestSessionKeysRotate(t *testing.T) {
 	if resp, _ := post(t, c, f.srv.URL+"/console/approvals/"+id+"/decide", url.Values{"csrf": {csrfOf(t, page)}, "action": {"approve"}}); resp.Request.URL.Path != "/console/approvals" {
 		t.Fatalf("decide with the second key's session: landed on %s", resp.Request.URL)
 	}
-	if rec, _ := f.store.GetApproval(context.Background(), id); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "alice" {
+	if rec, _ := f.store.GetApproval(context.Background(), id); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" {
 		t.Fatalf("approval after the decide: %s by %q", rec.State, rec.Approval.DecidedBy)
 	}
 

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/toolgateway/toolgateway/gateway/principal"
+
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -142,13 +144,13 @@ func (c *Console) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		c.renderSignIn(w, r, http.StatusUnauthorized, signInView{Next: a.Next, Message: "The identity provider did not sign you in (" + e + ")."})
 		return
 	}
-	by, err := c.oidcPerson(r.Context(), r.URL.Query().Get("code"), a)
+	by, who, err := c.oidcPerson(r.Context(), r.URL.Query().Get("code"), a)
 	if err != nil {
 		c.opts.Log.WarnContext(r.Context(), "console: OIDC sign-in refused", "reason", err.Error())
 		c.renderSignIn(w, r, http.StatusForbidden, signInView{Next: a.Next, Message: "You are not signed in: " + err.Error()})
 		return
 	}
-	if err := c.issue(w, r, by); err != nil {
+	if err := c.issue(w, r, by, who); err != nil {
 		c.opts.Log.ErrorContext(r.Context(), "console: cannot start a session", "error", err)
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return
@@ -163,29 +165,30 @@ func (c *Console) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 // errNotAllowed: a person of the issuer who is not on the allow list.
 var errNotAllowed = errors.New("your account is not allowed to use this console")
 
-// oidcPerson exchanges the code and returns the session's by: the
-// person's name (or preferred_username, or email) and subject.
-func (c *Console) oidcPerson(ctx context.Context, code string, a oidcAttempt) (string, error) {
+// oidcPerson exchanges the code and returns the session's by (the
+// person's name, or preferred_username, or email, and subject) and the
+// person's principal, oidc:<issuer host>:<sub> with the ID token's claims.
+func (c *Console) oidcPerson(ctx context.Context, code string, a oidcAttempt) (string, principal.Principal, error) {
 	cfg, verifier, provider, err := c.oidc.discover(ctx)
 	if err != nil {
-		return "", err
+		return "", principal.Principal{}, err
 	}
 	ctx = c.oidc.ctx(ctx)
 	tok, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(a.Verifier))
 	if err != nil {
-		return "", errors.New("the identity provider refused the code")
+		return "", principal.Principal{}, errors.New("the identity provider refused the code")
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	idt, err := verifier.Verify(ctx, raw)
 	if err != nil {
-		return "", fmt.Errorf("the ID token does not verify: %w", err)
+		return "", principal.Principal{}, fmt.Errorf("the ID token does not verify: %w", err)
 	}
 	if !sameToken(idt.Nonce, a.Nonce) {
-		return "", errors.New("the ID token's nonce is not this sign-in's")
+		return "", principal.Principal{}, errors.New("the ID token's nonce is not this sign-in's")
 	}
 	var p personClaims
 	if err := idt.Claims(&p); err != nil {
-		return "", fmt.Errorf("reading the ID token: %w", err)
+		return "", principal.Principal{}, fmt.Errorf("reading the ID token: %w", err)
 	}
 	if p.Name == "" && p.PreferredUsername == "" && p.Email == "" {
 		// Providers that keep the profile out of the ID token serve it
@@ -195,9 +198,21 @@ func (c *Console) oidcPerson(ctx context.Context, code string, a oidcAttempt) (s
 		}
 	}
 	if len(c.oidc.cfg.Allow) > 0 && !slices.Contains(c.oidc.cfg.Allow, idt.Subject) && !(p.EmailVerified && slices.Contains(c.oidc.cfg.Allow, p.Email)) {
-		return "", errNotAllowed
+		return "", principal.Principal{}, errNotAllowed
 	}
-	return p.by(idt.Subject), nil
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return "", principal.Principal{}, fmt.Errorf("reading the ID token: %w", err)
+	}
+	for _, registered := range []string{"iss", "aud", "exp", "iat", "nbf", "nonce", "at_hash", "c_hash", "auth_time", "azp", "sid", "jti"} {
+		delete(claims, registered) // the session has its own; they only fill the cookie
+	}
+	by := p.by(idt.Subject)
+	who, err := principal.OIDC(c.oidc.cfg.Issuer, idt.Subject, by, claims)
+	if err != nil {
+		return "", principal.Principal{}, err
+	}
+	return by, who, nil
 }
 
 // personClaims are the claims that name a person.

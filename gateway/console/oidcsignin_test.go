@@ -74,7 +74,9 @@ func TestOIDCSignInThenDecideCarriesThePerson(t *testing.T) {
 		t.Fatalf("approve: %d", resp.StatusCode)
 	}
 	rec, err := f.store.GetApproval(context.Background(), id)
-	if err != nil || rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != by {
+	// The decision names the verified principal, oidc:<issuer host>:<sub>,
+	// never a display name.
+	if err != nil || rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "oidc:"+strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(op.Issuer, "/"), "http://"), "https://")+":"+oidctest.UserSubject {
 		t.Fatalf("after approve: %v %+v %v", rec.State, rec.Approval, err)
 	}
 	// The admin token still signs in beside the provider.

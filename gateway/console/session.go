@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/toolgateway/toolgateway/gateway/principal"
+
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -87,12 +89,41 @@ func NewSessionKey() []byte {
 type session struct {
 	// ID is random per sign-in; the CSRF token is derived from it.
 	ID string `json:"id"`
-	// By is the operator's name, recorded on every decision.
+	// By is the operator's display name: the provider's name for a person,
+	// the name typed with the admin token (kept as claimed_by).
 	By string `json:"by"`
+	// Principal is who decides: oidc:<issuer host>:<sub> for a provider
+	// sign-in, token:admin for the admin token (gateway/principal).
+	Principal string `json:"p,omitempty"`
+	// Claims are the ID token's claims of a person, for decide rules'
+	// approvers expressions (signed with the cookie, so not forgeable).
+	Claims map[string]any `json:"c,omitempty"`
 	// Expires is when the sign-in ends (Unix seconds).
 	Expires int64 `json:"exp"`
 	// key is the key that verified the cookie (it signs the CSRF token).
 	key []byte
+}
+
+// principal is who the session decides as; a session cookie from before
+// principals existed decides as the admin token, with its name claimed.
+func (s *session) principal() principal.Principal {
+	if s.Principal == "" || s.Principal == principal.Admin.ID {
+		return principal.Admin
+	}
+	kind, err := principal.KindOf(s.Principal)
+	if err != nil {
+		return principal.Admin
+	}
+	return principal.Principal{ID: s.Principal, Name: s.By, Kind: kind, Claims: s.Claims}
+}
+
+// claimedBy is the name typed with the admin token, kept beside
+// token:admin; "" for a person.
+func (s *session) claimedBy() string {
+	if s.principal().IsPerson() {
+		return ""
+	}
+	return s.By
 }
 
 type sessionKeyType struct{}
@@ -117,16 +148,24 @@ func sign(key, payload []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// issue writes the session cookie for by.
-func (c *Console) issue(w http.ResponseWriter, r *http.Request, by string) error {
+// maxCookieBytes bounds a session cookie: browsers keep at most about
+// 4 KiB of one cookie, so a provider whose claims would not fit is
+// refused at sign-in rather than failing silently later.
+const maxCookieBytes = 4000
+
+// issue writes the session cookie of who, shown as by.
+func (c *Console) issue(w http.ResponseWriter, r *http.Request, by string, who principal.Principal) error {
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return err
 	}
-	s := session{ID: hex.EncodeToString(id), By: by, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix()}
+	s := session{ID: hex.EncodeToString(id), By: by, Principal: who.ID, Claims: who.Claims, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix()}
 	payload, err := json.Marshal(s)
 	if err != nil {
 		return err
+	}
+	if base64.RawURLEncoding.EncodedLen(len(payload)) > maxCookieBytes-100 {
+		return errors.New("console: the provider's claims do not fit in a session cookie")
 	}
 	keys := c.opts.SessionKeys()
 	if len(keys) == 0 {
@@ -200,7 +239,8 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKeyType{}, s)))
+		ctx := context.WithValue(r.Context(), sessionKeyType{}, s)
+		next.ServeHTTP(w, r.WithContext(principal.NewContext(ctx, s.principal())))
 	})
 }
 

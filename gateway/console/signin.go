@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/toolgateway/toolgateway/gateway/principal"
+
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -81,7 +83,7 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		c.renderSignIn(w, r, http.StatusUnauthorized, v)
 		return
 	}
-	if err := c.issue(w, r, name); err != nil {
+	if err := c.issue(w, r, name, principal.Admin); err != nil {
 		c.opts.Log.ErrorContext(r.Context(), "console: cannot start a session", "error", err)
 		http.Error(w, "cannot start a session", http.StatusInternalServerError)
 		return

@@ -10,6 +10,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgateway/toolgateway/gateway/principal"
 )
 
 // Approvers names who may decide an [Approve] rule's approvals: either a
@@ -146,28 +148,36 @@ func (p *Policy) Quorum(rule int) int {
 }
 
 // MayDecide says whether d may decide an approval that the rule at index
-// rule asked for on behalf of requester (a principal id): nil, or
-// [ErrSelfApproval] (approver: operator and d is the requester) or
-// [ErrNotAnApprover] (approver: caller and d is no person; d not among the
-// rule's approvers, or its expression false or failing for d; a rule p
-// does not have). Errors wrap these with the tool and rule for the log.
-func (p *Policy) MayDecide(ctx context.Context, rule int, requester string, d Decider) error {
-	if p == nil || rule < 0 || rule >= len(p.rules) || p.rules[rule].Decision != Approve {
-		return fmt.Errorf("tool %q: decide[%d]: %w: the rule asks for no approval", p.Tool(), rule, ErrNotAnApprover)
+// rule asked for on behalf of requester (a principal id), approver being
+// who the approval itself says decides it: nil, or [ErrSelfApproval]
+// (an operator's approval and d is the requester, principal.Same) or
+// [ErrNotAnApprover] (a caller's approval and d is no person; d not among
+// the rule's approvers, or its expression false or failing for d; no
+// principal). When p no longer has that rule as an [Approve] rule (a
+// reload changed the rules: consuming the approval will find it stale),
+// only the approval's own approver kind applies. Errors wrap these with
+// the tool and rule for the log.
+func (p *Policy) MayDecide(ctx context.Context, rule int, approver Approver, requester string, d Decider) error {
+	var r *compiledRule
+	if p != nil && rule >= 0 && rule < len(p.rules) && p.rules[rule].Decision == Approve {
+		r = &p.rules[rule]
+		approver = r.Approver
 	}
-	r := &p.rules[rule]
 	if d.ID == "" {
-		return fmt.Errorf("tool %q: decide[%d]: %w: no principal", p.tool, rule, ErrNotAnApprover)
+		return fmt.Errorf("tool %q: decide[%d]: %w: no principal", p.Tool(), rule, ErrNotAnApprover)
 	}
-	switch r.Approver {
+	switch approver {
 	case Caller:
 		if !d.Person {
-			return fmt.Errorf("tool %q: decide[%d]: %w: approver caller is decided by a person, not a static token", p.tool, rule, ErrNotAnApprover)
+			return fmt.Errorf("tool %q: decide[%d]: %w: approver caller is decided by a person, not a static token", p.Tool(), rule, ErrNotAnApprover)
 		}
 	default:
-		if requester != "" && d.ID == requester {
-			return fmt.Errorf("tool %q: decide[%d]: %w", p.tool, rule, ErrSelfApproval)
+		if principal.Same(d.ID, requester) {
+			return fmt.Errorf("tool %q: decide[%d]: %w", p.Tool(), rule, ErrSelfApproval)
 		}
+	}
+	if r == nil {
+		return nil
 	}
 	if len(r.Approvers.IDs) > 0 && !slices.Contains(r.Approvers.IDs, d.ID) {
 		return fmt.Errorf("tool %q: decide[%d]: %w: not listed", p.tool, rule, ErrNotAnApprover)

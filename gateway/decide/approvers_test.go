@@ -55,10 +55,11 @@ func TestApproversDecideWhoMayDecide(t *testing.T) {
 		{3, "token:acme", admin, nil},
 		{3, "token:admin", admin, decide.ErrSelfApproval},
 		{3, "token:acme", decide.Decider{}, decide.ErrNotAnApprover},
-		{7, "token:acme", admin, decide.ErrNotAnApprover},
+		{7, "token:acme", admin, nil}, // a rule gone: the approval's own kind (operator) applies
+		{7, "token:admin", admin, decide.ErrSelfApproval},
 	}
 	for i, c := range cases {
-		if err := p.MayDecide(ctx, c.rule, c.requester, c.d); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+		if err := p.MayDecide(ctx, c.rule, decide.Operator, c.requester, c.d); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("case %d: MayDecide(decide[%d], %s by %s) = %v, want %v", i, c.rule, c.requester, c.d.ID, err, c.want)
 		}
 	}

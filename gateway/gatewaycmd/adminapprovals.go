@@ -17,7 +17,7 @@ import (
 
 // Usages of the approval commands of `gateway admin`.
 const (
-	approvalsUsage = "approvals [-state S] [-tenant T] [-tool X] [-limit N] [-cursor C] [-all]"
+	approvalsUsage = "approvals [-state S] [-tenant T] [-tool X] [-session S] [-requester P] [-limit N] [-cursor C] [-all]"
 	approvalUsage  = "approval ID"
 	approveUsage   = "approve ID [-by B] [-note N]"
 	denyUsage      = "deny ID -reason R [-by B]"
@@ -35,6 +35,8 @@ func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	state := fs.String("state", gateway.ApprovalPending, "PENDING, APPROVED, DENIED or EXPIRED; \"all\" for every state")
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
 	tool := fs.String("tool", "", "only this tool's approvals")
+	session := fs.String("session", "", "only this agent session's approvals")
+	requester := fs.String("requester", "", "only this principal's approvals (e.g. token:acme)")
 	limit := fs.Int("limit", 0, "page size (default the server's, 100; at most 1000)")
 	cursor := fs.String("cursor", "", "continue a listing where a page ended")
 	all := fs.Bool("all", false, "follow the pages to the end")
@@ -46,7 +48,7 @@ func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	if s := strings.ToUpper(*state); s != "ALL" {
 		q.Set("state", s)
 	}
-	for name, v := range map[string]string{"tenant": *tenant, "tool": *tool, "cursor": *cursor} {
+	for name, v := range map[string]string{"tenant": *tenant, "tool": *tool, "session": *session, "requester": *requester, "cursor": *cursor} {
 		if v != "" {
 			q.Set(name, v)
 		}
@@ -149,7 +151,7 @@ func (c *adminClient) decide(ctx context.Context, args []string, approve bool) e
 		name, usage = "deny", denyUsage
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	by := fs.String("by", c.user, "who decides (default $USER)")
+	by := fs.String("by", c.user, "who decides, kept as claimed_by beside token:admin (default $USER)")
 	var note *string
 	if approve {
 		note = fs.String("note", "", "a note kept with the decision")

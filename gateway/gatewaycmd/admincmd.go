@@ -329,8 +329,9 @@ func includeQuery(response bool) string {
 }
 
 func (c *adminClient) resolve(ctx context.Context, args []string) error {
-	const usage = "resolve TENANT TOOL KEY -status N [-content-type T] -body JSON|@FILE"
+	const usage = "resolve TENANT TOOL KEY -status N [-content-type T] -body JSON|@FILE [-by NAME]"
 	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
+	by := fs.String("by", c.user, "who resolves, kept as claimed_by beside token:admin (default $USER)")
 	status := fs.Int("status", 0, "the HTTP status the call really had (200–499)")
 	contentType := fs.String("content-type", "application/json", "the response's media type")
 	body := fs.String("body", "", "the response body: JSON text (for a JSON type; any other type: the text itself), or @FILE")
@@ -349,6 +350,9 @@ func (c *adminClient) resolve(ctx context.Context, args []string) error {
 		}
 	}
 	request := map[string]any{"status": *status, "content_type": *contentType}
+	if *by != "" {
+		request["by"] = *by
+	}
 	switch {
 	case len(bytes.TrimSpace(content)) == 0:
 		// No body.

@@ -106,7 +106,7 @@ func CheckDial(ctx context.Context, path string, getenv func(string) string) (*C
 
 func check(ctx context.Context, path string, getenv func(string) string, dial bool) (*CheckReport, error) {
 	logs := &lineBuffer{}
-	st, err := prepare(path, getenv, logs)
+	st, err := prepare(path, getenv, logs, true)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 		report.Dial = append(report.Dial, dialOIDC(ctx, opts.OIDC)...)
 	}
 	report.Tools = checkedTools(cfg, opts)
-	report.Warnings = effectKeyWarnings(opts)
+	report.Warnings = append(effectKeyWarnings(opts), st.cfg.missingSecrets...)
 	if opts.AdminTokenSHA256 != nil && len(opts.ConsoleSessionKeys) == 0 {
 		report.Warnings = append(report.Warnings, "console: no session key (console.session_key_file or "+gateway.ConsoleSessionKeyEnv+
 			"): each process signs console sessions with a random key, so they end at a restart and other replicas refuse them")

@@ -64,6 +64,12 @@ type Config struct {
 	notifySecret string
 	// consoleSecret is the value of console.oidc.client_secret_env.
 	consoleSecret string
+	// secretsOptional: the config is read by `gateway check` or `gateway
+	// verify`, which never serve the console, so the console's secrets
+	// (console.oidc.client_secret_env, console.session_key_file) may be
+	// absent; what is missing is a warning (missingSecrets), not an error.
+	secretsOptional bool
+	missingSecrets  []string
 	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
 	consoleSessionKeyEnv string
 }

@@ -3,6 +3,7 @@ package gatewaycmd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -45,6 +46,10 @@ func (c *Config) consoleSessionKeys() ([][]byte, error) {
 		return keys, nil
 	case file != "":
 		raw, err := os.ReadFile(c.path(file))
+		if err != nil && c.secretsOptional && errors.Is(err, fs.ErrNotExist) {
+			c.missingSecrets = append(c.missingSecrets, "console.session_key_file "+c.path(file)+" does not exist here; the gateway needs it to start")
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("console.session_key_file: %w", err)
 		}
@@ -108,6 +113,8 @@ func (c *Config) consoleOIDC() (*console.OIDC, error) {
 	switch {
 	case o.ClientSecretEnv == "":
 		return nil, errors.New("console.oidc.client_secret_env: name the environment variable that holds the client secret")
+	case c.consoleSecret == "" && c.secretsOptional:
+		c.missingSecrets = append(c.missingSecrets, "console.oidc.client_secret_env: "+o.ClientSecretEnv+" is empty or unset here; the gateway needs it to start")
 	case c.consoleSecret == "":
 		return nil, fmt.Errorf("console.oidc.client_secret_env: the environment variable %s is empty or unset", o.ClientSecretEnv)
 	}

@@ -39,11 +39,14 @@ type startup struct {
 // idempotency and MCP settings, tracing, and mcp_servers (${ENV} in
 // headers included). It is the one validation: `gateway check` calls it
 // and reports, start-up calls it and builds. Logs go to logOut.
-func prepare(path string, getenv func(string) string, logOut io.Writer) (*startup, error) {
+// secretsOptional (check, verify: they never serve the console) lets the
+// console's secrets be absent, as warnings in cfg.missingSecrets.
+func prepare(path string, getenv func(string) string, logOut io.Writer, secretsOptional bool) (*startup, error) {
 	cfg, startLevel, err := loadConfig(path, getenv)
 	if err != nil {
 		return nil, err
 	}
+	cfg.secretsOptional = secretsOptional
 	store, err := cfg.storeChoice()
 	if err != nil {
 		return nil, err

@@ -79,7 +79,7 @@ func serveReloading(ctx context.Context, args []string, getenv func(string) stri
 		fmt.Fprintln(stdout, "gateway", buildinfo.Version())
 		return nil
 	}
-	st, err := prepare(flags.configPath, getenv, stdout)
+	st, err := prepare(flags.configPath, getenv, stdout, false)
 	if err != nil {
 		return err
 	}

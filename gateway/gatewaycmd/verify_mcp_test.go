@@ -86,7 +86,7 @@ func TestVerifyMCPListVerifiesListedToolsWithoutCallingThem(t *testing.T) {
 // uncertain outcome. The real server runs nothing.
 func TestVerifyMCPStandInServerCountsAndDropsUncertainCalls(t *testing.T) {
 	up := newMCPUpstream(t)
-	st, err := prepare(mcpVerifyConfig(t, up.http.URL), envOf(nil), io.Discard)
+	st, err := prepare(mcpVerifyConfig(t, up.http.URL), envOf(nil), io.Discard, true)
 	if err != nil {
 		t.Fatal(err)
 	}

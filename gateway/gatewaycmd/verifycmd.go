@@ -59,7 +59,7 @@ type verifyRun struct {
 // scratch space run.storeMode names. Everything the run wrote is removed
 // afterwards: an error doing so comes with the results.
 func verifyConfig(ctx context.Context, path string, getenv func(string) string, run verifyRun) ([]VerifyResult, error) {
-	st, err := prepare(path, getenv, io.Discard)
+	st, err := prepare(path, getenv, io.Discard, true)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
 	}

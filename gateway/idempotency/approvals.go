@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Approval states. A call whose rule says approve gets a record in
@@ -89,6 +90,7 @@ const maxApprovalText = 4096
 // MaxNoteBytes bounds a decision's note, the same for the console, the
 // admin API, the caller endpoint and the CLI (400 over it).
 const MaxNoteBytes = 1024
+
 // Validate checks an approval claim: an id, positive durations, a known
 // approver, bounded text.
 func (a ApprovalClaim) Validate() error {
@@ -182,6 +184,9 @@ var ErrApprovalNotPending = errors.New("idempotency: approval not pending")
 type ApprovalNotPendingError struct {
 	State     State
 	DecidedBy string
+	// ClaimedBy is the name typed with the admin token (DecidedBy
+	// token:admin).
+	ClaimedBy string
 	DecidedAt time.Time
 }
 
@@ -201,7 +206,7 @@ func (e *ApprovalNotPendingError) Is(target error) bool { return target == ErrAp
 func NotPending(state State, a *Approval) error {
 	e := &ApprovalNotPendingError{State: state}
 	if a != nil {
-		e.DecidedBy, e.DecidedAt = a.DecidedBy, a.DecidedAt
+		e.DecidedBy, e.ClaimedBy, e.DecidedAt = a.DecidedBy, a.ClaimedBy, a.DecidedAt
 		if state == StateExpired && a.DecidedAt.IsZero() {
 			e.DecidedAt = a.ExpiresAt
 		}
@@ -283,7 +288,23 @@ var ErrNoteRequired = errors.New("approval decision: a deny needs a note")
 // ErrNoteTooLong is a note above MaxNoteBytes.
 var ErrNoteTooLong = fmt.Errorf("approval decision: note above %d bytes", MaxNoteBytes)
 
-// Validate checks the decision: a principal, a note for a deny, bounded
+// CheckNote is the one rule of a decision's note, for every surface
+// (console, admin API, caller endpoint, CLI): UTF-8 text of at most
+// MaxNoteBytes ([ErrNoteTooLong]), not blank for a deny
+// ([ErrNoteRequired]).
+func CheckNote(approve bool, note string) error {
+	switch {
+	case len(note) > MaxNoteBytes:
+		return ErrNoteTooLong
+	case !utf8.ValidString(note):
+		return errors.New("approval decision: the note is not UTF-8 text")
+	case !approve && strings.TrimSpace(note) == "":
+		return ErrNoteRequired
+	}
+	return nil
+}
+
+// Validate checks the decision: a principal, a note (CheckNote), bounded
 // text.
 func (d ApprovalDecision) Validate() error {
 	switch {
@@ -291,12 +312,24 @@ func (d ApprovalDecision) Validate() error {
 		return errors.New("approval decision: by is required")
 	case len(d.By) > maxApprovalText || len(d.ClaimedBy) > maxApprovalText:
 		return fmt.Errorf("approval decision: by or claimed_by above %d bytes", maxApprovalText)
-	case len(d.Note) > MaxNoteBytes:
-		return ErrNoteTooLong
-	case !d.Approve && strings.TrimSpace(d.Note) == "":
-		return ErrNoteRequired
 	}
-	return nil
+	return CheckNote(d.Approve, d.Note)
+}
+
+// PrincipalKeeper is implemented by a store that keeps an approval's
+// Requester, Quorum, Binding, ApprovedBy and ClaimedBy and counts a
+// quorum in DecideApproval. A store without it keeps none of them: the
+// engine then refuses calls whose rule asks a quorum above one (it could
+// not count it), and cannot refuse self-approval or stale approvals.
+type PrincipalKeeper interface {
+	KeepsPrincipals() bool
+}
+
+// KeepsPrincipals reports whether s implements PrincipalKeeper and says
+// it keeps them.
+func KeepsPrincipals(s any) bool {
+	k, ok := s.(PrincipalKeeper)
+	return ok && k.KeepsPrincipals()
 }
 
 // Approvals is the deciding side of a store: every store of this module

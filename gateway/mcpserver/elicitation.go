@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,6 +136,10 @@ func (e *endpoint) callerDecides(ctx context.Context, c *callpath.Call, id strin
 		return mcpRender(c, res) // cancelled: it stays pending
 	}
 	if err := e.gw.DecideCallerApproval(ctx, c.Tenant, id, approve, approvalNote); err != nil {
+		var refused *callpath.DecisionRefused
+		if errors.As(err, &refused) { // not an approver: the rule's approvers decide
+			return mcpRender(c, callpath.Result{Kind: callpath.ResultProblem, Problem: refused.Problem})
+		}
 		e.gw.Logger().ErrorContext(ctx, "recording the caller's approval failed", "tool", c.Entry.Spec.Name, "approval_id", id, "error", err)
 		p := callpath.NewProblem(wire.CodeStoreUnavailable, "the gateway could not record the decision; nothing ran. Make the same call again").WithRetryAfter(1)
 		return mcpRender(c, callpath.Result{Kind: callpath.ResultProblem, Problem: p})

@@ -90,6 +90,11 @@ type Identity struct {
 	Name string
 	// Expiry is the token's exp.
 	Expiry time.Time
+	// Issuer is the token's iss (the configured issuer).
+	Issuer string
+	// Claims are the token's claims, for decide rules' approvers
+	// expressions; read only, shared by every request of the token.
+	Claims map[string]any
 }
 
 // Authenticator validates one issuer's access tokens. It is safe for
@@ -178,7 +183,7 @@ func (a *Authenticator) identity(tok *oidc.IDToken) (Identity, error) {
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("claims: %w", err)
 	}
-	id := Identity{Tenant: a.cfg.Tenant, Subject: tok.Subject, Expiry: tok.Expiry}
+	id := Identity{Tenant: a.cfg.Tenant, Subject: tok.Subject, Expiry: tok.Expiry, Issuer: tok.Issuer, Claims: claims}
 	for _, name := range []string{"name", "preferred_username", "email"} {
 		if v, ok := claims[name].(string); ok && v != "" {
 			id.Name = v

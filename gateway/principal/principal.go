@@ -21,6 +21,7 @@
 package principal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -173,4 +174,40 @@ func cutHost(rest string) (host, sub string, ok bool) {
 		return host + ":" + port, after, true
 	}
 	return host, sub, true
+}
+
+// contextKey carries a Principal in a context.
+type contextKey struct{}
+
+// NewContext returns ctx carrying p: what an authenticating surface (the
+// tool API's auth, the admin token's, the console's sign-in) tells what
+// runs after it.
+func NewContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, contextKey{}, p)
+}
+
+// FromContext returns the principal ctx carries (zero: none).
+func FromContext(ctx context.Context) Principal {
+	p, _ := ctx.Value(contextKey{}).(Principal)
+	return p
+}
+
+// Same reports whether ids a and b name the same principal: equal ids, or
+// the same person seen through the console (oidc:) and through an MCP host
+// (host-user:) — same issuer host and subject — so a requester cannot
+// approve their own call by signing in elsewhere.
+func Same(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return a == b || personPart(a) != "" && personPart(a) == personPart(b)
+}
+
+// personPart is "<issuer host>:<sub>" of a person's id, "" otherwise.
+func personPart(id string) string {
+	kind, rest, _ := strings.Cut(id, ":")
+	if Kind(kind) == KindOIDC || Kind(kind) == KindHostUser {
+		return rest
+	}
+	return ""
 }

@@ -46,3 +46,22 @@ func TestPrincipalRefusesBadIDs(t *testing.T) {
 		t.Error("HostUser without sub: no error")
 	}
 }
+
+func TestSamePerson(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"oidc:idp.example:ada", "host-user:idp.example:ada", true},
+		{"oidc:idp.example:ada", "oidc:idp.example:ada", true},
+		{"token:acme", "token:acme", true},
+		{"oidc:idp.example:ada", "oidc:idp.example:bob", false},
+		{"oidc:idp.example:ada", "oidc:other.example:ada", false},
+		{"token:ada", "oidc:idp.example:ada", false},
+		{"", "", false},
+	} {
+		if got := principal.Same(c.a, c.b); got != c.want {
+			t.Errorf("Same(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -92,6 +92,7 @@ func New(cfg Config) (*Tool, error) {
 			Description: cfg.Description,
 			InputSchema: cfg.InputSchema,
 			ReadOnly:    cfg.ReadOnly,
+			Target:      target.Redacted(),
 		},
 		url:      target,
 		headers:  headers,

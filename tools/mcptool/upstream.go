@@ -282,5 +282,16 @@ func (u *upstream) toolFrom(t *mcp.Tool) (*Tool, error) {
 		ReadOnly:               readOnly,
 		ResultIsCallToolResult: true,
 		Policy:                 u.policy,
+		Target:                 u.target(t.Name),
 	}}, nil
+}
+
+// target is the Spec.Target of the upstream's tool name: its server URL
+// or command, and the name.
+func (u *upstream) target(name string) string {
+	where := u.cfg.URL
+	if where == "" {
+		where = strings.Join(u.cfg.Command, " ")
+	}
+	return "mcp " + where + " " + name
 }

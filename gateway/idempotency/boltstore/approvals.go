@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
 var _ idempotency.Approvals = (*Store)(nil)
+
+// KeepsPrincipals: the store keeps approvals' requesters, quorums,
+// bindings and approvers (idempotency.PrincipalKeeper).
+func (s *Store) KeepsPrincipals() bool { return true }
 
 // approvalsBucket maps an approval id to the scope key of the record that
 // carries it (layout 3). The record is the truth: an entry is followed
@@ -29,6 +34,14 @@ type storedApproval struct {
 	By        string `json:"by,omitempty"`
 	DecidedAt int64  `json:"da,omitempty"`
 	Note      string `json:"no,omitempty"`
+	// Requester, Quorum, Binding, ApprovedBy and ClaimedBy: see
+	// idempotency.Approval. Records written before them decode with
+	// their zero values (no requester, quorum one, no binding).
+	Requester  string   `json:"rb,omitempty"`
+	Quorum     int      `json:"qu,omitempty"`
+	Binding    string   `json:"bi,omitempty"`
+	ApprovedBy []string `json:"ab,omitempty"`
+	ClaimedBy  string   `json:"cb,omitempty"`
 }
 
 func (a *storedApproval) toApproval() *idempotency.Approval {
@@ -36,6 +49,8 @@ func (a *storedApproval) toApproval() *idempotency.Approval {
 		ID: a.ID, Rule: a.Rule, Reason: a.Reason, Approver: idempotency.Approver(a.Approver),
 		RequestedAt: time.Unix(0, a.Requested), ExpiresAt: time.Unix(0, a.Expires),
 		UseWithin: time.Duration(a.UseWithin), DecidedBy: a.By, Note: a.Note,
+		Requester: a.Requester, Quorum: a.Quorum, Binding: a.Binding,
+		ApprovedBy: slices.Clone(a.ApprovedBy), ClaimedBy: a.ClaimedBy,
 	}
 	if a.DecidedAt != 0 {
 		out.DecidedAt = time.Unix(0, a.DecidedAt)
@@ -66,6 +81,7 @@ func (t *txn) newPending(key []byte, r *storedRecord, req idempotency.ClaimReque
 	r.Approval = &storedApproval{
 		ID: a.ID, Rule: a.Rule, Reason: a.Reason, Approver: string(a.Approver.OrDefault()),
 		Requested: t.now.UnixNano(), Expires: expires, UseWithin: int64(a.UseWithin),
+		Requester: a.Requester, Quorum: a.Quorum, Binding: a.Binding,
 	}
 	if err := t.putRecord(key, r); err != nil {
 		return idempotency.Decision{}, err
@@ -219,19 +235,30 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 	return rec, nil
 }
 
-// decide writes the decision into the pending record r: approved, it may
-// be used within its window and lives its replay TTL past that; denied,
-// it lives its replay TTL.
+// decide writes the decision into the pending record r. An approve adds
+// its principal to the approvers (once: the same principal again counts
+// nothing) and, with the quorum reached, approves: it may be used within
+// its window and lives its replay TTL past that. A deny is final at once:
+// the approval keeps its expiry and the record lives its replay TTL.
 func (t *txn) decide(r *storedRecord, d idempotency.ApprovalDecision) {
 	now := t.now.UnixNano()
 	a := r.Approval
-	a.By, a.Note, a.DecidedAt = d.By, d.Note, now
+	if d.Approve {
+		if slices.Contains(a.ApprovedBy, d.By) {
+			return
+		}
+		a.ApprovedBy = append(a.ApprovedBy, d.By)
+		if len(a.ApprovedBy) < max(a.Quorum, 1) {
+			return
+		}
+	}
+	a.By, a.ClaimedBy, a.Note, a.DecidedAt = d.By, d.ClaimedBy, d.Note, now
 	if d.Approve {
 		r.State = string(idempotency.StateApproved)
 		a.Expires = now + a.UseWithin
+		r.ExpiresAt = a.Expires + r.ReplayTTL
 	} else {
 		r.State = string(idempotency.StateDenied)
-		a.Expires = now
+		r.ExpiresAt = now + r.ReplayTTL
 	}
-	r.ExpiresAt = a.Expires + r.ReplayTTL
 }
