@@ -38,13 +38,13 @@ class AsyncClient:
         """The gateway's root URL, without a trailing slash."""
         return self._client.base_url
 
-    async def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+    async def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`toolgateway.Client.approve`, awaited."""
-        await asyncio.to_thread(self._client.approve, approval_id, note)
+        await asyncio.to_thread(self._client.approve, approval_id, note, token=token)
 
-    async def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+    async def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`toolgateway.Client.deny`, awaited."""
-        await asyncio.to_thread(self._client.deny, approval_id, note)
+        await asyncio.to_thread(self._client.deny, approval_id, note, token=token)
 
     def session(self, session_id: str) -> "AsyncSession":
         """A handle for the agent run ``session_id`` (checked now).

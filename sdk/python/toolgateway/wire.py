@@ -15,6 +15,7 @@ HEADER_SESSION_ID: Final = "Agent-Session-Id"
 HEADER_STEP_INDEX: Final = "Agent-Step-Index"
 HEADER_AUTHORIZATION: Final = "Authorization"
 HEADER_PREFER: Final = "Prefer"
+PREFER_APPROVAL: Final = "approval"
 HEADER_TRACEPARENT: Final = "Traceparent"
 
 # Response headers of a call.
@@ -80,6 +81,9 @@ CODE_CALL_DENIED: Final = "call_denied"
 CODE_APPROVAL_PENDING: Final = "approval_pending"
 CODE_APPROVAL_DENIED: Final = "approval_denied"
 CODE_APPROVAL_EXPIRED: Final = "approval_expired"
+CODE_NOT_AN_APPROVER: Final = "not_an_approver"
+CODE_SELF_APPROVAL: Final = "self_approval"
+CODE_APPROVAL_STALE: Final = "approval_stale"
 
 #: Vendor prefix of every _meta member the gateway reads or writes over MCP.
 META_PREFIX: Final = "io.github.toolgateway/"
