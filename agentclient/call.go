@@ -64,18 +64,8 @@ func (c *Client) callWithRetries(ctx context.Context, call *attemptRequest) (*Re
 	// previous is the outcome of the last completed attempt, reported along
 	// with ctx's error if ctx ends in the middle of the next one.
 	var previous error
-	// inFlight: the last attempt found the key's call still running (409
-	// request_in_progress). Only then is Prefer: wait sent: on a first
-	// attempt it would also hold a call its rules keep for a person's
-	// approval for the whole wait (the gateway waits for the decision),
-	// where Call should return its ApprovalPendingError at once.
-	inFlight := false
 	for attempt := 1; ; attempt++ {
-		var prefer int64
-		if inFlight {
-			prefer = c.preferSeconds(ctx, end)
-		}
-		req, err := c.newRequest(ctx, call, prefer)
+		req, err := c.newRequest(ctx, call, c.preferSeconds(ctx, end))
 		if err != nil {
 			// Nothing about this request changes on a retry.
 			return nil, err
@@ -86,7 +76,6 @@ func (c *Client) callWithRetries(ctx context.Context, call *attemptRequest) (*Re
 			return result, nil
 		}
 		var lastErr error = problem
-		inFlight = problem != nil && problem.Code == wire.CodeRequestInProgress
 		var wait time.Duration
 		switch {
 		case err != nil:

@@ -155,7 +155,7 @@ func TestCallSendsCanonicalBytesAndKeyHeaders(t *testing.T) {
 		"Agent-Session-Id": "run-1",
 		"Agent-Step-Index": "4",
 		"Authorization":    "Bearer secret-token",
-		"Prefer":           "", // a first attempt waits for nothing: see TestCallSendsPreferWaitOnlyForACallInFlight
+		"Prefer":           "wait=2",
 	}
 	for name, want := range wants {
 		if checks[name] != want {
@@ -611,12 +611,7 @@ func TestDeadlineReplacesTheDefaultBudget(t *testing.T) {
 	}
 }
 
-// TestCallSendsPreferWaitOnlyForACallInFlight: the first attempt carries no
-// Prefer (a call held for a person's approval must answer at once, and the
-// gateway would wait for the decision); the retry of a call still running
-// (409 request_in_progress) sends Prefer: wait=N at once, bounded as the
-// cases say.
-func TestCallSendsPreferWaitOnlyForACallInFlight(t *testing.T) {
+func TestCallSendsPreferWaitByDefault(t *testing.T) {
 	withDeadline := func(d time.Duration) context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		t.Cleanup(cancel)
@@ -639,18 +634,13 @@ func TestCallSendsPreferWaitOnlyForACallInFlight(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			recorder, server := newScriptedServer(t, problem(http.StatusConflict, wire.CodeRequestInProgress, nil), okResponse)
-			client := New(server.URL, tc.opts...)
-			recordSleeps(client)
-			if _, err := client.Session("run-1").Call(tc.ctx, 0, "t", map[string]int{}); err != nil {
+			recorder, server := newScriptedServer(t, okResponse)
+			if _, err := New(server.URL, tc.opts...).Session("run-1").Call(tc.ctx, 0, "t", map[string]int{}); err != nil {
 				t.Fatal(err)
 			}
 			attempts := recorder.attempts()
-			if len(attempts) != 2 || len(attempts[0].header.Values("Prefer")) != 0 {
-				t.Fatalf("%d attempts, the first with Prefer %q; want 2, the first without", len(attempts), attempts[0].header.Get("Prefer"))
-			}
-			if got := attempts[1].header.Get("Prefer"); got != tc.want || (tc.want == "" && len(attempts[1].header.Values("Prefer")) != 0) {
-				t.Errorf("retry's Prefer = %q, want %q", got, tc.want)
+			if got := attempts[0].header.Get("Prefer"); got != tc.want || (tc.want == "" && len(attempts[0].header.Values("Prefer")) != 0) {
+				t.Errorf("Prefer = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -659,8 +649,7 @@ func TestCallSendsPreferWaitOnlyForACallInFlight(t *testing.T) {
 // TestDuplicateGetsTheOutcomeWhenItExists: a fake gateway that, like the
 // real one, holds a request carrying Prefer: wait until the call in flight
 // finishes, and otherwise answers 409 with Retry-After: 5. The SDK's
-// duplicate's retry (its first attempt sends no Prefer) gets the outcome in
-// its second attempt, after one Retry-After.
+// duplicate gets the outcome in one attempt, without sleeping.
 func TestDuplicateGetsTheOutcomeWhenItExists(t *testing.T) {
 	finished := make(chan struct{})
 	var preferHeader atomic.Value
@@ -690,7 +679,7 @@ func TestDuplicateGetsTheOutcomeWhenItExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	preferSeen, _ := preferHeader.Load().(string)
-	if preferSeen != "wait=10" || result.Attempts != 2 || len(*sleeps) != 1 || !result.Replayed || result.ExecutionID != "01ORIGINAL" {
-		t.Errorf("Prefer %q, result %+v, sleeps %v; want the replay at the second attempt", preferSeen, result, *sleeps)
+	if preferSeen != "wait=10" || result.Attempts != 1 || len(*sleeps) != 0 || !result.Replayed || result.ExecutionID != "01ORIGINAL" {
+		t.Errorf("Prefer %q, result %+v, sleeps %v; want the replay in one attempt", preferSeen, result, *sleeps)
 	}
 }

@@ -19,11 +19,10 @@ const (
 	// that is down a Call therefore ends within this budget plus one
 	// connection attempt (DefaultDialTimeout). WithRetryBudget changes it.
 	DefaultRetryBudget = 20 * time.Second
-	// DefaultPreferWait is the "Prefer: wait=N" a Call's retry of a call
-	// still running elsewhere (409 request_in_progress) sends unless
-	// WithPreferWait says otherwise: the gateway holds it until the outcome
-	// exists (at most this long) instead of saying come back after
-	// Retry-After.
+	// DefaultPreferWait is the "Prefer: wait=N" a Call sends unless
+	// WithPreferWait says otherwise: a duplicate of a call still running
+	// elsewhere is held by the gateway until the outcome exists (at most
+	// this long) instead of being told to come back after Retry-After.
 	DefaultPreferWait = 10 * time.Second
 	// DefaultDialTimeout bounds the TCP connection set-up of the default
 	// HTTP client, so an unreachable gateway fails fast.
@@ -187,9 +186,7 @@ func WithRetryBudget(d time.Duration) Option {
 	}
 }
 
-// WithPreferWait sets the "Prefer: wait=N" the retry of a call still in
-// flight sends (never a first attempt, which would also wait for a pending
-// approval's decision; N = d in
+// WithPreferWait sets the "Prefer: wait=N" every attempt sends (N = d in
 // whole seconds, rounded up, at most 60; DefaultPreferWait without this
 // option): when the same call is still running elsewhere, the gateway holds
 // the request up to N seconds and answers with the outcome as soon as it

@@ -56,15 +56,12 @@
 //
 // # Waiting for a call in flight
 //
-// A call that finds the same call still running elsewhere (409
-// request_in_progress: the retry of a runtime that lost its connection) is
-// retried at once with "Prefer: wait=N" (N = 10 s by default, never past the
+// Every attempt sends "Prefer: wait=N" (N = 10 s by default, never past the
 // context's deadline or the retry budget; WithPreferWait changes or disables
-// it): the gateway holds it and answers with the outcome as soon as it
-// exists, instead of "come back after Retry-After". The gateway waits at
-// most 60 s. A first attempt sends no Prefer: the gateway would also hold a
-// call its rules keep for a person's approval until the decision, where Call
-// returns at once.
+// it). A duplicate of a call that is still running elsewhere, such as the
+// retry of a runtime that lost its connection, is then held by the gateway
+// and answered with the outcome as soon as it exists, instead of being told
+// 409 "come back after Retry-After". The gateway waits at most 60 s.
 //
 // # Approvals
 //

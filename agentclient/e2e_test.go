@@ -115,17 +115,17 @@ func TestCrashAndReplayAgainstTheRealGateway(t *testing.T) {
 }
 
 // TestReplayWhileRunningWaitsForTheOutcome: a replay that arrives while the
-// original call still runs gets 409 request_in_progress; its retry carries
-// Prefer: wait (by default) and is held by the gateway until the outcome
-// exists, so it ends at its second attempt; without Prefer it retries
-// after Retry-After until the outcome exists. Either way the tool runs once.
+// original call still runs is held by the gateway (the SDK sends Prefer:
+// wait by default) and answered with the outcome as soon as it exists, in
+// one attempt; without Prefer it gets 409 request_in_progress and retries
+// after Retry-After. Either way the tool runs once.
 func TestReplayWhileRunningWaitsForTheOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		opts     []agentclient.Option
 		attempts func(int) bool
 	}{
-		{"prefer wait (default)", nil, func(n int) bool { return n == 2 }},
+		{"prefer wait (default)", nil, func(n int) bool { return n == 1 }},
 		{"no prefer wait", []agentclient.Option{agentclient.WithPreferWait(0)}, func(n int) bool { return n >= 2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
