@@ -97,21 +97,12 @@ class RequestTest(ClientTestCase):
         self.assertEqual(sent["body"], b'{"count":3,"size":"m5.large","tags":{"a":2,"b":1}}')
         h = sent["headers"]
         self.assertEqual((h["Content-Type"], h["Idempotency-Key"], h["Agent-Session-Id"], h["Agent-Step-Index"],
-                          h["Authorization"], h.get("Prefer")),
-                         ("application/json", key, "run-1", "4", "Bearer secret-token", None))
+                          h["Authorization"], h["Prefer"]),
+                         ("application/json", key, "run-1", "4", "Bearer secret-token", "wait=10"))
         self.assertEqual((result.status, result.body, result.replayed, result.execution_id, result.key,
                           result.request_id, result.attempts),
                          (200, b'{"ok":true}', False, "01EXE", key, "01REQ", 1))
         self.assertEqual(result.json(), {"ok": True})
-
-    def test_prefer_wait_only_on_the_retry_of_a_call_in_flight(self):
-        # A first attempt sends no Prefer (a call held for a person's approval
-        # answers at once); the retry after 409 request_in_progress sends it.
-        server = self.serve(problem(409, "request_in_progress", {"Retry-After": "1"}), OK)
-        client = Client(server.url)
-        self.recording(client)
-        client.session("s").call(0, "t", {})
-        self.assertEqual([r["headers"].get("Prefer") for r in server.requests], [None, "wait=10"])
 
     def test_prefer_wait_can_be_turned_off_and_stays_below_the_timeout(self):
         server = self.serve(OK)

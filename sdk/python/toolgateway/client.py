@@ -94,12 +94,9 @@ class Client:
             ``initial_backoff``; each further one doubles it up to
             ``max_backoff``; every delay is drawn from the upper half of its
             ceiling ("equal jitter"). A ``Retry-After`` replaces the delay.
-        prefer_wait: whole seconds sent as ``Prefer: wait=N`` (0 disables it)
-            on the retry of a call that found the same call in flight (409
-            request_in_progress): it gets the outcome as soon as it exists
-            instead of another 409. Never on a first attempt, so a call held
-            for a person's approval raises ApprovalPendingError at once.
-            Capped at 60 and kept below ``timeout``.
+        prefer_wait: whole seconds sent as ``Prefer: wait=N`` (0 disables it):
+            a duplicate of a call in flight gets its outcome as soon as it
+            exists instead of a 409. Capped at 60 and kept below ``timeout``.
 
     Raises:
         InvalidInputError: a malformed base URL or token, or bad numbers.
@@ -205,6 +202,8 @@ class Client:
         }
         if self.token:
             headers[wire.HEADER_AUTHORIZATION] = "Bearer " + self.token
+        if self.prefer_wait:
+            headers[wire.HEADER_PREFER] = f"wait={self.prefer_wait}"
         return _Call(self.base_url + "/api/tools/v1/" + tool, canonical, headers, key, f"{tool} step {step}")
 
     def _next_wait(self, call: "_Call", outcome: Union[GatewayError, Exception], attempt: int,
@@ -217,14 +216,6 @@ class Client:
             wait = outcome.retry_after if outcome.retry_after else self._backoff(attempt - 1)
         else:
             wait = self._backoff(attempt - 1)
-        # Prefer: wait only on the retry of a call still in flight: on a first
-        # attempt the gateway would also hold a call kept for a person's
-        # approval until the decision, where approval_pending should come
-        # back at once.
-        if self.prefer_wait and isinstance(outcome, GatewayError) and outcome.code == wire.CODE_REQUEST_IN_PROGRESS:
-            call.headers[wire.HEADER_PREFER] = f"wait={self.prefer_wait}"
-        else:
-            call.headers.pop(wire.HEADER_PREFER, None)
         if attempt >= self.max_attempts or self._clock() - started + wait > self.max_elapsed:
             if isinstance(outcome, GatewayError):
                 raise outcome
