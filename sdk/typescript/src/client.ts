@@ -1,7 +1,6 @@
 import { GatewayError, gatewayError, isProblemMediaType } from "./errors.js";
 import { checkSessionId, checkStepIndex, checkToolName, derive } from "./key.js";
 import {
-  CodeRequestInProgress,
   HeaderAuthorization,
   HeaderExecutionID,
   HeaderIdempotencyKey,
@@ -37,12 +36,12 @@ export interface ClientOptions {
   /** Sent as `Authorization: Bearer <token>` on every call. */
   token?: string;
   /**
-   * Seconds to send as `Prefer: wait=N` on the retry of a call that found
-   * the same call still running (409 `request_in_progress`: another
-   * replica, a duplicate; default 10, at most 60, 0 to send none): the
-   * gateway waits up to N seconds for its outcome and answers it, instead
-   * of 409 at once. A first attempt sends no `Prefer`, so a call held for
-   * a person's approval answers `approval_pending` at once.
+   * Seconds to send as `Prefer: wait=N` (default 10, at most 60, 0 to send
+   * none): when the same call is still running (another replica, a
+   * duplicate), the gateway waits up to N seconds for its outcome and
+   * answers it, instead of 409 at once. A call held for a person's
+   * approval answers `approval_pending` at once all the same (the SDK
+   * never sends the `approval` preference).
    */
   preferWait?: number;
   /** Bound on HTTP attempts per call, the first included (default 8). */
@@ -298,6 +297,9 @@ export class Client {
       [HeaderStepIndex]: String(step),
     };
     if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
+    // A call held for a person's approval still answers at once: without
+    // the "approval" preference the gateway waits only for a call in flight.
+    if (this.#preferWait > 0) headers[HeaderPrefer] = `wait=${this.#preferWait}`;
     // Building the request checks the URL and the header values (all
     // checked already, the token in the constructor): a failure here is
     // permanent and is thrown at once, before anything is sent.
@@ -320,12 +322,6 @@ export class Client {
         }
         if (!answer.retriedByClient) throw answer;
         failure = answer;
-        // Prefer: wait only on the retry of a call still in flight: on a
-        // first attempt the gateway would also hold a call kept for a
-        // person's approval until the decision, where approval_pending
-        // should come back at once.
-        if (answer.code === CodeRequestInProgress && this.#preferWait > 0) headers[HeaderPrefer] = `wait=${this.#preferWait}`;
-        else delete headers[HeaderPrefer];
         wait = answer.retryAfter !== undefined && answer.retryAfter > 0 ? answer.retryAfter * 1000 : this.#backoff(attempt - 1);
       } catch (err) {
         if (err instanceof GatewayError) throw err;
