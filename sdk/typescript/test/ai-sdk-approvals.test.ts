@@ -12,7 +12,7 @@ import { test } from "node:test";
 
 import { approvalStack } from "./approval-stack.js";
 
-const { executions, app, pendingApprovalOf, operatorDecides } = approvalStack("ai-sdk-approvals", "ai-sdk-agent.js", "approval");
+const { executions, app, pendingApprovalOf, operatorDecides, personApproves } = approvalStack("ai-sdk-approvals", "ai-sdk-agent.js", "approval");
 
 test("operator approval: tool-approval-request, kill -9 while paused, the operator approves, the stored messages resume in a new process: one execution", async () => {
   const first = app("ai-op", "big-1", 32);
@@ -56,7 +56,7 @@ test("caller approval: an app that approves everything itself runs nothing (0 ex
     assert.equal(executions.get("mid-1"), undefined);
   }
 
-  await operatorDecides(await pendingApprovalOf("mid-1"), "approve");
+  await personApproves(await pendingApprovalOf("mid-1"));
   const resumed = await app("ai-caller", "mid-1", 4, "approve").exited;
   assert.equal(resumed.code, 0, JSON.stringify(resumed.last));
   assert.deepEqual((resumed.last as { seen: unknown[] }).seen, [{ provisioned: "mid-1" }]);

@@ -12,7 +12,7 @@ import { test } from "node:test";
 
 import { approvalStack } from "./approval-stack.js";
 
-const { executions, app, pendingApprovalOf, operatorDecides } = approvalStack("openai-agents-approvals", "openai-agents-agent.js", "gateway");
+const { executions, app, pendingApprovalOf, operatorDecides, personApproves } = approvalStack("openai-agents-approvals", "openai-agents-agent.js", "gateway");
 
 test("operator approval: interruption, kill -9 while paused, the operator approves, the stored RunState resumes in a new process: one execution", async () => {
   const first = app("oa-op", "big-1", 32);
@@ -34,7 +34,8 @@ test("operator approval: interruption, kill -9 while paused, the operator approv
 
 // approver: caller means a person: an app that approves every interruption
 // itself (the SDK's durable pattern, state.approve() for each) runs nothing;
-// a person's decision (here an operator through the admin API) runs the
+// a person's decision (their own access token from a real OpenID
+// provider, sent with Client.approve's token option) runs the
 // call once.
 test("caller approval: an app that approves every interruption itself runs nothing (0 executions); a person's approval runs it once", async () => {
   const first = app("oa-caller", "mid-1", 4);
@@ -47,7 +48,7 @@ test("caller approval: an app that approves every interruption itself runs nothi
     assert.equal(executions.get("mid-1"), undefined);
   }
 
-  await operatorDecides(await pendingApprovalOf("mid-1"), "approve");
+  await personApproves(await pendingApprovalOf("mid-1"));
   const resumed = await app("oa-caller", "mid-1", 4, "approve").exited;
   assert.equal(resumed.code, 0, JSON.stringify(resumed.last));
   assert.equal(executions.get("mid-1"), 1);
