@@ -45,8 +45,24 @@ export interface ApprovalStack {
 /** The audience of the provider's access tokens, as the gateway's auth.oidc expects it. */
 const audience = "http://toolgateway.test/approvals";
 
+/** config (provisionConfig's) with auth.oidc on the provider at issuer, tenant from the token's org_id. */
+export function withProvider(config: string, issuer: string): string {
+  return config.replace("auth:\n", `auth:\n  oidc:\n    issuer: ${issuer}\n    audience: ${audience}\n    tenant_claim: org_id\n`);
+}
+
+/** A person's access token from the provider at issuer: its service user, tenant acme (org_id from the org: scope). */
+export async function personToken(issuer: string): Promise<string> {
+  const response = await fetch(new URL("oauth/token", issuer.endsWith("/") ? issuer : `${issuer}/`), {
+    method: "POST",
+    headers: { Authorization: `Basic ${Buffer.from("sid1:verysecret").toString("base64")}`, "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", scope: "org:acme" }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
 /** Starts internal/cmd/testop and reads the issuer it prints; the process is killed on exit. */
-async function startProvider(): Promise<{ issuer: string; kill(): void }> {
+export async function startProvider(): Promise<{ issuer: string; kill(): void }> {
   const binary = await buildGo("./internal/cmd/testop");
   const child = spawn(binary, ["-audience", audience, "-client-id", "unused", "-client-secret", "unused", "-redirect-url", "http://127.0.0.1:1/cb"], {
     stdio: ["ignore", "pipe", "inherit"],
@@ -84,10 +100,7 @@ export function approvalStack(prefix: string, agent: string, mode: string): Appr
     closeUpstream = upstream.close;
     gateway = await startGateway(
       dir,
-      provisionConfig(dir, upstream.url, token, { extra: { cpus: "{type: integer}" } }).replace(
-        "auth:\n",
-        `auth:\n  oidc:\n    issuer: ${provider.issuer}\n    audience: ${audience}\n    tenant_claim: org_id\n`,
-      ) +
+      withProvider(provisionConfig(dir, upstream.url, token, { extra: { cpus: "{type: integer}" } }), provider.issuer) +
         `    lease_expiry: unknown
     decide:
       - when: "args.cpus <= 8"
@@ -168,15 +181,7 @@ admin:
   }
 
   async function personApproves(id: string): Promise<void> {
-    // The provider's service user, tenant acme (org_id from the org: scope).
-    const tokenResponse = await fetch(new URL("oauth/token", provider.issuer.endsWith("/") ? provider.issuer : `${provider.issuer}/`), {
-      method: "POST",
-      headers: { Authorization: `Basic ${Buffer.from("sid1:verysecret").toString("base64")}`, "Content-Type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", scope: "org:acme" }),
-    });
-    assert.equal(tokenResponse.status, 200, await tokenResponse.clone().text());
-    const { access_token } = (await tokenResponse.json()) as { access_token: string };
-    await new Client(gateway.url, { token }).approve(id, { token: access_token, note: "a person checked it" });
+    await new Client(gateway.url, { token }).approve(id, { token: await personToken(provider.issuer), note: "a person checked it" });
   }
 
   return { executions, app, pendingApprovalOf, operatorDecides, personApproves };
