@@ -41,7 +41,8 @@ type receiptsQuery struct {
 // receiptEvents are the events a query may name.
 var receiptEvents = []receipts.Event{receipts.EventExecuted, receipts.EventDenied, receipts.EventApprovalRequested,
 	receipts.EventApprovalGranted, receipts.EventApprovalDenied, receipts.EventApprovalExpired,
-	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted}
+	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted,
+	receipts.EventToolPinned, receipts.EventToolAccepted}
 
 // parseReceiptsQuery reads the query; its error names what is wrong.
 func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
@@ -49,7 +50,12 @@ func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {
 		return receiptsQuery{}, err
 	}
 	f := receipts.Filter{Tenant: q.Get("tenant"), Tool: q.Get("tool"), Event: receipts.Event(q.Get("event")), Limit: receipts.DefaultLimit}
-	if err := checkListNames(f.Tenant, f.Tool); err != nil {
+	// The tools' own chain (pins, accepted changes) is named like no tenant.
+	tenant := f.Tenant
+	if tenant == receipts.ToolsChain {
+		tenant = ""
+	}
+	if err := checkListNames(tenant, f.Tool); err != nil {
 		return receiptsQuery{}, err
 	}
 	if f.Event != "" && !knownEvent(f.Event) {

@@ -301,3 +301,21 @@ func TestCallerApprovalByAPersonRunsOnce(t *testing.T) {
 		t.Fatalf("ran %d times, want 1", n)
 	}
 }
+
+// TestQuorumDeniedWhereTheStoreCannotCountIt: Redis and PostgreSQL keep
+// no approvers yet, so a quorum rule's call is denied there rather than
+// approved by one person.
+func TestQuorumDeniedWhereTheStoreCannotCountIt(t *testing.T) {
+	for _, kind := range []storeKind{gatewaytest.Redis, gatewaytest.Postgres} {
+		t.Run(string(kind), func(t *testing.T) {
+			tool := gatewaytest.NewTool("refund")
+			h := gatewaytest.New(t, kind, []tools.Tool{tool},
+				withDecisions(compileRules(t, "refund", []decide.Rule{{Decision: decide.Approve, Quorum: 2}}), decide.ModeEnforce, gateway.ApprovalSettings{}))
+			c := refund("q", 1, "700")
+			p := gatewaytest.WantProblem(t, h.Do(c), http.StatusForbidden, wire.CodeCallDenied)
+			if !strings.Contains(p["reason"].(string), "quorum") || tool.Total.Load() != 0 {
+				t.Fatalf("quorum rule on %s: %v, ran %d", kind, p, tool.Total.Load())
+			}
+		})
+	}
+}

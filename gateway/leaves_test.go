@@ -13,11 +13,16 @@ import (
 // its own (docs/architecture.md).
 func TestLeavesImportNoGateway(t *testing.T) {
 	const m = deptest.Module
-	store := []string{m + "/gateway/idempotency", m + "/tools", m + "/keyderive"}
+	// tools brings keyderive and wire (the wire vocabulary, which imports
+	// nothing): what a tool and its record are made of.
+	tool := []string{m + "/tools", m + "/keyderive", m + "/wire"}
+	// A store keeps the MCP tools' pins too (gateway/pins, itself a leaf).
+	store := slices.Concat([]string{m + "/gateway/idempotency", m + "/gateway/pins"}, tool)
 	leaves := map[string][]string{
 		"gateway/decide":                 {m + "/gateway/principal"},
 		"gateway/principal":              nil,
 		"gateway/notify":                 nil,
+		"gateway/pins":                   nil,
 		"gateway/oidcauth":               nil,
 		"gateway/redisscript":            nil,
 		"gateway/ratelimit":              {m + "/gateway/redisscript"},
@@ -26,7 +31,7 @@ func TestLeavesImportNoGateway(t *testing.T) {
 		"gateway/receipts/redisreceipts": {m + "/gateway/receipts", m + "/gateway/redisscript"},
 		"gateway/receipts/pgreceipts":    {m + "/gateway/receipts"},
 		"gateway/reconcile":              store,
-		"gateway/idempotency":            {m + "/tools", m + "/keyderive"},
+		"gateway/idempotency":            tool,
 		"gateway/idempotency/boltstore":  store,
 		"gateway/idempotency/redisstore": slices.Concat(store, []string{m + "/gateway/redisscript"}),
 		"gateway/idempotency/pgstore":    slices.Concat(store, []string{m + "/gateway/redisscript", m + "/gateway/ratelimit", m + "/tools/pgxtx"}),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -29,7 +30,7 @@ func (s *Server) routes() http.Handler {
 	if !s.opts.SeparateOperations {
 		mounts = s.operationsMounts()
 	}
-	mounts = append(mounts, asMount(s.mountREST), asMount(s.MountProtectedResourceMetadata))
+	mounts = append(mounts, asMount(s.mountREST), asMount(s.MountProtectedResourceMetadata), asMount(s.mountReceiptKeys))
 	return s.router(append(mounts, s.opts.Mounts...))
 }
 
@@ -110,8 +111,18 @@ func (s *Server) mountAdminAPI(r chi.Router) {
 		r.Get("/approvals/{id}", s.handleAdminApproval)
 		r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
 		r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
-		r.Get("/receipts", s.handleAdminReceipts) // adminreceipts.go
+		r.Get("/receipts", s.handleAdminReceipts)                   // adminreceipts.go
+		r.Get("/receipts/checkpoints", s.handleAdminCheckpoints)    // receiptcheckpoints.go
+		r.Post("/receipts/checkpoints", s.handleAdminCheckpointNow) // receiptcheckpoints.go
+		r.Get("/tools", s.handleAdminTools)                         // adminpins.go
+		r.Post("/tools/{tool}/accept", s.handleAdminAcceptTool)
 	})
+}
+
+// mountReceiptKeys serves the receipt checkpoints' public keys, a JWKS
+// (receiptcheckpoints.go).
+func (s *Server) mountReceiptKeys(r chi.Router) {
+	r.Get(receipts.KeysPath, s.handleReceiptKeys)
 }
 
 // handleHealthz answers 200 while the process serves.

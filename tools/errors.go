@@ -20,6 +20,14 @@ var ErrResponseTooLarge = errors.New("upstream response too large")
 // upstream_unavailable (retryable) and stores nothing. See Availability.
 var ErrUpstreamUnavailable = errors.New("upstream unavailable: its tools are not listed yet")
 
+// ErrToolChanged is wrapped by the error of a tool that is held: its
+// upstream (an MCP server) now lists it with a definition (description,
+// schemas, annotations) other than the one pinned when it was first seen
+// or last accepted (package gateway/pins). The gateway answers 409
+// tool_changed (not retryable) and runs nothing until an operator accepts
+// the new definition. See Availability.
+var ErrToolChanged = errors.New("tool definition changed since it was pinned")
+
 // ErrOutcomeUncertain is wrapped by the error a tool returns when its upstream
 // may have acted but no answer came back: an HTTP connection lost after the
 // request was written, an MCP session that died with the call in flight. For

@@ -28,8 +28,9 @@ type Registry struct {
 // snapshot is one immutable state of a Registry.
 type snapshot struct {
 	byName map[string]*Entry
-	// ordered holds the entries that can run (see Availability), sorted by
-	// name: what discovery publishes.
+	// ordered holds the entries that can run (see Availability), and the
+	// held ones that show their pinned definition, sorted by name: what
+	// discovery publishes.
 	ordered []*Entry
 	// catchAlls answer Lookup for names no entry has, longest prefix first.
 	catchAlls []catchAll
@@ -297,7 +298,7 @@ func retire(old *snapshot, byName map[string]*Entry, group string) map[string]*E
 		retired[name] = e
 	}
 	for name, e := range old.byName {
-		if e.group != group || e.Spec.ReadOnly || e.Available() != nil {
+		if e.group != group || e.Spec.ReadOnly || e.standIn() {
 			continue // another owner's, never recorded, or a stand-in
 		}
 		if now, ok := byName[name]; !ok || now.Spec.ReadOnly {
@@ -322,7 +323,7 @@ func (r *Registry) Retired(name string) (*Entry, bool) {
 func newSnapshot(byName map[string]*Entry, catchAlls []catchAll, retired map[string]*Entry) *snapshot {
 	ordered := make([]*Entry, 0, len(byName))
 	for _, e := range byName {
-		if e.Available() == nil {
+		if e.published() {
 			ordered = append(ordered, e)
 		}
 	}
@@ -364,7 +365,9 @@ func (r *Registry) Lookup(name string) (*Entry, bool) {
 // Entries returns every entry that can run, sorted by name; the slice is the
 // caller's. Stand-ins for tools whose MCP server is not listed yet (see
 // Availability) are left out, so discovery never publishes a tool it cannot
-// describe.
+// describe. A held tool (ErrToolChanged) is in, with its pinned definition
+// as its Spec, unless it is Unlisted: callers that run tools ask
+// Entry.Available first.
 func (r *Registry) Entries() []*Entry {
 	return append([]*Entry(nil), r.snap.Load().ordered...)
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -27,12 +28,15 @@ type Tool interface {
 	// recorded and replayed to the client's retry. Only a read-only tool's
 	// ctx ends with the client's request (nothing is recorded for it).
 	//
-	// A returned Response with a status of 2xx–4xx is recorded and replayed to
-	// every retry of the same call; a 5xx response or an error is not recorded,
-	// so a retry runs the tool again — except where the outcome is uncertain
-	// for a lease_expiry: unknown tool (ErrOutcomeUncertain, an upstream's
-	// error answer without proof that it did not act: Response.Relayed,
-	// ErrUpstreamRejected, ErrNotExecuted): then the record stays UNKNOWN.
+	// A returned Response with a status of 2xx–4xx (but 408, 425, 429) is
+	// recorded and replayed to every retry of the same call; a 408, 425,
+	// 429 or 5xx response or an error is not recorded, so a retry runs the
+	// tool again — except where the outcome is uncertain for a
+	// lease_expiry: unknown tool (ErrOutcomeUncertain, an upstream's
+	// answer without proof that it did not act: a Response.Relayed 5xx not
+	// NotExecuted, a relayed 408/425/429 not in
+	// Policy.NotExecutedStatuses, ErrUpstreamRejected without
+	// ErrNotExecuted): then the record stays UNKNOWN.
 	Call(ctx context.Context, req *Request) (*Response, error)
 }
 
@@ -101,6 +105,25 @@ type Policy struct {
 	// arguments): one execution per value, whatever the idempotency key.
 	// Empty: none. The gateway compiles and checks it.
 	EffectKey string
+	// NotExecutedStatuses (not_executed_statuses) are the statuses among
+	// TransientStatuses (408, 425, 429) that count, when an upstream
+	// answers them (Response.Relayed), as evidence that it did not act: the
+	// call is released and a retry runs the tool again. Left out, the
+	// default of the lease expiry: all three for LeaseExpiryRerun (which
+	// releases an uncertain outcome anyway), none for LeaseExpiryUnknown —
+	// an upstream or a proxy may answer 429 after acting, so for a tool
+	// that must never run twice such an answer leaves the record UNKNOWN.
+	// An empty list means none.
+	NotExecutedStatuses StatusSet
+}
+
+// StatusNotExecuted reports whether a relayed answer with status counts
+// as evidence that the upstream did not act (see NotExecutedStatuses).
+func (p Policy) StatusNotExecuted(status int) bool {
+	if p.NotExecutedStatuses.Listed() {
+		return p.NotExecutedStatuses.Contains(status)
+	}
+	return p.LeaseExpiry != LeaseExpiryUnknown && slices.Contains(TransientStatuses, status)
 }
 
 // Validate checks p: no negative duration, a known lease expiry.
@@ -128,6 +151,9 @@ func (p Policy) Or(fallback Policy) Policy {
 	}
 	if p.EffectKey == "" {
 		p.EffectKey = fallback.EffectKey
+	}
+	if !p.NotExecutedStatuses.Listed() {
+		p.NotExecutedStatuses = fallback.NotExecutedStatuses
 	}
 	return p
 }
@@ -213,7 +239,9 @@ type Continuation struct {
 
 // Response is the outcome of a tool that ran to the end.
 type Response struct {
-	// Status is the HTTP status the client receives (100–599).
+	// Status is the HTTP status the client receives: a final status,
+	// 200–599 (FinalStatus). Any other is a failure of the tool; of a
+	// relayed answer, an uncertain outcome (the upstream took the request).
 	Status int
 	// ContentType defaults to application/json when empty.
 	ContentType string

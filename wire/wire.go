@@ -43,7 +43,8 @@ const (
 // HeaderOutcome is the response header by which an HTTP upstream marks an
 // error answer (5xx) as OutcomeNotExecuted: it did not act, so the gateway
 // may release the call of a lease_expiry: unknown tool and let a retry run
-// it. Without it such an answer is no evidence that nothing happened.
+// it. Without it such an answer is no evidence that nothing happened; so
+// too with more than one value (two headers, a comma list), or another.
 const HeaderOutcome = "Toolgateway-Outcome"
 
 // Media types.
@@ -78,6 +79,7 @@ const (
 	CodeRecordNotResolvable         = "record_not_resolvable"
 	CodeInvalidAdminRequest         = "invalid_admin_request"
 	CodeAdminUnsupported            = "admin_unsupported"
+	CodeChainDiverged               = "chain_diverged"
 	CodePayloadTooLarge             = "payload_too_large"
 	CodeUnsupportedMediaType        = "unsupported_media_type"
 	CodeIdempotencyKeyMismatch      = "idempotency_key_mismatch"
@@ -100,6 +102,9 @@ const (
 	CodeNotAnApprover               = "not_an_approver"
 	CodeSelfApproval                = "self_approval"
 	CodeApprovalStale               = "approval_stale"
+	// CodeToolChanged: the tool is held, its definition changed since it
+	// was pinned (409, not retryable; docs/tools.md, "Pins").
+	CodeToolChanged = "tool_changed"
 )
 
 // MetaPrefix is the vendor prefix of every _meta member the gateway reads

@@ -35,6 +35,14 @@ func (s *Engine) check(ctx context.Context, st *callState) bool {
 	// with the same upstream_unavailable.
 	if st.unprotected != ResultUnkeyed {
 		if p := unavailable(c.Entry); p != nil {
+			if p.Code == wire.CodeToolChanged {
+				// A held tool runs nothing, but a retry of a call it
+				// completed before the change replays (the store is only
+				// read, as for a retired tool).
+				if res, ok := s.replayRetired(ctx, c, canonical); ok {
+					return st.end(res)
+				}
+			}
 			return st.refuse(p)
 		}
 	}
@@ -165,13 +173,24 @@ func validateArguments(entry *tools.Entry, args arguments) *Problem {
 	return p
 }
 
-// unavailable answers 503 upstream_unavailable, before anything is stored,
-// for a tool whose MCP server has not been listed yet (its stand-in entry
-// says so); nil when the tool can run.
+// unavailable answers, before anything is stored, 409 tool_changed for a
+// held tool (its definition changed since it was pinned: it runs nothing
+// until an operator accepts it), 503 upstream_unavailable for a tool whose
+// MCP server has not been listed yet (its stand-in entry says so); nil
+// when the tool can run.
 func unavailable(entry *tools.Entry) *Problem {
 	if err := entry.Available(); err != nil {
+		if errors.Is(err, tools.ErrToolChanged) {
+			return toolChanged()
+		}
 		return NewProblem(wire.CodeUpstreamUnavailable,
 			"the tool's MCP server has not been listed yet; retry").WithRetryAfter(1)
 	}
 	return nil
+}
+
+// toolChanged is the answer of a call to a held tool.
+func toolChanged() *Problem {
+	return NewProblem(wire.CodeToolChanged,
+		"the tool's upstream changed its definition since it was pinned; nothing ran: an operator must review and accept it (POST /admin/v1/tools/{tool}/accept)")
 }

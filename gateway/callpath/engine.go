@@ -25,6 +25,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -121,8 +122,18 @@ type Options struct {
 	// Receipts, when set, keeps every consequential event's receipt
 	// (receipt.go); nil: no receipts.
 	Receipts receipts.Store
+	// Pins, when set, answers the admin API's tools endpoints (GET
+	// /admin/v1/tools, POST /admin/v1/tools/{tool}/accept; adminpins.go):
+	// the MCP upstream tools' pins (tools/mcptool's Manager).
+	Pins pins.Keeper
 	// ReceiptRetention is how long receipts are kept (0: 30 days).
 	ReceiptRetention time.Duration
+	// ReceiptCheckpoints signs the chains' checkpoints (nil: no signing
+	// key): POST /admin/v1/receipts/checkpoints asks it to sign now.
+	ReceiptCheckpoints *receipts.Scheduler
+	// ReceiptKeys are the checkpoints' public keys, served as a JWKS at
+	// receipts.KeysPath (empty: 404).
+	ReceiptKeys receipts.KeySet
 	// ReceiptRecoverAfter is the age of a receipt outbox entry the
 	// recovery sweep appends (0: 2 minutes; receiptrecovery.go). The
 	// store keeps an outbox when it implements idempotency.ReceiptOutbox.

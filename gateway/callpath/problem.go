@@ -93,6 +93,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeRecordNotResolvable:         {http.StatusConflict, "The record cannot be resolved in its state", false, labelInvalid},
 	wire.CodeInvalidAdminRequest:         {http.StatusBadRequest, "The admin request is invalid", false, labelInvalid},
 	wire.CodeAdminUnsupported:            {http.StatusNotImplemented, "The idempotency store does not support this admin operation", false, labelOther},
+	wire.CodeChainDiverged:               {http.StatusConflict, "A receipt chain no longer holds what its latest checkpoint signed", false, labelInvalid},
 	wire.CodePayloadTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", false, labelInvalid},
 	wire.CodeUnsupportedMediaType:        {http.StatusUnsupportedMediaType, "Content-Type must be application/json", false, labelInvalid},
 	wire.CodeIdempotencyKeyMismatch:      {http.StatusUnprocessableEntity, "Idempotency-Key does not match the derived key", false, labelKeyMismatch},
@@ -115,6 +116,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeNotAnApprover:               {http.StatusForbidden, "The decider is not an approver of this call", false, labelInvalid},
 	wire.CodeSelfApproval:                {http.StatusForbidden, "The requester cannot decide their own call", false, labelInvalid},
 	wire.CodeApprovalStale:               {http.StatusForbidden, "The tool's rules or definition changed since the approval", false, labelApprovalExpired},
+	wire.CodeToolChanged:                 {http.StatusConflict, "The tool changed since it was pinned", false, labelToolChanged},
 }
 
 // unlistedCode is what an unlisted code gets: a programming error, which

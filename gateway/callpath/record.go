@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -39,12 +39,14 @@ func (s *Engine) record(ctx context.Context, st *callState) bool {
 	case recordable(resp.Status) && !resp.InputRequired:
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
 		s.recordCompletion(ctx, storeCtx, st, stored) // completion.go
-	case st.policy.LeaseExpiry == tools.LeaseExpiryUnknown && outcomeUncertain(x.leaseCtx, resp, nil):
+	case st.policy.LeaseExpiry == tools.LeaseExpiryUnknown && outcomeUncertain(x.leaseCtx, st.policy, resp, nil):
 		what := fmt.Sprintf("its upstream answered %d", resp.Status)
 		return st.end(st.failed(s.leaveUnknown(ctx, storeCtx, st, NewProblem(wire.CodeToolFailed, ""), what, errors.New(what))))
 	default:
-		// 408, 425, 429, and a 5xx that is the tool's own word or marked
-		// not executed: nothing (reliable) was done; forget the call. So
+		// 408, 425, 429 and a 5xx that are the tool's own word, marked not
+		// executed or (408/425/429) listed in not_executed_statuses, and
+		// every one of them for a rerun tool: nothing (reliable) was done,
+		// or a rerun is what the policy allows; forget the call. So
 		// too for a request for client input: the continuation is a new
 		// call with the same identity.
 		s.release(storeCtx, name, st.lease, x.keeper)
@@ -59,7 +61,7 @@ func recordable(status int) bool {
 	if status < 200 || status > 499 {
 		return false
 	}
-	return status != http.StatusRequestTimeout && status != http.StatusTooEarly && status != http.StatusTooManyRequests
+	return !slices.Contains(tools.TransientStatuses, status)
 }
 
 // recordFailure is the record step of a tool that gave no answer, and the
@@ -69,7 +71,7 @@ func recordable(status int) bool {
 func (s *Engine) recordFailure(ctx, storeCtx context.Context, st *callState) *Problem {
 	x, lease, name := &st.exec, st.lease, st.call.Entry.Spec.Name
 	p := s.toolErrorProblem(x.leaseCtx, x.err)
-	if st.policy.LeaseExpiry == tools.LeaseExpiryUnknown && outcomeUncertain(x.leaseCtx, nil, x.err) {
+	if st.policy.LeaseExpiry == tools.LeaseExpiryUnknown && outcomeUncertain(x.leaseCtx, st.policy, nil, x.err) {
 		return s.leaveUnknown(ctx, storeCtx, st, p, p.Code, x.err)
 	}
 	s.release(storeCtx, name, lease, x.keeper)
@@ -97,21 +99,27 @@ func (s *Engine) leaveUnknown(ctx, storeCtx context.Context, st *callState, p *P
 // acted — for a lease_expiry: unknown tool, no release without evidence
 // that it did not. Of an answer (resp, err nil): an upstream's 5xx
 // (Response.Relayed) that the upstream did not mark not executed — it may
-// have acted and then failed, or a proxy in front of it answered. Of an
-// error: the tool's timeout, its cancellation by a drain, an upstream that
-// took the request and gave no answer (tools.ErrOutcomeUncertain), one
+// have acted and then failed, or a proxy in front of it answered — and
+// likewise its 408, 425 or 429 unless the tool's policy lists that status
+// as evidence (tools.Policy.StatusNotExecuted). Of an error: the tool's
+// timeout, its cancellation by a drain, an upstream that took the request
+// and gave no final answer (tools.ErrOutcomeUncertain: a connection lost,
+// a malformed status line, a status outside 200–599), one
 // that answered with a result over its cap (tools.ErrResponseTooLarge: it
 // acted, but the gateway cannot store what it said), or one that answered
 // with an error (tools.ErrUpstreamRejected) unless that proves it did not
 // run (tools.ErrNotExecuted). A lost lease is never uncertain here: another
 // owner holds the record, and the store decides.
-func outcomeUncertain(toolCtx context.Context, resp *tools.Response, err error) bool {
+func outcomeUncertain(toolCtx context.Context, policy tools.Policy, resp *tools.Response, err error) bool {
 	cause := context.Cause(toolCtx)
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		return false
 	case err == nil:
-		return resp.Relayed && resp.Status >= 500 && !resp.NotExecuted
+		if !resp.Relayed || resp.NotExecuted {
+			return false
+		}
+		return resp.Status >= 500 || (!recordable(resp.Status) && !policy.StatusNotExecuted(resp.Status))
 	case errors.Is(err, tools.ErrNotExecuted):
 		return false
 	case errors.Is(err, tools.ErrOutcomeUncertain), errors.Is(err, tools.ErrResponseTooLarge),

@@ -30,6 +30,9 @@ const (
 	labelToolError      = "tool_error"
 	labelStoreError     = "store_error"
 	labelOther          = "other"
+	// labelToolChanged: a held tool (its definition changed since it was
+	// pinned) refused the call; nothing ran.
+	labelToolChanged = "tool_changed"
 )
 
 // requestInfo collects what the handlers learn about a request, for the one

@@ -165,9 +165,11 @@ func labelForStatus(status int) string {
 // lost its lease (another request may be running the tool now).
 var errLeaseLost = errors.New("gateway: lease on the idempotency record lost")
 
-// callTool calls the tool, turning a panic, a missing response or an
-// invalid status into an error; a response without a content type gets
-// application/json.
+// callTool calls the tool, turning a panic, a missing response or a status
+// that is not final (tools.FinalStatus) into an error — of a relayed
+// answer, an uncertain outcome: the upstream took the request, and such an
+// answer is never passed on as the call's outcome. A response without a
+// content type gets application/json.
 func (s *Engine) callTool(ctx context.Context, entry *tools.Entry, req *tools.Request) (resp *tools.Response, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -181,8 +183,10 @@ func (s *Engine) callTool(ctx context.Context, entry *tools.Entry, req *tools.Re
 		return nil, err
 	case resp == nil:
 		return nil, errors.New("tool returned neither a response nor an error")
-	case resp.Status < 100 || resp.Status > 599:
-		return nil, fmt.Errorf("tool returned invalid status %d", resp.Status)
+	case !tools.FinalStatus(resp.Status) && resp.Relayed:
+		return nil, fmt.Errorf("tool relayed status %d, not a final status (200–599): %w", resp.Status, tools.ErrOutcomeUncertain)
+	case !tools.FinalStatus(resp.Status):
+		return nil, fmt.Errorf("tool returned status %d, not a final status (200–599)", resp.Status)
 	case resp.ContentType == "":
 		resp.ContentType = "application/json"
 	}
@@ -201,7 +205,9 @@ func (s *Engine) toolErrorProblem(ctx context.Context, err error) *Problem {
 	case errors.Is(err, tools.ErrUpstreamUnreachable):
 		return NewProblem(wire.CodeUpstreamUnreachable, "the tool's upstream could not be reached")
 	case errors.Is(err, tools.ErrOutcomeUncertain):
-		return NewProblem(wire.CodeUpstreamUnreachable, "the connection to the tool's upstream was lost after the request was sent, before its answer")
+		return NewProblem(wire.CodeUpstreamUnreachable, "the tool's upstream took the request but gave no final answer (the connection was lost, or it answered a status outside 200–599)")
+	case errors.Is(err, tools.ErrToolChanged): // an unkeyed call, not asked before
+		return toolChanged()
 	case errors.Is(err, tools.ErrUpstreamUnavailable):
 		return NewProblem(wire.CodeUpstreamUnavailable, "the tool's MCP server has not been listed yet; retry").WithRetryAfter(1)
 	case errors.Is(err, tools.ErrResponseTooLarge):

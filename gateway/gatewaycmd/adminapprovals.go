@@ -99,7 +99,7 @@ func (c *adminClient) approvalTable(approvals []json.RawMessage, next string) er
 			return fmt.Errorf("admin approvals: an approval: %w", err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tenant, a.Tool, a.Approver,
-			a.RequestedAt, a.ExpiresAt, orDash(console.Visible(a.DecidedBy)), orDash(console.Visible(a.Reason)))
+			a.RequestedAt, a.ExpiresAt, orDash(console.Visible(decidedBy(a))), orDash(console.Visible(a.Reason)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -217,10 +217,25 @@ func (c *adminClient) printApproval(raw []byte, asJSON bool) error {
 	line("rule", strconv.Itoa(a.Rule))
 	line("reason", a.Reason)
 	line("approver", a.Approver)
+	line("requester", a.Requester)
+	if a.Quorum > 1 {
+		line("quorum", strconv.Itoa(a.Quorum))
+		line("approved_by", strings.Join(a.ApprovedBy, ", "))
+	}
 	line("requested_at", a.RequestedAt)
 	line("expires_at", a.ExpiresAt)
 	line("decided_by", a.DecidedBy)
+	line("claimed_by", a.ClaimedBy)
 	line("decided_at", a.DecidedAt)
 	line("note", a.Note)
 	return tw.Flush()
+}
+
+// decidedBy is the DECIDED BY column: the decider's principal, with the
+// name claimed beside token:admin first ("alice (token:admin)").
+func decidedBy(a gateway.AdminApproval) string {
+	if a.ClaimedBy != "" {
+		return a.ClaimedBy + " (" + a.DecidedBy + ")"
+	}
+	return a.DecidedBy
 }

@@ -84,11 +84,11 @@ func TestAdminCommandDecidesApprovals(t *testing.T) {
 	if err != nil || !strings.Contains(out, "APPROVED") || !strings.Contains(out, "alice") {
 		t.Fatalf("approve: %v\n%s", err, out)
 	}
-	if rec := f.approvalState(yes); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "alice" || rec.Approval.Note != "finance said yes" {
+	if rec := f.approvalState(yes); rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" || rec.Approval.Note != "finance said yes" {
 		t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 	}
 	if _, err := f.adminAs("bob", "approve", yes, "-by", "bob"); err == nil ||
-		!strings.Contains(err.Error(), "409 approval_not_pending") || !strings.Contains(err.Error(), "APPROVED by alice at ") {
+		!strings.Contains(err.Error(), "409 approval_not_pending") || !strings.Contains(err.Error(), "APPROVED by token:admin at ") {
 		t.Fatalf("second approve: %v", err)
 	}
 
@@ -101,7 +101,7 @@ func TestAdminCommandDecidesApprovals(t *testing.T) {
 	if out, err := f.adminAs("", "deny", no, "-reason", "too much", "-by", "carol"); err != nil || !strings.Contains(out, "DENIED") {
 		t.Fatalf("deny: %v\n%s", err, out)
 	}
-	if rec := f.approvalState(no); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "carol" || rec.Approval.Note != "too much" {
+	if rec := f.approvalState(no); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "carol" || rec.Approval.Note != "too much" {
 		t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 	}
 

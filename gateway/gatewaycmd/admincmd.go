@@ -20,7 +20,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|delete|approvals|approval|approve|deny ...\n" +
+const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|delete|approvals|approval|approve|deny|tools ...\n" +
 	"      list [-state S] [-tenant T] [-tool X] [-session S] [-limit N] [-cursor C] [-all]\n" +
 	"      show TENANT TOOL KEY [-response]\n" +
 	"      exec EXECUTION_ID [-response]\n" +
@@ -29,7 +29,9 @@ const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|de
 	"      " + approvalsUsage + "\n" +
 	"      " + approvalUsage + "\n" +
 	"      " + approveUsage + "\n" +
-	"      " + denyUsage
+	"      " + denyUsage + "\n" +
+	"      " + toolsListUsage + "\n" +
+	"      " + toolsAcceptUsage
 
 // envAdminToken carries the admin bearer token when -token-file is not given.
 const envAdminToken = "GATEWAY_ADMIN_TOKEN"
@@ -101,6 +103,8 @@ func runAdmin(ctx context.Context, inv invocation) error {
 		return helpIsSuccess(c.decide(ctx, args, true))
 	case "deny":
 		return helpIsSuccess(c.decide(ctx, args, false))
+	case "tools":
+		return helpIsSuccess(c.tools(ctx, args))
 	}
 	return fmt.Errorf("admin: unknown command %q (usage: gateway admin %s)", sub, adminUsage)
 }

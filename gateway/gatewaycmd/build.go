@@ -54,6 +54,13 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		if err := checkEffectKey(t); err != nil {
 			return nil, nil, fmt.Errorf("%s.effect_key: %w", field, err)
 		}
+		var notExecuted tools.StatusSet
+		if t.NotExecutedStatuses != nil {
+			var err error
+			if notExecuted, err = tools.NewStatusSet(t.NotExecutedStatuses); err != nil {
+				return nil, nil, fmt.Errorf("%s.not_executed_statuses: %w", field, err)
+			}
+		}
 		schema, err := c.toolSchema(i, t)
 		if err != nil {
 			return nil, nil, err
@@ -80,7 +87,24 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			if upstreamClient == nil {
 				upstreamClient = httptool.NewClient()
 			}
+			var pins [][]byte
+			if t.HTTP.TLS != nil {
+				if len(t.HTTP.TLS.PinSHA256) == 0 {
+					return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256: give at least one pin", field)
+				}
+				for j, p := range t.HTTP.TLS.PinSHA256 {
+					pin, err := httptool.ParsePin(p)
+					if err != nil {
+						return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256[%d]: %w", field, j, err)
+					}
+					pins = append(pins, pin)
+				}
+				if u.Scheme != "https" {
+					return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256: the url must be https", field)
+				}
+			}
 			ht, err := httptool.New(httptool.Config{
+				PinSHA256:        pins,
 				Client:           upstreamClient,
 				Name:             t.Name,
 				Description:      t.Description,
@@ -103,6 +127,7 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		}
 		policy := t.Policy()
 		policy.EffectKey = t.EffectKey
+		policy.NotExecutedStatuses = notExecuted
 		policies[t.Name] = policy
 	}
 	for _, p := range plugins {

@@ -67,6 +67,10 @@ type CheckedTool struct {
 	DecideRules int `json:"decide_rules,omitempty"`
 	// EffectKey is the tool's effect_key template, when it has one.
 	EffectKey string `json:"effect_key,omitempty"`
+	// NotExecutedStatuses are the statuses among 408, 425 and 429 that
+	// release a call of the tool (its not_executed_statuses, or the
+	// default of its lease_expiry); empty for read-only tools.
+	NotExecutedStatuses []int `json:"not_executed_statuses,omitempty"`
 }
 
 // CheckedMCPServer is one entry of mcp_servers. Its tools are known only
@@ -188,6 +192,11 @@ func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
 			ct.ReplayTTL = shortDuration(p.ReplayTTL)
 			ct.LeaseExpiry = string(p.LeaseExpiry)
 			ct.EffectKey = p.EffectKey
+			for _, status := range tools.TransientStatuses {
+				if p.StatusNotExecuted(status) {
+					ct.NotExecutedStatuses = append(ct.NotExecutedStatuses, status)
+				}
+			}
 		}
 		out = append(out, ct)
 	}

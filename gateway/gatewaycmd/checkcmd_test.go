@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -177,12 +178,13 @@ func TestCheckShowsMCPServerPolicies(t *testing.T) {
 	}
 	want := map[string]CheckedTool{
 		"p_create_ticket": {Name: "p_create_ticket", Kind: "mcp", Timeout: "7s", ReplayTTL: "2h", LeaseExpiry: "unknown", URL: "mcp:payments"},
-		"q_create_ticket": {Name: "q_create_ticket", Kind: "mcp", Timeout: "30s", ReplayTTL: "48h", LeaseExpiry: "rerun", URL: "mcp:plain"},
+		"q_create_ticket": {Name: "q_create_ticket", Kind: "mcp", Timeout: "30s", ReplayTTL: "48h", LeaseExpiry: "rerun", URL: "mcp:plain",
+			NotExecutedStatuses: []int{408, 425, 429}},
 	}
 	for name, w := range want {
 		g := got[name]
 		g.Description = ""
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("%s: %+v, want %+v", name, g, w)
 		}
 	}

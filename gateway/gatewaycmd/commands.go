@@ -33,6 +33,8 @@ var commands = []command{
 	{"admin", "search, show, resolve and delete idempotency records through a gateway's admin API", adminUsage, runAdmin},
 	{"migrate", "apply (or with -print show) this version's store schema or layout change", migrateUsage, runMigrate},
 	{"verify", "run the gateway's guarantees against this config's tools (stand-in upstreams, scratch store)", verifyUsage, runVerify},
+	{"scan", "classify every tool (read_only, consequential, unknown), say what protects it and the config it lacks", scanUsage, runScan},
+	{"policy", "replay a config's decide rules against the calls the store holds: how many would have been allowed, held, denied", policyUsage, runPolicy},
 	{"receipts", "export the receipts of the configured store as JSON lines, or verify every chain of an export (or of the store)", receiptsUsage, runReceipts},
 }
 

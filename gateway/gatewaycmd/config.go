@@ -70,6 +70,9 @@ type Config struct {
 	// absent; what is missing is a warning (missingSecrets), not an error.
 	secretsOptional bool
 	missingSecrets  []string
+	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
+	// checkpoints' signing key itself, over receipts.signing_key's file.
+	receiptsSigningPEM string
 	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
 	consoleSessionKeyEnv string
 }
@@ -246,6 +249,11 @@ type ToolEntry struct {
 	// (RFC 6901 pointers into the arguments): one execution per value
 	// whatever the idempotency key (docs/idempotency.md, "Effect keys").
 	EffectKey string `yaml:"effect_key"`
+	// NotExecutedStatuses are the statuses among 408, 425 and 429 that,
+	// answered by the tool's upstream, count as evidence it did not act
+	// (tools.Policy.NotExecutedStatuses; docs/tools.md). Left out: all
+	// three for lease_expiry: rerun, none for unknown.
+	NotExecutedStatuses []int `yaml:"not_executed_statuses"`
 }
 
 // PolicyConfig is the execution policy as a tools: or an mcp_servers:
@@ -267,6 +275,34 @@ type HTTPToolConfig struct {
 	URL              string            `yaml:"url"`
 	Headers          map[string]string `yaml:"headers"`
 	MaxResponseBytes int64             `yaml:"max_response_bytes"`
+	// TLS pins the upstream's certificate (docs/tools.md, "Certificate
+	// pins").
+	TLS *HTTPToolTLS `yaml:"tls"`
+}
+
+// HTTPToolTLS is tools[].http.tls.
+type HTTPToolTLS struct {
+	// PinSHA256 is the SHA-256 of the upstream certificate's
+	// SubjectPublicKeyInfo (hex or base64), or a list of them (the current
+	// key and the next, for a rotation).
+	PinSHA256 stringOrList `yaml:"pin_sha256"`
+}
+
+// stringOrList is a YAML string or list of strings.
+type stringOrList []string
+
+// UnmarshalYAML reads one string or a list.
+func (l *stringOrList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = []string{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: want a string or a list of strings", n.Line)
+	}
+	*l = list
+	return nil
 }
 
 // Duration is a time.Duration written as "30s", "24h".
@@ -378,6 +414,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	if o := c.Console.OIDC; o != nil && o.ClientSecretEnv != "" {
 		c.consoleSecret = getenv(o.ClientSecretEnv)
 	}
+	c.receiptsSigningPEM = getenv(envReceiptsSigningKey)
 	c.consoleSessionKeyEnv = getenv(gateway.ConsoleSessionKeyEnv)
 }
 

@@ -75,6 +75,13 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
 		{"too short receipts retention", "receipts:\n  retention: 5m\n", "receipts.retention"},
 		{"too short receipts recover_after", "receipts:\n  recover_after: 10ms\n", "receipts.recover_after"},
 		{"bad receipts enabled", "receipts:\n  enabled: maybe\n", "enabled"},
+		{"missing receipts signing key", "receipts:\n  signing_key: /nonexistent/key.pem\n", "receipts.signing_key"},
+		{"receipts signing key not a key", "receipts:\n  signing_key: gateway.yaml\n", "receipts.signing_key gateway.yaml"},
+		{"missing receipts verify key", "receipts:\n  verify_keys: [/nonexistent/old.pem]\n", "receipts.verify_keys[0]"},
+		{"too short checkpoint interval", "receipts:\n  checkpoint_every: 10ms\n", "receipts.checkpoint_every"},
+		{"zero checkpoint count", "receipts:\n  checkpoint_every: 0\n", "checkpoint_every"},
+		{"tsa url without a signing key", "receipts:\n  anchor:\n    tsa_url: http://127.0.0.1:1/tsa\n", "receipts.anchor.tsa_url"},
+		{"bad tsa url", "receipts:\n  anchor:\n    tsa_url: tsa.example\n", "receipts.anchor.tsa_url"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,8 +112,10 @@ tools:
 	var decided struct {
 		DecidedBy string `json:"decided_by"`
 	}
-	if json.Unmarshal(a.body, &decided) != nil || decided.DecidedBy != by {
-		t.Fatalf("the approval: %d %s, want decided_by %q", a.status, a.body, by)
+	// The decider is the verified principal, never the display name.
+	host := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(op.Issuer, "/"), "http://"), "https://")
+	if want := "oidc:" + host + ":" + oidctest.UserSubject; json.Unmarshal(a.body, &decided) != nil || decided.DecidedBy != want {
+		t.Fatalf("the approval: %d %s, want decided_by %q (%s)", a.status, a.body, want, by)
 	}
 	for range 2 {
 		if r := bearerCall(t, g.addr, token, "s", 1, "refund", args); r.status != http.StatusOK {

@@ -10,6 +10,9 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/pins"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 	"github.com/toolgateway/toolgateway/wire"
@@ -36,6 +39,12 @@ type MCPServerEntry struct {
 	// Reconcile asks about the uncertain outcomes of the server's tools
 	// (reconcile.go).
 	Reconcile *ReconcileConfig `yaml:"reconcile"`
+	// Pin is how the server's tools are pinned: first_use (the only
+	// value, and the default) records each definition the first time it
+	// is listed (docs/tools.md, "Pins").
+	Pin string `yaml:"pin"`
+	// Pins fixes some tools' pins: upstream tool name → "sha256:<hex>".
+	Pins map[string]string `yaml:"pins"`
 }
 
 // mcpStartWait bounds how long start-up waits for the MCP servers' first
@@ -51,6 +60,9 @@ func (c *Config) buildMCP(registry *tools.Registry, log *slog.Logger, getenv fun
 	}
 	servers := make([]mcptool.ServerConfig, len(c.MCPServers))
 	for i, e := range c.MCPServers {
+		if e.Pin != "" && e.Pin != pins.ModeFirstUse {
+			return nil, fmt.Errorf("mcp_servers[%d].pin: %q: want %s (the default); fix a tool's pin with pins: {<tool>: \"sha256:<hex>\"}", i, e.Pin, pins.ModeFirstUse)
+		}
 		command := e.Command
 		if len(command) > 0 && strings.ContainsRune(command[0], '/') {
 			command = append([]string{c.path(command[0])}, command[1:]...) // relative to the config file
@@ -69,6 +81,7 @@ func (c *Config) buildMCP(registry *tools.Registry, log *slog.Logger, getenv fun
 			Sessions:       e.Sessions,
 
 			MaxResponseBytes: e.MaxResponseBytes,
+			Pins:             e.Pins,
 		}
 	}
 	return mcptool.NewManager(registry, servers, mcptool.Options{Logger: log, Getenv: getenv, Version: buildinfo.Version()})
@@ -114,3 +127,37 @@ func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler 
 		gateway.WriteProblem(w, p)
 	})
 }
+
+// usePins makes the MCP servers pin their tools in store (every store of
+// this module keeps pins) and leaves a receipt of each pin stored in
+// receiptStore's tools chain (nil: receipts off). It also hands the
+// gateway the pins for the admin API.
+func usePins(m *mcptool.Manager, store idempotency.Store, receiptStore receipts.Store, opts *gateway.Options, log *slog.Logger) {
+	if m == nil {
+		return
+	}
+	pinStore, ok := store.(pins.Store)
+	if !ok {
+		log.Warn("the idempotency store keeps no tool pins: MCP tools are served unpinned")
+		return
+	}
+	m.UsePins(pinStore, func(p pins.Pin, accepted bool) {
+		if receiptStore == nil {
+			return
+		}
+		event := receipts.EventToolPinned
+		if accepted {
+			event = receipts.EventToolAccepted
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pinReceiptTimeout)
+		defer cancel()
+		if _, err := receiptStore.Append(ctx, receipts.ToolsChain, receipts.Receipt{Event: event, Tool: p.Tool, Definition: p.SHA256, By: p.By}); err != nil {
+			log.Warn("receipts: could not write a tool pin's receipt", "event", string(event), "tool", p.Tool, "error", err)
+		}
+	})
+	opts.Pins = m
+}
+
+// pinReceiptTimeout bounds the append of one pin receipt (rare: a tool's
+// first listing or an acceptance).
+const pinReceiptTimeout = 5 * time.Second

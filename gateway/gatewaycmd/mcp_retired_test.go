@@ -21,10 +21,12 @@ import (
 // after it lists it again as read-only, until their records expire: the
 // same bytes with replayed true, over both APIs, and the tool does not run
 // again. A new call answers as for a missing tool (removed: 404 / -32602
-// tool_not_found) or runs read-only (re-listed read-only).
+// tool_not_found) or, re-listed read-only, 409 tool_changed (a changed
+// definition is held, pins.go) and, once an operator accepted it, runs
+// read-only.
 func TestRetiredMCPUpstreamToolKeepsReplaying(t *testing.T) {
 	up := newMCPUpstream(t)
-	g := startGateway(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+`
+	g := startGateway(t, "listen: 127.0.0.1:0\nstore:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+"\nadmin:\n  token_sha256: "+tokenHash(pinsAdminToken)+`
 mcp_servers:
   - name: tickets
     url: `+up.http.URL+`
@@ -91,9 +93,18 @@ mcp_servers:
 		t.Fatalf("removed, arguments that are not JSON: %d %s, want 404 (the tool is checked first)", bad.status, bad.body)
 	}
 
-	// Listed again, read-only.
+	// Listed again, read-only: a changed definition (its pin was taken
+	// while it was mutating), so the tool is held: the completed calls
+	// still replay, a new call runs nothing until the change is accepted.
 	up.srv.AddReadOnlyTool(mcptest.ToolCreate)
 	waitFor(t, func() bool { return describe() == http.StatusOK })
+	replays("re-listed read-only, held")
+	if r := keyedCall(t, g.addr, "retired", 4, mcptest.ToolCreate, args); r.status != 409 || r.problemCode() != wire.CodeToolChanged || runs() != 2 {
+		t.Fatalf("re-listed read-only and held, a new call: %d %s, %d runs", r.status, r.body, runs())
+	}
+	if r := adminRequest(t, http.MethodPost, "http://"+g.addr+"/admin/v1/tools/"+mcptest.ToolCreate+"/accept", ""); r.status != 200 {
+		t.Fatalf("accept: %d %s", r.status, r.body)
+	}
 	replays("re-listed read-only")
 	r := keyedCall(t, g.addr, "retired", 4, mcptest.ToolCreate, args)
 	if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || !bytes.Contains(r.body, []byte("read-only")) || runs() != 3 {

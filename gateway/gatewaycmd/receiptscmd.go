@@ -15,11 +15,12 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
-// `gateway receipts export` and `gateway receipts verify`: a tenant's
-// receipts out of the configured store as JSON lines, and every chain of
-// such a file (or of the store itself) checked (docs/receipts.md).
+// `gateway receipts export|verify|keys|checkpoint`: a tenant's receipts
+// out of the configured store as JSON lines with their checkpoints, every
+// chain of such a file (or of the store itself) checked, the public keys
+// of the checkpoints, and a checkpoint signed now (docs/receipts.md).
 
-const receiptsUsage = "export -config FILE [-tenant NAME] [-since TIME] [-until TIME] | verify [-json] (FILE | -dial -config FILE)"
+const receiptsUsage = "export -config FILE [-tenant NAME] [-since TIME] [-until TIME] | verify [-json] [-keys JWKS-FILE] [-retention DURATION] [-checkpoints FILE] [-tsa-roots PEM-FILE] (FILE | -dial -config FILE) | keys -config FILE | checkpoint -config FILE [-tenant NAME]"
 
 // receiptsTimeout bounds one export or verify of the store.
 const receiptsTimeout = 10 * time.Minute
@@ -27,7 +28,7 @@ const receiptsTimeout = 10 * time.Minute
 // runReceipts runs `gateway receipts export|verify`.
 func runReceipts(ctx context.Context, inv invocation) error {
 	if len(inv.args) == 0 {
-		return fmt.Errorf("receipts: want export or verify (usage: gateway receipts %s)", receiptsUsage)
+		return fmt.Errorf("receipts: want export, verify, keys or checkpoint (usage: gateway receipts %s)", receiptsUsage)
 	}
 	sub, rest := inv.args[0], inv
 	rest.args = inv.args[1:]
@@ -36,8 +37,12 @@ func runReceipts(ctx context.Context, inv invocation) error {
 		return runReceiptsExport(ctx, rest)
 	case "verify":
 		return runReceiptsVerify(ctx, rest)
+	case "keys":
+		return runReceiptsKeys(rest)
+	case "checkpoint":
+		return runReceiptsCheckpoint(ctx, rest)
 	}
-	return fmt.Errorf("receipts: %q: want export or verify (usage: gateway receipts %s)", sub, receiptsUsage)
+	return fmt.Errorf("receipts: %q: want export, verify, keys or checkpoint (usage: gateway receipts %s)", sub, receiptsUsage)
 }
 
 // runReceiptsExport writes the store's receipts to stdout as JSON lines.
@@ -63,12 +68,12 @@ func runReceiptsExport(ctx context.Context, inv invocation) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, receiptsTimeout)
 	defer cancel()
-	store, closeStore, err := openReceipts(ctx, *configPath, inv.getenv)
+	store, _, closeStore, err := openReceipts(ctx, *configPath, inv.getenv)
 	if err != nil {
 		return fmt.Errorf("receipts export: %w", err)
 	}
 	defer closeStore()
-	if err := exportReceipts(ctx, store, f, inv.stdout); err != nil {
+	if err := receipts.ExportFiltered(ctx, store, inv.stdout, f); err != nil {
 		return fmt.Errorf("receipts export: %w", err)
 	}
 	return nil
@@ -88,60 +93,24 @@ func flagTime(name, v string) (time.Time, error) {
 
 // openReceipts opens the configured store's receipts (receipts.enabled
 // does not matter: an export of a gateway that stopped keeping them still
-// reads what it kept) and the func that closes it.
-func openReceipts(ctx context.Context, configPath string, getenv func(string) string) (receipts.Store, func(), error) {
+// reads what it kept), the config, and the func that closes the store.
+func openReceipts(ctx context.Context, configPath string, getenv func(string) string) (receipts.Store, *Config, func(), error) {
 	cfg, _, err := loadConfig(configPath, getenv)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg.Store.Migrate = new(bool) // read: never change the store's layout
 	cfg.Receipts.Enabled = nil
 	store, _, err := cfg.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	r, err := cfg.receiptsFor(ctx, store)
 	if err != nil {
 		_ = store.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return r, func() { _ = store.Close() }, nil
-}
-
-// exportReceipts writes the chains f selects (every tenant's when
-// f.Tenant is empty), page by page.
-func exportReceipts(ctx context.Context, store receipts.Store, f receipts.Filter, w io.Writer) error {
-	tenants := []string{f.Tenant}
-	if f.Tenant == "" {
-		all, err := store.Tenants(ctx)
-		if err != nil {
-			return err
-		}
-		tenants = all
-	}
-	for _, tenant := range tenants {
-		f.Tenant, f.After = tenant, 0
-		for {
-			page, next, err := store.List(ctx, f)
-			if err != nil {
-				return fmt.Errorf("%s after seq %d: %w", tenant, f.After, err)
-			}
-			for _, r := range page {
-				line, err := receipts.Encode(r)
-				if err != nil {
-					return err
-				}
-				if _, err := w.Write(append(line, '\n')); err != nil {
-					return fmt.Errorf("write: %w", err)
-				}
-			}
-			if next == 0 {
-				break
-			}
-			f.After = next
-		}
-	}
-	return nil
+	return r, cfg, func() { _ = store.Close() }, nil
 }
 
 // errChainsBroken: verify found a chain altered, removed or reordered.
@@ -154,21 +123,65 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 	configPath := fs.String("config", "", "path to the config file (with -dial)")
 	dial := fs.Bool("dial", false, "verify the configured store's receipts instead of a file")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	keysPath := fs.String("keys", "", "JWKS file of the public keys checkpoints must be signed by (with -dial: default the config's keys)")
+	retention := fs.Duration("retention", 0, "receipts.retention of the exporting gateway (default 720h; with -dial: the config's)")
+	roots := fs.String("tsa-roots", "", "PEM file of the CAs whose TSAs may anchor checkpoints (with -dial: default receipts.anchor.tsa_roots)")
+	outside := fs.String("checkpoints", "", "an earlier export (or its checkpoints) kept outside the store: its checkpoints are checked too")
 	if err := parseFlags(fs, inv, "receipts verify", receiptsUsage); err != nil {
 		return helpIsSuccess(err)
+	}
+	opts := receipts.VerifyOptions{Retention: *retention}
+	if *roots != "" {
+		var err error
+		if opts.TSARoots, err = tsaRoots(*roots); err != nil {
+			return fmt.Errorf("receipts verify: -tsa-roots: %w", err)
+		}
+	}
+	if *outside != "" {
+		f, err := os.Open(*outside)
+		if err != nil {
+			return fmt.Errorf("receipts verify: -checkpoints: %w", err)
+		}
+		opts.Outside, err = receipts.ReadCheckpoints(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("receipts verify: -checkpoints %s: %w", *outside, err)
+		}
+	}
+	if *keysPath != "" {
+		b, err := os.ReadFile(*keysPath)
+		if err != nil {
+			return fmt.Errorf("receipts verify: -keys: %w", err)
+		}
+		if opts.Keys, err = receipts.ParseJWKS(b); err != nil {
+			return fmt.Errorf("receipts verify: -keys %s: %w", *keysPath, err)
+		}
 	}
 	var in io.Reader
 	switch {
 	case *dial && *configPath != "" && fs.NArg() == 0:
 		ctx, cancel := context.WithTimeout(ctx, receiptsTimeout)
 		defer cancel()
-		store, closeStore, err := openReceipts(ctx, *configPath, inv.getenv)
+		store, cfg, closeStore, err := openReceipts(ctx, *configPath, inv.getenv)
 		if err != nil {
 			return fmt.Errorf("receipts verify: %w", err)
 		}
 		defer closeStore()
+		if opts.Keys == nil {
+			if _, opts.Keys, err = cfg.receiptKeys(); err != nil {
+				return fmt.Errorf("receipts verify: %w", err)
+			}
+		}
+		if opts.Retention == 0 {
+			opts.Retention = time.Duration(cfg.Receipts.Retention)
+		}
+		if opts.TSARoots == nil {
+			if opts.TSARoots, err = cfg.receiptsTSARoots(); err != nil {
+				return fmt.Errorf("receipts verify: %w", err)
+			}
+		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(exportReceipts(ctx, store, receipts.Filter{Limit: receipts.MaxLimit}, pw)) }()
+		go func() { pw.CloseWithError(receipts.Export(ctx, store, pw)) }()
 		defer pr.Close()
 		in = pr
 	case !*dial && fs.NArg() == 1:
@@ -181,17 +194,113 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 	default:
 		return fmt.Errorf("receipts verify: want FILE or -dial -config FILE (usage: gateway receipts %s)", receiptsUsage)
 	}
-	report, err := receipts.Verify(in)
+	report, err := receipts.VerifyWith(in, opts)
 	if err != nil {
 		return fmt.Errorf("receipts verify: %w", err)
 	}
 	if err := printVerifyReport(inv.stdout, report, *asJSON); err != nil {
 		return err
 	}
+	if anchored(report) && opts.TSARoots == nil && !*asJSON {
+		fmt.Fprintln(inv.stdout, "note: the anchors' signatures and imprints were checked, not who signed them (no -tsa-roots)")
+	}
 	if !report.OK() {
 		return errChainsBroken
 	}
 	return nil
+}
+
+// anchored reports whether a chain of report has an anchor.
+func anchored(report receipts.Report) bool {
+	for _, t := range report.Tenants {
+		if t.Anchored > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// runReceiptsKeys prints the JWKS of the config's receipt keys: what
+// GET /.well-known/toolgateway/receipt-keys answers.
+func runReceiptsKeys(inv invocation) error {
+	fs := flag.NewFlagSet("receipts keys", flag.ContinueOnError)
+	configPath := fs.String("config", "", "path to the config file (required)")
+	if err := parseFlags(fs, inv, "receipts keys", receiptsUsage); err != nil {
+		return helpIsSuccess(err)
+	}
+	if *configPath == "" || fs.NArg() > 0 {
+		return fmt.Errorf("receipts keys: want -config FILE (usage: gateway receipts %s)", receiptsUsage)
+	}
+	cfg, _, err := loadConfig(*configPath, inv.getenv)
+	if err != nil {
+		return fmt.Errorf("receipts keys: %w", err)
+	}
+	_, keys, err := cfg.receiptKeys()
+	if err != nil {
+		return fmt.Errorf("receipts keys: %w", err)
+	}
+	if len(keys) == 0 {
+		return errors.New("receipts keys: no receipts.signing_key, TOOLGATEWAY_RECEIPTS_SIGNING_KEY or receipts.verify_keys configured")
+	}
+	_, err = inv.stdout.Write(keys.JWKS())
+	return err
+}
+
+// runReceiptsCheckpoint signs the head of every chain (or one tenant's)
+// now, as the gateway does every checkpoint_every, and prints one line
+// per chain.
+func runReceiptsCheckpoint(ctx context.Context, inv invocation) error {
+	fs := flag.NewFlagSet("receipts checkpoint", flag.ContinueOnError)
+	configPath := fs.String("config", "", "path to the config file (required)")
+	tenant := fs.String("tenant", "", "only this tenant's chain")
+	if err := parseFlags(fs, inv, "receipts checkpoint", receiptsUsage); err != nil {
+		return helpIsSuccess(err)
+	}
+	if *configPath == "" || fs.NArg() > 0 {
+		return fmt.Errorf("receipts checkpoint: want -config FILE (usage: gateway receipts %s)", receiptsUsage)
+	}
+	ctx, cancel := context.WithTimeout(ctx, receiptsTimeout)
+	defer cancel()
+	store, cfg, closeStore, err := openReceipts(ctx, *configPath, inv.getenv)
+	if err != nil {
+		return fmt.Errorf("receipts checkpoint: %w", err)
+	}
+	defer closeStore()
+	key, keys, err := cfg.receiptKeys()
+	if err != nil {
+		return fmt.Errorf("receipts checkpoint: %w", err)
+	}
+	if key == nil {
+		return errors.New("receipts checkpoint: no receipts.signing_key or TOOLGATEWAY_RECEIPTS_SIGNING_KEY configured")
+	}
+	tenants := []string{*tenant}
+	if *tenant == "" {
+		if tenants, err = store.Tenants(ctx); err != nil {
+			return fmt.Errorf("receipts checkpoint: %w", err)
+		}
+	}
+	cp := receipts.Checkpointer{Store: store, Key: key, Keys: keys, Retention: time.Duration(cfg.Receipts.Retention), TSA: cfg.receiptsTSA()}
+	var failed error
+	for _, t := range tenants {
+		c, made, err := cp.Checkpoint(ctx, t)
+		switch {
+		case err != nil && made:
+			fmt.Fprintf(inv.stdout, "FAIL %s: seq %d signed, but: %v\n", t, c.Seq, err)
+			failed = fmt.Errorf("receipts checkpoint: %s: %w", t, err)
+		case err != nil:
+			fmt.Fprintf(inv.stdout, "FAIL %s: %v\n", t, err)
+			failed = fmt.Errorf("receipts checkpoint: %s: %w", t, err)
+		case c.Seq == 0:
+			fmt.Fprintf(inv.stdout, "-    %s: no receipts\n", t)
+		case made && c.Anchor != "":
+			fmt.Fprintf(inv.stdout, "ok   %s: seq %d signed (key %s) and anchored\n", t, c.Seq, c.KeyID)
+		case made:
+			fmt.Fprintf(inv.stdout, "ok   %s: seq %d signed (key %s)\n", t, c.Seq, c.KeyID)
+		default:
+			fmt.Fprintf(inv.stdout, "ok   %s: seq %d was signed already\n", t, c.Seq)
+		}
+	}
+	return failed
 }
 
 // printVerifyReport prints one line per tenant, or the report as JSON.
@@ -205,9 +314,24 @@ func printVerifyReport(w io.Writer, report receipts.Report, asJSON bool) error {
 			fmt.Fprintf(&b, "FAIL %s: %s (%d receipts verified before it)\n", t.Tenant, t.Failure, t.Checked)
 			continue
 		}
-		fmt.Fprintf(&b, "ok   %s: %d receipts, seq %d…%d, head %s", t.Tenant, t.Checked, t.First, t.Last, t.Head)
-		if t.Anchor != "" {
-			fmt.Fprintf(&b, ", anchor %s (the receipts before seq %d expired)", t.Anchor, t.First)
+		if t.Checked == 0 {
+			fmt.Fprintf(&b, "ok   %s: no receipts (every checkpointed one is older than the retention)", t.Tenant)
+		} else {
+			fmt.Fprintf(&b, "ok   %s: %d receipts, seq %d…%d, head %s", t.Tenant, t.Checked, t.First, t.Last, t.Head)
+		}
+		if t.Checkpoints > 0 {
+			fmt.Fprintf(&b, ", signed up to seq %d (%d checkpoints)", t.Checkpointed, t.Checkpoints)
+			if t.Anchored > 0 {
+				fmt.Fprintf(&b, ", %d anchored, the latest at %s", t.Anchored, t.AnchoredAt.UTC().Format(time.RFC3339))
+			}
+		} else if t.Checked > 0 {
+			b.WriteString(", no checkpoint (only the chain vouches for it)")
+		}
+		switch {
+		case t.Anchor != "" && t.Filtered:
+			fmt.Fprintf(&b, ", anchor %s (the export starts at seq %d)", t.Anchor, t.First)
+		case t.Anchor != "":
+			fmt.Fprintf(&b, ", anchor %s (the receipts before seq %d are gone: expired, as no checkpoint contradicts)", t.Anchor, t.First)
 		}
 		b.WriteString("\n")
 	}

@@ -192,6 +192,11 @@ func fixedChanges(cur, next *Config) []string {
 	if !reflect.DeepEqual(cur.Approvals.Notify, next.Approvals.Notify) || cur.notifySecret != next.notifySecret {
 		out = append(out, "approvals.notify")
 	}
+	// The receipts' writer, signer and keys start with the gateway.
+	out = append(out, fieldChanges("receipts", cur.Receipts, next.Receipts)...)
+	if cur.receiptsSigningPEM != next.receiptsSigningPEM {
+		out = append(out, envReceiptsSigningKey)
+	}
 	consoleCur, consoleNext := cur.Console, next.Console
 	consoleCur.SessionKeyFile, consoleNext.SessionKeyFile = "", "" // reloadable: the keys are read again
 	out = append(out, fieldChanges("console", consoleCur, consoleNext)...)

@@ -326,6 +326,7 @@ func TestReloadRefusesFixedFieldsAndInvalidFiles(t *testing.T) {
 		{"key mode", "listen: 127.0.0.1:0\n" + store + "idempotency:\n  key_mode: opaque\n", []string{"idempotency.key_mode"}, ""},
 		{"auth on", "listen: 127.0.0.1:0\n" + store + "auth:\n  tenants:\n    - name: acme\n      token_sha256: " + tokenHash("t") + "\n", []string{"auth (turning auth on or off)"}, ""},
 		{"mcp endpoint", "listen: 127.0.0.1:0\n" + store + "mcp:\n  enabled: false\n", []string{"mcp.enabled"}, ""},
+		{"receipts", "listen: 127.0.0.1:0\n" + store + "receipts:\n  checkpoint_every: 5m\n", []string{"receipts.checkpoint_every"}, ""},
 		{"unknown field", "listen: 127.0.0.1:0\n" + store + "stroe: {}\n", nil, "unknown field stroe"},
 		{"bad duration", "listen: 127.0.0.1:0\ndrain_timeout: soon\n" + store, nil, "bad duration"},
 		{"unknown tool", "listen: 127.0.0.1:0\n" + store, nil, "tools[1] (nosuchtool)"},

@@ -177,14 +177,40 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 		return b, err
 	}
 	b.closers = append(b.closers, func() { _ = store.Close() })
+	if opts.Receipts, err = st.cfg.receiptsFor(ctx, store); err != nil {
+		return b, err
+	}
+	if opts.Receipts != nil {
+		sched, err := st.cfg.checkpointScheduler(opts.Receipts, log)
+		if err != nil {
+			return b, err
+		}
+		if _, opts.ReceiptKeys, err = st.cfg.receiptKeys(); err != nil {
+			return b, err
+		}
+		if sched != nil {
+			opts.ReceiptCheckpoints = sched
+			// Checkpoints are signed off the call path; at the end (closers
+			// run in reverse, so after the drain wrote the last receipts,
+			// before the store closes) the chains not signed yet are.
+			opts.Receipts = sched.Store(opts.Receipts)
+			runCtx, stop := context.WithCancel(context.Background())
+			go sched.Run(runCtx)
+			b.closers = append(b.closers, func() {
+				stop()
+				flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				sched.Flush(flushCtx)
+			})
+		}
+	}
+	// Before the first listing: every tool is checked against its pin.
+	usePins(st.mcp, store, opts.Receipts, &opts, log)
 	if err := startMCP(ctx, st.mcp, log); err != nil {
 		return b, err
 	}
 	opts.Store = store
 	opts.Limiter = st.cfg.limiterFor(store)
-	if opts.Receipts, err = st.cfg.receiptsFor(ctx, store); err != nil {
-		return b, err
-	}
 	tp, err := st.cfg.tracerProvider(ctx, getenv)
 	if err != nil {
 		return b, err

@@ -120,7 +120,13 @@ func checkApprovalUsedOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (
 		wg.Wait()
 		return nil
 	})
-	if n != 1 {
+	switch {
+	case n == 0 && statuses[http.StatusOK] == 0:
+		// Refused after the approval (a rule or a limit the call meets
+		// now): an approval that was not used proves nothing about its
+		// being used once.
+		return verifyNA, fmt.Sprintf("not exercised: the approved call was refused every time (statuses %v)", statuses)
+	case n != 1:
 		return verifyFail, fmt.Sprintf("%d calls of an approved key ran the tool %d times (statuses %v)", racers, n, statuses)
 	}
 	return verifyPass, fmt.Sprintf("%d calls of an approved key, 1 execution", racers)

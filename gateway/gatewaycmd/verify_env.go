@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,8 +77,20 @@ type verifyEnv struct {
 	// without -mcp-list).
 	mcp     *mcpStandIns
 	tenants []verifyTenant
+	// refused counts the answers 503 and keeps the store's last message.
+	refused refusals
 	mu      sync.Mutex
 	n       int
+	// usedSeeds are the argument seeds calls of this run took.
+	usedSeeds map[int]bool
+}
+
+// tenantName is the name of scratch tenant i ("" without tenants).
+func (env *verifyEnv) tenantName(i int) string {
+	if i >= len(env.tenants) {
+		return ""
+	}
+	return env.tenants[i].name
 }
 
 // wrapStore lets a test put a double around the scratch store.
@@ -124,7 +137,8 @@ func newVerifyEnv(ctx context.Context, st *startup, space *scratchSpace, wrap wr
 		env.tenants = append(env.tenants, verifyTenant{name: t.Name, token: token})
 		o.Tenants = append(o.Tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
 	}
-	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Nothing printed; the store's message of a refused call kept.
+	o.Logger = slog.New(logHandler{&env.refused})
 	d := o
 	d.Decisions, d.Mode = st.opts.Decisions, st.opts.Mode
 	x := d
@@ -210,7 +224,31 @@ func (env *verifyEnv) seed() int {
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	env.n += 2
+	env.markSeed(env.n)
 	return env.n
+}
+
+// unusedSeed is the smallest argument seed (with the next one) no call of
+// this run used yet, for a tool whose decide rules refuse the large seeds
+// fresh calls get (an amount the rules cap, say); false after 1000.
+func (env *verifyEnv) unusedSeed() (int, bool) {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for s := range 1000 {
+		if !env.usedSeeds[s] && !env.usedSeeds[s+1] {
+			env.markSeed(s)
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// markSeed notes that seed and the next one are taken (env.mu held).
+func (env *verifyEnv) markSeed(seed int) {
+	if env.usedSeeds == nil {
+		env.usedSeeds = map[int]bool{}
+	}
+	env.usedSeeds[seed], env.usedSeeds[seed+1] = true, true
 }
 
 // verifyCall is one call to the tool API of the scratch gateway.
@@ -229,6 +267,21 @@ type verifyResponse struct {
 	status int
 	header http.Header
 	body   []byte
+}
+
+// summary is the answer as a verdict names it: its status, and its
+// problem's code, reason or detail.
+func (r verifyResponse) summary() string {
+	var p struct{ Code, Reason, Detail string }
+	_ = json.Unmarshal(r.body, &p)
+	why := p.Reason
+	if why == "" {
+		why = p.Detail
+	}
+	if p.Code == "" {
+		return fmt.Sprintf("%d", r.status)
+	}
+	return fmt.Sprintf("%d %s: %s", r.status, p.Code, why)
 }
 
 func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, error) {
@@ -260,7 +313,9 @@ func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, e
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return verifyResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
+	r := verifyResponse{status: resp.StatusCode, header: resp.Header, body: body}
+	env.refused.saw(r)
+	return r, err
 }
 
 // deriveKey is the key call c is sent under.

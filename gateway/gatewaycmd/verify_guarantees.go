@@ -66,10 +66,11 @@ func needsRecords(t *verifyTool) (string, bool) {
 }
 
 // freshArgs are two different valid argument sets no other call of this
-// run used: an effect key made of them is new too.
-func (t *verifyTool) freshArgs(env *verifyEnv) (args, other []byte, err error) {
-	seed := env.seed()
-	return argsFor(t.entry, seed)
+// run used (an effect key made of them is new too), that the tool's decide
+// rules allow (allowedArgs). An error makes the guarantee N/A: it says
+// why verify made no call.
+func (t *verifyTool) freshArgs(ctx context.Context, env *verifyEnv) (args, other []byte, err error) {
+	return allowedArgs(ctx, env, t)
 }
 
 // ran counts the stand-in's executions during do.
@@ -91,9 +92,9 @@ func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	var first, second verifyResponse
@@ -107,6 +108,8 @@ func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()
+	case n == 0 && first.status != http.StatusOK:
+		return verifyNA, "not exercised: the gateway refused the call (" + first.summary() + ")"
 	case first.status != http.StatusOK:
 		return verifyFail, fmt.Sprintf("first call answered %d: %s", first.status, first.body)
 	case n != 1:
@@ -121,32 +124,48 @@ func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	const racers = 8
 	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	var wg sync.WaitGroup
 	errs := make(chan error, racers)
+	answers := make(chan verifyResponse, racers)
 	n, _ := ran(t, func() error {
 		for range racers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := env.call(ctx, c); err != nil {
+				resp, err := env.call(ctx, c)
+				if err != nil {
 					errs <- err
+					return
 				}
+				answers <- resp
 			}()
 		}
 		wg.Wait()
 		return nil
 	})
 	close(errs)
+	close(answers)
 	if err := <-errs; err != nil {
 		return verifyFail, err.Error()
 	}
-	if n != 1 {
+	var refused *verifyResponse
+	for resp := range answers {
+		if resp.status != http.StatusOK {
+			refused = &resp
+		}
+	}
+	switch {
+	case n == 0 && refused != nil:
+		// Nothing ran because the gateway refused the call: that says
+		// nothing about racing calls (a refusal is not an execution).
+		return verifyNA, "not exercised: the gateway refused the call (" + refused.summary() + ")"
+	case n != 1:
 		return verifyFail, fmt.Sprintf("%d racing identical calls ran the tool %d times", racers, n)
 	}
 	return verifyPass, fmt.Sprintf("%d racing identical calls, 1 execution", racers)
@@ -156,9 +175,9 @@ func checkReusedKey(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, other, err := t.freshArgs(env)
+	args, other, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	if bytes.Equal(args, other) {
 		return verifyNA, t.name + "'s schema admits only one argument value"
@@ -186,9 +205,9 @@ func checkStepGuard(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, other, err := t.freshArgs(env)
+	args, other, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	if env.opts.StepGuardOff {
 		return verifyNA, "idempotency.step_guard is off"
@@ -218,9 +237,9 @@ func checkUncertain(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	if t.policy.LeaseExpiry != tools.LeaseExpiryUnknown {
 		return verifyNA, t.name + " has lease_expiry: " + string(t.policy.LeaseExpiry) + ", not unknown"
@@ -249,9 +268,9 @@ func checkTenants(ctx context.Context, env *verifyEnv, t *verifyTool) (string, s
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	if len(env.tenants) < 2 {
 		return verifyNA, "fewer than 2 tenants configured"
@@ -261,12 +280,17 @@ func checkTenants(ctx context.Context, env *verifyEnv, t *verifyTool) (string, s
 	if err != nil {
 		return verifyFail, err.Error()
 	}
+	if mine.status != http.StatusOK {
+		return verifyNA, fmt.Sprintf("not exercised: %s's call was refused (%s)", env.tenants[0].name, mine.summary())
+	}
 	c.tenant = 1
 	var theirs verifyResponse
 	n, err := ran(t, func() (err error) { theirs, err = env.call(ctx, c); return err })
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()
+	case n == 0 && theirs.status != http.StatusOK:
+		return verifyNA, fmt.Sprintf("not exercised: %s's call was refused (%s)", env.tenants[1].name, theirs.summary())
 	case n != 1 || bytes.Equal(mine.body, theirs.body):
 		return verifyFail, fmt.Sprintf("%s's identical call got %s's record (%d executions)", env.tenants[1].name, env.tenants[0].name, n)
 	}
@@ -282,9 +306,9 @@ func checkEffectKeyOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (str
 	if t.policy.EffectKey == "" {
 		return verifyNA, t.name + " has no effect_key"
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	again := verifyCall{tool: t.name, session: env.session(), step: 7, args: args}
@@ -299,6 +323,8 @@ func checkEffectKeyOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (str
 	switch {
 	case err != nil:
 		return verifyFail, err.Error()
+	case n == 0 && r1.status != http.StatusOK:
+		return verifyNA, "not exercised: the gateway refused the call (" + r1.summary() + ")"
 	case r1.status != http.StatusOK:
 		return verifyFail, fmt.Sprintf("first call answered %d: %s", r1.status, r1.body)
 	case n != 1:

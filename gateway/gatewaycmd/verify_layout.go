@@ -104,9 +104,9 @@ func newerLayoutVerdict(ctx context.Context, env *verifyEnv, space *scratchSpace
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	layoutEnv := &verifyEnv{srv: srv, client: env.client}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	resp, err := layoutEnv.call(ctx, verifyCall{tool: t.name, session: env.session(), step: 1, args: args})
 	switch {

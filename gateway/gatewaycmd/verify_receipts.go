@@ -23,9 +23,9 @@ func checkReceiptAltered(ctx context.Context, env *verifyEnv, t *verifyTool) (st
 	if why, ok := needsRecords(t); !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	if _, err := env.call(ctx, c); err != nil {

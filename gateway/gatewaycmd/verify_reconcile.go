@@ -48,9 +48,9 @@ func checkReconcile(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	if !ok {
 		return verifyNA, "the scratch store offers no reconciliation"
 	}
-	args, _, err := t.freshArgs(env)
+	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyFail, err.Error()
+		return verifyNA, err.Error()
 	}
 	asker := &committedAsker{body: []byte(`{"verify":"committed by reconciliation"}`)}
 	target.Ask, target.Every = asker, reconcileEvery

@@ -92,22 +92,44 @@ func verifyIn(ctx context.Context, st *startup, space *scratchSpace, run verifyR
 	}
 	defer env.Close()
 	gatewayDefaults := tools.Policy{Timeout: st.opts.ToolTimeout, ReplayTTL: st.opts.ReplayTTL}
-	var results []VerifyResult
+	var verifyTools []*verifyTool
 	var recording *verifyTool // a tool the store guarantee can call
 	for _, e := range env.opts.Tools.Entries() {
 		t := &verifyTool{name: e.Spec.Name, spec: e.Spec, entry: e, standIn: env.standIn[e.Spec.Name],
 			policy: st.opts.Policies[e.Spec.Name].Resolve(e.Spec.Policy, gatewayDefaults)}
 		_, _, t.argsErr = argsFor(e, 1)
-		for _, g := range guarantees {
-			verdict, detail := g.check(ctx, env, t)
-			results = append(results, VerifyResult{Tool: t.name, Guarantee: g.name, Verdict: verdict, Detail: detail})
-		}
+		verifyTools = append(verifyTools, t)
 		if _, ok := needsRecords(t); ok && recording == nil {
 			recording = t
 		}
 	}
+	if err := probeWrites(ctx, env, space.desc, recording); err != nil {
+		return nil, err
+	}
+	var results []VerifyResult
+	for _, t := range verifyTools {
+		for _, g := range guarantees {
+			results = append(results, runGuarantee(ctx, env, t, g))
+		}
+	}
 	results = append(results, checkNewerLayout(ctx, env, space, recording))
 	return append(results, mcpServerResults(st, run.mcpList)...), nil
+}
+
+// runGuarantee checks g on t. A guarantee during which a call was
+// answered 503 (the store did not take it) proved nothing: N/A, saying
+// so with the store's message. A FAIL says how many times the tool's
+// stand-in ran during the check.
+func runGuarantee(ctx context.Context, env *verifyEnv, t *verifyTool, g guarantee) VerifyResult {
+	mark, runsBefore := env.refused.mark(), t.standIn.runs.Load()
+	verdict, detail := g.check(ctx, env, t)
+	if why := env.refused.since(mark); why != "" {
+		verdict, detail = verifyNA, why
+	}
+	if verdict == verifyFail {
+		detail += fmt.Sprintf(" [%s's stand-in ran %d times during this check]", t.name, t.standIn.runs.Load()-runsBefore)
+	}
+	return VerifyResult{Tool: t.name, Guarantee: g.name, Verdict: verdict, Detail: detail}
 }
 
 // argsFor makes two argument sets for e's schema and has the gateway's own

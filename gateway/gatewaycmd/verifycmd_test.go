@@ -138,8 +138,10 @@ func (s releasingStore) MarkUnknown(ctx context.Context, lease idempotency.Lease
 	return s.Release(ctx, lease)
 }
 
-// Verify itself can fail: against the broken store it says which guarantee
-// failed, on which tool, and the exit status is not 0.
+// Verify itself can fail: against the broken store (a deliberately broken
+// stand-in that releases what it should mark UNKNOWN) it says which
+// guarantee failed, on which tool, how many times the tool ran, and the
+// exit status is not 0.
 func TestVerifyFailsAgainstAStoreThatReleasesUnknownRecords(t *testing.T) {
 	wrap := func(s idempotency.Store) idempotency.Store { return releasingStore{s.(*boltstore.Store)} }
 	results, err := verifyConfig(context.Background(), v4Config(t), envOf(nil), verifyRun{storeMode: verifyStoreScratch, wrap: wrap})
@@ -157,6 +159,11 @@ func TestVerifyFailsAgainstAStoreThatReleasesUnknownRecords(t *testing.T) {
 	for _, f := range failed {
 		if f.Tool != "refund" || !needsUnknown[f.Guarantee] {
 			t.Errorf("unexpected FAIL %+v", f)
+		}
+	}
+	for _, f := range failed {
+		if !strings.Contains(f.Detail, "refund's stand-in ran ") {
+			t.Errorf("FAIL %+v does not name the executions it saw", f)
 		}
 	}
 	if len(failed) != 2 || failed[0].Guarantee != "uncertain outcome is not rerun" || !strings.Contains(failed[0].Detail, "ran the tool again") {

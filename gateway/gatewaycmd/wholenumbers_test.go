@@ -89,9 +89,13 @@ func TestEveryIntegerFieldRefusesFractions(t *testing.T) {
 				indent += "  "
 			}
 		}
-		_, err := ParseConfig([]byte(doc.String()))
+		text := doc.String()
+		if path[len(path)-1] == "[0]" { // a list of integers: its first item
+			text = strings.TrimSuffix(text, ":\n") + ": [0.5]\n"
+		}
+		_, err := ParseConfig([]byte(text))
 		if err == nil || !strings.HasSuffix(err.Error(), ": "+name+": 0.5 is not a whole number") {
-			t.Errorf("%s:\n%s→ %v", name, doc.String(), err)
+			t.Errorf("%s:\n%s→ %v", name, text, err)
 		}
 	}
 }

@@ -29,6 +29,7 @@ var rpcCodes = map[string]int64{
 	wire.CodeRecordNotResolvable:         wire.RPCInvalidParams,
 	wire.CodeInvalidAdminRequest:         wire.RPCInvalidParams,
 	wire.CodeAdminUnsupported:            wire.RPCInvalidParams,
+	wire.CodeChainDiverged:               wire.RPCInvalidParams,
 	wire.CodePayloadTooLarge:             wire.RPCInvalidParams,
 	wire.CodeUnsupportedMediaType:        wire.RPCInvalidParams,
 	wire.CodeIdempotencyKeyMismatch:      wire.RPCInvalidParams,
@@ -51,6 +52,7 @@ var rpcCodes = map[string]int64{
 	wire.CodeNotAnApprover:               wire.RPCInvalidParams,
 	wire.CodeSelfApproval:                wire.RPCInvalidParams,
 	wire.CodeApprovalStale:               rpcToolResult,
+	wire.CodeToolChanged:                 rpcToolResult,
 }
 
 // rpcToolResult in rpcCodes renders the code as a tool result with isError

@@ -19,7 +19,8 @@ type Log interface {
 	// after expected, at least one) as tenant's next receipts, the last
 	// one its new head, if tenant's head is still expected, in one atomic
 	// step: all of the run or nothing. Otherwise it writes nothing and
-	// returns the current head and [ErrHeadMoved].
+	// returns the current head and [ErrHeadMoved] (a *[HeadMovedError]
+	// when it read the head receipt's time too).
 	//
 	// An `executed` receipt whose execution id the chain already has (see
 	// [DedupeID]) is never appended twice: checking the run's ids against
@@ -79,6 +80,17 @@ type Appender struct {
 type chainTurn struct {
 	turn chan struct{} // holds a token while an append runs
 	head Head          // the last head seen; guarded by turn
+	// headTime is the head receipt's time, when headTimed: no receipt
+	// is dated before its predecessor.
+	headTime  time.Time
+	headTimed bool
+}
+
+// lastReader is a [Log] that reads a chain's last receipt: every store.
+// The Appender reads it when another writer moved the head, to date the
+// next receipt no earlier than it.
+type lastReader interface {
+	LastReceipt(ctx context.Context, tenant string) (Receipt, bool, error)
 }
 
 // NewAppender returns an Appender over log; now is the clock of receipts
@@ -134,8 +146,11 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 		if len(rs) == 0 { // every execution already had its receipt
 			return nil, nil
 		}
+		if err := a.learnHeadTime(ctx, tenant, chain); err != nil {
+			return nil, err
+		}
 		run := make([]Sealed, len(rs))
-		if err := sealRun(chain.head, rs, run); err != nil {
+		if err := sealRun(chain.head, chain.headTime, rs, run); err != nil {
 			return nil, err
 		}
 		current, err := a.log.CompareAndAppend(ctx, tenant, chain.head, run)
@@ -143,13 +158,18 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 		switch {
 		case err == nil:
 			chain.head = HeadOf(run[len(run)-1].Receipt)
+			chain.headTime, chain.headTimed = run[len(run)-1].Receipt.Time, true
 			out := make([]Receipt, len(run))
 			for i, s := range run {
 				out[i] = s.Receipt
 			}
 			return out, nil
 		case errors.Is(err, ErrHeadMoved):
-			chain.head = current
+			chain.head, chain.headTimed = current, current.Seq == 0
+			chain.headTime = time.Time{}
+			if moved := (*HeadMovedError)(nil); errors.As(err, &moved) {
+				chain.headTime, chain.headTimed = moved.HeadTime, true
+			}
 		case errors.As(err, &dup):
 			rs = dropRepeats(rs, dup.ExecutionIDs)
 		default:
@@ -180,9 +200,35 @@ func dropRepeats(rs []Receipt, known []string) []Receipt {
 	return kept
 }
 
-// sealRun seals rs one after the other after head into run.
-func sealRun(head Head, rs []Receipt, run []Sealed) error {
+// learnHeadTime reads the time of chain's head receipt when it is not
+// known (another writer appended it): one read after a lost race. A head
+// whose receipt is gone (expired) dates nothing.
+func (a *Appender) learnHeadTime(ctx context.Context, tenant string, chain *chainTurn) error {
+	lr, ok := a.log.(lastReader)
+	if chain.headTimed || !ok {
+		return nil
+	}
+	last, found, err := lr.LastReceipt(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("receipts: append for %s: read the head: %w", tenant, err)
+	}
+	if found && last.Seq == chain.head.Seq {
+		chain.headTime = last.Time
+	}
+	chain.headTimed = true
+	return nil
+}
+
+// sealRun seals rs one after the other after head, sealed at headTime,
+// into run. A receipt dated before its predecessor (a writer's slow
+// clock, a receipt recovered from the outbox) takes its predecessor's
+// time: a chain's times never go back.
+func sealRun(head Head, headTime time.Time, rs []Receipt, run []Sealed) error {
 	for i, r := range rs {
+		if r.Time.Before(headTime) {
+			r.Time = headTime
+		}
+		headTime = r.Time
 		sealed := SealAfter(head, r)
 		line, err := Encode(sealed)
 		if err != nil {

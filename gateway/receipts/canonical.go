@@ -27,13 +27,14 @@ func canonical(dst []byte, r Receipt) (out []byte, ok bool) {
 		return dst, false
 	}
 	// Members in JCS order (by UTF-16 code units; all names are ASCII):
-	// by, claimed_by, decision, event, execution_id, key, note, observe,
-	// policy, prev, requester, rule, seq, session, status, step, tenant,
-	// time, tool.
+	// by, claimed_by, decision, definition, event, execution_id, key,
+	// note, observe, policy, prev, requester, rule, seq, session, status,
+	// step, tenant, time, tool.
 	w := canonicalWriter{b: append(dst, '{')}
 	w.optional("by", r.By)
 	w.optional("claimed_by", r.ClaimedBy)
 	w.optional("decision", r.Decision)
+	w.optional("definition", r.Definition)
 	w.str("event", string(r.Event))
 	w.optional("execution_id", r.ExecutionID)
 	w.optional("key", r.Key)

@@ -1,10 +1,16 @@
 // Package receipts is the gateway's tamper-evident record of consequential
 // events: every call executed, denied, every approval requested, granted,
 // denied or expired, every effect conflict, every record made UNKNOWN,
-// resolved or deleted leaves a [Receipt]. A tenant's receipts form a hash
+// resolved or deleted, every tool pinned or accepted leaves a [Receipt]. A tenant's receipts form a hash
 // chain: each carries the hash of the one before it ([Receipt.Prev]) and its
 // own hash over everything else ([Receipt.Hash]), so [Verify] names the first
 // receipt that was altered, removed or reordered.
+//
+// A chain's head is signed into a [Checkpoint] (Ed25519, [SigningKey]),
+// optionally time-stamped by an RFC 3161 authority ([TSA]), and stored
+// with the chain, so [VerifyWith] holding the public keys also catches a
+// chain truncated, rolled back or re-sealed by whoever can write the
+// store.
 //
 // Sealing ([Seal]) is pure; a [Store] appends a receipt by compare-and-append
 // on the tenant's head (see [Appender]), so replicas appending at once never
@@ -36,7 +42,20 @@ const (
 	// operator, or [ByReconcile] when reconciliation resolved it.
 	EventResolved Event = "resolved"
 	EventDeleted  Event = "deleted"
+	// EventToolPinned: an MCP upstream tool's definition was pinned (first
+	// sight, or the definition a config pin names seen for the first
+	// time); [Receipt.Definition] is its hash, [Receipt.By] how
+	// (first_use, config).
+	EventToolPinned Event = "tool_pinned"
+	// EventToolAccepted: an operator ([Receipt.By]) accepted a changed
+	// tool's new definition ([Receipt.Definition]).
+	EventToolAccepted Event = "tool_accepted"
 )
+
+// ToolsChain is the chain of the tool pin events: a pin is the gateway's,
+// not a tenant's. It cannot be a tenant's name (those start with a letter
+// or digit).
+const ToolsChain = "_tools"
 
 // ByReconcile is [Receipt.By] of a record resolved by reconciliation rather
 // than by an operator.
@@ -87,6 +106,9 @@ type Receipt struct {
 	ClaimedBy string `json:"claimed_by,omitempty"`
 	// Note is a decision's note (a deny's reason).
 	Note string `json:"note,omitempty"`
+	// Definition is, for a tool pin event, the SHA-256 (hex) of the JCS
+	// of the tool's definition (package pins).
+	Definition string `json:"definition,omitempty"`
 	// Observe is, in observe mode, the decision an enforced gateway would
 	// have taken (the call ran as allowed).
 	Observe string `json:"observe,omitempty"`

@@ -30,12 +30,20 @@ type Store interface {
 	// at most f.Limit receipts from the store, so a selective filter may
 	// answer fewer than f.Limit (even none) with a non-zero cursor.
 	List(ctx context.Context, f Filter) ([]Receipt, int64, error)
+	// Lines returns one page of tenant's stored receipts as the store
+	// holds them (each a line as [Encode] wrote it, unless someone edited
+	// the store), at most limit after seq after, in seq order, and the
+	// cursor of the next page (0: no more): what an export hands to
+	// [VerifyWith], so its strict parsing sees the stored bytes.
+	Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error)
 	// Tenants lists the tenants that have a chain, in order.
 	Tenants(ctx context.Context) ([]string, error)
 	// Expire deletes the receipts sealed before before (receipts.retention)
 	// and answers how many. Chain heads stay, so the next receipt
 	// continues the chain.
 	Expire(ctx context.Context, before time.Time) (int, error)
+	// A store keeps the chains' signed checkpoints too.
+	CheckpointStore
 }
 
 // Filter selects receipts for [Store.List].
@@ -74,6 +82,20 @@ var (
 	// ErrContended: an append lost the race for the head too many times.
 	ErrContended = errors.New("receipts: chain head contended")
 )
+
+// HeadMovedError is [ErrHeadMoved] from a store that read the current
+// head's receipt in the same step: its time, so the next receipt is
+// dated no earlier without another round trip.
+type HeadMovedError struct {
+	// HeadTime is the time of the head's receipt (zero: none, e.g. an
+	// empty chain or an expired head receipt).
+	HeadTime time.Time
+}
+
+func (e *HeadMovedError) Error() string { return ErrHeadMoved.Error() }
+
+// Is makes a HeadMovedError an [ErrHeadMoved].
+func (e *HeadMovedError) Is(target error) bool { return target == ErrHeadMoved }
 
 // Normalize checks f and sets its page size: what every store does first.
 func (f Filter) Normalize() (Filter, error) {

@@ -79,7 +79,7 @@ func TestVerifyNamesTheFirstBadReceipt(t *testing.T) {
 	edited := append([][]byte{}, lines...)
 	edited[3] = bytes.Replace(edited[3], []byte(`"status":201`), []byte(`"status":200`), 1)
 	added := append([][]byte{}, lines...)
-	added[1] = bytes.Replace(added[1], []byte(`"tool":"refund"`), []byte(`"tool":"refund","note":"x"`), 1)
+	added[1] = bytes.Replace(added[1], []byte(`"tool":"refund"`), []byte(`"tool":"refund","by":"x"`), 1)
 	resealed := append([][]byte{}, lines...)
 	r2, _ := receipts.Decode(lines[1])
 	r2.Status = 500

@@ -53,7 +53,7 @@ func (t *Tool) failure(ctx context.Context, what string, written bool, err error
 		return fmt.Errorf("tool %q: POST %s: %w (%v)", t.spec.Name, target, context.DeadlineExceeded, err)
 	}
 	if written {
-		return fmt.Errorf("tool %q: POST %s: %w: connection lost after the request was written: %s: %v", t.spec.Name, target, tools.ErrOutcomeUncertain, what, err)
+		return fmt.Errorf("tool %q: POST %s: %w: no whole answer after the request was written: %s: %v", t.spec.Name, target, tools.ErrOutcomeUncertain, what, err)
 	}
 	return fmt.Errorf("tool %q: POST %s: %w: %s: %v", t.spec.Name, target, tools.ErrUpstreamUnreachable, what, err)
 }

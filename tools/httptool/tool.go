@@ -7,6 +7,7 @@ package httptool
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -44,6 +45,14 @@ type Config struct {
 	// Client sends the calls; nil means a client of its own from NewClient.
 	// Pass one shared client to every tool so they share keep-alive pools.
 	Client *http.Client
+	// PinSHA256, when set, pins the upstream's TLS certificate (https
+	// only): the SHA-256 of its SubjectPublicKeyInfo must be one of these
+	// (ParsePin), or the connection is refused in the handshake, before a
+	// request byte is written (an error wrapping
+	// tools.ErrUpstreamUnreachable whose message names ErrPinMismatch and
+	// the key the server presented). The tool then has a connection pool
+	// of its own, cloned from Client's transport.
+	PinSHA256 [][]byte
 }
 
 // Tool is an HTTP upstream tool. It is safe for concurrent use.
@@ -86,6 +95,19 @@ func New(cfg Config) (*Tool, error) {
 	if client == nil {
 		client = NewClient()
 	}
+	if len(cfg.PinSHA256) > 0 {
+		if target.Scheme != "https" {
+			return nil, fmt.Errorf("tool %q: tls.pin_sha256: the url must be https", cfg.Name)
+		}
+		for _, p := range cfg.PinSHA256 {
+			if len(p) != sha256.Size {
+				return nil, fmt.Errorf("tool %q: tls.pin_sha256: a pin is %d bytes, want 32", cfg.Name, len(p))
+			}
+		}
+		if client, err = pinnedClient(client, cfg.PinSHA256); err != nil {
+			return nil, fmt.Errorf("tool %q: %w", cfg.Name, err)
+		}
+	}
 	return &Tool{
 		spec: tools.Spec{
 			Name:        cfg.Name,
@@ -108,13 +130,16 @@ func (t *Tool) Spec() tools.Spec {
 }
 
 // Call POSTs the arguments to the upstream, once: the request is never
-// written a second time (see sendOnce). Every status, 5xx included, comes
-// back as a Response, Relayed, and NotExecuted when the upstream marked it
-// so (header wire.HeaderOutcome: wire.OutcomeNotExecuted). Errors wrap context.DeadlineExceeded or
-// context.Canceled when ctx ended first, tools.ErrOutcomeUncertain when the
-// request was written but no whole answer came back (the upstream may have
-// acted), tools.ErrUpstreamUnreachable when the request never reached it,
-// tools.ErrResponseTooLarge when the body exceeds the cap.
+// written a second time (see sendOnce). Every final status (200–599, 5xx
+// included) comes back as a Response, Relayed, and NotExecuted when the
+// upstream marked it so (tools.HeaderNotExecuted). Errors wrap
+// context.DeadlineExceeded or context.Canceled when ctx ended first,
+// tools.ErrOutcomeUncertain when the request was written but no whole
+// final answer came back (a lost connection, a malformed status line, a
+// 1xx Go's client does not consume itself such as 101, a code outside
+// 100–599: the upstream may have acted), tools.ErrUpstreamUnreachable
+// when the request never reached it, tools.ErrResponseTooLarge when the
+// body exceeds the cap.
 func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, error) {
 	var written atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -143,6 +168,14 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 		return nil, t.failure(ctx, "no response from upstream", written.Load(), err)
 	}
 	defer resp.Body.Close()
+	if !tools.FinalStatus(resp.StatusCode) {
+		// Not an answer the gateway may record or relay (101 would hand the
+		// connection to another protocol; 600 or 099 is no HTTP status),
+		// yet the upstream took the request: it may have acted. The body is
+		// not read (after a 101 it is the raw connection, which may never end).
+		return nil, fmt.Errorf("tool %q: POST %s: %w: the upstream answered %d, not a final status (200–599)",
+			t.spec.Name, t.url.Redacted(), tools.ErrOutcomeUncertain, resp.StatusCode)
+	}
 	body, err := readCapped(resp, t.maxBytes)
 	if err != nil {
 		return nil, t.failure(ctx, "read upstream response", true, err)
@@ -152,15 +185,8 @@ func (t *Tool) Call(ctx context.Context, req *tools.Request) (*tools.Response, e
 		ContentType: resp.Header.Get("Content-Type"),
 		Body:        body,
 		Relayed:     true,
-		NotExecuted: markedNotExecuted(resp.Header),
+		NotExecuted: tools.HeaderNotExecuted(resp.Header),
 	}, nil
-}
-
-// markedNotExecuted reports whether the upstream marked its answer as not
-// executed (wire.HeaderOutcome: wire.OutcomeNotExecuted), the one evidence
-// that lets the gateway release a 5xx of a lease_expiry: unknown tool.
-func markedNotExecuted(h http.Header) bool {
-	return h.Get(wire.HeaderOutcome) == wire.OutcomeNotExecuted
 }
 
 // sendOnce makes sure the transport writes req at most once. net/http

@@ -1,6 +1,7 @@
 package httptool
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -465,5 +466,47 @@ func TestSpecAndRegistry(t *testing.T) {
 	e, _ := r.Lookup("remote")
 	if e.Spec.Description != "calls out" || len(e.Validate(map[string]any{})) != 1 {
 		t.Fatalf("entry = %+v", e.Spec)
+	}
+}
+
+// TestAdversaryNonFinalStatusIsUncertain: an upstream on a raw socket
+// (net/http cannot write these) reads the request and answers a status
+// outside 200–599, a 101 after which it keeps the connection open, or a
+// malformed status line: each is tools.ErrOutcomeUncertain, never a
+// Response, and the call returns without reading on (bounded by ctx).
+func TestAdversaryNonFinalStatusIsUncertain(t *testing.T) {
+	for _, answer := range []string{
+		"HTTP/1.1 999 Odd\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 600 Odd\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+		"HTTP/1.1 20 OK\r\nContent-Length: 2\r\n\r\n{}",
+	} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read atomic.Int32
+		go func() {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			if req, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+				_, _ = io.Copy(io.Discard, req.Body)
+				read.Add(1)
+				_, _ = io.WriteString(conn, answer)
+			}
+			<-t.Context().Done() // the connection stays open, as after a protocol switch
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		resp, err := newTool(t, Config{URL: "http://" + l.Addr().String()}).Call(ctx, &tools.Request{Arguments: []byte(`{}`)})
+		cancel()
+		_ = l.Close()
+		status, _, _ := strings.Cut(strings.TrimPrefix(answer, "HTTP/1.1 "), " ")
+		if resp != nil || !errors.Is(err, tools.ErrOutcomeUncertain) || errors.Is(err, context.DeadlineExceeded) || read.Load() != 1 {
+			t.Errorf("status %s: %+v, %v (requests read %d); want tools.ErrOutcomeUncertain before the deadline, the request read once", status, resp, err, read.Load())
+		}
 	}
 }

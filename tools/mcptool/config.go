@@ -18,7 +18,8 @@
 // upstream's request for client input (an MCP multi round-trip request) is
 // handed back to the gateway's client, never fulfilled here.
 //
-// Package mcptool imports tools and the MCP Go SDK, never the gateway.
+// Package mcptool imports tools, gateway/pins (a leaf) and the MCP Go SDK,
+// never the gateway.
 package mcptool
 
 import (
@@ -28,6 +29,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -89,6 +91,11 @@ type ServerConfig struct {
 	// an error wrapping tools.ErrResponseTooLarge, and is discarded as it
 	// streams past without ending the session other calls share.
 	MaxResponseBytes int64
+	// Pins fixes the pin of some tools: upstream tool name →
+	// "sha256:<hex>" of the JCS of its definition (package gateway/pins).
+	// The other tools are pinned on first use, once Manager.UsePins gave
+	// a store.
+	Pins map[string]string
 }
 
 // headerRef is the ${NAME} form expanded in header values.
@@ -167,6 +174,14 @@ func (c ServerConfig) check(getenv func(string) string) (http.Header, error) {
 	for i, name := range c.ReadOnly {
 		if name == "" {
 			return nil, fmt.Errorf("read_only[%d]: empty name", i)
+		}
+	}
+	for name, fixed := range c.Pins {
+		if name == "" {
+			return nil, fmt.Errorf("pins: empty tool name")
+		}
+		if _, err := pins.ParseFixed(fixed); err != nil {
+			return nil, fmt.Errorf("pins.%s: %w", name, err)
 		}
 	}
 	if err := c.Policy.Validate(); err != nil {

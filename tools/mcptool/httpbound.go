@@ -10,8 +10,9 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 
-	"github.com/toolgateway/toolgateway/wire"
+	"github.com/toolgateway/toolgateway/tools"
 )
 
 // upstreamTransport carries a Streamable HTTP upstream's requests: it adds
@@ -71,16 +72,18 @@ func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // refusal reports whether an HTTP error status answering a call's request
-// proves the server did not act on it: a 4xx (the message was refused), or
-// a 5xx the server marked wire.OutcomeNotExecuted (wire.HeaderOutcome). An
-// unmarked 5xx — the server, or a proxy in front of it, failing after the
-// request went in — is not: the call may have run.
+// proves the server did not act on it: a 4xx (the message was refused) but
+// 408, 425 and 429, or another 4xx or 5xx the server marked not executed
+// (tools.HeaderNotExecuted: one wire.HeaderOutcome value, exactly
+// wire.OutcomeNotExecuted). An unmarked 5xx — the server, or a proxy in
+// front of it, failing after the request went in — is not, nor an
+// unmarked 408/425/429, which a proxy or the server may answer after the
+// request went in: the call may have run.
 func refusal(resp *http.Response) bool {
-	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 && !slices.Contains(tools.TransientStatuses, resp.StatusCode) {
 		return true
 	}
-	return resp.StatusCode >= 500 &&
-		resp.Header.Get(wire.HeaderOutcome) == wire.OutcomeNotExecuted
+	return resp.StatusCode >= 400 && tools.HeaderNotExecuted(resp.Header)
 }
 
 // bound wraps resp's body according to what it carries.

@@ -46,9 +46,11 @@ func TestJSONRPCErrorIsNotExecutedOnlyWithEvidence(t *testing.T) {
 }
 
 // TestStreamableHTTP5xxIsUncertain: a url server (or a proxy in front of
-// it) answers a call's request with 502 after the server acted: the call
-// may have run, ErrOutcomeUncertain. Marked Toolgateway-Outcome:
-// not-executed, or a 4xx, it is a refusal: ErrUpstreamUnreachable.
+// it) answers a call's request with 502 or 429 after the server acted: the
+// call may have run, ErrOutcomeUncertain; so too with two contradictory
+// Toolgateway-Outcome headers (issue 40). Marked Toolgateway-Outcome:
+// not-executed (once), or a 4xx other than 408/425/429, it is a refusal:
+// ErrUpstreamUnreachable.
 func TestStreamableHTTP5xxIsUncertain(t *testing.T) {
 	s, err := mcptest.New(mcptest.Options{})
 	if err != nil {
@@ -59,12 +61,20 @@ func TestStreamableHTTP5xxIsUncertain(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		switch {
-		case bytes.Contains(body, []byte("proxy 502")):
+		case bytes.Contains(body, []byte("proxy 502")), bytes.Contains(body, []byte("proxy 429")):
 			handler.ServeHTTP(httptest.NewRecorder(), r) // the server acts; the proxy fails
-			if bytes.Contains(body, []byte("marked")) {
+			switch {
+			case bytes.Contains(body, []byte("contradictory")):
+				w.Header().Add(wire.HeaderOutcome, wire.OutcomeNotExecuted)
+				w.Header().Add(wire.HeaderOutcome, "executed")
+			case bytes.Contains(body, []byte("marked")):
 				w.Header().Set(wire.HeaderOutcome, wire.OutcomeNotExecuted)
 			}
-			http.Error(w, "bad gateway", http.StatusBadGateway)
+			status := http.StatusBadGateway
+			if bytes.Contains(body, []byte("proxy 429")) {
+				status = http.StatusTooManyRequests
+			}
+			http.Error(w, "proxy failed", status)
 		case bytes.Contains(body, []byte("proxy 403")):
 			http.Error(w, "forbidden", http.StatusForbidden)
 		default:
@@ -80,6 +90,9 @@ func TestStreamableHTTP5xxIsUncertain(t *testing.T) {
 	}{
 		{"proxy 502", true},
 		{"proxy 502 marked", false},
+		{"proxy 502 contradictory", true},
+		{"proxy 429", true},
+		{"proxy 429 marked", false},
 		{"proxy 403", false},
 	} {
 		waitFor(t, "a session", func() bool {
@@ -93,11 +106,11 @@ func TestStreamableHTTP5xxIsUncertain(t *testing.T) {
 	}
 	acted := 0
 	for _, e := range mcptest.Filter(s.All(), mcptest.ToolCreate, "done") {
-		if bytes.Contains(e.Arguments, []byte("proxy 502")) {
+		if bytes.Contains(e.Arguments, []byte("proxy 502")) || bytes.Contains(e.Arguments, []byte("proxy 429")) {
 			acted++
 		}
 	}
-	if acted != 2 {
-		t.Errorf("the server acted %d times behind the two 502s, want 2", acted)
+	if acted != 5 {
+		t.Errorf("the server acted %d times behind the three 502s and two 429s, want 5", acted)
 	}
 }

@@ -21,6 +21,9 @@ type Tool struct {
 	up           *upstream
 	upstreamName string
 	spec         tools.Spec
+	// annotations are the server's hints (nil: none sent), for `gateway
+	// scan`; the gateway itself only reads readOnlyHint.
+	annotations *mcp.ToolAnnotations
 }
 
 var (
@@ -32,6 +35,13 @@ var (
 // the server's name), the server's description and input schema, read-only
 // when configured so or marked readOnlyHint, and the server's policy.
 func (t *Tool) Spec() tools.Spec { return t.spec }
+
+// Annotations are the hints the server listed the tool with (nil: none):
+// hints from a server the gateway does not control, never a guarantee.
+func (t *Tool) Annotations() *mcp.ToolAnnotations { return t.annotations }
+
+// UpstreamName is the tool's name on its server (without the prefix).
+func (t *Tool) UpstreamName() string { return t.upstreamName }
 
 // Server is the name of the tool's server (its mcp_servers: entry).
 func (t *Tool) Server() string { return t.up.cfg.Name }

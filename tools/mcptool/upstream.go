@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -49,6 +50,17 @@ type upstream struct {
 	// attempt to connect or list failed: Start waits for no more.
 	settled    chan struct{}
 	settleOnce sync.Once
+
+	// pins (pins.go): the store, set by Manager.UsePins before Start
+	// (nil: no pinning); the server's pins fixed by config, by upstream
+	// name; the last listing and each served tool's pin state.
+	pinStore   pins.Store
+	onPin      func(p pins.Pin, accepted bool)
+	fixed      map[string]string
+	installMu  sync.Mutex
+	pinMu      sync.Mutex
+	lastListed []*mcp.Tool
+	pinStates  map[string]*pinState
 }
 
 func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log *slog.Logger, base *http.Client, version string) *upstream {
@@ -70,6 +82,10 @@ func newUpstream(cfg ServerConfig, headers http.Header, reg *tools.Registry, log
 		for _, name := range cfg.Tools {
 			u.allow[name] = true
 		}
+	}
+	u.fixed = make(map[string]string, len(cfg.Pins))
+	for name, fixed := range cfg.Pins {
+		u.fixed[name], _ = pins.ParseFixed(fixed) // checked by ServerConfig.check
 	}
 	u.readOnly = make(map[string]bool, len(cfg.ReadOnly))
 	for _, name := range cfg.ReadOnly {
@@ -165,6 +181,10 @@ func (u *upstream) requestRelist() {
 func (u *upstream) run(ctx context.Context) {
 	ticker := time.NewTicker(u.cfg.RelistInterval)
 	defer ticker.Stop()
+	// While a tool is held, its pin is read again every heldRecheck, so
+	// an acceptance on another replica releases it here too.
+	recheck := time.NewTicker(heldRecheck)
+	defer recheck.Stop()
 	var retry <-chan time.Time
 	delay := minBackoff
 	for {
@@ -174,6 +194,9 @@ func (u *upstream) run(ctx context.Context) {
 		case <-u.relist:
 		case <-ticker.C:
 		case <-retry:
+		case <-recheck.C:
+			u.recheckHeld(ctx)
+			continue
 		}
 		retry = nil
 		if !u.pool.connected() {
@@ -226,10 +249,29 @@ func (u *upstream) list(ctx context.Context) error {
 		}
 		listed = append(listed, t)
 	}
-	var group []tools.Tool
 	offered := make(map[string]bool, len(listed))
 	for _, t := range listed {
 		offered[t.Name] = true
+	}
+	for _, name := range u.cfg.Tools {
+		if !offered[name] {
+			u.log.Warn("mcp server: an allow-listed tool is not offered by the server", "tool", name)
+		}
+	}
+	return u.install(ctx, listed)
+}
+
+// install checks the listed tools against their pins (pins.go) and
+// replaces the server's tools in the registry with the allowed ones: a
+// tool whose definition matches its pin as the server lists it, a held
+// one as it was pinned. One install at a time (a listing, an operator's
+// acceptance, the recheck of held tools).
+func (u *upstream) install(ctx context.Context, listed []*mcp.Tool) error {
+	u.installMu.Lock()
+	defer u.installMu.Unlock()
+	var group []tools.Tool
+	states := make(map[string]*pinState, len(listed))
+	for _, t := range listed {
 		if u.allow != nil && !u.allow[t.Name] {
 			continue
 		}
@@ -237,14 +279,19 @@ func (u *upstream) list(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		group = append(group, tool)
-	}
-	for _, name := range u.cfg.Tools {
-		if !offered[name] {
-			u.log.Warn("mcp server: an allow-listed tool is not offered by the server", "tool", name)
+		served, state, err := u.pinned(ctx, t, tool)
+		if err != nil {
+			return err
 		}
+		if state != nil {
+			states[tool.spec.Name] = state
+		}
+		group = append(group, served)
 	}
 	setErr := u.reg.SetGroup(u.group, tools.Group{Tools: group})
+	u.pinMu.Lock()
+	u.lastListed, u.pinStates = listed, states
+	u.pinMu.Unlock()
 	first := false
 	u.firstOnce.Do(func() {
 		first = true
@@ -253,7 +300,7 @@ func (u *upstream) list(ctx context.Context) error {
 		close(u.listed)
 	})
 	u.settle()
-	u.log.Info("mcp server: tools listed", "tools", len(group), "offered", len(listed), "first", first)
+	u.log.Info("mcp server: tools listed", "tools", len(group), "offered", len(listed), "first", first, "held", heldCount(states))
 	if setErr != nil {
 		return &refusedError{err: setErr}
 	}
@@ -262,11 +309,20 @@ func (u *upstream) list(ctx context.Context) error {
 
 // toolFrom builds the gateway's tool for one listed tool.
 func (u *upstream) toolFrom(t *mcp.Tool) (*Tool, error) {
+	spec, err := u.specFrom(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Tool{up: u, upstreamName: t.Name, spec: spec, annotations: t.Annotations}, nil
+}
+
+// specFrom is the gateway's Spec of one listed (or pinned) tool.
+func (u *upstream) specFrom(t *mcp.Tool) (tools.Spec, error) {
 	var schema json.RawMessage
 	if t.InputSchema != nil {
 		raw, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("MCP server %q, tool %q: input schema: %w", u.cfg.Name, t.Name, err)
+			return tools.Spec{}, fmt.Errorf("MCP server %q, tool %q: input schema: %w", u.cfg.Name, t.Name, err)
 		}
 		schema = raw
 	}
@@ -275,7 +331,7 @@ func (u *upstream) toolFrom(t *mcp.Tool) (*Tool, error) {
 		description = t.Title
 	}
 	readOnly := u.readOnly[t.Name] || (t.Annotations != nil && t.Annotations.ReadOnlyHint)
-	return &Tool{up: u, upstreamName: t.Name, spec: tools.Spec{
+	return tools.Spec{
 		Name:                   u.cfg.Prefix + t.Name,
 		Description:            description,
 		InputSchema:            schema,
@@ -283,7 +339,7 @@ func (u *upstream) toolFrom(t *mcp.Tool) (*Tool, error) {
 		ResultIsCallToolResult: true,
 		Policy:                 u.policy,
 		Target:                 u.target(t.Name),
-	}}, nil
+	}, nil
 }
 
 // target is the Spec.Target of the upstream's tool name: its server URL

@@ -223,13 +223,13 @@ func approvalStatements(q func(string) string) (getApproval, decideApproval stri
 	getApproval = q(`SELECT ` + recordColumns + ` FROM @.records r
 		WHERE r.approval_id = $1 AND r.expires_at > clock_timestamp()`)
 	// $1 id, $2 approve, $3 by, $4 note. Approved: usable for its
-	// use-within from now; denied: expired at once. Either lives its
-	// replay TTL past that.
+	// use-within from now, and lives its replay TTL past that; denied:
+	// keeps its approval's expiry, and lives its replay TTL from now.
 	decideApproval = q(`WITH c AS (SELECT clock_timestamp() AS now)
 		UPDATE @.records r
 		SET state = CASE WHEN $2 THEN 'APPROVED' ELSE 'DENIED' END,
 			decided_by = $3, decision_note = $4, decided_at = c.now,
-			approval_expires_at = c.now + CASE WHEN $2 THEN r.approval_use_us ELSE 0 END * interval '1 microsecond',
+			approval_expires_at = CASE WHEN $2 THEN c.now + r.approval_use_us * interval '1 microsecond' ELSE r.approval_expires_at END,
 			expires_at = c.now + (CASE WHEN $2 THEN r.approval_use_us ELSE 0 END + r.replay_us) * interval '1 microsecond'
 		FROM c
 		WHERE r.approval_id = $1 AND r.state = 'AWAITING_APPROVAL'

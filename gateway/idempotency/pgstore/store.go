@@ -85,6 +85,9 @@ type Store struct {
 
 	sweeper   *idempotency.Sweeper
 	closeOnce sync.Once
+
+	// pinsTable: tool_pins was created (pins.go).
+	pinsTable pinsTable
 }
 
 var (

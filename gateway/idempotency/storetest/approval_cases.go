@@ -246,6 +246,9 @@ func testApprovalDenied(f *fixture) {
 	if !within(rec.ExpiresAt, time.Now().Add(replayTTL), clockSlack) {
 		f.t.Errorf("denied record expires %v, want about replay TTL from now", rec.ExpiresAt)
 	}
+	if !rec.Approval.ExpiresAt.Equal(a.ExpiresAt) {
+		f.t.Errorf("denied approval expires %v, want its original expiry %v", rec.Approval.ExpiresAt, a.ExpiresAt)
+	}
 	for _, r := range []idempotency.ClaimRequest{f.again(req), func() idempotency.ClaimRequest { r := f.fresh(req); r.Approval = nil; return r }()} {
 		d := f.expect(r, idempotency.OutcomeApprovalDenied)
 		if d.Approval == nil || d.Approval.ID != a.ID || d.Approval.DecidedBy != "bob" || d.Approval.Note != "not this customer" || d.Approval.Reason != req.Approval.Reason {
@@ -296,7 +299,7 @@ func testApprovalDecideTwice(f *fixture) {
 	a := f.pending(req)
 	first := f.decide(a.ID, true, "alice", "")
 	f.expectNotPending(a.ID, idempotency.StateApproved, "alice")
-	if _, err := f.approvals().DecideApproval(f.ctx, a.ID, idempotency.ApprovalDecision{Approve: false, By: "bob"}); !errors.Is(err, idempotency.ErrApprovalNotPending) {
+	if _, err := f.approvals().DecideApproval(f.ctx, a.ID, idempotency.ApprovalDecision{Approve: false, By: "bob", Note: "no"}); !errors.Is(err, idempotency.ErrApprovalNotPending) {
 		f.t.Fatalf("deny after approve = %v, want ErrApprovalNotPending", err)
 	}
 	if got := f.getApproval(a.ID); got.State != idempotency.StateApproved || got.Approval.DecidedBy != "alice" ||
@@ -408,7 +411,7 @@ func testApprovalList(f *fixture) {
 	approved := f.pending(f.approvalRequest(scope("tenant-a", "refund"), fingerprintA, nil))
 	f.decide(approved.ID, true, "alice", "")
 	denied := f.pending(f.approvalRequest(scope("tenant-b", "mail"), fingerprintA, nil))
-	f.decide(denied.ID, false, "bob", "")
+	f.decide(denied.ID, false, "bob", "no")
 	plain := f.request(scope("tenant-a", "refund"), fingerprintA, nil)
 	f.claimed(plain)
 
@@ -521,7 +524,7 @@ func testApprovalConcurrentDecisions(f *fixture) {
 		go func() {
 			<-start
 			_, errs[i] = f.approvals().DecideApproval(f.ctx, a.ID,
-				idempotency.ApprovalDecision{Approve: i%2 == 0, By: fmt.Sprintf("operator-%d", i)})
+				idempotency.ApprovalDecision{Approve: i%2 == 0, By: fmt.Sprintf("operator-%d", i), Note: "n"})
 			done <- i
 		}()
 	}

@@ -35,8 +35,8 @@ func effectLifeCases() []testCase {
 // shortLease + shortReplay; the case waits outliveWait before the other
 // session's call.
 const (
-	shortReplay = 300 * time.Millisecond
-	outliveWait = 1200 * time.Millisecond
+	shortReplay = 600 * time.Millisecond
+	outliveWait = 2000 * time.Millisecond
 )
 
 // shortHolder claims effect for a holder with a short lease and replay
@@ -160,7 +160,18 @@ func testEffectOutlivesTakeover(f *fixture) {
 	if !f.keepsEffects() {
 		return
 	}
-	holder, _ := f.shortHolder("refund:takeover", idempotency.LeaseExpiryRerun)
+	// The holder's record must still be there when its lease has run out
+	// (else the next call is a fresh claim, not a takeover): a replay TTL
+	// far longer than the wait, so a loaded machine cannot let the record
+	// expire first. The case then waits past that TTL as well, so a
+	// reservation sized at the holder's claim would be gone by the check.
+	holderReplay := 2 * time.Second
+	req := f.effectRequest("refund", "holder", "refund:takeover", fingerprintA, 0)
+	req.LockTTL, req.ReplayTTL, req.LeaseExpiry = shortLease, holderReplay, idempotency.LeaseExpiryRerun
+	req.CanonicalArguments = []byte(`{"txn":"refund:takeover"}`)
+	claimedAt := time.Now()
+	f.claimed(req)
+	holder := req
 	time.Sleep(expireWait)
 	next := f.effectRequest("refund", "next", holder.Effect.Value, fingerprintA, 3)
 	next.LockTTL, next.ReplayTTL = shortLease, shortReplay
@@ -171,6 +182,7 @@ func testEffectOutlivesTakeover(f *fixture) {
 	resp := jsonResponse(`{"refund":"taken over"}`)
 	f.complete(d.Lease, resp, replayTTL)
 	holder.ExecutionID = next.ExecutionID // the record's execution now
+	time.Sleep(time.Until(claimedAt.Add(shortLease + holderReplay)))
 	f.expectEffectHeld(holder, resp)
 }
 

@@ -27,7 +27,14 @@ func TestConformance(t *testing.T) {
 			}
 			replicas[i] = s
 		}
-		return receiptstest.Backend{Replicas: replicas, Raw: raw{db}}
+		open := func(t *testing.T) receipts.Store {
+			s, err := New(db, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return receiptstest.Backend{Replicas: replicas, Open: open, Raw: raw{db}}
 	})
 }
 
@@ -46,6 +53,40 @@ func (r raw) update(t *testing.T, tenant string, write func(*bolt.Bucket) error)
 	t.Helper()
 	err := r.db.Update(func(tx *bolt.Tx) error { return write(chainBucket(tx, tenant)) })
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r raw) SetHead(t *testing.T, tenant string, h receipts.Head) {
+	r.bucket(t, headsBucket, func(b *bolt.Bucket) error {
+		if h == (receipts.Head{}) {
+			return b.Delete([]byte(tenant))
+		}
+		return b.Put([]byte(tenant), append(seqKey(h.Seq), h.Hash...))
+	})
+}
+
+// Unlist removes the head (if still there): the embedded store lists its
+// heads.
+func (r raw) Unlist(t *testing.T, tenant string) { r.SetHead(t, tenant, receipts.Head{}) }
+
+func (r raw) PutCheckpoint(t *testing.T, c receipts.Checkpoint) {
+	line, err := receipts.EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.bucket(t, checkpointsBucket, func(b *bolt.Bucket) error {
+		tenant, err := b.CreateBucketIfNotExists([]byte(c.Tenant))
+		if err != nil {
+			return err
+		}
+		return tenant.Put(append(append(seqKey(c.Seq), c.Hash...), c.KeyID...), line)
+	})
+}
+
+func (r raw) bucket(t *testing.T, name []byte, write func(*bolt.Bucket) error) {
+	t.Helper()
+	if err := r.db.Update(func(tx *bolt.Tx) error { return write(tx.Bucket(name)) }); err != nil {
 		t.Fatal(err)
 	}
 }

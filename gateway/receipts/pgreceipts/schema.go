@@ -23,6 +23,14 @@ CREATE TABLE IF NOT EXISTS @.receipts (
 	line    text NOT NULL,
 	PRIMARY KEY (tenant, seq)
 );
+CREATE TABLE IF NOT EXISTS @.receipt_checkpoints (
+	tenant text NOT NULL,
+	seq    bigint NOT NULL,
+	hash   text NOT NULL,
+	key_id text NOT NULL,
+	line   text NOT NULL,
+	PRIMARY KEY (tenant, seq, hash, key_id)
+);
 CREATE TABLE IF NOT EXISTS @.receipt_executions (
 	tenant       text NOT NULL,
 	execution_id text NOT NULL,
@@ -46,7 +54,17 @@ type statements struct {
 	// finds the head moved (READ COMMITTED re-checks the condition).
 	appendFirst, appendNext string
 	head, tenants, list     string
-	expire, expireIndex     string
+	// restoreHead writes $1's head row from its last receipt when the
+	// row is missing (deleted by hand): the chain continues instead of
+	// failing every append on the receipts' primary key.
+	restoreHead string
+	// putCheckpoint: $1 tenant, $2 seq, $3 hash, $4 key id, $5 line.
+	putCheckpoint, checkpoints, latestCheckpoints, checkpointTenants, last string
+	expire, expireIndex                                                    string
+	// expireCheckpoints drops the checkpoints below each chain's last
+	// expired receipt (the one before its first kept receipt), whose own
+	// checkpoint vouches for the kept chain's anchor.
+	expireCheckpoints string
 	// duplicates: $1 tenant, $2 execution ids: those already indexed.
 	duplicates string
 }
@@ -70,14 +88,30 @@ func newStatements(schema string) statements {
 	return statements{
 		appendFirst: q(`WITH h AS (INSERT INTO @.receipt_heads (tenant, seq, hash)
 			SELECT $1, $2, $3 WHERE $7::bigint IS NULL AND $8::text IS NULL` + noDuplicate + `
+				AND NOT EXISTS (SELECT 1 FROM @.receipts WHERE tenant = $1)
 			ON CONFLICT (tenant) DO NOTHING RETURNING 1)` + insert),
 		appendNext: q(`WITH h AS (UPDATE @.receipt_heads SET seq = $2, hash = $3
 			WHERE tenant = $1 AND seq = $7 AND hash = $8` + noDuplicate + ` RETURNING 1)` + insert),
 		duplicates: q(`SELECT execution_id FROM @.receipt_executions WHERE tenant = $1 AND execution_id = ANY($2::text[])`),
 		// $1 before (ns): the index is kept as long as the receipts.
 		expireIndex: q(`DELETE FROM @.receipt_executions WHERE time_ns < $1`),
-		head:        q(`SELECT seq, hash FROM @.receipt_heads WHERE tenant = $1`),
-		tenants:     q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
+		expireCheckpoints: q(`DELETE FROM @.receipt_checkpoints c
+			WHERE c.seq < (SELECT min(r.seq) FROM @.receipts r WHERE r.tenant = c.tenant) - 1`),
+		// The head and its receipt's time (0: gone), read together so the
+		// next receipt is dated no earlier without another statement.
+		head: q(`SELECT h.seq, h.hash, COALESCE((SELECT r.time_ns FROM @.receipts r
+			WHERE r.tenant = h.tenant AND r.seq = h.seq), 0) FROM @.receipt_heads h WHERE h.tenant = $1`),
+		restoreHead: q(`INSERT INTO @.receipt_heads (tenant, seq, hash)
+			SELECT tenant, seq, line::jsonb->>'hash' FROM @.receipts WHERE tenant = $1
+			ORDER BY seq DESC LIMIT 1 ON CONFLICT (tenant) DO NOTHING`),
+		putCheckpoint: q(`INSERT INTO @.receipt_checkpoints (tenant, seq, hash, key_id, line)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`),
+		checkpoints: q(`SELECT line FROM @.receipt_checkpoints WHERE tenant = $1 ORDER BY seq, line`),
+		latestCheckpoints: q(`SELECT line FROM @.receipt_checkpoints WHERE tenant = $1
+			AND seq = (SELECT max(seq) FROM @.receipt_checkpoints WHERE tenant = $1) ORDER BY line`),
+		checkpointTenants: q(`SELECT DISTINCT tenant FROM @.receipt_checkpoints ORDER BY tenant`),
+		last:              q(`SELECT line FROM @.receipts WHERE tenant = $1 ORDER BY seq DESC LIMIT 1`),
+		tenants:           q(`SELECT tenant FROM @.receipt_heads ORDER BY tenant`),
 		// $1 tenant, $2 after, $3 limit + 1.
 		list: q(`SELECT seq, line FROM @.receipts WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
 		// $1 before (ns): per tenant, every receipt below the first one

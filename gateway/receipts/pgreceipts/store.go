@@ -111,15 +111,37 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	if tag.RowsAffected() == int64(len(run)) {
 		return receipts.HeadOf(last), nil
 	}
-	var current receipts.Head
-	err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return receipts.Head{}, fmt.Errorf("pgreceipts: read head: %w", err)
+	current, headTime, err := s.readHead(ctx, tenant)
+	if err != nil {
+		return receipts.Head{}, err
 	}
 	if current != expected || len(ids) == 0 {
-		return current, receipts.ErrHeadMoved
+		moved := &receipts.HeadMovedError{}
+		if headTime != 0 {
+			moved.HeadTime = time.Unix(0, headTime)
+		}
+		return current, moved
 	}
 	return current, s.duplicates(ctx, tenant, ids)
+}
+
+// readHead reads tenant's head row, restoring it from the last receipt
+// when it is missing while receipts remain.
+// It answers the head receipt's time too (Unix ns, 0: gone).
+func (s *Store) readHead(ctx context.Context, tenant string) (receipts.Head, int64, error) {
+	var current receipts.Head
+	var headTime int64
+	err := s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash, &headTime)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.pool.Exec(ctx, s.sql.restoreHead, tenant); err != nil {
+			return receipts.Head{}, 0, fmt.Errorf("pgreceipts: restore head: %w", err)
+		}
+		err = s.pool.QueryRow(ctx, s.sql.head, tenant).Scan(&current.Seq, &current.Hash, &headTime)
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return receipts.Head{}, 0, fmt.Errorf("pgreceipts: read head: %w", err)
+	}
+	return current, headTime, nil
 }
 
 // duplicates names the ids already indexed for tenant: the reason an
@@ -196,6 +218,35 @@ func (s *Store) List(ctx context.Context, f receipts.Filter) ([]receipts.Receipt
 	return page, next, nil
 }
 
+// Lines implements [receipts.Store]: the list query, lines as stored.
+func (s *Store) Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.list, tenant, after, limit+1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgreceipts: lines of %s: %w", tenant, err)
+	}
+	type row struct {
+		Seq  int64
+		Line string
+	}
+	read, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgreceipts: lines of %s: %w", tenant, err)
+	}
+	var next int64
+	if len(read) > limit {
+		read = read[:limit]
+		next = read[limit-1].Seq
+	}
+	lines := make([][]byte, len(read))
+	for i, r := range read {
+		lines[i] = []byte(r.Line)
+	}
+	return lines, next, nil
+}
+
 // Expire implements [receipts.Store]: one statement over every tenant.
 func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	if err := s.ready(ctx); err != nil {
@@ -208,5 +259,93 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	if _, err := s.pool.Exec(ctx, s.sql.expireIndex, before.UnixNano()); err != nil {
 		return int(tag.RowsAffected()), fmt.Errorf("pgreceipts: expire executions: %w", err)
 	}
+	if _, err := s.pool.Exec(ctx, s.sql.expireCheckpoints); err != nil {
+		return int(tag.RowsAffected()), fmt.Errorf("pgreceipts: expire checkpoints: %w", err)
+	}
 	return int(tag.RowsAffected()), nil
+}
+
+// PutCheckpoint implements [receipts.CheckpointStore].
+func (s *Store) PutCheckpoint(ctx context.Context, c receipts.Checkpoint) error {
+	line, err := receipts.EncodeCheckpoint(c)
+	if err != nil {
+		return err
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.putCheckpoint, c.Tenant, c.Seq, c.Hash, c.KeyID, string(line)); err != nil {
+		return fmt.Errorf("pgreceipts: put checkpoint of %s: %w", c.Tenant, err)
+	}
+	return nil
+}
+
+// Checkpoints implements [receipts.CheckpointStore].
+func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	return s.readCheckpoints(ctx, s.sql.checkpoints, tenant)
+}
+
+// LatestCheckpoints implements [receipts.CheckpointStore].
+func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	return s.readCheckpoints(ctx, s.sql.latestCheckpoints, tenant)
+}
+
+// readCheckpoints runs query, whose rows are checkpoint lines of tenant.
+func (s *Store) readCheckpoints(ctx context.Context, query, tenant string) ([]receipts.Checkpoint, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, query, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
+	}
+	out := make([]receipts.Checkpoint, 0, len(lines))
+	for _, line := range lines {
+		c, err := receipts.DecodeCheckpoint([]byte(line))
+		if err != nil {
+			return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CheckpointTenants implements [receipts.CheckpointStore].
+func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.checkpointTenants)
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoint index: %w", err)
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgreceipts: checkpoint index: %w", err)
+	}
+	return tenants, nil
+}
+
+// LastReceipt implements [receipts.CheckpointStore].
+func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receipt, bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return receipts.Receipt{}, false, err
+	}
+	var line string
+	err := s.pool.QueryRow(ctx, s.sql.last, tenant).Scan(&line)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return receipts.Receipt{}, false, nil
+	}
+	if err != nil {
+		return receipts.Receipt{}, false, fmt.Errorf("pgreceipts: last receipt of %s: %w", tenant, err)
+	}
+	r, err := receipts.Decode([]byte(line))
+	if err != nil {
+		return receipts.Receipt{}, false, fmt.Errorf("pgreceipts: last receipt of %s: %w", tenant, err)
+	}
+	return r, true, nil
 }

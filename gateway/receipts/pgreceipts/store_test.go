@@ -33,7 +33,14 @@ func TestConformance(t *testing.T) {
 			}
 			replicas[i] = s
 		}
-		return receiptstest.Backend{Replicas: replicas, Raw: raw{pool, qualifier(schema)}}
+		open := func(t *testing.T) receipts.Store {
+			s, err := New(t.Context(), newPool(t, url), schema, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return receiptstest.Backend{Replicas: replicas, Open: open, Raw: raw{pool, qualifier(schema)}}
 	})
 }
 
@@ -44,16 +51,54 @@ type raw struct {
 	q    func(string) string
 }
 
+// Put replaces the row's line, or inserts a row (time_ns from the line,
+// as a careful attacker would write it).
 func (r raw) Put(t *testing.T, tenant string, seq int64, line []byte) {
-	tag, err := r.pool.Exec(t.Context(), r.q(`UPDATE @.receipts SET line = $3 WHERE tenant = $1 AND seq = $2`), tenant, seq, string(line))
-	if err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("put seq %d: %v rows, %v", seq, tag.RowsAffected(), err)
+	rec, err := receipts.Decode(line)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r.exec(t, `INSERT INTO @.receipts (tenant, seq, time_ns, line) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (tenant, seq) DO UPDATE SET line = excluded.line`, tenant, seq, rec.Time.UnixNano(), string(line))
 }
 
 func (r raw) Delete(t *testing.T, tenant string, seq int64) {
 	tag, err := r.pool.Exec(t.Context(), r.q(`DELETE FROM @.receipts WHERE tenant = $1 AND seq = $2`), tenant, seq)
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("delete seq %d: %v rows, %v", seq, tag.RowsAffected(), err)
+	}
+}
+
+func (r raw) SetHead(t *testing.T, tenant string, h receipts.Head) {
+	if h == (receipts.Head{}) {
+		r.exec(t, `DELETE FROM @.receipt_heads WHERE tenant = $1`, tenant)
+		return
+	}
+	r.exec(t, `UPDATE @.receipt_heads SET seq = $2, hash = $3 WHERE tenant = $1`, tenant, h.Seq, h.Hash)
+}
+
+// Unlist deletes the head row (if still there): PostgreSQL lists the
+// head rows.
+func (r raw) Unlist(t *testing.T, tenant string) {
+	if _, err := r.pool.Exec(t.Context(), r.q(`DELETE FROM @.receipt_heads WHERE tenant = $1`), tenant); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r raw) PutCheckpoint(t *testing.T, c receipts.Checkpoint) {
+	line, err := receipts.EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.exec(t, `INSERT INTO @.receipt_checkpoints (tenant, seq, hash, key_id, line) VALUES ($1, $2, $3, $4, $5)`,
+		c.Tenant, c.Seq, c.Hash, c.KeyID, string(line))
+}
+
+// exec runs one statement that must change one row.
+func (r raw) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	tag, err := r.pool.Exec(t.Context(), r.q(sql), args...)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("%s: %d rows, %v", sql, tag.RowsAffected(), err)
 	}
 }

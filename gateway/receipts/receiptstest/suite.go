@@ -16,6 +16,9 @@ type Backend struct {
 	// Replicas are two stores over the same backend, as two gateway
 	// replicas would hold them: separate clients, separate head caches.
 	Replicas [2]receipts.Store
+	// Open returns another store over the same backend, as a gateway
+	// started afresh holds it (no head cached).
+	Open func(t *testing.T) receipts.Store
 	// Raw writes to the backend behind the stores' back.
 	Raw Raw
 }
@@ -28,6 +31,14 @@ type Raw interface {
 	Put(t *testing.T, tenant string, seq int64, line []byte)
 	// Delete removes the receipt at seq of tenant's chain.
 	Delete(t *testing.T, tenant string, seq int64)
+	// SetHead sets tenant's head to h (the zero Head: removes it).
+	SetHead(t *testing.T, tenant string, h receipts.Head)
+	// Unlist removes tenant from the store's listing of chains (Redis:
+	// the tenants set; PostgreSQL and bbolt: the head, which lists it).
+	Unlist(t *testing.T, tenant string)
+	// PutCheckpoint stores c beside c.Tenant's chain, as the store keeps
+	// checkpoints.
+	PutCheckpoint(t *testing.T, c receipts.Checkpoint)
 }
 
 type testCase struct {
@@ -45,6 +56,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	cases = append(cases, expireCases()...)
 	cases = append(cases, tamperCases()...)
 	cases = append(cases, dedupeCases()...)
+	cases = append(cases, checkpointCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

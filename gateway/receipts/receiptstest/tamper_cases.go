@@ -2,6 +2,7 @@ package receiptstest
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ func tamperCases() []testCase {
 		{"TamperEditedIsNamed", tamperEdited},
 		{"TamperDeletedIsNamed", tamperDeleted},
 		{"TamperSwappedIsNamed", tamperSwapped},
+		{"TamperAmbiguousLineIsRefused", tamperAmbiguous},
 	}
 }
 
@@ -65,4 +67,21 @@ func tamperSwapped(t *testing.T, b Backend) {
 	b.Raw.Put(t, "acme", 2, lines[2])
 	b.Raw.Put(t, "acme", 3, lines[1])
 	wantFailure(t, b, receipts.ProblemReordered, 2)
+}
+
+// tamperAmbiguous: a stored line given a second status member that
+// differs only by case, before the real one (a lenient reader takes the
+// last, another the first): the export carries the stored bytes and
+// verify refuses the line.
+func tamperAmbiguous(t *testing.T, b Backend) {
+	lines := tamperChain(t, b)
+	b.Raw.Put(t, "acme", 4, bytes.Replace(lines[3], []byte(`"status":`), []byte(`"Status":500,"status":`), 1))
+	var buf bytes.Buffer
+	if err := receipts.Export(t.Context(), b.Replicas[1], &buf); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	_, err := receipts.Verify(&buf)
+	if err == nil || !strings.Contains(err.Error(), "differ only by case") {
+		t.Fatalf("Verify of a line with Status and status: %v", err)
+	}
 }

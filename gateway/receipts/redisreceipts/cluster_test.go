@@ -21,7 +21,12 @@ func TestConformanceOnCluster(t *testing.T) {
 		prefix := redistest.Prefix("gwtest-receipts")
 		return receiptstest.Backend{
 			Replicas: [2]receipts.Store{redisreceipts.New(c1, prefix, nil), redisreceipts.New(c2, prefix, nil)},
-			Raw:      raw{client: c1, prefix: prefix},
+			Open: func(t *testing.T) receipts.Store {
+				c := cluster.Client()
+				t.Cleanup(func() { _ = c.Close() })
+				return redisreceipts.New(c, prefix, nil)
+			},
+			Raw: raw{client: c1, prefix: prefix},
 		}
 	})
 }

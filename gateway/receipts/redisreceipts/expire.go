@@ -3,6 +3,7 @@ package redisreceipts
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -14,10 +15,17 @@ const expireBatch = 500
 // run of oldest receipts sealed before before, so what stays is a
 // contiguous chain even when writers' clocks disagree.
 func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
-	tenants, err := s.Tenants(ctx)
+	listed, err := s.Tenants(ctx)
 	if err != nil {
 		return 0, err
 	}
+	// A chain whose listing was removed by hand is still in the
+	// checkpoint index: it expires too.
+	checkpointed, err := s.CheckpointTenants(ctx)
+	if err != nil {
+		return 0, err
+	}
+	tenants := slices.Compact(slices.Sorted(slices.Values(append(listed, checkpointed...))))
 	total := 0
 	for _, tenant := range tenants {
 		// The dedupe index is kept as long as the receipts.
@@ -56,6 +64,11 @@ func (s *Store) expireTenant(ctx context.Context, tenant string, before time.Tim
 		removed += int(n)
 		if err != nil {
 			return removed, fmt.Errorf("redisreceipts: expire %s up to seq %s: %w", tenant, last, err)
+		}
+		// The checkpoints of expired receipts go too, but the one of the
+		// last expired receipt, which vouches for the kept chain's anchor.
+		if err := s.client.ZRemRangeByScore(ctx, s.checkpointsKey(tenant), "-inf", "("+last).Err(); err != nil {
+			return removed, fmt.Errorf("redisreceipts: expire %s checkpoints below seq %s: %w", tenant, last, err)
 		}
 		if old < len(batch) {
 			return removed, nil

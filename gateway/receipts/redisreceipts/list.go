@@ -56,3 +56,26 @@ func (s *Store) readAfter(ctx context.Context, log string, after int64, n int) (
 	}
 	return out, nil
 }
+
+// Lines implements [receipts.Store]: one ZRANGEBYSCORE of at most
+// limit+1 members after the cursor.
+func (s *Store) Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error) {
+	_, log := s.chainKeys(tenant)
+	members, err := s.client.ZRangeByScoreWithScores(ctx, log, &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(after, 10), Max: "+inf", Count: int64(limit + 1),
+	}).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("redisreceipts: lines of %s after seq %d: %w", tenant, after, err)
+	}
+	var next int64
+	if len(members) > limit {
+		members = members[:limit]
+		next = int64(members[limit-1].Score)
+	}
+	lines := make([][]byte, len(members))
+	for i, m := range members {
+		line, _ := m.Member.(string)
+		lines[i] = []byte(line)
+	}
+	return lines, next, nil
+}

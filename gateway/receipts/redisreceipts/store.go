@@ -7,8 +7,12 @@
 //	<prefix>{receipts:<tenant>}:log   sorted set: score seq, member the JSON line
 //	<prefix>{receipts:<tenant>}:executed  sorted set: score time (ms), member
 //	                                      the execution id of an executed receipt
+//	<prefix>{receipts:<tenant>}:checkpoints  sorted set: score seq, member the
+//	                                         checkpoint's JSON line
 //
-// and one set <prefix>receipts:tenants naming the tenants. An append is
+// and two sets: <prefix>receipts:tenants naming the tenants with a chain,
+// <prefix>receipts:checkpointed (the checkpoint index) those with a
+// checkpoint. An append is
 // one script (lua/append.lua): a compare-and-append on the head, sealed in
 // Go by [receipts.Appender].
 package redisreceipts
@@ -63,6 +67,10 @@ func (s *Store) chainTag(tenant string) string { return s.prefix + "{receipts:" 
 
 func (s *Store) tenantsKey() string { return s.prefix + "receipts:tenants" }
 
+func (s *Store) checkpointsKey(tenant string) string { return s.chainTag(tenant) + ":checkpoints" }
+
+func (s *Store) checkpointIndexKey() string { return s.prefix + "receipts:checkpointed" }
+
 // CompareAndAppend implements [receipts.Log]: one script call. The first
 // receipt of a chain first adds the tenant to the tenants set (another
 // slot, so not in the script): a chain never exists unlisted.
@@ -101,7 +109,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 		}
 		return expected, dup
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: unexpected answer %v", res)
 	}
 	seqText, _ := res[1].(string)
@@ -110,7 +118,13 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 		return receipts.Head{}, fmt.Errorf("redisreceipts: head seq %q: %w", seqText, err)
 	}
 	hash, _ := res[2].(string)
-	return receipts.Head{Seq: seq, Hash: hash}, receipts.ErrHeadMoved
+	moved := &receipts.HeadMovedError{}
+	if line, _ := res[3].(string); line != "" {
+		if r, err := receipts.Decode([]byte(line)); err == nil {
+			moved.HeadTime = r.Time
+		}
+	}
+	return receipts.Head{Seq: seq, Hash: hash}, moved
 }
 
 // Tenants implements [receipts.Store].
@@ -121,4 +135,96 @@ func (s *Store) Tenants(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(tenants)
 	return tenants, nil
+}
+
+// PutCheckpoint implements [receipts.CheckpointStore]: the tenant is
+// named in the checkpoint index and listed again (a listing removed by
+// hand comes back), then the checkpoint joins its chain's slot.
+func (s *Store) PutCheckpoint(ctx context.Context, c receipts.Checkpoint) error {
+	line, err := receipts.EncodeCheckpoint(c)
+	if err != nil {
+		return err
+	}
+	for _, key := range []string{s.checkpointIndexKey(), s.tenantsKey()} {
+		if err := s.client.SAdd(ctx, key, c.Tenant).Err(); err != nil {
+			return fmt.Errorf("redisreceipts: put checkpoint of %s: %w", c.Tenant, err)
+		}
+	}
+	z := redis.Z{Score: float64(c.Seq), Member: string(line)}
+	if err := s.client.ZAdd(ctx, s.checkpointsKey(c.Tenant), z).Err(); err != nil {
+		return fmt.Errorf("redisreceipts: put checkpoint of %s: %w", c.Tenant, err)
+	}
+	return nil
+}
+
+// Checkpoints implements [receipts.CheckpointStore].
+func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	lines, err := s.client.ZRange(ctx, s.checkpointsKey(tenant), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
+	}
+	out := make([]receipts.Checkpoint, 0, len(lines))
+	for _, line := range lines {
+		c, err := receipts.DecodeCheckpoint([]byte(line))
+		if err != nil {
+			return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// latestBatch bounds the checkpoints LatestCheckpoints reads: those of
+// one seq (one per key and hash) and a few more.
+const latestBatch = 16
+
+// LatestCheckpoints implements [receipts.CheckpointStore]: one
+// ZREVRANGEBYSCORE of the highest few.
+func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	zs, err := s.client.ZRevRangeByScoreWithScores(ctx, s.checkpointsKey(tenant), &redis.ZRangeBy{
+		Min: "-inf", Max: "+inf", Count: latestBatch,
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: latest checkpoints of %s: %w", tenant, err)
+	}
+	var out []receipts.Checkpoint
+	for _, z := range zs {
+		if z.Score != zs[0].Score {
+			break
+		}
+		line, _ := z.Member.(string)
+		c, err := receipts.DecodeCheckpoint([]byte(line))
+		if err != nil {
+			return nil, fmt.Errorf("redisreceipts: latest checkpoints of %s: %w", tenant, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CheckpointTenants implements [receipts.CheckpointStore].
+func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
+	tenants, err := s.client.SMembers(ctx, s.checkpointIndexKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: checkpoint index: %w", err)
+	}
+	slices.Sort(tenants)
+	return tenants, nil
+}
+
+// LastReceipt implements [receipts.CheckpointStore].
+func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receipt, bool, error) {
+	_, log := s.chainKeys(tenant)
+	lines, err := s.client.ZRevRange(ctx, log, 0, 0).Result()
+	if err != nil {
+		return receipts.Receipt{}, false, fmt.Errorf("redisreceipts: last receipt of %s: %w", tenant, err)
+	}
+	if len(lines) == 0 {
+		return receipts.Receipt{}, false, nil
+	}
+	r, err := receipts.Decode([]byte(lines[0]))
+	if err != nil {
+		return receipts.Receipt{}, false, fmt.Errorf("redisreceipts: last receipt of %s: %w", tenant, err)
+	}
+	return r, true, nil
 }

@@ -244,6 +244,34 @@ class RetryTest(ClientTestCase):
                          ("request_in_progress", 3, 3))
 
 
+class TypedErrorTest(ClientTestCase):
+    """Each answer an agent must tell apart raises its own GatewayError
+    subclass, so an adapter hands the app a type, never a text to parse."""
+
+    def test_codes_raise_their_types(self):
+        cases = [
+            (problem(403, "call_denied", reason="rule says no"), toolgateway.CallDeniedError),
+            (problem(403, "approval_denied", reason="no", by="maria"), toolgateway.ApprovalDeniedError),
+            (problem(403, "approval_expired"), toolgateway.ApprovalExpiredError),
+            (problem(422, "step_conflict", tool="x", execution_id="01E"), toolgateway.StepConflictError),
+            (problem(409, "effect_conflict", execution_id="01E"), toolgateway.EffectConflictError),
+            (problem(409, "outcome_unknown"), toolgateway.OutcomeUnknownError),
+            (problem(503, "store_unavailable"), toolgateway.GatewayUnavailableError),
+            ({"status": 502, "type": "text/html", "body": b"<html>bad gateway</html>"}, toolgateway.GatewayUnavailableError),
+            (problem(500, "tool_failed"), toolgateway.ToolFailedError),
+            (problem(404, "tool_not_found"), GatewayError),
+        ]
+        for answer, expected in cases:
+            server = self.serve(answer)
+            client = Client(server.url, max_attempts=2)
+            self.recording(client)
+            with self.assertRaises(GatewayError) as caught:
+                client.session("s").call(0, "t", {})
+            self.assertIs(type(caught.exception), expected, answer)
+        self.assertTrue(issubclass(toolgateway.ApprovalDeniedError, toolgateway.DeniedError))
+        self.assertTrue(issubclass(toolgateway.IdentityError, InvalidInputError))
+
+
 class BadInputTest(ClientTestCase):
     """Every bad input fails before a request is sent: the server sees none."""
 

@@ -3,7 +3,7 @@ configs and histories recorded from real LangGraph.js runs.
 
 The histories below are written in the shapes the runtimes document (LangGraph
 message lists, OpenAI Agents SDK session items, Temporal history events); the
-Python runtimes cannot be installed here, so nothing in this file runs them.
+runtimes themselves run in tests/runtimes (pytest, one venv per runtime).
 The LangGraph cases of sdk/testdata/runtimes.json marked ``"recorded":
 "langgraph"`` are what real LangGraph.js runs gave a tool (written by
 sdk/typescript/test/record-langgraph.ts); LangGraph for Python has the same

@@ -20,15 +20,28 @@ from . import runtimes, wire
 from .aio import AsyncClient, AsyncSession
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonicalize, format_number, parse_json_text
 from .client import Client, Result, Session
-from .errors import (ApprovalPendingError, CanonicalizationError, GatewayConnectionError, GatewayError,
-                     InvalidInputError)
+from .errors import (ApprovalDeniedError, ApprovalExpiredError, ApprovalPendingError, CallDeniedError,
+                     CanonicalizationError, DeniedError, EffectConflictError, GatewayConnectionError, GatewayError,
+                     GatewayUnavailableError, IdentityError, InvalidInputError, OutcomeUnknownError,
+                     StepConflictError, ToolFailedError, error_class)
 from .keys import (MAX_STEP_INDEX, derive_key, mcp_meta, validate_session_id,
                    validate_step_index, validate_tool_name)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalDeniedError",
+    "ApprovalExpiredError",
     "ApprovalPendingError",
+    "CallDeniedError",
+    "DeniedError",
+    "EffectConflictError",
+    "GatewayUnavailableError",
+    "IdentityError",
+    "OutcomeUnknownError",
+    "StepConflictError",
+    "ToolFailedError",
+    "error_class",
     "AsyncClient",
     "AsyncSession",
     "CanonicalizationError",

@@ -1,21 +1,34 @@
-"""An asyncio variant of the client, on the standard library.
+"""An asyncio variant of the client.
 
 :class:`AsyncClient` takes the same arguments as :class:`~toolgateway.Client`
-and behaves the same (same key on every retry, same retry rules and bounds);
-``await client.session(id).call(step, tool, args)`` returns a
-:class:`~toolgateway.Result`. Each HTTP attempt runs in a worker thread
-(``asyncio.to_thread``, as ``urllib`` blocks) and the waits between attempts
-are ``asyncio.sleep``, so the event loop is never blocked. Cancelling the
-call stops it between attempts; an attempt already sent runs to its end in
-its thread (at most ``timeout`` seconds), and the gateway deduplicates it
-like any other retry.
+and behaves the same (same key on every retry, same retry rules and bounds,
+answers read by the same code); ``await client.session(id).call(step, tool,
+args)`` returns a :class:`~toolgateway.Result`.
+
+Transport: with httpx installed (``pip install 'toolgateway[async]'``; every
+runtime extra brings it) each attempt is an ``httpx.AsyncClient`` request on
+the event loop, so a thousand calls in flight hold no thread each, and
+cancelling a call aborts its attempt (the gateway deduplicates the attempt
+that may have reached it, like any retry). Without httpx each attempt runs
+in a worker thread (``asyncio.to_thread``: ``urllib`` blocks) and cancelling
+stops the call between attempts. ``transport`` says which one is used
+(``"httpx"`` or ``"thread"``). The waits between attempts are
+``asyncio.sleep`` either way.
 """
 
 import asyncio
-from typing import Any, Awaitable, Callable, Optional
+import importlib.util
+import weakref
+from typing import Any, Awaitable, Callable, Optional, Union
 
-from .client import Client, Result
+from .client import Client, Result, _Call
+from .errors import GatewayError
 from .keys import validate_session_id
+
+def _httpx_installed() -> bool:
+    # Looked up, not imported: `import toolgateway` loads nothing beyond the
+    # standard library; httpx is imported by the first client that uses it.
+    return importlib.util.find_spec("httpx") is not None
 
 __all__ = ["AsyncClient", "AsyncSession"]
 
@@ -24,12 +37,31 @@ class AsyncClient:
     """Calls tools on one gateway from asyncio code; see :class:`~toolgateway.Client`
     for the arguments and the retry rules.
 
+    Args (beside :class:`~toolgateway.Client`'s):
+        transport: ``"auto"`` (httpx when installed, else threads),
+            ``"httpx"`` (raise ImportError without it) or ``"thread"``.
+
+    Use ``async with AsyncClient(...)`` or ``await client.aclose()`` to close
+    httpx's connections; the client opens one connection pool per event loop
+    it is used from.
+
     Raises:
         InvalidInputError: a malformed base URL or token, or bad numbers.
+        ImportError: ``transport="httpx"`` without httpx installed.
     """
 
-    def __init__(self, base_url: str, token: Any = None, timeout: float = 30.0, **options: Any) -> None:
+    def __init__(self, base_url: str, token: Any = None, timeout: float = 30.0, *,
+                 transport: str = "auto", **options: Any) -> None:
         self._client = Client(base_url, token, timeout, **options)
+        if transport not in ("auto", "httpx", "thread"):
+            raise ValueError(f"toolgateway: transport must be 'auto', 'httpx' or 'thread', not {transport!r}")
+        installed = transport != "thread" and _httpx_installed()
+        if transport == "httpx" and not installed:
+            raise ImportError("toolgateway: transport='httpx' needs httpx: pip install 'toolgateway[async]'")
+        self.transport = "httpx" if installed else "thread"
+        # One httpx pool per event loop: a pool is bound to the loop it
+        # first ran on, and asyncio.run() makes a new loop each time.
+        self._pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
         # Replaced in tests to record the delays without waiting them.
         self._sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
@@ -38,13 +70,50 @@ class AsyncClient:
         """The gateway's root URL, without a trailing slash."""
         return self._client.base_url
 
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool of the running event loop."""
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            await pool.aclose()
+
+    def _pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            # No redirects (a redirect would resend or turn the POST into a
+            # GET), no proxy from the environment beyond httpx's default
+            # handling, the client's per-attempt timeout.
+            import httpx
+            pool = httpx.AsyncClient(timeout=self._client.timeout, follow_redirects=False)
+            self._pools[loop] = pool
+        return pool
+
+    async def _attempt(self, call: _Call, attempt: int) -> Union[Result, GatewayError, Exception]:
+        """One request: a Result, a GatewayError, or the transport error."""
+        if self.transport == "thread":
+            return await asyncio.to_thread(self._client._attempt, call, attempt)
+        import httpx
+        try:
+            response = await self._pool().post(call.url, content=call.body, headers=call.headers)
+        except httpx.TransportError as err:  # connect, read, write, timeout, protocol
+            return err
+        return self._client._answer(call, attempt, response.status_code, response.headers, response.content)
+
     async def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`toolgateway.Client.approve`, awaited."""
-        await asyncio.to_thread(self._client.approve, approval_id, note, token=token)
+        call = self._client._decision_call(approval_id, "approve", note, token)
+        self._client._decision_outcome(call, await self._attempt(call, 1))
 
     async def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`toolgateway.Client.deny`, awaited."""
-        await asyncio.to_thread(self._client.deny, approval_id, note, token=token)
+        call = self._client._decision_call(approval_id, "deny", note, token)
+        self._client._decision_outcome(call, await self._attempt(call, 1))
 
     def session(self, session_id: str) -> "AsyncSession":
         """A handle for the agent run ``session_id`` (checked now).
@@ -73,7 +142,15 @@ class AsyncSession:
         attempt = 0
         while True:
             attempt += 1
-            outcome = await asyncio.to_thread(sync._attempt, call, attempt)
+            outcome = await self.client._attempt(call, attempt)
             if isinstance(outcome, Result):
                 return outcome
             await self.client._sleep(sync._next_wait(call, outcome, attempt, started))
+
+    async def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
+        """:meth:`AsyncClient.approve` through this session's client."""
+        await self.client.approve(approval_id, note, token=token)
+
+    async def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
+        """:meth:`AsyncClient.deny` through this session's client."""
+        await self.client.deny(approval_id, note, token=token)

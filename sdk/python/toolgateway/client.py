@@ -13,7 +13,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Optional, Union
 
 from . import wire
-from .errors import ApprovalPendingError, GatewayConnectionError, GatewayError, InvalidInputError
+from .errors import GatewayConnectionError, GatewayError, InvalidInputError, error_class
 from .keys import derive, validate_session_id
 
 __all__ = ["Client", "Session", "Result"]
@@ -167,6 +167,11 @@ class Client:
     def _decide(self, approval_id: str, decision: str, note: Optional[str], token: Optional[str]) -> None:
         # Sent once: a second decision answers approval_not_pending, so a
         # lost answer is the caller's to check, not this method's to retry.
+        call = self._decision_call(approval_id, decision, note, token)
+        self._decision_outcome(call, self._attempt(call, 1))
+
+    def _decision_call(self, approval_id: str, decision: str, note: Optional[str],
+                       token: Optional[str] = None) -> "_Call":
         if not isinstance(approval_id, str) or not approval_id:
             raise InvalidInputError("toolgateway: approval_id must be a non-empty str")
         body = json.dumps({"note": note} if note else {}).encode()
@@ -177,12 +182,14 @@ class Client:
         if token:
             headers[wire.HEADER_AUTHORIZATION] = "Bearer " + token
         url = self.base_url + "/api/tools/v1/approvals/" + urllib.parse.quote(approval_id, safe="") + "/" + decision
-        outcome = self._attempt(_Call(url, body, headers, "", f"{decision} approval {approval_id}"), 1)
+        return _Call(url, body, headers, "", f"{decision} approval {approval_id}")
+
+    def _decision_outcome(self, call: "_Call", outcome: Union[Result, GatewayError, Exception]) -> None:
         if isinstance(outcome, GatewayError):
             raise outcome
         if isinstance(outcome, Exception):
             raise GatewayConnectionError(
-                f"toolgateway: {decision} approval {approval_id}: no answer from {self.base_url}: {outcome}", 1) from outcome
+                f"toolgateway: {call.what}: no answer from {self.base_url}: {outcome}", 1) from outcome
 
     def _backoff(self, retry: int) -> float:
         ceiling = min(self.initial_backoff * (2 ** min(retry, 62)), self.max_backoff)
@@ -249,6 +256,13 @@ class Client:
                 payload = response.read()
         except (urllib.error.URLError, http.client.HTTPException, OSError, socket.timeout) as err:
             return err
+        return self._answer(call, attempt, status, response_headers, payload)
+
+    def _answer(self, call: "_Call", attempt: int, status: int, response_headers: Any,
+                payload: bytes) -> Union[Result, GatewayError]:
+        """Turn one HTTP answer into a Result or a GatewayError; shared with
+        the async client, so both read answers by the same rules.
+        ``response_headers`` has a case-insensitive ``get``."""
         content_type = response_headers.get("Content-Type", "")
         request_id = response_headers.get(wire.HEADER_REQUEST_ID, "")
         is_problem = content_type.split(";")[0].strip().lower() == wire.MEDIA_TYPE_PROBLEM
@@ -261,8 +275,8 @@ class Client:
                         problem = decoded
                 except ValueError:
                     pass  # a malformed problem keeps its bytes in .body
-            error_type = ApprovalPendingError if problem.get("code") == wire.CODE_APPROVAL_PENDING else GatewayError
-            return error_type(
+            code = problem.get("code")
+            return error_class(status, code if isinstance(code, str) else "")(
                 status, problem, body=payload, request_id=request_id, attempts=attempt,
                 retry_after=_parse_retry_after(response_headers.get(wire.HEADER_RETRY_AFTER)),
                 retryable=None if is_problem else status in _RETRYABLE_STATUSES,

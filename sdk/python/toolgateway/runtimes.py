@@ -16,8 +16,9 @@ indices for real runtimes"):
   (replay) from "another call in the same step" (``step_conflict``).
 
 These helpers are pure functions over the history shapes documented with
-each; they import nothing from the runtimes, which cannot be installed here.
-They are recipes, not tested against the Python runtimes: their tests run on
+each; they import nothing from the runtimes. The adapters
+(:mod:`toolgateway.langgraph`, :mod:`toolgateway.openai_agents`) use them
+and are crash-tested against the real runtimes; these helpers' own tests run on
 hand-written histories in the runtimes' documented shapes and on the configs
 and histories recorded from real LangGraph.js runs in
 ``sdk/testdata/runtimes.json`` (whose shapes LangGraph for Python shares: the

@@ -99,6 +99,8 @@ export const CodeRecordNotResolvable = "record_not_resolvable";
 export const CodeInvalidAdminRequest = "invalid_admin_request";
 /** Admin API: the store cannot search or resolve (501). */
 export const CodeAdminUnsupported = "admin_unsupported";
+/** The receipts chain does not extend the signed checkpoint it is checked against (admin API). */
+export const CodeChainDiverged = "chain_diverged";
 /** The body exceeds the gateway's limit (413). */
 export const CodePayloadTooLarge = "payload_too_large";
 /** The body is not `application/json` (415). */
@@ -142,6 +144,8 @@ export const CodeNotAnApprover = "not_an_approver";
 export const CodeSelfApproval = "self_approval";
 /** The rule or the tool changed since the approval: it is void and the next call asks anew (403). */
 export const CodeApprovalStale = "approval_stale";
+/** The tool is held: its MCP server changed its definition since it was pinned (409). */
+export const CodeToolChanged = "tool_changed";
 
 /** The vendor prefix of every `_meta` member the gateway reads or writes over MCP. */
 export const MetaPrefix = "io.github.toolgateway/";

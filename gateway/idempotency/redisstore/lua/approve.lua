@@ -6,7 +6,8 @@
 --       | {"not_pending", the record value} (decided or expired)
 --       | {"not_found"} (no record, or one not carrying this approval).
 -- Approved: usable for its use-within from now, the record (and its step)
--- living its replay TTL past that; denied: its replay TTL from now.
+-- living its replay TTL past that; denied: its replay TTL from now, the
+-- approval keeping its expiry (a denial is not an expiry).
 -- Layout: see claim.lua.
 local rec = KEYS[1]             -- the record the index names
 local id = ARGV[1]              -- the approval id (packed)
@@ -29,7 +30,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if state ~= 'A' or aexp <= now then return {'not_pending', v} end
 
-local nstate, expires, ttl_ms = 'N', now, replay_ms
+local nstate, expires, ttl_ms = 'N', aexp, replay_ms
 if approve then nstate, expires, ttl_ms = 'Y', now + use_ms * 1000, use_ms + replay_ms end
 local nv = nstate .. string.sub(v, 2, p - 1)
   .. struct.pack(APPROVAL, #aid, aid, rule, #reason, reason, #approver, approver, requested, expires,

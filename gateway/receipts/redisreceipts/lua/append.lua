@@ -18,14 +18,27 @@ local ids = tonumber(ARGV[4]) -- how many execution ids follow
 -- ARGV[5] .. ARGV[4 + 2*ids]: pairs: receipt time (ms), execution id
 -- then the run, as pairs: a receipt's seq (decimal), its JSON line
 --
--- Returns {1} when appended, {0, current seq, current hash} when the head
--- moved, {2, id, ...} when executions already have their receipt (nothing
+-- Returns {1} when appended, {0, current seq, current hash, the head
+-- receipt's JSON line or ""} when the head moved, {2, id, ...} when executions already have their receipt (nothing
 -- written either way).
 local cur = redis.call('HMGET', head, 'seq', 'hash')
 local cur_seq = cur[1] or '0'
 local cur_hash = cur[2] or ''
+if not cur[1] then
+  -- No head: a new chain, or a head deleted by hand while receipts
+  -- remain; then the last receipt is the head, so the chain continues
+  -- instead of being written again from seq 1.
+  local last = redis.call('ZREVRANGE', log, 0, 0)
+  if last[1] then
+    local r = cjson.decode(last[1])
+    cur_seq = string.format('%d', r.seq)
+    cur_hash = r.hash
+  end
+end
 if cur_seq ~= expected_seq or cur_hash ~= expected_hash then
-  return {0, cur_seq, cur_hash}
+  -- The head's receipt too: the writer dates the next one no earlier.
+  local at = redis.call('ZRANGEBYSCORE', log, cur_seq, cur_seq, 'LIMIT', 0, 1)
+  return {0, cur_seq, cur_hash, at[1] or ''}
 end
 local first = 5 + 2 * ids
 if ids > 0 then

@@ -1,0 +1,112 @@
+package gatewaycmd
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/pins"
+)
+
+// Usages of `gateway admin tools`.
+const (
+	toolsListUsage   = "tools list"
+	toolsAcceptUsage = "tools accept TOOL [-sha256 HEX] [-by B]"
+)
+
+// tools is `gateway admin tools list|accept`: the MCP upstream tools'
+// pins, and accepting a changed tool's new definition.
+func (c *adminClient) tools(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("admin tools: name list or accept (usage: gateway admin %s | %s)", toolsListUsage, toolsAcceptUsage)
+	}
+	switch args[0] {
+	case "list":
+		return c.toolsList(ctx, args[1:])
+	case "accept":
+		return c.toolsAccept(ctx, args[1:])
+	}
+	return fmt.Errorf("admin tools: unknown command %q (usage: gateway admin %s | %s)", args[0], toolsListUsage, toolsAcceptUsage)
+}
+
+func (c *adminClient) toolsList(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tools list", flag.ContinueOnError)
+	asJSON := fs.Bool("json", c.json, "print the API's JSON")
+	if _, err := c.parseInterleaved(fs, args, 0, toolsListUsage); err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, http.MethodGet, "/admin/v1/tools", nil)
+	if err != nil {
+		return fmt.Errorf("admin tools list: %w", err)
+	}
+	var list gateway.AdminTools
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return fmt.Errorf("admin tools list: the answer is not a tools list: %w", err)
+	}
+	if *asJSON {
+		return writeIndented(c.stdout, list)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSERVER\tSTATE\tPINNED\tCURRENT\tPINNED BY")
+	held := 0
+	for _, s := range list.Tools {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Tool, s.Server, pinState(s), short(s.Pinned), short(s.Current), s.PinnedBy)
+		if s.Held {
+			held++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "\n%d tools, %d held\n", len(list.Tools), held)
+	return nil
+}
+
+// pinState names a tool's state in the table.
+func pinState(s pins.Status) string {
+	if s.Held {
+		return "HELD"
+	}
+	return "pinned"
+}
+
+// short is the first 12 hex digits of a hash (the JSON has them whole).
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func (c *adminClient) toolsAccept(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tools accept", flag.ContinueOnError)
+	sha := fs.String("sha256", "", "accept only the definition of this hash (the one you reviewed; see tools list -json)")
+	by := fs.String("by", c.user, "who accepts (default $USER)")
+	asJSON := fs.Bool("json", c.json, "print the API's JSON")
+	pos, err := c.parseInterleaved(fs, args, 1, toolsAcceptUsage)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]string{"sha256": *sha, "by": *by})
+	if err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/admin/v1/tools/"+url.PathEscape(pos[0])+"/accept", body)
+	if err != nil {
+		return fmt.Errorf("admin tools accept: %w", err)
+	}
+	var s pins.Status
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("admin tools accept: the answer is not a tool's pin: %w", err)
+	}
+	if *asJSON {
+		return writeIndented(c.stdout, s)
+	}
+	fmt.Fprintf(c.stdout, "%s: pinned sha256:%s by %s; held: %v\n", s.Tool, s.Pinned, s.PinnedBy, s.Held)
+	return nil
+}
