@@ -519,7 +519,7 @@ func usedMetrics(t *testing.T) map[string][]string {
 // is down (store errors only exist once one happened). Every gateway_*
 // name the dashboard and the rules use must be in those scrapes, except
 // the counters of events this test cannot cause cheaply, which must at
-// least be registered under that name in gateway/metrics.go.
+// least be registered under that name in gateway/callpath/metrics.go.
 func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -542,7 +542,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 			exported[name] = true
 		}
 	}
-	source, err := os.ReadFile("../gateway/metrics.go")
+	source, err := os.ReadFile("../gateway/callpath/metrics.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,11 @@ func TestLeavesImportNoGateway(t *testing.T) {
 	// A store keeps the MCP tools' pins too (gateway/pins, itself a leaf).
 	store := slices.Concat([]string{m + "/gateway/idempotency", m + "/gateway/pins"}, tool)
 	leaves := map[string][]string{
-		"gateway/decide":                 {m + "/gateway/principal"},
-		"gateway/principal":              nil,
+		"gateway/decide":    {m + "/gateway/principal"},
+		"gateway/principal": nil,
+		// Budgets compile their costs as decide does and speak the
+		// store's charges.
+		"gateway/budgets":                slices.Concat([]string{m + "/gateway/decide", m + "/gateway/principal"}, store),
 		"gateway/notify":                 nil,
 		"gateway/pins":                   nil,
 		"gateway/oidcauth":               nil,

@@ -111,6 +111,7 @@ func (s *Server) mountAdminAPI(r chi.Router) {
 		r.Get("/approvals/{id}", s.handleAdminApproval)
 		r.Post("/approvals/{id}/approve", s.handleAdminDecide(true))
 		r.Post("/approvals/{id}/deny", s.handleAdminDecide(false))
+		r.Get("/budgets", s.handleAdminBudgets)                     // adminbudgets.go
 		r.Get("/receipts", s.handleAdminReceipts)                   // adminreceipts.go
 		r.Get("/receipts/checkpoints", s.handleAdminCheckpoints)    // receiptcheckpoints.go
 		r.Post("/receipts/checkpoints", s.handleAdminCheckpointNow) // receiptcheckpoints.go

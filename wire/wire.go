@@ -86,6 +86,7 @@ const (
 	CodeIdempotencyKeyReused        = "idempotency_key_reused"
 	CodeStepConflict                = "step_conflict"
 	CodeEffectConflict              = "effect_conflict"
+	CodeBudgetExceeded              = "budget_exceeded"
 	CodeRateLimited                 = "rate_limited"
 	CodeToolFailed                  = "tool_failed"
 	CodeUpstreamUnreachable         = "upstream_unreachable"
@@ -144,11 +145,18 @@ const MetaIdempotencyNone = "none"
 // Values of MetaIdentity, which names the identity a keyed call's result
 // was keyed on: the gateway's own (session and step, or a key), or a
 // host's per-call id (MetaIdentityHostPrefix + the _meta member's name,
-// e.g. "host:claudecode/toolUseId").
+// e.g. "host:claudecode/toolUseId"), or the fingerprint of a call that
+// carried no identity (contract section 21: principal, tool, arguments
+// and dedupe window).
 const (
-	MetaIdentityGateway    = "gateway"
-	MetaIdentityHostPrefix = "host:"
+	MetaIdentityGateway     = "gateway"
+	MetaIdentityHostPrefix  = "host:"
+	MetaIdentityFingerprint = "fingerprint"
 )
+
+// FingerprintSessionPrefix prefixes the session of a fingerprint-keyed
+// call: "fp:" + the caller's principal.
+const FingerprintSessionPrefix = "fp:"
 
 // JSON-RPC error codes of the MCP endpoint.
 const (

@@ -95,7 +95,9 @@ func (s *Engine) identify(ctx context.Context, st *callState, canonical []byte) 
 		return c.IdentityProblem
 	}
 	id, name := c.Identity, c.Entry.Spec.Name
-	if id.HostMeta != "" {
+	if id.FingerprintPrincipal != "" {
+		id.Key = fingerprintKey(id.FingerprintPrincipal, name, canonical, id.WindowStart)
+	} else if id.HostMeta != "" {
 		id.Key = hostCallKey(id.HostMeta, id.HostCallID, name, canonical)
 	} else if s.opts.KeyMode == KeyModeDerived {
 		want, err := keyderive.KeyFromCanonical(id.SessionID, id.StepIndex, name, canonical)

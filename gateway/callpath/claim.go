@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
@@ -72,6 +73,8 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 			ExecutionID: d.ExecutionID, Replayed: true, EffectReplayed: d.ByEffect, Label: labelReplayed})
 	case idempotency.OutcomeEffectConflict:
 		return st.refuse(effectConflict(d.EffectHolder))
+	case idempotency.OutcomeBudgetExceeded:
+		return st.refuse(s.budgetExceeded(d.Budget))
 	case idempotency.OutcomeInProgress:
 		p := NewProblem(wire.CodeRequestInProgress, "a request with this key is still running; retry after Retry-After seconds, or send Prefer: wait=N").
 			WithRetryAfter(min(ceilSeconds(d.RetryAfter), maxInProgressRetryAfter))
@@ -169,12 +172,20 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 		CanonicalArguments: st.canonical,
 		Approval:           st.approval,
 		Effect:             st.effect,
+		Charges:            st.charges,
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go
 	}
 	if st.id.HasStep {
 		req.Step = &idempotency.Step{SessionID: st.id.SessionID, Index: st.id.StepIndex}
+	}
+	if p := st.id.FingerprintPrincipal; p != "" {
+		// The record's session names the person (contract section 21);
+		// there is no step, so no guard. The key is derived from the
+		// principal, so it always comes with this session.
+		req.Step = &idempotency.Step{SessionID: wire.FingerprintSessionPrefix + p}
+		req.StepGuard, req.StepBoundKey = false, true
 	}
 	if st.id.HostMeta != "" {
 		// The host id's own entry (identity.go), always guarded: it is how
@@ -233,4 +244,18 @@ func (s *Engine) awaitDuplicate(ctx context.Context, st *callState, wait time.Du
 		last = d
 		delay = min(delay*2, 250*time.Millisecond)
 	}
+}
+
+// budgetExceeded is the refusal of a call whose charge would take a
+// budget over its limit.
+func (s *Engine) budgetExceeded(over *idempotency.BudgetExceeded) *Problem {
+	p := NewProblem(wire.CodeBudgetExceeded, "this call would take a budget over its limit; it was not run")
+	if over != nil {
+		remaining := budgets.Amount(over.Remaining)
+		p.Budget, p.Remaining = over.Budget, &remaining
+		if at := s.settings.Load().budgets.ResetsAt(over.Budget, time.Now()); !at.IsZero() {
+			p.ResetsAt = at.UTC().Format(time.RFC3339)
+		}
+	}
+	return p
 }

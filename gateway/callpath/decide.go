@@ -94,7 +94,7 @@ func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, 
 	c := st.call
 	name := c.Entry.Spec.Name
 	st.decided = true
-	in := decide.Input{Arguments: st.canonical, Tenant: c.Tenant, API: string(c.API)}
+	in := decide.Input{Arguments: st.canonical, Tenant: c.Tenant, API: string(c.API), Budgets: st.budgets}
 	if id := st.identity(); id.HasStep {
 		in.Session, in.Step, in.HasStep = id.SessionID, id.StepIndex, true
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -114,6 +115,9 @@ type Options struct {
 	Mode decide.Mode
 	// Approvals bound how long approvals live (zero fields: defaults).
 	Approvals ApprovalSettings
+	// Budgets are the compiled budgets and the tools' charges
+	// (budgets.New); nil: none.
+	Budgets *budgets.Set
 	// Notifier, when set, is told of each new pending approval.
 	Notifier ApprovalNotifier
 	// RecordsSampleInterval is how often the gateway_records gauge is
@@ -232,7 +236,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
 		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys})
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets})
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +247,9 @@ func New(opts Options) (*Engine, error) {
 		if _, ok := opts.Tools.Lookup(name); !ok {
 			return nil, fmt.Errorf("gateway: policy for tool %q: no such tool", name)
 		}
+	}
+	if k, ok := opts.Store.(idempotency.BudgetKeeper); opts.Budgets.Any() && (!ok || !k.KeepsBudgets()) {
+		return nil, errors.New("gateway: budgets: this idempotency store does not keep budgets (Redis Cluster does not yet: docs/budgets.md); use a single Redis, PostgreSQL or the embedded store, or remove the tools' charges")
 	}
 	txStore, _ := opts.Store.(idempotency.TxStore)
 	if err := checkTransactional(opts.Tools, txStore != nil); err != nil {

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/wire"
@@ -340,10 +342,46 @@ func hostCallStep(name, id, tool string) (sessionID string, index uint64) {
 	return wire.MetaIdentityHostPrefix + hex.EncodeToString(sum[:]), 0
 }
 
+// Fingerprint keys (contract section 21): a host that sends no identity
+// at all (ChatGPT, Claude Desktop, Claude.ai) repeats a call as the same
+// tool with the same arguments by the same person, minutes apart
+// (regenerate, retry, a connector's replay). Such a call is keyed on
+// exactly that, within an aligned window: the same person's same call in
+// the same window is one call; in the next window it is a new one. The
+// door decides whether a tool is keyed so, and whose principal it is.
+
+// FingerprintIdentity is the identity of an identityless call by the
+// person principal at now, in aligned windows of window (the window that
+// holds now starts at a multiple of window since the Unix epoch, so every
+// replica computes the same start).
+func FingerprintIdentity(principal string, window time.Duration, now time.Time) Identity {
+	start := now
+	if window > 0 {
+		n := now.UnixNano()
+		start = time.Unix(0, n-n%int64(window)).UTC()
+	}
+	return Identity{FingerprintPrincipal: principal, WindowStart: start}
+}
+
+// fingerprintKey is the key of a fingerprint-keyed call: lowercase hex
+// SHA-256("fp:" principal ":" tool ":" JCS(arguments) ":" window start),
+// the window start in Unix seconds (what every language prints the same
+// way).
+func fingerprintKey(principal, tool string, canonical []byte, windowStart time.Time) string {
+	h := sha256.New()
+	h.Write([]byte(wire.FingerprintSessionPrefix + principal + ":" + tool + ":"))
+	h.Write(canonical)
+	h.Write([]byte(":" + strconv.FormatInt(windowStart.Unix(), 10)))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // IdentityLabel is the value of _meta "io.github.toolgateway/identity"
 // of a keyed call's result: "gateway", or "host:" and the _meta member
 // of the host call id the call was keyed on.
 func IdentityLabel(id Identity) string {
+	if id.FingerprintPrincipal != "" {
+		return wire.MetaIdentityFingerprint
+	}
 	if id.HostMeta != "" {
 		return wire.MetaIdentityHostPrefix + id.HostMeta
 	}

@@ -21,8 +21,11 @@ import (
 //	check:  I-JSON → identity (adapter's parse) → derived key → schema →
 //	        availability → rate (check.go)
 //	effect: the effect key's value, which the claim holds (effect.go)
-//	decide: the tool's decide rules: allow, approve (the claim writes or
-//	        consumes the approval), deny (decide.go)
+//	budget: the call's budget charges, each cost from the arguments, which
+//	        the claim reserves in its atomic step (budget.go)
+//	decide: the tool's decide rules (they see the budgets the call
+//	        charges): allow, approve (the claim writes or consumes the
+//	        approval), deny (decide.go)
 //	claim:  one atomic store decision (run, replay, in progress, reused,
 //	        step conflict, unknown), with an optional wait for a duplicate
 //	        (claim.go)
@@ -75,6 +78,13 @@ type Identity struct {
 	// host's own id of the call in _meta member HostMeta (MCP's
 	// mcp.host_call_ids); the key is derived from it (identity.go).
 	HostMeta, HostCallID string
+	// FingerprintPrincipal and WindowStart: the call carried no identity
+	// and no host call id, and its tool keys such calls on their
+	// fingerprint (MCP's identityless: fingerprint): the key is derived
+	// from the person's principal, the tool, the arguments and the start
+	// of the dedupe window the call fell in (identity.go).
+	FingerprintPrincipal string
+	WindowStart          time.Time
 }
 
 // Call is one tool call as an adapter hands it to Engine.Call.
@@ -207,7 +217,8 @@ func (s *Engine) call(ctx context.Context, c *Call) Result {
 	switch {
 	case s.check(ctx, &st): // check.go: I-JSON, identity, key, schema, availability, rate
 	case s.effect(ctx, &st): // effect.go: the effect key's value, held by the claim
-	case s.decide(ctx, &st): // decide.go: the tool's rules: allow, approve, deny
+	case s.budget(ctx, &st): // budget.go: the call's budget charges, reserved by the claim
+	case s.decide(ctx, &st): // decide.go: the tool's rules (which see its budgets): allow, approve, deny
 	case s.claim(ctx, &st): // claim.go: the one atomic store decision
 	case s.approval(ctx, &st): // decide.go: a record's approval, pending, denied or expired
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
@@ -250,6 +261,11 @@ type callState struct {
 	// deniedWhileWaiting is the refusal of a call whose rules came to
 	// deny it while it waited (Prefer: wait) for its approval.
 	deniedWhileWaiting *Problem
+
+	// Set by budget: the charges the claim reserves, and the budgets as
+	// decide's rules see them (nil: none).
+	charges []idempotency.Charge
+	budgets func() map[string]decide.Budget
 
 	// Set by claim: the claim's lease, the in-flight slot it holds, and
 	// whether the call waited for a duplicate in flight; or the store's

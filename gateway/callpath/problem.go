@@ -49,7 +49,13 @@ type Problem struct {
 	// approver, and By who decided (call_denied, approval_denied,
 	// approval_expired).
 	Reason string `json:"reason,omitempty"`
-	By     string `json:"by,omitempty"`
+	// Budget, Remaining and ResetsAt (RFC 3339) name the budget a call
+	// would overspend, what is left of it and when its window ends
+	// (budget_exceeded).
+	Budget    string   `json:"budget,omitempty"`
+	Remaining *float64 `json:"remaining,omitempty"`
+	ResetsAt  string   `json:"resets_at,omitempty"`
+	By        string   `json:"by,omitempty"`
 	// Caller is set on approval_pending when the caller's own human
 	// decides (approver: caller), for an adapter that can ask them.
 	Caller *CallerApproval `json:"-"`
@@ -100,6 +106,7 @@ var problemCodes = map[string]problemCode{
 	wire.CodeIdempotencyKeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key was used with other arguments", false, labelKeyReused},
 	wire.CodeStepConflict:                {http.StatusUnprocessableEntity, "This agent step already made another call", false, labelStepConflict},
 	wire.CodeEffectConflict:              {http.StatusConflict, "Another call already did this with other arguments", false, labelEffectConflict},
+	wire.CodeBudgetExceeded:              {http.StatusForbidden, "A budget of this tool would go over its limit", false, labelBudgetExceeded},
 	wire.CodeRateLimited:                 {http.StatusTooManyRequests, "Rate limit exceeded", true, labelRateLimited},
 	wire.CodeToolFailed:                  {http.StatusInternalServerError, "The tool failed", true, labelToolError},
 	wire.CodeUpstreamUnreachable:         {http.StatusBadGateway, "The tool's upstream is unreachable", true, labelToolError},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/tools"
@@ -45,6 +46,10 @@ type Settings struct {
 	// call uses them, the consumption of an approval granted under the
 	// old rules included.
 	Decisions map[string]*decide.Policy
+	// Budgets replaces Options.Budgets: a changed limit applies to the
+	// next reservation; a removed budget releases nothing (what its
+	// records hold stays held in the store until they are settled).
+	Budgets *budgets.Set
 	// Mode replaces Options.Mode.
 	Mode decide.Mode
 	// Approvals replaces Options.Approvals.
@@ -83,6 +88,8 @@ type settings struct {
 	approvals ApprovalSettings
 	// effectKeys are the policies' effect_key templates, compiled, by text.
 	effectKeys map[string]*EffectKey
+	// budgets are the budgets and the tools' charges (budget.go).
+	budgets *budgets.Set
 	// consoleKeys are the console's session keys (none: the Server's
 	// random one).
 	consoleKeys [][]byte
@@ -144,6 +151,7 @@ func newSettings(set Settings) (*settings, error) {
 		decisions: withRules(set.Decisions),
 		mode:      mode,
 		approvals: set.Approvals.withDefaults(),
+		budgets:   set.Budgets,
 	}
 	live.effectKeys = effectKeys
 	live.providerLimits = set.ProviderLimits

@@ -22,6 +22,7 @@ const (
 	labelKeyMismatch    = "key_mismatch"
 	labelStepConflict   = "step_conflict"
 	labelEffectConflict = "effect_conflict"
+	labelBudgetExceeded = "budget_exceeded"
 	labelOutcomeUnknown = "outcome_unknown"
 	labelInvalid        = "invalid"
 	labelUnauthorized   = "unauthorized"

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
@@ -54,6 +55,10 @@ func (s *Engine) ReceiptStore() receipts.Store {
 
 // ToolCounters reads every tool's counters from the engine's registry.
 func (s *Engine) ToolCounters() (map[string]*ToolCounter, error) { return s.metrics.toolCounters() }
+
+// Budgets returns the budgets and the tools' charges of the settings of
+// now (nil: none), for the admin API's budget windows.
+func (s *Engine) Budgets() *budgets.Set { return s.settings.Load().budgets }
 
 // Decisions returns a tool's decide rules under the current settings (nil:
 // none) and the configuration's mode.

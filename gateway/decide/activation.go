@@ -16,6 +16,21 @@ type activation struct {
 	tool   string
 	args   ref.Val
 	parsed bool
+	// budget is `budget`, read on first use.
+	budget     ref.Val
+	budgetRead bool
+}
+
+// budgetValue is the CEL value of `budget`: the call's budgets by name,
+// each {remaining, would_exceed}.
+func budgetValue(read func() map[string]Budget) ref.Val {
+	out := map[string]map[string]any{}
+	if read != nil {
+		for name, b := range read() {
+			out[name] = map[string]any{"remaining": b.Remaining, "would_exceed": b.WouldExceed}
+		}
+	}
+	return types.DefaultTypeAdapter.NativeToValue(out)
 }
 
 // ResolveName implements [interpreter.Activation].
@@ -39,6 +54,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return types.Int(a.in.Step), true
 	case varAPI:
 		return types.String(a.in.API), true
+	case varBudget:
+		if !a.budgetRead {
+			a.budget, a.budgetRead = budgetValue(a.in.Budgets), true
+		}
+		return a.budget, true
 	}
 	return nil, false
 }

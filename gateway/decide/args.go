@@ -47,3 +47,7 @@ func celNumbers(v any) any {
 	}
 	return v
 }
+
+// ArgsValue is argsValue for other packages that evaluate CEL on a call's
+// arguments (budget costs), so `args` means the same everywhere.
+func ArgsValue(canonical []byte) ref.Val { return argsValue(canonical) }

@@ -32,6 +32,7 @@ const (
 	varSession = "session"
 	varStep    = "step"
 	varAPI     = "api"
+	varBudget  = "budget"
 )
 
 // Policy is one tool's compiled decision rules; it is safe for concurrent
@@ -62,6 +63,10 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable(varSession, cel.StringType),
 		cel.Variable(varStep, cel.IntType),
 		cel.Variable(varAPI, cel.StringType),
+		// budget["refunds-daily"].would_exceed: the budgets the call
+		// charges (a name it does not charge is an error: the call is
+		// denied).
+		cel.Variable(varBudget, cel.MapType(cel.StringType, cel.MapType(cel.StringType, cel.DynType))),
 		// JSON has one number type: `args.amount <= 1000` must hold for
 		// 999.5 as well as for 999.
 		cel.CrossTypeNumericComparisons(true),

@@ -21,6 +21,19 @@ type Input struct {
 	HasStep bool
 	// API is "rest" or "mcp".
 	API string
+	// Budgets returns the budgets the call charges, by name, as rules see
+	// them in `budget` (nil: none). It is called only if a rule reads
+	// `budget`, and then once per call: it may read the store.
+	Budgets func() map[string]Budget
+}
+
+// Budget is one budget the call charges, as a rule sees it in
+// `budget["<name>"]`: what remains of its window (in the budget's unit)
+// and whether this call's cost would take it over the limit. Both are
+// read before the store decision, which checks again atomically.
+type Budget struct {
+	Remaining   float64
+	WouldExceed bool
 }
 
 // Verdict is the decision for one call.

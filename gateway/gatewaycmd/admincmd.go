@@ -20,7 +20,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
-const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|delete|approvals|approval|approve|deny|tools ...\n" +
+const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|delete|approvals|approval|approve|deny|tools|budgets ...\n" +
 	"      list [-state S] [-tenant T] [-tool X] [-session S] [-limit N] [-cursor C] [-all]\n" +
 	"      show TENANT TOOL KEY [-response]\n" +
 	"      exec EXECUTION_ID [-response]\n" +
@@ -31,7 +31,8 @@ const adminUsage = "[-url URL] [-token-file F] [-json] list|show|exec|resolve|de
 	"      " + approveUsage + "\n" +
 	"      " + denyUsage + "\n" +
 	"      " + toolsListUsage + "\n" +
-	"      " + toolsAcceptUsage
+	"      " + toolsAcceptUsage + "\n" +
+	"      " + budgetsUsage
 
 // envAdminToken carries the admin bearer token when -token-file is not given.
 const envAdminToken = "GATEWAY_ADMIN_TOKEN"
@@ -105,6 +106,8 @@ func runAdmin(ctx context.Context, inv invocation) error {
 		return helpIsSuccess(c.decide(ctx, args, false))
 	case "tools":
 		return helpIsSuccess(c.tools(ctx, args))
+	case "budgets":
+		return helpIsSuccess(c.budgets(ctx, args))
 	}
 	return fmt.Errorf("admin: unknown command %q (usage: gateway admin %s)", sub, adminUsage)
 }

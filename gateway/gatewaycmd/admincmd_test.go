@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -73,8 +74,14 @@ func newAdminFixture(t *testing.T) *adminFixture {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(testAdminToken))
+	// Each echo costs 1 of a daily budget of 1 000 (admin budgets).
+	set, err := budgets.New([]budgets.Budget{{Name: "echo-daily", Limit: 1000, Scope: budgets.ScopeTenant, Window: budgets.Window{Calendar: "day"}}},
+		map[string][]budgets.Charge{echoName: {{Budget: "echo-daily", Cost: "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	gw, err := gateway.NewServer(gateway.Options{
-		Store: store, Tools: reg, AdminTokenSHA256: &sum,
+		Store: store, Tools: reg, AdminTokenSHA256: &sum, Budgets: set,
 		Policies: map[string]tools.Policy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
 	})
 	if err != nil {
@@ -297,5 +304,27 @@ func TestHelpListsAdmin(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "admin ") || !strings.Contains(out.String(), "resolve") {
 		t.Fatalf("gateway -h does not list admin:\n%s", out.String())
+	}
+}
+
+// TestAdminCommandBudgets: `gateway admin budgets -tenant T` prints the
+// tenant's budget window: one echo call used 1 of 1 000; -json prints
+// the API's answer; no -tenant is an error naming the flag.
+func TestAdminCommandBudgets(t *testing.T) {
+	f := newAdminFixture(t)
+	if resp := f.call("b", 0, `{"x":1}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("echo: %d", resp.StatusCode)
+	}
+	out := f.mustAdmin("budgets", "-tenant", gateway.AnonymousTenant)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "BUDGET") || !strings.Contains(lines[1], "echo-daily") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1])[4:], " "), "1000 1 0 999") {
+		t.Fatalf("admin budgets:\n%s", out)
+	}
+	if out := f.mustAdmin("budgets", "-tenant", gateway.AnonymousTenant, "-json"); !strings.Contains(out, `"used": 1`) {
+		t.Fatalf("admin budgets -json:\n%s", out)
+	}
+	if _, err := f.admin("budgets"); err == nil || !strings.Contains(err.Error(), "-tenant is required") {
+		t.Fatalf("admin budgets without -tenant: %v", err)
 	}
 }

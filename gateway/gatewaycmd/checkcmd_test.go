@@ -40,6 +40,9 @@ func TestCheckRefusesWhatStartUpRefuses(t *testing.T) {
 		{"unset variable in an MCP header", embedded + "mcp_servers:\n  - name: tickets\n    url: http://127.0.0.1:1/mcp\n    headers:\n      Authorization: Bearer ${TICKETS_TOKEN_UNSET}\n", nil, "TICKETS_TOKEN_UNSET} is not set"},
 		{"admin_listen on listen's address", "listen: 127.0.0.1:8089\nadmin_listen: 127.0.0.1:8089\nstore:\n  path: " + filepath.Join(dir, "gw.db") + "\n", nil, "admin_listen"},
 		{"bad tracing endpoint", embedded + "tracing:\n  endpoint: ftp://collector\n", nil, "tracing.endpoint"},
+		{"fingerprint with static tokens only", embedded + "auth:\n  tenants:\n    - name: shared\n      token_sha256: " + tokenHash("shared-token") + "\nmcp:\n  identityless: fingerprint\n", nil, "mcp.identityless: fingerprint needs callers that are persons"},
+		{"a tool's fingerprint without auth", embedded + "tools:\n  - name: refund\n    identityless: fingerprint\n    http:\n      url: http://127.0.0.1:1/x\n", nil, "tools[0] (refund).identityless: fingerprint needs callers that are persons"},
+		{"an unknown identityless mode", embedded + "mcp:\n  identityless: hash\n", nil, `mcp.identityless: "hash": want fingerprint or refuse`},
 		{"a tool named approvals", embedded + "tools:\n  - name: approvals\n    http:\n      url: http://127.0.0.1:1/x\n", nil, `tools[0].name: tool "approvals": the name is reserved`},
 	}
 	for _, c := range cases {

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
@@ -52,6 +53,9 @@ type Config struct {
 	Receipts ReceiptsConfig `yaml:"receipts"`
 	// Console configures the operator console's sign-in (console.go).
 	Console ConsoleConfig `yaml:"console"`
+	// Budgets are shared limits the tools' charges count against
+	// (docs/budgets.md).
+	Budgets []budgets.Budget `yaml:"budgets"`
 
 	// dir is the directory relative paths are resolved against.
 	dir string
@@ -151,6 +155,14 @@ type MCPConfig struct {
 	// identity (default claudecode/toolUseId, agent-tool-call-request-id;
 	// [] turns host call ids off).
 	HostCallIDs *[]string `yaml:"host_call_ids"`
+	// Identityless is what a mutating tools/call with no identity and no
+	// host call id gets: "fingerprint" (keyed on the signed-in person,
+	// the tool, the arguments and the dedupe window) or "refuse"
+	// (-32602). Default: fingerprint when auth.oidc is configured (a
+	// person can be named), refuse otherwise (identityless.go).
+	Identityless mcpserver.IdentitylessMode `yaml:"identityless"`
+	// DedupeWindow is the window of fingerprint keys (default 24h).
+	DedupeWindow Duration `yaml:"dedupe_window"`
 	// FastPath answers a plain tools/call without go-sdk's decoding, as
 	// go-sdk would (default true); false serves every message through
 	// go-sdk.
@@ -169,6 +181,12 @@ func (c *Config) mcpOptions() (mcpserver.Options, error) {
 			return o, err
 		}
 		o.HostCallIDs = append([]string{}, *ids...) // non-nil: [] means none
+	}
+	if err := c.identitylessOptions(&o); err != nil {
+		return o, err
+	}
+	if n := c.Approvals.Notify; n != nil {
+		o.ConsoleBaseURL = n.ConsoleBaseURL
 	}
 	if w := c.MCP.InProgressWait; w != nil {
 		wait := time.Duration(*w)
@@ -243,12 +261,19 @@ type ToolEntry struct {
 	HTTP         *HTTPToolConfig `yaml:"http"`
 	// Decide are the tool's decision rules, in order (approvals.go).
 	Decide []decide.Rule `yaml:"decide"`
+	// Charges are the budgets each call of the tool charges, all or none
+	// (docs/budgets.md).
+	Charges []budgets.Charge `yaml:"charges"`
 	// Reconcile asks the tool's owner about uncertain outcomes (reconcile.go).
 	Reconcile *ReconcileConfig `yaml:"reconcile"`
 	// EffectKey names the call's business action, e.g. "refund:{/txn_id}"
 	// (RFC 6901 pointers into the arguments): one execution per value
 	// whatever the idempotency key (docs/idempotency.md, "Effect keys").
 	EffectKey string `yaml:"effect_key"`
+	// Identityless and DedupeWindow override mcp.identityless and
+	// mcp.dedupe_window for this tool (identityless.go).
+	Identityless mcpserver.IdentitylessMode `yaml:"identityless"`
+	DedupeWindow Duration                   `yaml:"dedupe_window"`
 	// NotExecutedStatuses are the statuses among 408, 425 and 429 that,
 	// answered by the tool's upstream, count as evidence it did not act
 	// (tools.Policy.NotExecutedStatuses; docs/tools.md). Left out: all

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/tools"
@@ -111,6 +112,12 @@ func TestExampleConfigBuilds(t *testing.T) {
 		if v, _ := entry.Schema().ValidateJSON([]byte(`{}`)); len(v) == 0 {
 			t.Errorf("tool %s: schema accepts {}; the example's required members are not applied", tc.tool)
 		}
+	}
+	charges, err := opts.Budgets.Evaluate(t.Context(), budgets.Call{Tool: "charge-card", Tenant: "acme",
+		Arguments: []byte(`{"amount_cents":9050,"currency":"EUR","customer_id":"c1"}`), Now: time.Now()})
+	if err != nil || len(charges) != 1 || charges[0].Budget != "card-charges-daily" || charges[0].Cost != 90_500_000 ||
+		charges[0].Limit != 20000*budgets.Unit || opts.Budgets.Charges("provision-infra-v2") {
+		t.Errorf("budgets: charge-card should charge 90.50 of card-charges-daily's 20 000: %+v %v", charges, err)
 	}
 	if p := opts.Policies["provision-infra-v2"]; p.ReplayTTL != 72*time.Hour || p.Timeout <= opts.LockTTL {
 		t.Errorf("provision-infra-v2 should show replay_ttl 72h and a timeout above lock_ttl: %+v", p)

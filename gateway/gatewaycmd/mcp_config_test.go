@@ -31,6 +31,12 @@ func TestMCPConfig(t *testing.T) {
 		{"host call ids: off", "mcp:\n  host_call_ids: []\n", mcpserver.Options{HostCallIDs: []string{}}},
 		{"fast path", "mcp:\n  fast_path: true\n", mcpserver.Options{}},
 		{"fast path off", "mcp:\n  fast_path: false\n", mcpserver.Options{FastPathOff: true}},
+		{"identityless refuse", "mcp:\n  identityless: refuse\n  dedupe_window: 1h\n",
+			mcpserver.Options{Identityless: mcpserver.Identityless{Mode: mcpserver.IdentitylessRefuse, Window: time.Hour}}},
+		{"identityless by default with persons", "auth:\n  oidc:\n    issuer: https://login.example.com/\n    audience: https://gw.example.com/mcp\n    tenant: acme\n",
+			mcpserver.Options{Identityless: mcpserver.Identityless{Mode: mcpserver.IdentitylessFingerprint}}},
+		{"a tool's own window", "tools:\n  - name: refund\n    dedupe_window: 10m\n    http:\n      url: http://127.0.0.1:1/refund\n",
+			mcpserver.Options{ToolIdentityless: map[string]mcpserver.Identityless{"refund": {Window: 10 * time.Minute}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,6 +51,10 @@ func TestMCPConfig(t *testing.T) {
 			opts, err := cfg.mcpOptions()
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.want.Identityless.Mode == "" {
+				// Without auth.oidc no caller is a person: refuse.
+				c.want.Identityless.Mode = mcpserver.IdentitylessRefuse
 			}
 			if !reflect.DeepEqual(opts, c.want) {
 				t.Fatalf("MCP options %+v, want %+v", opts, c.want)

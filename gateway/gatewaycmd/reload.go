@@ -72,7 +72,7 @@ type reloader struct {
 func settingsOf(opts gateway.Options) gateway.Settings {
 	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
 		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys}
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why

@@ -397,6 +397,10 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	budgetSet, err := c.buildBudgets()
+	if err != nil {
+		return gateway.Options{}, err
+	}
 	if err := c.checkReceipts(); err != nil {
 		return gateway.Options{}, err
 	}
@@ -432,6 +436,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		AdminPreviousTokenSHA256: admin.previous,
 		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},
 		Decisions:                decisions,
+		Budgets:                  budgetSet,
 		Mode:                     decideMode,
 		Approvals:                approvals,
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),

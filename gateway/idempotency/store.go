@@ -55,6 +55,9 @@ var (
 	// ErrEffectsUnsupported: a claim named an effect on a store that does
 	// not keep effect reservations (see EffectKeeper).
 	ErrEffectsUnsupported = errors.New("idempotency: this store does not keep effect keys")
+	// ErrBudgetsUnsupported: a claim named budget charges on a store that
+	// does not keep budget reservations (see BudgetKeeper).
+	ErrBudgetsUnsupported = errors.New("idempotency: this store does not keep budgets")
 )
 
 // Scope names one record: a tenant never sees another tenant's records.
@@ -132,6 +135,77 @@ type ClaimRequest struct {
 	// Store.Claim). Nil claims no effect. A store that cannot keep
 	// effects refuses such a claim with ErrEffectsUnsupported.
 	Effect *Effect
+	// Charges are the budget reservations the call takes (see Charge):
+	// all or none. Nil charges nothing, and costs nothing more. A store
+	// that cannot keep budgets refuses such a claim with
+	// ErrBudgetsUnsupported.
+	Charges []Charge
+}
+
+// Charge is one budget reservation a claim asks for. The store reserves
+// Cost in Bucket in the claim's own atomic step, and only when the claim
+// writes a new IN_PROGRESS record (a first claim, or the consumption of an
+// approved record): a replay, a takeover, a duplicate in flight or the
+// same owner's repeated claim charges nothing, since the record already
+// holds its reservation. A first claim whose reservations would bring any
+// bucket's sum (the entries at or after Since) over Limit writes nothing
+// and answers OutcomeBudgetExceeded; the consumption of an approved record
+// is charged whatever the sum (a human approved it: headroom may go
+// negative). A reservation is an entry of the bucket named by the
+// record's scope; it counts from the claim until the record is released
+// (Release) or deleted by an operator (Delete), both in the same atomic
+// step as the record's removal. Nothing else removes it: a completed,
+// UNKNOWN, taken-over, resolved or swept record keeps counting in its
+// window, so the sum of committed and held costs never exceeds the limit.
+type Charge struct {
+	// Bucket names the budget, its scope and (for a calendar window) its
+	// window, e.g. "refunds-daily|t:acme|2026-12-07"; budgets.Set builds it.
+	Bucket string
+	// Budget is the budget's name, for the refusal.
+	Budget string
+	// Limit and Cost are in millionths of the configured unit (integers,
+	// so every store sums them exactly).
+	Limit, Cost int64
+	// At is when the reservation is made (its window is the one At falls
+	// in); Since is the start of the current window: entries before it
+	// no longer count.
+	At, Since time.Time
+	// Retain is how long the bucket must be kept after At (the window's
+	// length and a day), after which a store may drop it.
+	Retain time.Duration
+	// Rolling says the bucket outlives windows (a rolling window: one
+	// bucket per scope, whose entries count while at or after Since);
+	// otherwise the bucket is the window, every entry in it counts, and a
+	// store may keep a running total instead of summing entries.
+	Rolling bool
+}
+
+// BudgetExceeded names the budget a claim's charge would overspend.
+type BudgetExceeded struct {
+	Budget string
+	// Remaining is Limit minus the bucket's sum, in millionths (negative
+	// once approved calls went over).
+	Remaining int64
+}
+
+// BudgetKeeper is implemented by the stores that keep budget
+// reservations (ClaimRequest.Charges).
+type BudgetKeeper interface {
+	// KeepsBudgets reports whether Claim honours ClaimRequest.Charges.
+	KeepsBudgets() bool
+	// BudgetUsage reads what counts in a bucket's window (the entries at
+	// or after since; every entry of a bucket that is not rolling) and
+	// how much of it is held by records whose outcome is still open
+	// (IN_PROGRESS or UNKNOWN, or gone without a release: never
+	// reported as less than it may be). A bucket never charged is zero.
+	BudgetUsage(ctx context.Context, bucket string, since time.Time, rolling bool) (BudgetUsage, error)
+}
+
+// BudgetUsage is a bucket's window as BudgetKeeper.BudgetUsage reads it,
+// in millionths: Reserved counts against the limit; Held is the part of
+// it whose records are not COMPLETED (Used = Reserved - Held).
+type BudgetUsage struct {
+	Reserved, Held int64
 }
 
 // Effect is the value of a tool's effect key for one call. Its scope is
@@ -159,6 +233,11 @@ func (r ClaimRequest) Validate() error {
 		return fmt.Errorf("lock ttl %v and replay ttl %v must be positive", r.LockTTL, r.ReplayTTL)
 	case r.Owner == "" || r.ExecutionID == "":
 		return errors.New("owner and execution id are required")
+	}
+	for _, c := range r.Charges {
+		if c.Bucket == "" || c.Cost < 0 || c.Since.After(c.At) {
+			return fmt.Errorf("budget charge %q: a bucket, a non-negative cost and a window start not after the charge are required", c.Budget)
+		}
 	}
 	if r.Approval != nil {
 		if err := r.Approval.Validate(); err != nil {
@@ -204,6 +283,9 @@ const (
 	// step) holds the request's effect with other arguments;
 	// Decision.EffectHolder names it. Nothing runs.
 	OutcomeEffectConflict
+	// OutcomeBudgetExceeded: the call's charges would take a budget over
+	// its limit; Decision.Budget names it. Nothing was written or run.
+	OutcomeBudgetExceeded
 )
 
 // String names the outcome for logs and tests.
@@ -229,6 +311,8 @@ func (o Outcome) String() string {
 		return "approval_expired"
 	case OutcomeEffectConflict:
 		return "effect_conflict"
+	case OutcomeBudgetExceeded:
+		return "budget_exceeded"
 	}
 	return "invalid"
 }
@@ -286,6 +370,8 @@ type Decision struct {
 	ByEffect bool
 	// EffectHolder is set for OutcomeEffectConflict.
 	EffectHolder *EffectHolder
+	// Budget is set for OutcomeBudgetExceeded.
+	Budget *BudgetExceeded
 }
 
 // EffectHolder names the record that holds an effect (for effect_conflict).

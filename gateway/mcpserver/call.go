@@ -56,7 +56,7 @@ func (e *endpoint) callWith(ctx context.Context, entry *tools.Entry, req *mcp.Ca
 	if res.Problem != nil && res.Problem.Caller != nil && callerCanBeAsked(mrt, meta) {
 		return approvalInputRequired(res.Problem.Caller), nil // elicitation.go
 	}
-	return mcpRender(c, res)
+	return e.render(c, res) // identityless.go
 }
 
 // newCall builds the Call of one tools/call from its raw parts: the
@@ -86,6 +86,7 @@ func (e *endpoint) newCall(ctx context.Context, entry *tools.Entry, arguments js
 	src := callpath.IdentitySource{API: callpath.APIMCP, Header: header, Meta: meta, HostCall: hostCallID(meta, e.opts.hostCallIDs())}
 	callpath.ReadIdentity(c, src, e.gw.KeyMode())
 	c.AllowUnkeyed = e.opts.AllowUnkeyed && !entry.Spec.ReadOnly
+	e.keyByFingerprint(ctx, c) // identityless.go
 	return c
 }
 

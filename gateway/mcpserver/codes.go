@@ -36,6 +36,7 @@ var rpcCodes = map[string]int64{
 	wire.CodeIdempotencyKeyReused:        wire.RPCInvalidParams,
 	wire.CodeStepConflict:                wire.RPCInvalidParams,
 	wire.CodeEffectConflict:              rpcToolResult,
+	wire.CodeBudgetExceeded:              rpcToolResult,
 	wire.CodeRateLimited:                 wire.RPCRateLimited,
 	wire.CodeToolFailed:                  rpcToolResult,
 	wire.CodeUpstreamUnreachable:         rpcToolResult,

@@ -129,11 +129,11 @@ func (e *endpoint) callerDecides(ctx context.Context, c *callpath.Call, id strin
 	c.MultiRoundTrip.Continuation = nil
 	res := e.gw.Call(ctx, c)
 	if p := res.Problem; p == nil || p.Caller == nil || p.Caller.ID != id {
-		return mcpRender(c, res) // decided meanwhile, or not this call's approval
+		return e.render(c, res) // decided meanwhile, or not this call's approval
 	}
 	approve, decided := elicitedDecision(answer)
 	if !decided {
-		return mcpRender(c, res) // cancelled: it stays pending
+		return e.render(c, res) // cancelled: it stays pending
 	}
 	if err := e.gw.DecideCallerApproval(ctx, c.Tenant, id, approve, approvalNote); err != nil {
 		var refused *callpath.DecisionRefused
@@ -142,7 +142,7 @@ func (e *endpoint) callerDecides(ctx context.Context, c *callpath.Call, id strin
 		}
 		e.gw.Logger().ErrorContext(ctx, "recording the caller's approval failed", "tool", c.Entry.Spec.Name, "approval_id", id, "error", err)
 		p := callpath.NewProblem(wire.CodeStoreUnavailable, "the gateway could not record the decision; nothing ran. Make the same call again").WithRetryAfter(1)
-		return mcpRender(c, callpath.Result{Kind: callpath.ResultProblem, Problem: p})
+		return e.render(c, callpath.Result{Kind: callpath.ResultProblem, Problem: p})
 	}
-	return mcpRender(c, e.gw.Call(ctx, c))
+	return e.render(c, e.gw.Call(ctx, c))
 }

@@ -48,6 +48,17 @@ type Options struct {
 	// DefaultHostCallIDs(); an empty, non-nil list turns host call ids
 	// off. Check a configured list with ValidateHostCallIDs.
 	HostCallIDs []string
+	// Identityless is what a mutating tools/call with no identity and no
+	// host call id gets (mcp.identityless, mcp.dedupe_window): the zero
+	// value refuses it (-32602).
+	Identityless Identityless
+	// ToolIdentityless overrides Identityless per tool name
+	// (tools[].identityless, tools[].dedupe_window).
+	ToolIdentityless map[string]Identityless
+	// ConsoleBaseURL, when set, makes the result of a call waiting for an
+	// approval link the console's page of that approval
+	// (approvals.notify.console_base_url).
+	ConsoleBaseURL string
 	// FastPathOff serves every tools/call through go-sdk's own path
 	// (mcp.fast_path: false): the fast path (fast.go) answers as go-sdk
 	// v1.8.0 does, and an operator who doubts that, or runs a go-sdk it

@@ -41,7 +41,11 @@ const (
 const (
 	OrgScopePrefix  = "org:"
 	NameScopePrefix = "name:"
-	TenantClaim     = "org_id"
+	// SubjectScopePrefix makes a client credentials token speak for
+	// another person: "person:bob" puts sub "bob" in it (the service
+	// user's id otherwise), so one provider can stand for many people.
+	SubjectScopePrefix = "person:"
+	TenantClaim        = "org_id"
 )
 
 // Provider is a running OpenID provider.
@@ -154,6 +158,11 @@ func (s *store) ClientCredentialsTokenRequest(ctx context.Context, id string, sc
 	}
 	if jr, ok := req.(*oidc.JWTTokenRequest); ok {
 		jr.Audience = []string{s.audience}
+		for _, scope := range scopes {
+			if sub, ok := strings.CutPrefix(scope, SubjectScopePrefix); ok {
+				jr.Subject = sub
+			}
+		}
 	}
 	return req, nil
 }

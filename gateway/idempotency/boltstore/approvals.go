@@ -128,6 +128,15 @@ func (t *txn) decideApproval(key []byte, r *storedRecord, req idempotency.ClaimR
 	if err := t.approvals.Delete([]byte(r.Approval.ID)); err != nil {
 		return idempotency.Decision{}, false, fmt.Errorf("delete approval entry: %w", err)
 	}
+	// A human approved the call: it is charged whatever the budget's sum.
+	// A pending approval that rules now allowing the call consume is
+	// checked like a first claim.
+	if len(req.Charges) > 0 {
+		over, err := t.reserve(key, r, req, r.Approval.By == "")
+		if over != nil || err != nil {
+			return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, false, err
+		}
+	}
 	r.Approval = nil
 	decision, err := t.takeLease(key, r, req)
 	if err != nil {

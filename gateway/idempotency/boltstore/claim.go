@@ -98,6 +98,11 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 	if req.Effect != nil {
 		r.Effect = req.Effect.Value
 	}
+	if req.Approval == nil && len(req.Charges) > 0 {
+		if over, err := t.reserve(key, r, req, true); over != nil || err != nil {
+			return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, false, err
+		}
+	}
 	if err := t.dropExpiredApproval(key); err != nil {
 		return idempotency.Decision{}, false, err
 	}

@@ -24,6 +24,9 @@ var (
 	// effectsBucket maps an effect key (effectKey) to the scope key of
 	// the record that claimed it (effects.go).
 	effectsBucket = []byte("effects")
+	// budgetsBucket maps a budget bucket (idempotency.Charge.Bucket) to
+	// its reservations (budgets.go).
+	budgetsBucket = []byte("budgets")
 )
 
 // joinKey encodes parts as length-prefixed strings: unambiguous whatever
@@ -91,6 +94,9 @@ type storedRecord struct {
 	ResolvedBy string `json:"rb,omitempty"`
 	// Effect is the effect value the record holds (layout 4), "" for none.
 	Effect string `json:"ef,omitempty"`
+	// Charges are the budget buckets the record holds a reservation in
+	// (layout 5), so releasing the record releases them.
+	Charges []string `json:"bg,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {

@@ -21,7 +21,9 @@ const (
 	// AWAITING_APPROVAL, APPROVED, DENIED) and the approvals bucket.
 	// Version 4 adds effect reservations: the effects bucket and field
 	// "ef" (a file at 3 lacks the bucket, so it must be set up again).
-	layoutVersion = 4
+	// Version 5 adds budget reservations: the budgets bucket and field
+	// "bg" (a file at 4 lacks the bucket, so it must be set up again).
+	layoutVersion = 5
 	// newestKnownLayout is the newest layout this code reads.
 	newestKnownLayout = layoutVersion
 )
@@ -75,7 +77,7 @@ func setUp(tx *bolt.Tx, migrate bool) (int, error) {
 	if err != nil || found >= layoutVersion || !migrate {
 		return found, err
 	}
-	for _, name := range [][]byte{recordsBucket, stepsBucket, fencingBucket, approvalsBucket, effectsBucket, metaBucket} {
+	for _, name := range [][]byte{recordsBucket, stepsBucket, fencingBucket, approvalsBucket, effectsBucket, budgetsBucket, metaBucket} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return found, fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -120,5 +122,5 @@ func (s *Store) MigrationPlan(ctx context.Context) (string, error) {
 	if v.Found >= layoutVersion {
 		return fmt.Sprintf("nothing to do: the file's layout version is %d", v.Found), nil
 	}
-	return fmt.Sprintf("create buckets records, steps, fencing, approvals, effects, meta if missing; set meta/layout = %d (now %d)", layoutVersion, v.Found), nil
+	return fmt.Sprintf("create buckets records, steps, fencing, approvals, effects, budgets, meta if missing; set meta/layout = %d (now %d)", layoutVersion, v.Found), nil
 }

@@ -65,6 +65,9 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 // it, so a retry runs the tool again; else idempotency.ErrLeaseLost.
 func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	return s.withOwnedRecord(ctx, "release", lease, func(t *txn, key []byte, r *storedRecord) error {
+		if err := t.releaseCharges(key, r); err != nil {
+			return err
+		}
 		return t.deleteRecord(key, r)
 	})
 }

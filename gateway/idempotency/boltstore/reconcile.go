@@ -126,6 +126,9 @@ func (s *Store) CompleteReconciled(ctx context.Context, scope idempotency.Scope,
 // DropReconciled deletes the record, so the next call runs the tool.
 func (s *Store) DropReconciled(ctx context.Context, scope idempotency.Scope, owner string, fencingToken int64) error {
 	return s.withReconcileLease(ctx, "drop reconciled", scope, owner, fencingToken, func(t *txn, key []byte, r *storedRecord) error {
+		if err := t.releaseCharges(key, r); err != nil {
+			return err
+		}
 		return t.deleteRecord(key, r)
 	})
 }

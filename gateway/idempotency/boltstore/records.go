@@ -58,6 +58,9 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 		if missing {
 			return nil
 		}
+		if err := t.releaseCharges(key, r); err != nil {
+			return err
+		}
 		return t.deleteRecord(key, r)
 	})
 	if err == nil && missing {

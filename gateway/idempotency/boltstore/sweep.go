@@ -59,6 +59,16 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			return removed, fmt.Errorf("boltstore: sweep: %w", err)
 		}
 	}
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return err
+		}
+		return t.dropPastBudgets()
+	})
+	if err != nil {
+		return removed, fmt.Errorf("boltstore: sweep budgets: %w", err)
+	}
 	return removed, nil
 }
 

@@ -18,6 +18,8 @@ type txn struct {
 	approvals *bolt.Bucket
 	// effects maps effect keys to the record keys holding them (effects.go).
 	effects *bolt.Bucket
+	// budgets holds budget reservations by bucket (budgets.go).
+	budgets *bolt.Bucket
 	// outbox is the receipt outbox (outbox.go); nil when off.
 	outbox *bolt.Bucket
 	now    time.Time
@@ -35,10 +37,11 @@ func newTxn(tx *bolt.Tx, now time.Time) (*txn, error) {
 		fencing:   tx.Bucket(fencingBucket),
 		approvals: tx.Bucket(approvalsBucket),
 		effects:   tx.Bucket(effectsBucket),
+		budgets:   tx.Bucket(budgetsBucket),
 		outbox:    tx.Bucket(outboxBucket),
 		now:       now,
 	}
-	if t.records == nil || t.steps == nil || t.fencing == nil || t.approvals == nil || t.effects == nil {
+	if t.records == nil || t.steps == nil || t.fencing == nil || t.approvals == nil || t.effects == nil || t.budgets == nil {
 		return nil, fmt.Errorf("boltstore: buckets missing")
 	}
 	return t, nil

@@ -44,8 +44,21 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
 		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments)},
 		append(approvalArgs(req.Approval), effectArg(req.Effect))...)
-	err := s.pool.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
-		append(append(approval.dest(), &useUS), holder.dest()...)...)...)
+	dest := append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
+		append(append(approval.dest(), &useUS), holder.dest()...)...)
+	statement := s.sql.claim
+	if len(req.Charges) > 0 {
+		charges, err := chargesArg(req.Charges)
+		if err != nil {
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
+		}
+		var charged *bool
+		statement, args, dest = s.sql.claimCharged, append(args, charges), append(dest, &charged)
+	}
+	err := s.pool.QueryRow(ctx, statement, args...).Scan(dest...)
+	if over := budgetExceeded(err); over != nil {
+		return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, nil
+	}
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}

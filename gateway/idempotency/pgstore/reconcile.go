@@ -85,7 +85,7 @@ func newReconcileStatements(q func(string) string) reconcileStatements {
 				reconcile_owner = NULL, reconcile_lease_until = NULL
 			FROM c WHERE ` + held + `
 			RETURNING ` + recordColumns),
-		drop: q(`DELETE FROM @.records r USING (SELECT clock_timestamp() AS now) c WHERE ` + held),
+		drop: q(releaseCharges(`DELETE FROM @.records r USING (SELECT clock_timestamp() AS now) c WHERE ` + held)),
 	}
 }
 

@@ -114,6 +114,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// Version 9: the consumption of an approval checks the call's effect
 	// (effects.go, approvalEffectMigration); claim's signature is unchanged.
 	approvalEffectMigration,
+	// Version 10: budget reservations (budgets.go): the budget_charges
+	// table and the charge function; claim's signature is unchanged.
+	budgetsMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

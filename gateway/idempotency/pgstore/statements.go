@@ -9,7 +9,7 @@ package pgstore
 // owner may complete it until another claim takes it over. Times come from
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
-	claim, renew, complete, markUnknown, release, get, delete, sweep string
+	claim, claimCharged, budgetUsage, renew, complete, markUnknown, release, get, delete, sweep string
 	// Receipt outbox statements (outbox.go).
 	completeOutbox, pendingReceipts, clearReceipts string
 	// Admin statements (admin.go).
@@ -32,6 +32,21 @@ func newStatements(schema string) statements {
 		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
 				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
 				by_effect, holder_state, h_key, h_session, h_step
+			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`),
+		// $1 bucket, $2 window start µs (the smallest bigint: the whole
+		// bucket). Held: rows whose record is not COMPLETED in the same
+		// life (or is gone, which may have acted).
+		budgetUsage: q(`SELECT COALESCE(sum(g.cost), 0)::bigint,
+				COALESCE(sum(g.cost) FILTER (WHERE r.state IS DISTINCT FROM 'COMPLETED'), 0)::bigint
+			FROM @.budget_charges g LEFT JOIN @.records r ON r.tenant = g.tenant AND r.tool = g.tool
+				AND r.idempotency_key = g.idempotency_key AND r.created_at = g.created_at
+			WHERE g.bucket = $1 AND g.charged_us >= $2`),
+		// The claim with budget charges ($21, JSON): charge() runs on
+		// claim()'s row in the same statement (budgets.go).
+		claimCharged: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
+				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
+				by_effect, holder_state, h_key, h_session, h_step,
+				@.charge(outcome, a_by IS NOT NULL, $1, $2, $3, $6, $21::jsonb)
 			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`),
 		// $6: the new lease in µs; the record then lives the claim's replay
 		// TTL past it, so an expired lease stays visible for takeover.
@@ -67,7 +82,7 @@ func newStatements(schema string) statements {
 			SET state = 'UNKNOWN', owner = NULL, lease_expires_at = NULL,
 				expires_at = c.now + $6 * interval '1 microsecond'
 			FROM ` + clock + ` WHERE ` + owned),
-		release: q(`DELETE FROM @.records r USING ` + clock + ` WHERE ` + owned),
+		release: q(releaseCharges(`DELETE FROM @.records r USING ` + clock + ` WHERE ` + owned)),
 		get: q(`SELECT ` + recordColumns + `
 			FROM @.records r, ` + clock + `
 			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
@@ -93,8 +108,8 @@ func newStatements(schema string) statements {
 				RETURNING ` + recordColumns + `)
 			SELECT cur.state IS NOT NULL, upd.* FROM (SELECT 1) one
 				LEFT JOIN cur ON true LEFT JOIN upd ON true`),
-		delete: q(`DELETE FROM @.records r USING ` + clock + `
-			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
+		delete: q(releaseCharges(`DELETE FROM @.records r USING ` + clock + `
+			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`)),
 		// $1 batch size. SKIP LOCKED: rows another sweeper (or a claim
 		// deleting an expired row) holds are left to it, so sweepers on
 		// every replica never wait for each other.

@@ -19,7 +19,15 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
+	if len(req.Charges) > 0 && !s.KeepsBudgets() {
+		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, idempotency.ErrBudgetsUnsupported)
+	}
 	c, err := s.claimRecord(ctx, req)
+	if err == nil && c.over != nil {
+		if c.d, err = s.settleBudget(ctx, req, c, c.over); err != nil || c.d.Outcome == idempotency.OutcomeBudgetExceeded {
+			return c.d, err
+		}
+	}
 	if err != nil || req.Effect == nil {
 		return c.d, err
 	}
@@ -48,6 +56,9 @@ type recordClaim struct {
 	// newPending is set when the claim wrote a pending approval just now
 	// (not one an earlier request wrote).
 	newPending bool
+	// over is the budget budget.lua found the claim's charges would
+	// overspend (budgets.go); nil when reserved or nothing to charge.
+	over *idempotency.BudgetExceeded
 }
 
 // claimRecord is the record's claim: one script, and the record's key name
@@ -94,6 +105,14 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 	if s.keys.usesPointer(req.Step) {
 		calls = append(calls, call(pointScript, []string{s.keys.pointer(req.Scope)}, pointArgs{Record: record, TTLMS: max(args.LockMS, args.TimeoutMS+args.UseMS) + args.ReplayMS}))
 	}
+	charging := len(req.Charges) > 0 && !holderOnly
+	if charging { // in the same pipeline: no round trip of its own
+		bc, err := s.budgetCall(req, record, false)
+		if err != nil {
+			return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		}
+		calls = append(calls, bc)
+	}
 	cmds, acked, err := s.evalReplicated(ctx, calls...)
 	if err != nil {
 		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
@@ -124,7 +143,17 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
 	newPending := d.Outcome == idempotency.OutcomeAwaitingApproval && d.ExecutionID == req.ExecutionID
-	return recordClaim{d: d, record: record, consumed: consumed, newPending: newPending}, nil
+	c := recordClaim{d: d, record: record, consumed: consumed, newPending: newPending}
+	if charging {
+		reply, err := cmds[len(cmds)-1].StringSlice()
+		if err == nil {
+			c.over, err = budgetReply(req, reply)
+		}
+		if err != nil {
+			return recordClaim{}, fmt.Errorf("redisstore: claim %v: budget: %w", req.Scope, err)
+		}
+	}
+	return c, nil
 }
 
 func validateClaim(req idempotency.ClaimRequest) error {

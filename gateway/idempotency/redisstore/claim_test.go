@@ -58,3 +58,34 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClaimBudget is BenchmarkClaimComplete without and with one
+// budget charge (a calendar window, whose running total the script
+// reads): the charge runs in the claim's pipeline, so it adds script
+// time, not a round trip.
+func BenchmarkClaimBudget(b *testing.B) {
+	for _, charged := range []bool{false, true} {
+		b.Run(map[bool]string{false: "none", true: "one-budget"}[charged], func(b *testing.B) {
+			client := testClient(b)
+			store := New(client, Options{Prefix: uniquePrefix(b, client)})
+			ctx := b.Context()
+			i := 0
+			for b.Loop() {
+				req := benchRequest(i)
+				if charged {
+					now := time.Now()
+					req.Charges = []idempotency.Charge{{Bucket: "bench|t:bench|w:day", Budget: "bench", Limit: 1 << 50, Cost: 1_000_000,
+						At: now, Since: now.Add(-time.Hour), Retain: 48 * time.Hour}}
+				}
+				d, err := store.Claim(ctx, req)
+				if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+					b.Fatalf("claim: %v %v", d.Outcome, err)
+				}
+				if err := store.Complete(ctx, d.Lease, benchResponse, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

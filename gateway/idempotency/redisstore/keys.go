@@ -21,6 +21,8 @@ import (
 //	<prefix>S{HS(tenant,session)}<step index>  step guard entry: the holder's execution id and tool
 //	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
 //	<prefix>A{H(approval id)}<approval id>     approval index → record key name (approvals.go)
+//	<prefix>C<record name after R>             hash: budget bucket key names the record charged → its created µs (budget.lua)
+//	<prefix>B{<bucket>}                        budget bucket (hash: <record key>|<created µs> → "cost:at µs"; "=" → running total)
 //	<prefix>O{outbox}  receipt outbox (hash: execution id → entry, outbox.go);
 //	                   on Cluster one per record tag, <prefix>O{tag}
 //

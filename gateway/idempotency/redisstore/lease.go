@@ -112,7 +112,8 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 	if err := s.ready(ctx); err != nil {
 		return ownedResult("release", lease, 0, err)
 	}
-	ok, err := s.evalInt(ctx, call(releaseScript, []string{s.keys.record(lease.Scope, lease.Step)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant)}))
+	rec := s.keys.record(lease.Scope, lease.Step)
+	ok, err := s.evalInt(ctx, call(releaseScript, []string{rec, s.keys.charged(rec)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant)}))
 	if err == nil && ok == 1 && lease.Effect != nil {
 		// The record is released either way: a reservation left behind
 		// names a record that is gone, counts for nothing, and the next

@@ -213,7 +213,7 @@ func (s *Store) DropReconciled(ctx context.Context, scope idempotency.Scope, own
 	if err != nil {
 		return leaseLostIfMissing(err)
 	}
-	ok, err := s.evalInt(ctx, call(reconcileDropScript, []string{key, s.keys.reconcileKey(key)},
+	ok, err := s.evalInt(ctx, call(reconcileDropScript, []string{key, s.keys.reconcileKey(key), s.keys.charged(key)},
 		reconcileDropArgs{Owner: owner, Fence: strconv.FormatInt(fencingToken, 10), stepArgs: s.keys.stepArgs(scope.Tenant)}))
 	if err != nil {
 		return fmt.Errorf("redisstore: drop reconciled %v: %w", scope, err)

@@ -31,4 +31,5 @@ var (
 	effectDropScript  = redisscript.MustLoad(luaFiles, "effect_drop")
 	restoreScript     = redisscript.MustLoad(luaFiles, "restore")
 	withdrawScript    = redisscript.MustLoad(luaFiles, "withdraw")
+	budgetScript      = redisscript.MustLoad(luaFiles, "budget")
 )

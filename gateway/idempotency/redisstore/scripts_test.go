@@ -30,6 +30,7 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"effect_drop":        effectDropArgs{},
 	"restore":            restoreArgs{},
 	"withdraw":           withdrawArgs{},
+	"budget":             budgetArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.

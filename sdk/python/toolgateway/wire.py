@@ -69,6 +69,7 @@ CODE_IDEMPOTENCY_KEY_MISMATCH: Final = "idempotency_key_mismatch"
 CODE_IDEMPOTENCY_KEY_REUSED: Final = "idempotency_key_reused"
 CODE_STEP_CONFLICT: Final = "step_conflict"
 CODE_EFFECT_CONFLICT: Final = "effect_conflict"
+CODE_BUDGET_EXCEEDED: Final = "budget_exceeded"
 CODE_RATE_LIMITED: Final = "rate_limited"
 CODE_TOOL_FAILED: Final = "tool_failed"
 CODE_UPSTREAM_UNREACHABLE: Final = "upstream_unreachable"
@@ -119,6 +120,11 @@ META_IDEMPOTENCY_NONE: Final = "none"
 #: name, e.g. "host:claudecode/toolUseId").
 META_IDENTITY_GATEWAY: Final = "gateway"
 META_IDENTITY_HOST_PREFIX: Final = "host:"
+#: ... or, for a call without identity, its fingerprint (person, tool,
+#: arguments, dedupe window).
+META_IDENTITY_FINGERPRINT: Final = "fingerprint"
+#: The prefix of a fingerprint-keyed call's session: "fp:" + the principal.
+FINGERPRINT_SESSION_PREFIX: Final = "fp:"
 
 # JSON-RPC error codes of the MCP endpoint.
 RPC_INVALID_PARAMS: Final = -32602

@@ -113,6 +113,7 @@ export const CodeIdempotencyKeyReused = "idempotency_key_reused";
 export const CodeStepConflict = "step_conflict";
 /** Another call holds the tool's effect key value with other arguments (409). */
 export const CodeEffectConflict = "effect_conflict";
+export const CodeBudgetExceeded = "budget_exceeded";
 /** The tenant is over its rate or concurrency limit (429). */
 export const CodeRateLimited = "rate_limited";
 /** The tool failed; nothing was recorded (500). */
@@ -184,6 +185,10 @@ export const MetaIdempotencyNone = "none";
 export const MetaIdentityGateway = "gateway";
 /** The prefix of {@link MetaIdentity} when a host's call id keyed the call (`"host:claudecode/toolUseId"`). */
 export const MetaIdentityHostPrefix = "host:";
+/** The value of {@link MetaIdentity} when a call without identity was keyed on its fingerprint (person, tool, arguments, dedupe window). */
+export const MetaIdentityFingerprint = "fingerprint";
+/** The prefix of a fingerprint-keyed call's session: `"fp:"` + the caller's principal. */
+export const FingerprintSessionPrefix = "fp:";
 
 // JSON-RPC error codes of the MCP endpoint.
 

@@ -172,3 +172,62 @@ tools:
   }
   assert.deepEqual(calls, ["acme"], "the tool ran once, as the token's tenant");
 });
+
+test("a chat host's identityless calls (no _meta identity, an OAuth token) run once per person and window", async () => {
+  const dir = tempDir("tsidentityless-");
+  const port = await closedPort();
+  const gatewayURL = `http://127.0.0.1:${port}`;
+  const provider = await startProvider(`${gatewayURL}/mcp`);
+  const runs: string[] = [];
+  const upstream = await localServer((_req, body, res) => {
+    runs.push(body);
+    setTimeout(() => {
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify({ refunded: true }));
+    }, 200);
+  });
+  cleanups.push(() => upstream.close());
+  // No mcp.identityless: with auth.oidc the default is fingerprint.
+  const gateway = await startGateway(
+    dir,
+    `store:
+  path: ${join(dir, "gw.db")}
+auth:
+  oidc:
+    issuer: ${provider.issuer}
+    audience: ${gatewayURL}/mcp
+    tenant_claim: org_id
+tools:
+  - name: refund
+    http:
+      url: ${upstream.url}/refund
+`,
+    `127.0.0.1:${port}`,
+  );
+  cleanups.push(() => gateway.kill());
+
+  const auth = new HostAuth(provider);
+  const endpoint = new URL(`${gateway.url}/mcp`);
+  await assert.rejects(new McpClient({ name: "host", version: "1.0.0" }).connect(new StreamableHTTPClientTransport(endpoint, { authProvider: auth })), UnauthorizedError);
+  const transport = new StreamableHTTPClientTransport(endpoint, { authProvider: auth });
+  await transport.finishAuth(auth.code);
+  const client = new McpClient({ name: "host", version: "1.0.0" });
+  await client.connect(transport);
+  type Result = { isError?: boolean; content: Array<{ type: string; text?: string }>; _meta?: Record<string, unknown> };
+  try {
+    // Regenerate 5 times: the first runs, the others replay it, and say so.
+    for (let i = 0; i < 5; i++) {
+      const result = (await client.callTool({ name: "refund", arguments: { amount: 5 } })) as Result;
+      assert.ok(!result.isError, JSON.stringify(result));
+      assert.equal(result._meta?.[wire.MetaIdentity], wire.MetaIdentityFingerprint);
+      assert.equal(result._meta?.[wire.MetaReplayed], i > 0);
+      if (i > 0) assert.match(result.content[0]?.text ?? "", /^This exact call .* already ran at /);
+    }
+    // 8 at once (a connector retrying a dropped stream): one run.
+    const concurrent = await Promise.all(Array.from({ length: 8 }, () => client.callTool({ name: "refund", arguments: { amount: 6 } }) as Promise<Result>));
+    for (const result of concurrent) assert.ok(!result.isError, JSON.stringify(result));
+  } finally {
+    await client.close();
+  }
+  assert.deepEqual(runs, ['{"amount":5}', '{"amount":6}'], "each call ran once at the upstream");
+});

@@ -3,14 +3,17 @@
 --
 -- Returns 1, or 0 if there is no such record. Layout: see claim.lua.
 local rec = KEYS[1]  -- the record
+local charged = KEYS[2] -- its charged budget buckets (budget.lua)
 local step_head = ARGV[1] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[2] -- the record's tenant (its step key's tag hashes it)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 --#include held_step
+--#include release_charges
 
 local v = redis.call('GET', rec)
 if not v then return 0 end
-local _, _, _, _, _, rindex, rheld, rsession = struct.unpack(HEAD, v)
+local _, _, _, _, rcreated, rindex, rheld, rsession = struct.unpack(HEAD, v)
 redis.call('DEL', rec)
+release_charges(charged, rcreated)
 if rheld == 1 then redis.call('DEL', held_step(rsession, rindex)) end
 return 1

@@ -1,0 +1,192 @@
+package gatewaycmd
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/keyderive"
+)
+
+// TestBudgetHolderKilled runs the real gateway program with two refund
+// tools on budgets of 100, SIGKILLs it while a refund of 60 of each runs
+// at the upstream, and restarts it on the same store. The killed calls'
+// 60 stay reserved: a refund of 50 is refused with 40 remaining, before
+// and after their leases expire. The lease_expiry: unknown refund's
+// record turns UNKNOWN and keeps its 60 held; the lease_expiry: rerun
+// refund's retry takes its record over and runs it again without being
+// charged twice. What the upstream paid, counted once per key (the rerun
+// contract: the upstream deduplicates on the key), stays within each
+// budget. On the embedded store and on Redis.
+func TestBudgetHolderKilled(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "gateway")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
+	}
+	stores := map[string]func(dir string) string{
+		"embedded": func(dir string) string { return "  path: " + filepath.Join(dir, "gw.db") + "\n" },
+		"redis": func(string) string {
+			addr, prefix := redistest.Addr(t), redistest.Prefix("budkill")
+			t.Cleanup(func() {
+				c := redis.NewClient(&redis.Options{Addr: addr})
+				redistest.CleanPrefix(context.Background(), c, prefix)
+				_ = c.Close()
+			})
+			return "  redis_url: redis://" + addr + "/0\n  key_prefix: \"" + prefix + "\"\n"
+		},
+	}
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) {
+			var (
+				mu   sync.Mutex
+				paid = map[string]map[string]float64{} // by tool path: amount by Idempotency-Key
+				hang = make(chan struct{})
+			)
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var args struct{ Amount float64 }
+				body, _ := io.ReadAll(r.Body)
+				_ = json.Unmarshal(body, &args)
+				mu.Lock()
+				if paid[r.URL.Path] == nil {
+					paid[r.URL.Path] = map[string]float64{}
+				}
+				_, again := paid[r.URL.Path][r.Header.Get("Idempotency-Key")]
+				paid[r.URL.Path][r.Header.Get("Idempotency-Key")] = args.Amount
+				mu.Unlock()
+				if args.Amount == 60 && !again { // the first run of the 60: its gateway dies first
+					select {
+					case <-hang:
+					case <-r.Context().Done():
+					}
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"ok":true}`))
+			}))
+			t.Cleanup(func() { close(hang); up.Close() })
+			addr, dir := freeAddr(t), t.TempDir()
+			config := filepath.Join(dir, "gateway.yaml")
+			tool := func(name, expiry, budget string) string {
+				return "  - name: " + name + "\n    http:\n      url: " + up.URL + "/" + name + "\n    lease_expiry: " + expiry +
+					"\n    charges:\n      - budget: " + budget + "\n        cost: \"args.amount\"\n"
+			}
+			yaml := "listen: " + addr + "\nstore:\n" + store(dir) + "idempotency:\n  lock_ttl: 3s\ntools:\n" +
+				tool("refund-unknown", "unknown", "u") + tool("refund-rerun", "rerun", "r") +
+				"budgets:\n  - {name: u, limit: 100, window: {rolling: 24h}, scope: tenant}\n" +
+				"  - {name: r, limit: 100, window: {calendar: day}, scope: tenant}\n"
+			if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			first := startReplica(t, bin, config, addr)
+			if r := budgetCall(t, addr, "refund-unknown", "probe", `{"amount":0}`); r.status != http.StatusOK {
+				t.Fatalf("probe: %d %s", r.status, r.body)
+			}
+			for _, tool := range []string{"refund-unknown", "refund-rerun"} {
+				go func() { // answered by nobody: killed
+					if r := budgetCall(t, addr, tool, "holder", `{"amount":60}`); r.status != 0 {
+						t.Errorf("%s: the killed call answered %d %s", tool, r.status, r.body)
+					}
+				}()
+			}
+			waitFor(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(paid["/refund-unknown"]) == 2 && len(paid["/refund-rerun"]) == 1
+			})
+			first.kill()
+			startReplica(t, bin, config, addr)
+
+			exceeded := func(tool, session string) {
+				t.Helper()
+				r := budgetCall(t, addr, tool, session, `{"amount":50}`)
+				var p struct {
+					Code      string
+					Remaining float64
+				}
+				_ = json.Unmarshal(r.body, &p)
+				if r.status != http.StatusForbidden || p.Code != "budget_exceeded" || p.Remaining != 40 {
+					t.Fatalf("%s: 50 while the killed 60 is held: %d %s", tool, r.status, r.body)
+				}
+			}
+			exceeded("refund-unknown", "a")
+			exceeded("refund-rerun", "a")
+			// Once the dead leases expire: UNKNOWN stays held; the rerun
+			// takes over and runs again, charged once.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				r := budgetCall(t, addr, "refund-unknown", "holder", `{"amount":60}`)
+				if r.problemCode() == "outcome_unknown" {
+					break
+				}
+				if r.problemCode() != "request_in_progress" || time.Now().After(deadline) {
+					t.Fatalf("the killed unknown refund's retry: %d %s", r.status, r.body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			for {
+				r := budgetCall(t, addr, "refund-rerun", "holder", `{"amount":60}`)
+				if r.status == http.StatusOK {
+					break
+				}
+				if r.problemCode() != "request_in_progress" || time.Now().After(deadline) {
+					t.Fatalf("the killed rerun refund's retry: %d %s", r.status, r.body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			exceeded("refund-unknown", "b")
+			exceeded("refund-rerun", "b")
+			for _, tool := range []string{"refund-unknown", "refund-rerun"} {
+				if r := budgetCall(t, addr, tool, "c", `{"amount":40}`); r.status != http.StatusOK {
+					t.Fatalf("%s: the 40 left: %d %s", tool, r.status, r.body)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for path, byKey := range paid {
+				sum := 0.0
+				for _, amount := range byKey {
+					sum += amount
+				}
+				if sum != 100 {
+					t.Errorf("%s: the upstream paid %v (per key), want the budget's 100", path, sum)
+				}
+			}
+		})
+	}
+}
+
+// budgetCall calls tool with derived key headers (step 0 of the tool's
+// own session named session), answering at once.
+func budgetCall(t *testing.T, addr, tool, session, args string) reply {
+	t.Helper()
+	session = tool + "-" + session
+	key, err := keyderive.Key(session, 0, tool, []byte(args))
+	if err != nil {
+		t.Error(err)
+		return reply{}
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Agent-Session-Id", session)
+	req.Header.Set("Agent-Step-Index", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return reply{} // the killed holder's call
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: body}
+}
