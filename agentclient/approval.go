@@ -58,40 +58,67 @@ func asApprovalPending(problem *Error) error {
 	return pending
 }
 
+// DecisionOption changes how [Client.Approve] and [Client.Deny] send a
+// decision.
+type DecisionOption func(*decisionOptions)
+
+type decisionOptions struct {
+	token string
+}
+
+// DecidedBy sends the decision with token, the deciding person's own
+// bearer token (their OIDC access token at the gateway's provider), instead
+// of the client's. approver: caller means a person: the gateway refuses an
+// agent's static token (403 not_an_approver), so an agent cannot approve
+// its own calls.
+func DecidedBy(token string) DecisionOption {
+	return func(o *decisionOptions) { o.token = token }
+}
+
 // Approve approves the approval id for the caller's own human: the answer
-// to an approval of a rule with approver: caller, sent with the client's
-// (the tenant's) token to POST /api/tools/v1/approvals/{id}/approve. note
-// is optional. The gateway answers 403 approval_not_yours (an *Error) for
-// an approval an operator decides or another tenant's, and 409
-// approval_not_pending for one decided already. Approving runs nothing: the
-// runtime's next Call of the same step runs the call, once.
-func (c *Client) Approve(ctx context.Context, id, note string) error {
-	return c.decide(ctx, id, "approve", note)
+// to an approval of a rule with approver: caller, sent to POST
+// /api/tools/v1/approvals/{id}/approve with the person's token given with
+// [DecidedBy] (the client's token without it, which the gateway refuses:
+// 403 not_an_approver, an *Error). note is optional. The gateway answers
+// 403 not_an_approver for a decider who is no person or not one of the
+// rule's approvers, 403 approval_not_yours for an approval an operator
+// decides or another tenant's, and 409 approval_not_pending for one decided
+// already. Approving runs nothing: the runtime's next Call of the same step
+// runs the call, once.
+func (c *Client) Approve(ctx context.Context, id, note string, opts ...DecisionOption) error {
+	return c.decide(ctx, id, "approve", note, opts)
 }
 
 // Deny denies the approval id for the caller's own human, as [Client.Approve]
-// approves it; the call then answers 403 approval_denied with note as its
-// reason.
-func (c *Client) Deny(ctx context.Context, id, note string) error {
-	return c.decide(ctx, id, "deny", note)
+// approves it; note is required (the gateway answers 400 without one), and
+// the call then answers 403 approval_denied with note as its reason.
+func (c *Client) Deny(ctx context.Context, id, note string, opts ...DecisionOption) error {
+	return c.decide(ctx, id, "deny", note, opts)
 }
 
 // Approve is [Client.Approve] through the session's client.
-func (s *Session) Approve(ctx context.Context, id, note string) error {
-	return s.client.Approve(ctx, id, note)
+func (s *Session) Approve(ctx context.Context, id, note string, opts ...DecisionOption) error {
+	return s.client.Approve(ctx, id, note, opts...)
 }
 
 // Deny is [Client.Deny] through the session's client.
-func (s *Session) Deny(ctx context.Context, id, note string) error {
-	return s.client.Deny(ctx, id, note)
+func (s *Session) Deny(ctx context.Context, id, note string, opts ...DecisionOption) error {
+	return s.client.Deny(ctx, id, note, opts...)
 }
 
 // decide posts one decision. It is sent once: a decision is not
 // idempotent in its answer (a second one is approval_not_pending), so a
 // lost answer is the caller's to check rather than this method's to retry.
-func (c *Client) decide(ctx context.Context, id, decision, note string) error {
+func (c *Client) decide(ctx context.Context, id, decision, note string, opts []DecisionOption) error {
 	if c.err != nil {
 		return c.err
+	}
+	options := decisionOptions{token: c.token}
+	for _, opt := range opts {
+		opt(&options)
+	}
+	if err := checkToken(options.token); err != nil {
+		return fmt.Errorf("agentclient: %s approval: %w", decision, err)
 	}
 	if id == "" {
 		return fmt.Errorf("agentclient: %s: empty approval id", decision)
@@ -109,8 +136,8 @@ func (c *Client) decide(ctx context.Context, id, decision, note string) error {
 	}
 	req.Header.Set("Content-Type", wire.MediaTypeJSON)
 	req.Header.Set("Accept", wire.MediaTypeJSON+", "+wire.MediaTypeProblem)
-	if c.token != "" {
-		req.Header.Set(wire.HeaderAuthorization, "Bearer "+c.token)
+	if options.token != "" {
+		req.Header.Set(wire.HeaderAuthorization, "Bearer "+options.token)
 	}
 	resp, err := c.httpClient.Do(req)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/oidcauth"
+	"github.com/toolgateway/toolgateway/internal/oidctest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/builtin"
 	"github.com/toolgateway/toolgateway/wire"
@@ -25,7 +27,7 @@ const approvalsAdminToken = "approvals-admin-token"
 // decidingGateway serves a real gateway whose echo tool has decide rules:
 // {"approver":"operator"} waits for an operator, {"approver":"caller"} for
 // the caller's own human, {"deny":true} is denied, anything else runs.
-func decidingGateway(t *testing.T) (url string, set *builtin.Set) {
+func decidingGateway(t *testing.T, opts ...func(*gateway.Options)) (url string, set *builtin.Set) {
 	t.Helper()
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "gateway.db"), boltstore.Options{})
 	if err != nil {
@@ -47,8 +49,12 @@ func decidingGateway(t *testing.T) (url string, set *builtin.Set) {
 		t.Fatal(err)
 	}
 	adminSHA := sha256.Sum256([]byte(approvalsAdminToken))
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, AdminTokenSHA256: &adminSHA,
-		Decisions: map[string]*decide.Policy{builtin.EchoName: policy}})
+	options := gateway.Options{Store: store, Tools: registry, AdminTokenSHA256: &adminSHA,
+		Decisions: map[string]*decide.Policy{builtin.EchoName: policy}}
+	for _, opt := range opts {
+		opt(&options)
+	}
+	gw, err := gateway.NewServer(options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,20 +137,52 @@ func TestCallReturnsApprovalPendingAtOnceAndRunsOnceApproved(t *testing.T) {
 	}
 }
 
+// TestSessionApproveAndDenyCallerApprovals: approver: caller means a
+// person. The agent approving its own call with its static token is
+// refused (403 not_an_approver) and runs nothing, however often it tries;
+// a person's approval (their access token from a real OpenID provider,
+// sent with DecidedBy) runs the call once, and their denial reaches the
+// call with its note.
 func TestSessionApproveAndDenyCallerApprovals(t *testing.T) {
-	base, set := decidingGateway(t)
-	client := agentclient.New(base, agentclient.WithPreferWait(0))
+	const audience = "http://gateway.test/mcp"
+	const agentToken = "approvals-agent-token"
+	op := oidctest.Start(t, audience)
+	verifier, err := oidcauth.New(oidcauth.Config{Issuer: op.Issuer, Audience: audience, Tenant: "acme"}, oidcauth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, set := decidingGateway(t, func(o *gateway.Options) {
+		o.Tenants = append(o.Tenants, gateway.Tenant{Name: "acme", TokenSHA256: sha256.Sum256([]byte(agentToken))})
+		o.OIDC = verifier
+	})
+	client := agentclient.New(base, agentclient.WithToken(agentToken), agentclient.WithPreferWait(0))
 	session := client.Session("approvals-caller")
 	ctx := context.Background()
+	person := agentclient.DecidedBy(op.Token(t))
+
+	selfApproved := map[string]any{"approver": "caller", "amount": 0}
+	_, err = session.Call(ctx, 0, builtin.EchoName, selfApproved)
+	pending := pendingOf(t, err)
+	for range 3 {
+		var refused *agentclient.Error
+		if err := session.Approve(ctx, pending.ApprovalID, "I approve myself"); !errors.As(err, &refused) || refused.Code != wire.CodeNotAnApprover {
+			t.Fatalf("the agent's own Approve: %v, want 403 not_an_approver", err)
+		}
+		_, err = session.Call(ctx, 0, builtin.EchoName, selfApproved)
+		pendingOf(t, err)
+	}
+	if n := set.Executions(builtin.EchoName); n != 0 {
+		t.Fatalf("an agent approving its own call ran it %d times, want 0", n)
+	}
 
 	approved := map[string]any{"approver": "caller", "amount": 1}
-	_, err := session.Call(ctx, 1, builtin.EchoName, approved)
-	pending := pendingOf(t, err)
-	if err := session.Approve(ctx, pending.ApprovalID, "yes, that one"); err != nil {
+	_, err = session.Call(ctx, 1, builtin.EchoName, approved)
+	pending = pendingOf(t, err)
+	if err := session.Approve(ctx, pending.ApprovalID, "yes, that one", person); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	var problem *agentclient.Error
-	if err := session.Approve(ctx, pending.ApprovalID, ""); !errors.As(err, &problem) || problem.Code != wire.CodeApprovalNotPending {
+	if err := session.Approve(ctx, pending.ApprovalID, "", person); !errors.As(err, &problem) || problem.Code != wire.CodeApprovalNotPending {
 		t.Fatalf("approving twice: %v, want approval_not_pending", err)
 	}
 	result, err := session.Call(ctx, 1, builtin.EchoName, approved)
@@ -158,7 +196,7 @@ func TestSessionApproveAndDenyCallerApprovals(t *testing.T) {
 	denied := map[string]any{"approver": "caller", "amount": 2}
 	_, err = session.Call(ctx, 2, builtin.EchoName, denied)
 	pending = pendingOf(t, err)
-	if err := session.Deny(ctx, pending.ApprovalID, "not today"); err != nil {
+	if err := session.Deny(ctx, pending.ApprovalID, "not today", person); err != nil {
 		t.Fatalf("Deny: %v", err)
 	}
 	_, err = session.Call(ctx, 2, builtin.EchoName, denied)

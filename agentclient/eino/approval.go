@@ -20,7 +20,9 @@ import (
 type ApprovalInterrupt struct {
 	// ApprovalID is the gateway's approval id (a ULID): what the operator
 	// decides (admin API, console), or, for a rule with approver: caller,
-	// what the app answers with [agentclient.Client.Approve] or Deny.
+	// what the app answers with [agentclient.Client.Approve] or Deny with
+	// the deciding person's own token ([agentclient.DecidedBy]: an agent's
+	// token cannot approve its own call).
 	ApprovalID string
 	// ExpiresAt is when the approval expires undecided (zero when the
 	// gateway did not say).

@@ -29,7 +29,7 @@ func TestApprovalInterruptsTheRunAndResumesOnce(t *testing.T) {
 	decide := func(t *testing.T, id, decision string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost,
-			fmt.Sprintf("%s/admin/v1/approvals/%s/%s", gatewayURL, id, decision), strings.NewReader(`{"by":"ops@example"}`))
+			fmt.Sprintf("%s/admin/v1/approvals/%s/%s", gatewayURL, id, decision), strings.NewReader(`{"by":"ops@example","note":"not this one"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestApprovalInterruptsTheRunAndResumesOnce(t *testing.T) {
 		decide(t, id, "deny")
 		results := startAgent(t, config).finish(t)
 		checkExecutions(t, upstream, "deny-1")
-		want := "This call of provision was NOT run: it was denied by ops@example"
+		want := "This call of provision was NOT run: it was denied by token:admin: not this one"
 		if len(results) != 1 || !strings.HasPrefix(results[0], want) {
 			t.Errorf("the model saw %q", results)
 		}

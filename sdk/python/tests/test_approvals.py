@@ -1,18 +1,23 @@
 """Approvals against the real gateway binary: a tool whose decide rules hold a
 call for a human raises ApprovalPendingError at once (no retry), the same call
-runs once after the operator (admin API) or the caller's human
-(Client.approve) approves, and a denied call raises approval_denied. The
+runs once after a person approves (the operator through the admin API, or
+the app's user with their own access token from a real OpenID provider),
+an agent's own
+Client.approve is refused (403 not_an_approver) and runs nothing. The
 upstream counts the executions."""
 
+import base64
 import hashlib
 import http.server
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 import urllib.request
 
 from _support import go_binary
@@ -21,6 +26,7 @@ from test_e2e import Gateway
 from toolgateway import ApprovalPendingError, Client, GatewayError, canonicalize, wire
 
 TOKEN = "py-approvals-token"
+AUDIENCE = "http://toolgateway.test/approvals"
 ADMIN = "py-approvals-admin"
 
 
@@ -53,13 +59,21 @@ class ApprovalsTest(unittest.TestCase):
         cls.upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
         threading.Thread(target=cls.upstream.serve_forever, daemon=True).start()
         cls.binary = go_binary("./cmd/gateway")
+        # A real OpenID provider (internal/cmd/testop): a person's access
+        # token is what decides an approver: caller rule.
+        cls.provider = subprocess.Popen(
+            [go_binary("./internal/cmd/testop"), "-audience", AUDIENCE, "-client-id", "unused",
+             "-client-secret", "unused", "-redirect-url", "http://127.0.0.1:1/cb"],
+            stdout=subprocess.PIPE, text=True)
+        cls.issuer = json.loads(cls.provider.stdout.readline())["issuer"]
         cls.dir = tempfile.mkdtemp(prefix="toolgateway-py-approvals-")
         cls.config = os.path.join(cls.dir, "gateway.yaml")
         with open(cls.config, "w") as f:
             f.write("listen: 127.0.0.1:0\n"
                     "log_level: info\n"
                     "store:\n  path: store/gateway.db\n"
-                    "auth:\n  tenants:\n    - name: py-approvals\n"
+                    f"auth:\n  oidc:\n    issuer: {cls.issuer}\n    audience: {AUDIENCE}\n    tenant_claim: org_id\n"
+                    "  tenants:\n    - name: py-approvals\n"
                     f"      token_sha256: {hashlib.sha256(TOKEN.encode()).hexdigest()}\n"
                     f"admin:\n  token_sha256: {hashlib.sha256(ADMIN.encode()).hexdigest()}\n"
                     "tools:\n  - name: refund\n    lease_expiry: unknown\n"
@@ -74,6 +88,8 @@ class ApprovalsTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.gateway.kill()
+        cls.provider.kill()
+        cls.provider.wait()
         cls.upstream.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
@@ -85,6 +101,17 @@ class ApprovalsTest(unittest.TestCase):
     def runs(self, args: dict) -> int:
         with _Upstream.lock:
             return _Upstream.runs.get(canonicalize(args).decode(), 0)
+
+    def person_token(self) -> str:
+        """An access token of the provider's service user, tenant
+        py-approvals (org_id from the org: scope)."""
+        request = urllib.request.Request(
+            self.issuer.rstrip("/") + "/oauth/token",
+            data=urllib.parse.urlencode({"grant_type": "client_credentials", "scope": "org:py-approvals"}).encode(),
+            headers={"Authorization": "Basic " + base64.b64encode(b"sid1:verysecret").decode(),
+                     "Content-Type": "application/x-www-form-urlencoded"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())["access_token"]
 
     def operator_approves(self, approval_id: str) -> None:
         request = urllib.request.Request(
@@ -120,28 +147,26 @@ class ApprovalsTest(unittest.TestCase):
         self.assertEqual(first.body, second.body)
         self.assertEqual(self.runs(args), 1)
 
-    def test_caller_approves_and_denies(self):
+    def test_caller_approval_needs_a_person(self):
+        # approver: caller means a person: the agent approving its own call
+        # with its static token gets 403 not_an_approver and nothing runs,
+        # however often it tries; a person's approval (their own access
+        # token from a real OpenID provider) runs the call once.
         session = self.client().session("py-approvals-caller")
         with self.assertRaises(ApprovalPendingError) as caught:
             session.call(1, "refund", {"amount": 500})
-        session.approve(caught.exception.approval_id, "yes, that one")
-        with self.assertRaises(GatewayError) as twice:
-            session.approve(caught.exception.approval_id)
-        self.assertEqual(twice.exception.code, wire.CODE_APPROVAL_NOT_PENDING)
+        for _ in range(3):
+            with self.assertRaises(GatewayError) as refused:
+                session.approve(caught.exception.approval_id, "I approve myself")
+            self.assertEqual((refused.exception.status, refused.exception.code), (403, wire.CODE_NOT_AN_APPROVER))
+            with self.assertRaises(ApprovalPendingError):
+                session.call(1, "refund", {"amount": 500})
+        self.assertEqual(self.runs({"amount": 500}), 0)
+
+        session.approve(caught.exception.approval_id, "a person checked it", token=self.person_token())
         result = session.call(1, "refund", {"amount": 500})
+        self.assertFalse(result.replayed)
         self.assertEqual(self.runs({"amount": 500}), 1)
-
-        with self.assertRaises(ApprovalPendingError) as caught:
-            session.call(2, "refund", {"amount": 600})
-        session.deny(caught.exception.approval_id, "not today")
-        with self.assertRaises(GatewayError) as denied:
-            session.call(2, "refund", {"amount": 600})
-        self.assertNotIsInstance(denied.exception, ApprovalPendingError)
-        self.assertEqual((denied.exception.status, denied.exception.code), (403, wire.CODE_APPROVAL_DENIED))
-        self.assertEqual((denied.exception.reason, denied.exception.by), ("not today", "py-approvals"))
-        self.assertEqual(denied.exception.approval_id, caught.exception.approval_id)
-        self.assertEqual(self.runs({"amount": 600}), 0)
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -121,25 +121,33 @@ def approval_request(tool: str, args: Any, pending: ApprovalPendingError) -> Dic
 
 def answer_of(resume: Any) -> Optional[Dict[str, Any]]:
     """A human's answer given to a runtime's resume: ``True``/``False`` or
-    ``{"approved": bool, "note": str}``; anything else is no answer (None)."""
+    ``{"approved": bool, "note": str, "token": str}`` (``token``: the
+    deciding person's own access token); anything else is no answer (None)."""
     if isinstance(resume, bool):
-        return {"approved": resume, "note": None}
+        return {"approved": resume, "note": None, "token": None}
     if isinstance(resume, Mapping) and isinstance(resume.get("approved"), bool):
-        note = resume.get("note")
-        return {"approved": resume["approved"], "note": note if isinstance(note, str) else None}
+        note, token = resume.get("note"), resume.get("token")
+        return {"approved": resume["approved"], "note": note if isinstance(note, str) else None,
+                "token": token if isinstance(token, str) else None}
     return None
 
 
 def decide(session: Session, approval_id: str, answer: Dict[str, Any]) -> bool:
-    """Send a human's answer (from :func:`answer_of`) as the caller's
-    decision. Returns False when the gateway says the caller may not decide
-    it (an operator's approval: ``approval_not_yours``); an approval decided
-    already (a run that crashed after answering) counts as sent."""
+    """Send a person's answer (from :func:`answer_of`) as the caller's
+    decision, with the person's own token. ``approver: caller`` means a
+    person: an answer without ``token`` is the app's, not a person's, and
+    is never sent with the agent's token (the gateway would refuse it, 403
+    not_an_approver): it returns False, like an approval the caller may
+    not decide (an operator's: ``approval_not_yours``), and the adapter
+    only checks again. An approval decided already (a run that crashed
+    after answering) counts as sent."""
+    if not answer.get("token"):
+        return False
     try:
         if answer["approved"]:
-            session.approve(approval_id, answer.get("note"))
+            session.approve(approval_id, answer.get("note"), token=answer["token"])
         else:
-            session.deny(approval_id, answer.get("note"))
+            session.deny(approval_id, answer.get("note"), token=answer["token"])
     except GatewayError as err:
         if err.code == wire.CODE_APPROVAL_NOT_PENDING:
             return True
@@ -151,11 +159,13 @@ def decide(session: Session, approval_id: str, answer: Dict[str, Any]) -> bool:
 
 async def adecide(session: AsyncSession, approval_id: str, answer: Dict[str, Any]) -> bool:
     """:func:`decide`, awaited."""
+    if not answer.get("token"):
+        return False
     try:
         if answer["approved"]:
-            await session.approve(approval_id, answer.get("note"))
+            await session.approve(approval_id, answer.get("note"), token=answer["token"])
         else:
-            await session.deny(approval_id, answer.get("note"))
+            await session.deny(approval_id, answer.get("note"), token=answer["token"])
     except GatewayError as err:
         if err.code == wire.CODE_APPROVAL_NOT_PENDING:
             return True

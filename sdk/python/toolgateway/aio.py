@@ -105,14 +105,14 @@ class AsyncClient:
             return err
         return self._client._answer(call, attempt, response.status_code, response.headers, response.content)
 
-    async def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+    async def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`toolgateway.Client.approve`, awaited."""
-        call = self._client._decision_call(approval_id, "approve", note)
+        call = self._client._decision_call(approval_id, "approve", note, token)
         self._client._decision_outcome(call, await self._attempt(call, 1))
 
-    async def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+    async def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`toolgateway.Client.deny`, awaited."""
-        call = self._client._decision_call(approval_id, "deny", note)
+        call = self._client._decision_call(approval_id, "deny", note, token)
         self._client._decision_outcome(call, await self._attempt(call, 1))
 
     def session(self, session_id: str) -> "AsyncSession":
@@ -147,10 +147,10 @@ class AsyncSession:
                 return outcome
             await self.client._sleep(sync._next_wait(call, outcome, attempt, started))
 
-    async def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+    async def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`AsyncClient.approve` through this session's client."""
-        await self.client.approve(approval_id, note)
+        await self.client.approve(approval_id, note, token=token)
 
-    async def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+    async def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`AsyncClient.deny` through this session's client."""
-        await self.client.deny(approval_id, note)
+        await self.client.deny(approval_id, note, token=token)

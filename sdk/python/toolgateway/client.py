@@ -107,9 +107,7 @@ class Client:
                  initial_backoff: float = DEFAULT_INITIAL_BACKOFF, max_backoff: float = DEFAULT_MAX_BACKOFF,
                  prefer_wait: int = DEFAULT_PREFER_WAIT) -> None:
         self.base_url = _check_base_url(base_url)
-        if token is not None and (not isinstance(token, str) or not token
-                                  or any(c < "\x20" or c == "\x7f" for c in token)):
-            raise InvalidInputError("toolgateway: token must be a non-empty str without control characters")
+        _check_token(token)
         for name, number in (("timeout", timeout), ("max_elapsed", max_elapsed),
                              ("initial_backoff", initial_backoff), ("max_backoff", max_backoff)):
             if not isinstance(number, (int, float)) or isinstance(number, bool) or not number > 0:
@@ -142,39 +140,47 @@ class Client:
         """
         return Session(self, validate_session_id(session_id))
 
-    def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+    def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """Approve ``approval_id`` for the caller's own human: the answer to an
-        approval of a rule with ``approver: caller``, sent once with this
-        client's (the tenant's) token. Nothing runs now: the agent's next call
-        of the same step runs the call, once.
+        approval of a rule with ``approver: caller``, sent once with
+        ``token``, the deciding person's own bearer token (their OIDC access
+        token; this client's token without it, which the gateway refuses:
+        ``approver: caller`` means a person, 403 ``not_an_approver``).
+        Nothing runs now: the agent's next call of the same step runs the
+        call, once.
 
         Raises:
-            GatewayError: ``approval_not_yours`` (an operator decides it, or
-                another tenant's), ``approval_not_pending`` (decided already),
-                ``not_found``.
+            GatewayError: ``not_an_approver`` (no person's token, or not one
+                of the rule's approvers), ``approval_not_yours`` (an operator
+                decides it, or another tenant's), ``approval_not_pending``
+                (decided already), ``not_found``.
             GatewayConnectionError: no answer.
         """
-        self._decide(approval_id, "approve", note)
+        self._decide(approval_id, "approve", note, token)
 
-    def deny(self, approval_id: str, note: Optional[str] = None) -> None:
-        """Deny ``approval_id`` as :meth:`approve` approves it; the call then
-        raises ``approval_denied`` with ``note`` as its ``reason``."""
-        self._decide(approval_id, "deny", note)
+    def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
+        """Deny ``approval_id`` as :meth:`approve` approves it (a deny needs
+        a ``note``); the call then raises ``approval_denied`` with ``note``
+        as its ``reason``."""
+        self._decide(approval_id, "deny", note, token)
 
-    def _decide(self, approval_id: str, decision: str, note: Optional[str]) -> None:
+    def _decide(self, approval_id: str, decision: str, note: Optional[str], token: Optional[str]) -> None:
         # Sent once: a second decision answers approval_not_pending, so a
         # lost answer is the caller's to check, not this method's to retry.
-        call = self._decision_call(approval_id, decision, note)
+        call = self._decision_call(approval_id, decision, note, token)
         self._decision_outcome(call, self._attempt(call, 1))
 
-    def _decision_call(self, approval_id: str, decision: str, note: Optional[str]) -> "_Call":
+    def _decision_call(self, approval_id: str, decision: str, note: Optional[str],
+                       token: Optional[str] = None) -> "_Call":
         if not isinstance(approval_id, str) or not approval_id:
             raise InvalidInputError("toolgateway: approval_id must be a non-empty str")
         body = json.dumps({"note": note} if note else {}).encode()
         headers = {"Content-Type": wire.MEDIA_TYPE_JSON, "User-Agent": _USER_AGENT,
                    "Accept": wire.MEDIA_TYPE_JSON + ", " + wire.MEDIA_TYPE_PROBLEM}
-        if self.token:
-            headers[wire.HEADER_AUTHORIZATION] = "Bearer " + self.token
+        _check_token(token)
+        token = token or self.token
+        if token:
+            headers[wire.HEADER_AUTHORIZATION] = "Bearer " + token
         url = self.base_url + "/api/tools/v1/approvals/" + urllib.parse.quote(approval_id, safe="") + "/" + decision
         return _Call(url, body, headers, "", f"{decision} approval {approval_id}")
 
@@ -328,13 +334,21 @@ class Session:
         """
         return self.client._call(self.id, step, tool, args)
 
-    def approve(self, approval_id: str, note: Optional[str] = None) -> None:
+    def approve(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`Client.approve` through this session's client."""
-        self.client.approve(approval_id, note)
+        self.client.approve(approval_id, note, token=token)
 
-    def deny(self, approval_id: str, note: Optional[str] = None) -> None:
+    def deny(self, approval_id: str, note: Optional[str] = None, *, token: Optional[str] = None) -> None:
         """:meth:`Client.deny` through this session's client."""
-        self.client.deny(approval_id, note)
+        self.client.deny(approval_id, note, token=token)
+
+
+def _check_token(token: Any) -> None:
+    """Raise unless token is None or a bearer token; the token stays out of
+    the message (errors get logged)."""
+    if token is not None and (not isinstance(token, str) or not token
+                              or any(c < "\x20" or c == "\x7f" for c in token)):
+        raise InvalidInputError("toolgateway: token must be a non-empty str without control characters")
 
 
 def _should_retry(error: GatewayError) -> bool:

@@ -188,9 +188,10 @@ class OpenAIAgentsGateway:
                         raise answer
                     return _output(answer)
                 except ApprovalPendingError as pending:
-                    # The SDK let it run: its human approved (caller
-                    # approvals go to the gateway now), or an operator's
-                    # decision is still to come.
+                    # The SDK let it run: the app approved. That is no
+                    # person's decision (adecide sends nothing without a
+                    # person's token): still pending, it is raised, never
+                    # approved on the agent's behalf.
                     if ctx.is_tool_approved(name, call_id) and \
                             await _adapter.adecide(session, pending.approval_id, {"approved": True}):
                         answer = None

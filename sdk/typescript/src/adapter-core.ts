@@ -10,10 +10,8 @@
  * @internal
  */
 import type { Client, Result, Session, ToolDefinition } from "./client.js";
-import { GatewayError, type ApprovalPendingError } from "./errors.js";
 import { sessionIdFromParts } from "./runtimes.js";
 import { refusalText, resultOutcome, type ToolOutcome } from "./tool-outcome.js";
-import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
 
 /** The identity of one tool call: what the gateway's idempotency key is derived from. */
 export interface CallIdentity {
@@ -53,24 +51,6 @@ export async function callGateway(
     const text = refusalText(tool, identity.stepIndex, err);
     if (text === undefined) throw err;
     return { refused: true, text };
-  }
-}
-
-/**
- * Sends the runtime's approval of a call the gateway holds to its caller
- * endpoint (a rule with `approver: caller`), so the same call made again
- * runs once. An approval decided already (`approval_not_pending`: a run
- * that crashed after sending it) is fine; an operator's approval cannot be
- * decided so (`approval_not_yours`): `pending` is thrown, for the app to
- * resume later. Any other failure is thrown as it is.
- */
-export async function approveAsCaller(client: Client, pending: ApprovalPendingError): Promise<void> {
-  try {
-    await client.approve(pending.approvalId);
-  } catch (decision) {
-    const code = decision instanceof GatewayError ? decision.code : "";
-    if (code === CodeApprovalNotYours) throw pending;
-    if (code !== CodeApprovalNotPending) throw decision;
   }
 }
 

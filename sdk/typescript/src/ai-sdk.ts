@@ -16,6 +16,7 @@
  * @module
  */
 import {
+  asSchema,
   jsonSchema,
   tool,
   wrapLanguageModel,
@@ -29,7 +30,8 @@ import {
   type ToolSet,
 } from "ai";
 
-import { approveAsCaller, ConversationTools } from "./adapter-core.js";
+import { ConversationTools } from "./adapter-core.js";
+import { canonicalize } from "./canonical.js";
 import type { Client, Session, ToolDefinition } from "./client.js";
 import { ApprovalPendingError } from "./errors.js";
 import type { ToolOutcome } from "./tool-outcome.js";
@@ -73,20 +75,6 @@ function toolCallsOf(message: ModelMessage): { toolCallId: string; toolName: str
   return calls;
 }
 
-/** Whether the messages approve the call: a `tool-approval-request` for it answered by a `tool-approval-response` with `approved: true`. */
-function approvedInMessages(toolCallId: string, messages: readonly ModelMessage[]): boolean {
-  const requests = new Set<string>();
-  for (const message of messages) {
-    if (message.role !== "assistant" || typeof message.content === "string") continue;
-    for (const part of message.content) if (part.type === "tool-approval-request" && part.toolCallId === toolCallId) requests.add(part.approvalId);
-  }
-  for (const message of messages) {
-    if (message.role !== "tool") continue;
-    for (const part of message.content) if (part.type === "tool-approval-response" && part.approved && requests.has(part.approvalId)) return true;
-  }
-  return false;
-}
-
 /**
  * The gateway's tools for one conversation of an AI SDK app. Make one per
  * conversation (and per request handling it); see {@link aiSdkGateway}.
@@ -108,11 +96,14 @@ export class AiSdkGateway {
   readonly declarations: ToolSet;
   /** The definitions, the read-only tools, and each tool call's position in the model turn that made it (by tool call id, learnt from the model's responses). */
   readonly #core: ConversationTools<AiSdkToolDefinition>;
-  readonly #client: Client;
   /** Calls the approval check already made through the gateway: their outcome (or error) for `execute`, by tool call id. */
   readonly #settled = new Map<string, { outcome: ToolOutcome } | { error: unknown }>();
   /** The gateway's pending approval of each call it held, by tool call id. */
   readonly #held = new Map<string, ApprovalPendingError>();
+  /** The tool calls of the model's last turn, in order, as the wrapped model returned them. */
+  #turn: { toolCallId: string; toolName: string; input: string }[] = [];
+  /** The approval checks started for the calls of a turn at once: the arguments sent (canonical JSON) and the answer, by tool call id. */
+  readonly #started = new Map<string, { args: string; answer: Promise<{ outcome: ToolOutcome } | { error: unknown }> }>();
 
   constructor(client: Client, conversationId: string, definitions: Record<string, AiSdkToolDefinition> | readonly ToolDefinition[]) {
     this.#core = new ConversationTools(client, conversationId, definitions, (discovered) => ({
@@ -120,7 +111,6 @@ export class AiSdkGateway {
       inputSchema: jsonSchema(discovered.input_schema),
     }));
     this.session = this.#core.session;
-    this.#client = client;
     const tools: ToolSet = {};
     const declarations: ToolSet = {};
     for (const [name, definition] of Object.entries(this.#core.definitions)) {
@@ -154,23 +144,29 @@ export class AiSdkGateway {
    */
   model(model: AiSdkModel): AiSdkModel {
     const core = this.#core;
+    const learn = (turn: { toolCallId: string; toolName: string; input: string }[], part: { toolCallId: string; toolName: string; input: string }) => {
+      core.remember(part.toolCallId, turn.length);
+      turn.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+    };
     const middleware: LanguageModelMiddleware = {
-      async wrapGenerate({ doGenerate }) {
+      wrapGenerate: async ({ doGenerate }) => {
         const result = await doGenerate();
-        let position = 0;
-        for (const part of result.content) if (part.type === "tool-call") core.remember(part.toolCallId, position++);
+        const turn: { toolCallId: string; toolName: string; input: string }[] = [];
+        for (const part of result.content) if (part.type === "tool-call") learn(turn, part);
+        this.#turn = turn;
         return result;
       },
-      async wrapStream({ doStream }) {
+      wrapStream: async ({ doStream }) => {
         const result = await doStream();
-        let position = 0;
-        const learn = new TransformStream<(typeof result.stream extends ReadableStream<infer P> ? P : never)>({
+        const turn: { toolCallId: string; toolName: string; input: string }[] = [];
+        this.#turn = turn;
+        const learnParts = new TransformStream<(typeof result.stream extends ReadableStream<infer P> ? P : never)>({
           transform(part, controller) {
-            if (part.type === "tool-call") core.remember(part.toolCallId, position++);
+            if (part.type === "tool-call") learn(turn, part);
             controller.enqueue(part);
           },
         });
-        return { ...result, stream: result.stream.pipeThrough(learn) };
+        return { ...result, stream: result.stream.pipeThrough(learnParts) };
       },
     };
     return wrapLanguageModel({ model, middleware });
@@ -223,30 +219,71 @@ export class AiSdkGateway {
    */
   async #needsApproval(tool: string, input: unknown, toolCallId: string, messages: readonly ModelMessage[]): Promise<boolean> {
     if (this.#core.isReadOnly(tool)) return false;
-    try {
-      const outcome = await this.#core.outcome(tool, this.#step(tool, toolCallId, messages), input);
-      this.#settled.set(toolCallId, { outcome });
-    } catch (err) {
-      if (err instanceof ApprovalPendingError) {
-        this.#held.set(toolCallId, err);
-        return true;
-      }
-      this.#settled.set(toolCallId, { error: err });
+    // The AI SDK checks the calls of a turn one after another: each call's
+    // check starts the whole turn's gateway calls at once, so the turn's
+    // parallel calls stay parallel at the upstream.
+    await this.#startTurn(messages);
+    const started = this.#started.get(toolCallId);
+    this.#started.delete(toolCallId);
+    const answer =
+      started !== undefined && started.args === canonicalize(input)
+        ? await started.answer
+        : await this.#core.outcome(tool, this.#step(tool, toolCallId, messages), input).then(
+            (outcome) => ({ outcome }),
+            (error: unknown) => ({ error }),
+          );
+    if ("error" in answer && answer.error instanceof ApprovalPendingError) {
+      this.#held.set(toolCallId, answer.error);
+      return true;
     }
+    this.#settled.set(toolCallId, answer);
     return false;
+  }
+
+  /**
+   * Starts the gateway call of every call of the model's last turn not
+   * started yet (nor read-only), with its arguments as the AI SDK passes
+   * them to the tool (the model's input parsed and validated by the tool's
+   * schema). A call whose input does not parse or validate is left to the
+   * AI SDK, which reports it without a check.
+   */
+  async #startTurn(messages: readonly ModelMessage[]): Promise<void> {
+    for (const call of this.#turn) {
+      const definition = this.#core.definitions[call.toolName];
+      if (definition === undefined || this.#core.isReadOnly(call.toolName) || this.#started.has(call.toolCallId) || this.#settled.has(call.toolCallId)) continue;
+      let args: unknown;
+      try {
+        args = JSON.parse(call.input || "{}");
+        const schema = asSchema(definition.inputSchema);
+        if (schema.validate !== undefined) {
+          const validated = await schema.validate(args);
+          if (!validated.success) continue;
+          args = validated.value;
+        }
+      } catch {
+        continue;
+      }
+      const answer = this.#core.outcome(call.toolName, this.#step(call.toolName, call.toolCallId, messages), args).then(
+        (outcome) => ({ outcome }),
+        (error: unknown) => ({ error }),
+      );
+      this.#started.set(call.toolCallId, { args: canonicalize(args), answer });
+    }
   }
 
   /**
    * A call the SDK runs: after the approval check, or after the app
    * approved the call's `tool-approval-request` (a `tool-approval-response`
    * part with `approved: true`, usually in a new process, from the stored
-   * messages). If the gateway still holds the call and the messages hold
-   * the human's approval of it (never otherwise: an app's own
-   * `toolApproval` may skip the check), that approval is the answer: it is sent to the gateway (a rule with
-   * `approver: caller`) and the call made again with the same step, so it
-   * runs once. An operator's approval cannot be decided so: the call throws
-   * the {@link ApprovalPendingError} (generateText rejects, or the model
-   * reads it as a tool error, as the app's tools do); resume later.
+   * messages). The app's approval is no decision at the gateway: an agent
+   * cannot approve its own call (`approver: caller` means a person). The
+   * call is made again with the same step: if a person decided meanwhile
+   * (an operator in the console or admin API, or the app's human through
+   * `Client.approve(id, { token })` with their own token) it runs once, or
+   * the model reads the denial with its note; if the gateway still holds
+   * it, the call throws the {@link ApprovalPendingError} (generateText
+   * rejects, or the model reads it as a tool error, as the app's tools
+   * do): resume once a person decided.
    */
   async #execute(tool: string, input: unknown, options: ToolExecutionOptions<unknown>): Promise<unknown> {
     const settled = this.#settled.get(options.toolCallId);
@@ -258,13 +295,8 @@ export class AiSdkGateway {
       try {
         outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
       } catch (err) {
-        if (!(err instanceof ApprovalPendingError)) throw err;
-        this.#held.set(options.toolCallId, err);
-        // Only a human's answer in the runtime approves: not a call whose approval check the app's own `toolApproval` replaced.
-        if (!approvedInMessages(options.toolCallId, options.messages)) throw err;
-        await approveAsCaller(this.#client, err);
-        this.#held.delete(options.toolCallId);
-        outcome = await this.#core.outcome(tool, step, input, options.abortSignal);
+        if (err instanceof ApprovalPendingError) this.#held.set(options.toolCallId, err);
+        throw err;
       }
     }
     if (!outcome.ok) throw new Error(outcome.value);

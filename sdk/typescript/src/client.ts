@@ -39,7 +39,9 @@ export interface ClientOptions {
    * Seconds to send as `Prefer: wait=N` (default 10, at most 60, 0 to send
    * none): when the same call is still running (another replica, a
    * duplicate), the gateway waits up to N seconds for its outcome and
-   * answers it, instead of 409 at once.
+   * answers it, instead of 409 at once. A call held for a person's
+   * approval answers `approval_pending` at once all the same (the SDK
+   * never sends the `approval` preference).
    */
   preferWait?: number;
   /** Bound on HTTP attempts per call, the first included (default 8). */
@@ -66,10 +68,24 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Throws unless token is a valid bearer token; the token itself stays out of the message (errors get logged). */
+function checkToken(token: unknown): void {
+  if (typeof token !== "string" || !/^[\x21-\x7e]*$/.test(token)) {
+    throw new TypeError("toolgateway: the token must be a string of visible ASCII characters (0x21–0x7E)");
+  }
+}
+
 /** Options of {@link Client.approve} and {@link Client.deny}. */
 export interface DecisionOptions {
-  /** The human's note, kept with the decision (a denial's `reason`). */
+  /** The human's note, kept with the decision (a denial's `reason`; a deny needs one). */
   note?: string;
+  /**
+   * The deciding person's own bearer token (their OIDC access token at the
+   * gateway's provider), sent instead of the client's. `approver: caller`
+   * means a person: the gateway refuses a static agent token (403
+   * `not_an_approver`), so an agent cannot approve its own calls.
+   */
+  token?: string;
   /** Aborts the request. */
   signal?: AbortSignal;
 }
@@ -169,10 +185,7 @@ export class Client {
       );
     }
     this.baseUrl = url.href.replace(/\/+$/, "");
-    if (options.token !== undefined && (typeof options.token !== "string" || !/^[\x21-\x7e]*$/.test(options.token))) {
-      // The token itself stays out of the message: errors get logged.
-      throw new TypeError("toolgateway: the token must be a string of visible ASCII characters (0x21–0x7E)");
-    }
+    if (options.token !== undefined) checkToken(options.token);
     this.#token = options.token;
     this.#preferWait = Math.min(Math.max(Math.ceil(nonNegative("preferWait", options.preferWait, Defaults.preferWait)), 0), maxPreferWait);
     this.#maxAttempts = Math.max(1, Math.floor(nonNegative("maxAttempts", options.maxAttempts, Defaults.maxAttempts)));
@@ -212,12 +225,16 @@ export class Client {
   /**
    * Approves the approval `id` for the caller's own human: the answer to an
    * approval of a rule with `approver: caller`, sent once (no retries: a
-   * second decision answers `approval_not_pending`) with this client's (the
-   * tenant's) token to `POST /api/tools/v1/approvals/{id}/approve`. Nothing
-   * runs now: the agent's next call of the same step runs the call, once.
-   * Throws a {@link GatewayError}: `approval_not_yours` (an operator decides
-   * it, or another tenant's), `approval_not_pending` (decided already),
-   * `not_found`; a {@link NetworkError} when there is no answer.
+   * second decision answers `approval_not_pending`) to `POST
+   * /api/tools/v1/approvals/{id}/approve` with `options.token`, the
+   * person's own token (this client's token when none is given: the
+   * gateway refuses an agent's static token, 403 `not_an_approver`).
+   * Nothing runs now: the agent's next call of the same step runs the call,
+   * once. Throws a {@link GatewayError}: `not_an_approver` (no person's
+   * token, or not one of the rule's approvers), `approval_not_yours` (an
+   * operator decides it, or another tenant's), `approval_not_pending`
+   * (decided already), `not_found`; a {@link NetworkError} when there is no
+   * answer.
    */
   async approve(id: string, options: DecisionOptions = {}): Promise<void> {
     await this.#decide(id, "approve", options);
@@ -261,7 +278,9 @@ export class Client {
     if (typeof id !== "string" || id === "") throw new TypeError(`toolgateway: ${decision}: the approval id must be a non-empty string`);
     const url = `${this.baseUrl}/api/tools/v1/approvals/${encodeURIComponent(id)}/${decision}`;
     const headers: Record<string, string> = { "Content-Type": MediaTypeJSON, Accept: `${MediaTypeJSON}, ${MediaTypeProblem}` };
-    if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
+    const token = options.token ?? this.#token;
+    if (options.token !== undefined) checkToken(options.token);
+    if (token) headers[HeaderAuthorization] = `Bearer ${token}`;
     const body = JSON.stringify(options.note ? { note: options.note } : {});
     await this.#once("POST", url, { headers, body }, options.signal);
   }
@@ -278,6 +297,8 @@ export class Client {
       [HeaderStepIndex]: String(step),
     };
     if (this.#token) headers[HeaderAuthorization] = `Bearer ${this.#token}`;
+    // A call held for a person's approval still answers at once: without
+    // the "approval" preference the gateway waits only for a call in flight.
     if (this.#preferWait > 0) headers[HeaderPrefer] = `wait=${this.#preferWait}`;
     // Building the request checks the URL and the header values (all
     // checked already, the token in the constructor): a failure here is

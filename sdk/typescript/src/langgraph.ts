@@ -27,7 +27,7 @@ import { getCurrentTaskInput, interrupt } from "@langchain/langgraph";
 import { callGateway, readOnlyIdentity, type CallIdentity, type GatewayAnswer } from "./adapter-core.js";
 import type { Client, ToolDefinition } from "./client.js";
 import { ApprovalPendingError, GatewayError, InvalidInputError } from "./errors.js";
-import { CodeApprovalNotPending, CodeApprovalNotYours } from "./wire.js";
+import { CodeApprovalNotPending } from "./wire.js";
 import { deriveKey } from "./key.js";
 import { langgraphIdentity } from "./runtimes.js";
 
@@ -194,27 +194,31 @@ export interface ApprovalInterrupt {
 
 /**
  * The human's answer, given as `new Command({ resume: answer })`: `true` /
- * `false`, or `{ approved, note }`. Anything else (`null`, a string) is no
- * answer: the tool only checks again.
+ * `false`, or `{ approved, note, token }`. Anything else (`null`, a string)
+ * is no answer: the tool only checks again.
  *
- * On resume the tool makes the same call again (same step, same arguments):
- * for a rule with `approver: caller`, the answer is first sent to the
- * gateway with the client's token (`Client.approve` / `deny`), and the call
- * then runs once or comes back as a denial the model reads. For an
- * operator's approval the answer cannot decide it (the gateway answers
- * `approval_not_yours`): an approval runs the call if the operator approved
- * meanwhile, and otherwise pauses again at a new interrupt; a refusal ends
- * the call with a tool error message for the model saying the user
- * declined (nothing ran; the operator's approval stays pending until it
- * expires).
+ * `approver: caller` means a person, so the answer decides at the gateway
+ * only with `token`, the deciding person's own bearer token (their OIDC
+ * access token): it is sent to the caller endpoint (`Client.approve` /
+ * `deny` with `{ token }`) and the call then runs once or comes back as a
+ * denial the model reads. Without `token` the answer decides nothing (an
+ * agent's token cannot approve its own call: the gateway answers 403
+ * `not_an_approver`): an approval makes the same call again, which runs
+ * once if a person (an operator in the console or admin API) approved
+ * meanwhile, reads their denial with its note if they denied it, and
+ * otherwise throws the {@link ApprovalPendingError} (no new interrupt, so
+ * an app that approves everything itself cannot loop): resume once a
+ * person decided. A refusal without `token` ends the call with a tool
+ * message for the model saying the user declined (nothing ran; the
+ * approval stays pending until it expires).
  */
-export type ApprovalAnswer = boolean | { approved: boolean; note?: string };
+export type ApprovalAnswer = boolean | { approved: boolean; note?: string; token?: string };
 
-function answerOf(resume: unknown): { approved: boolean; note?: string } | undefined {
+function answerOf(resume: unknown): { approved: boolean; note?: string; token?: string } | undefined {
   if (typeof resume === "boolean") return { approved: resume };
   if (resume !== null && typeof resume === "object" && typeof (resume as { approved?: unknown }).approved === "boolean") {
-    const { approved, note } = resume as { approved: boolean; note?: unknown };
-    return typeof note === "string" ? { approved, note } : { approved };
+    const { approved, note, token } = resume as { approved: boolean; note?: unknown; token?: unknown };
+    return { approved, ...(typeof note === "string" ? { note } : {}), ...(typeof token === "string" ? { token } : {}) };
   }
   return undefined;
 }
@@ -224,8 +228,8 @@ function answerOf(resume: unknown): { approved: boolean; note?: string } | undef
  * while the call waits for a human's approval. LangGraph runs the tool again
  * from its start on resume, so the first call after a resume is the same
  * call with the same key: approved, it runs once; still pending, the
- * `interrupt()` returns the human's answer (the resume value), which is
- * sent to the gateway before calling once more.
+ * `interrupt()` returns the human's answer (the resume value), handled as
+ * {@link ApprovalAnswer} says.
  */
 async function callUntilDecided(
   client: Client,
@@ -234,8 +238,11 @@ async function callUntilDecided(
   args: unknown,
   signal: AbortSignal | undefined,
 ): Promise<GatewayAnswer> {
-  for (;;) {
-    let pending: ApprovalPendingError;
+  let pending: ApprovalPendingError;
+  let answer: ReturnType<typeof answerOf>;
+  // No answer (a resume before anyone decided) checks again and, still
+  // pending, pauses at a new interrupt.
+  do {
     try {
       return await callGateway(client, identity, tool, args, signal);
     } catch (err) {
@@ -251,22 +258,25 @@ async function callUntilDecided(
     };
     // Throws GraphInterrupt the first time (the run pauses at its
     // checkpoint); returns the resume value when the run is resumed.
-    const answer = answerOf(interrupt(request));
-    if (answer === undefined) continue;
+    answer = answerOf(interrupt(request));
+  } while (answer === undefined);
+  if (answer.token !== undefined) {
+    const decision = { token: answer.token, ...(answer.note !== undefined ? { note: answer.note } : {}), ...(signal ? { signal } : {}) };
     try {
-      if (answer.approved) await client.approve(pending.approvalId, { ...answer, signal });
-      else await client.deny(pending.approvalId, { ...answer, signal });
+      if (answer.approved) await client.approve(pending.approvalId, decision);
+      else await client.deny(pending.approvalId, decision);
     } catch (err) {
       // Decided already (a run that crashed after sending the answer): the
-      // call says how. An operator's approval: the runtime's human cannot
-      // decide it.
-      if (err instanceof GatewayError && err.code === CodeApprovalNotPending) continue;
-      if (!(err instanceof GatewayError && err.code === CodeApprovalNotYours)) throw err;
-      if (!answer.approved) {
-        return { refused: true, text: `This call of ${tool} was NOT run: the user declined it. Do not make it again.` };
-      }
+      // call says how. Anything else (not_an_approver, approval_not_yours)
+      // is thrown: the person's answer did not count.
+      if (!(err instanceof GatewayError && err.code === CodeApprovalNotPending)) throw err;
     }
+  } else if (!answer.approved) {
+    return { refused: true, text: `This call of ${tool} was NOT run: the user declined it. Do not make it again.` };
   }
+  // Checked once more: run once if approved, a denial's note for the model,
+  // or (still pending) the ApprovalPendingError thrown.
+  return callGateway(client, identity, tool, args, signal);
 }
 
 /**

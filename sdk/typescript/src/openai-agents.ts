@@ -29,7 +29,7 @@ import {
   type ToolInputParameters,
 } from "@openai/agents";
 
-import { approveAsCaller, ConversationTools } from "./adapter-core.js";
+import { ConversationTools } from "./adapter-core.js";
 import { NetworkError, type Client, type Session, type ToolDefinition } from "./client.js";
 import { ApprovalPendingError, GatewayError } from "./errors.js";
 import { runStateItems } from "./openai-agents-run-state.js";
@@ -116,7 +116,6 @@ export class OpenAIAgentsGateway {
   readonly tools: FunctionTool<any, any, string>[];
   /** The definitions, the read-only tools, and the step of each function call by call id (learnt from the model's responses or from a resumed RunState). */
   readonly #core: ConversationTools<OpenAIAgentsToolDefinition>;
-  readonly #client: Client;
   /** The arguments of each function call as the model wrote them, by call id. */
   readonly #arguments = new Map<string, string>();
   /** Calls the approval check already made through the gateway: their output (or error) for `execute`, by call id. */
@@ -135,7 +134,6 @@ export class OpenAIAgentsGateway {
       strict: false,
     }));
     this.session = this.#core.session;
-    this.#client = client;
     const onFailure = options.onFailure ?? "stop";
     this.tools = Object.entries(this.#core.definitions).map(([name, definition]) =>
       tool({
@@ -253,21 +251,18 @@ export class OpenAIAgentsGateway {
 
   /**
    * A call the SDK runs: after the approval check, or after the app
-   * approved the call's interruption (`state.approve`). If the gateway still
-   * holds the call for approval, the runtime's approval is the human's
-   * answer: it is sent to the gateway (a rule with `approver: caller`) and
-   * the call made again, so it runs once. An operator's approval cannot be
-   * decided so: the call throws the {@link ApprovalPendingError} and the run
-   * stops; the app resumes its stored RunState later.
+   * approved the call's interruption (`state.approve`). The app's approval
+   * is no decision at the gateway: an agent cannot approve its own call
+   * (`approver: caller` means a person). The call is made again: if a
+   * person decided meanwhile (an operator in the console or admin API, or
+   * the app's human through `Client.approve(id, { token })` with their own
+   * token) it runs once, or the model reads the denial with its note; if
+   * the gateway still holds it, the call throws the
+   * {@link ApprovalPendingError} and the run stops: the app resumes its
+   * stored RunState once a person decided.
    */
   async #executeApproved(tool: string, call: { callId: string; arguments: string } | undefined): Promise<string> {
-    try {
-      return await this.#execute(tool, call);
-    } catch (err) {
-      if (!(err instanceof ApprovalPendingError)) throw err;
-      await approveAsCaller(this.#client, err);
-      return this.#execute(tool, call);
-    }
+    return this.#execute(tool, call);
   }
 
   async #execute(tool: string, call: { callId: string; arguments: string } | undefined): Promise<string> {

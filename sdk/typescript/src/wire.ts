@@ -19,6 +19,8 @@ export const HeaderStepIndex = "Agent-Step-Index";
 export const HeaderAuthorization = "Authorization";
 /** `wait=N`: let the gateway wait up to N seconds for a call still in flight. */
 export const HeaderPrefer = "Prefer";
+/** The `Prefer` preference that opts a held call's `wait=N` into waiting for its approval's decision. */
+export const PreferApproval = "approval";
 /** W3C trace context. */
 export const HeaderTraceparent = "Traceparent";
 
@@ -97,6 +99,8 @@ export const CodeRecordNotResolvable = "record_not_resolvable";
 export const CodeInvalidAdminRequest = "invalid_admin_request";
 /** Admin API: the store cannot search or resolve (501). */
 export const CodeAdminUnsupported = "admin_unsupported";
+/** The receipts chain does not extend the signed checkpoint it is checked against (admin API). */
+export const CodeChainDiverged = "chain_diverged";
 /** The body exceeds the gateway's limit (413). */
 export const CodePayloadTooLarge = "payload_too_large";
 /** The body is not `application/json` (415). */
@@ -135,6 +139,12 @@ export const CodeApprovalPending = "approval_pending";
 export const CodeApprovalDenied = "approval_denied";
 /** The call's approval expired, pending or unused (403). */
 export const CodeApprovalExpired = "approval_expired";
+/** The decider may not decide this approval: no person (an agent's token on an `approver: caller` rule), or not one of the rule's approvers (403). */
+export const CodeNotAnApprover = "not_an_approver";
+/** The requester may not decide their own call (`approver: operator`, 403). */
+export const CodeSelfApproval = "self_approval";
+/** The rule or the tool changed since the approval: it is void and the next call asks anew (403). */
+export const CodeApprovalStale = "approval_stale";
 /** The tool is held: its MCP server changed its definition since it was pinned (409). */
 export const CodeToolChanged = "tool_changed";
 

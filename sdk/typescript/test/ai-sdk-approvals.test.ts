@@ -12,7 +12,7 @@ import { test } from "node:test";
 
 import { approvalStack } from "./approval-stack.js";
 
-const { executions, app, pendingApprovalOf, operatorDecides } = approvalStack("ai-sdk-approvals", "ai-sdk-agent.js", "approval");
+const { executions, app, pendingApprovalOf, operatorDecides, personApproves } = approvalStack("ai-sdk-approvals", "ai-sdk-agent.js", "approval");
 
 test("operator approval: tool-approval-request, kill -9 while paused, the operator approves, the stored messages resume in a new process: one execution", async () => {
   const first = app("ai-op", "big-1", 32);
@@ -42,11 +42,21 @@ test("operator denial: the resumed call reads the denial, nothing runs", async (
   assert.equal(executions.get("big-2"), undefined);
 });
 
-test("caller approval: a tool-approval-response in a new process reaches the gateway through the caller endpoint: one execution", async () => {
+// approver: caller means a person: an app that approves every
+// tool-approval-request itself runs nothing; a person's decision (here an
+// operator through the admin API) runs the call once.
+test("caller approval: an app that approves everything itself runs nothing (0 executions); a person's approval runs it once", async () => {
   const first = app("ai-caller", "mid-1", 4);
   await first.interrupted;
   await first.kill();
   assert.equal(executions.get("mid-1"), undefined);
+  for (let i = 0; i < 2; i++) {
+    const selfApproved = await app("ai-caller", "mid-1", 4, "approve").exited;
+    assert.equal(selfApproved.code, 3, JSON.stringify(selfApproved.last));
+    assert.equal(executions.get("mid-1"), undefined);
+  }
+
+  await personApproves(await pendingApprovalOf("mid-1"));
   const resumed = await app("ai-caller", "mid-1", 4, "approve").exited;
   assert.equal(resumed.code, 0, JSON.stringify(resumed.last));
   assert.deepEqual((resumed.last as { seen: unknown[] }).seen, [{ provisioned: "mid-1" }]);

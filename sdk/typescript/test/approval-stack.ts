@@ -11,7 +11,8 @@ import { createInterface } from "node:readline";
 import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
+import { buildGo, localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
+import { Client } from "../src/index.js";
 import { provisionConfig } from "./stack.js";
 
 /** An agent process of an approval test. */
@@ -33,6 +34,45 @@ export interface ApprovalStack {
   pendingApprovalOf(name: string): Promise<string>;
   /** The operator approves or denies through the admin API. */
   operatorDecides(id: string, decision: "approve" | "deny"): Promise<void>;
+  /**
+   * A person approves through the caller endpoint with their own access
+   * token from a real OpenID provider (internal/cmd/testop): what a
+   * `caller` rule needs, since the agent's token cannot approve.
+   */
+  personApproves(id: string): Promise<void>;
+}
+
+/** The audience of the provider's access tokens, as the gateway's auth.oidc expects it. */
+const audience = "http://toolgateway.test/approvals";
+
+/** config (provisionConfig's) with auth.oidc on the provider at issuer, tenant from the token's org_id. */
+export function withProvider(config: string, issuer: string): string {
+  return config.replace("auth:\n", `auth:\n  oidc:\n    issuer: ${issuer}\n    audience: ${audience}\n    tenant_claim: org_id\n`);
+}
+
+/** A person's access token from the provider at issuer: its service user, tenant acme (org_id from the org: scope). */
+export async function personToken(issuer: string): Promise<string> {
+  const response = await fetch(new URL("oauth/token", issuer.endsWith("/") ? issuer : `${issuer}/`), {
+    method: "POST",
+    headers: { Authorization: `Basic ${Buffer.from("sid1:verysecret").toString("base64")}`, "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "client_credentials", scope: "org:acme" }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+/** Starts internal/cmd/testop and reads the issuer it prints; the process is killed on exit. */
+export async function startProvider(): Promise<{ issuer: string; kill(): void }> {
+  const binary = await buildGo("./internal/cmd/testop");
+  const child = spawn(binary, ["-audience", audience, "-client-id", "unused", "-client-secret", "unused", "-redirect-url", "http://127.0.0.1:1/cb"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  process.on("exit", () => child.kill("SIGKILL"));
+  const line = await new Promise<string>((resolveLine, reject) => {
+    createInterface({ input: child.stdout! }).once("line", resolveLine);
+    child.once("exit", (code) => reject(new Error(`testop exited with ${code}`)));
+  });
+  return { issuer: (JSON.parse(line) as { issuer: string }).issuer, kill: () => child.kill("SIGKILL") };
 }
 
 /**
@@ -48,7 +88,9 @@ export function approvalStack(prefix: string, agent: string, mode: string): Appr
   const executions = new Map<string, number>();
   let gateway: Gateway;
   let closeUpstream: () => Promise<void>;
+  let provider: { issuer: string; kill(): void };
   before(async () => {
+    provider = await startProvider();
     const upstream = await localServer(async (_req, body, res) => {
       const args = JSON.parse(body) as { name: string };
       executions.set(args.name, (executions.get(args.name) ?? 0) + 1);
@@ -58,7 +100,7 @@ export function approvalStack(prefix: string, agent: string, mode: string): Appr
     closeUpstream = upstream.close;
     gateway = await startGateway(
       dir,
-      provisionConfig(dir, upstream.url, token, { extra: { cpus: "{type: integer}" } }) +
+      withProvider(provisionConfig(dir, upstream.url, token, { extra: { cpus: "{type: integer}" } }), provider.issuer) +
         `    lease_expiry: unknown
     decide:
       - when: "args.cpus <= 8"
@@ -75,6 +117,7 @@ admin:
   after(async () => {
     await gateway.kill();
     await closeUpstream();
+    provider.kill();
   });
 
 
@@ -132,10 +175,14 @@ admin:
     const response = await fetch(`${gateway.url}/admin/v1/approvals/${id}/${decision}`, {
       method: "POST",
       headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ by: "ops@example" }),
+      body: JSON.stringify({ by: "ops@example", note: "checked" }),
     });
     assert.equal(response.status, 200, await response.text());
   }
 
-  return { executions, app, pendingApprovalOf, operatorDecides };
+  async function personApproves(id: string): Promise<void> {
+    await new Client(gateway.url, { token }).approve(id, { token: await personToken(provider.issuer), note: "a person checked it" });
+  }
+
+  return { executions, app, pendingApprovalOf, operatorDecides, personApproves };
 }

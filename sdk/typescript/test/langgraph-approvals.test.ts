@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 
 import { ApprovalPendingError, Client } from "../src/index.js";
 import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
+import { personToken, startProvider, withProvider } from "./approval-stack.js";
 import { provisionConfig } from "./stack.js";
 import type { AgentInput, AgentMessage } from "./langgraph-agent.js";
 import type { ApprovalInterrupt } from "../src/langgraph.js";
@@ -29,8 +30,10 @@ const agentProgram = join(fileURLToPath(new URL(".", import.meta.url)), "langgra
 const executions = new Map<string, number>();
 let gateway: Gateway;
 let closeUpstream: () => Promise<void>;
+let provider: { issuer: string; kill(): void };
 
 before(async () => {
+  provider = await startProvider();
   const upstream = await localServer(async (_req, body, res) => {
     const args = JSON.parse(body) as { name: string };
     executions.set(args.name, (executions.get(args.name) ?? 0) + 1);
@@ -41,7 +44,7 @@ before(async () => {
   // provisionConfig's last lines are the tool's http section: the decide
   // rules join the same tool, the admin section follows at the top level.
   const config =
-    provisionConfig(dir, upstream.url, token, { extra: { cpus: "{type: integer}" } }) +
+    withProvider(provisionConfig(dir, upstream.url, token, { extra: { cpus: "{type: integer}" } }), provider.issuer) +
     `    lease_expiry: unknown
     decide:
       - when: "!has(args.cpus) || args.cpus <= 2"
@@ -61,6 +64,7 @@ admin:
 after(async () => {
   await gateway.kill();
   await closeUpstream();
+  provider.kill();
 });
 
 interface AgentRun {
@@ -156,24 +160,40 @@ test("operator approval: the agent pauses at interrupt(), is killed, the operato
   );
 });
 
-test("caller approval: the human answers through Command({resume: true}) in a new process; the adapter approves at the gateway: one execution", async () => {
+// approver: caller means a person: an app that resumes the interrupt with
+// an approval of its own (no person's token) decides nothing and runs
+// nothing: the tool throws the ApprovalPendingError (no new interrupt, so
+// no loop; with the default ToolNode the model reads it as a tool error);
+// a person's answer with their own token runs the call once.
+test("caller approval: an app that approves everything itself runs nothing (0 executions); a person's answer with their token runs the call once", async () => {
   const turns = provision("mid-1", 4);
   const first = agent({ thread: "caller", mode: "start", turns });
   const [request] = await first.interrupted;
   await first.kill();
   assert.equal(executions.get("mid-1"), undefined);
 
-  const resumed = agent({ thread: "caller", mode: "answer", turns, answer: { approved: true, note: "yes, that one" } });
-  const [result] = toolMessages(await resumed.done);
-  assert.equal(result!.status, "success");
-  assert.equal(executions.get("mid-1"), 1);
+  const selfApproved = agent({ thread: "caller", mode: "answer", turns, answer: { approved: true, note: "yes, that one" } });
+  const [result] = toolMessages(await selfApproved.done);
+  assert.equal(result!.status, "error");
+  assert.match(result!.content, /approval_pending/);
+  assert.equal(executions.get("mid-1"), undefined);
   const record = await fetch(`${gateway.url}/admin/v1/approvals/${request!.approval_id}`, { headers: { Authorization: `Bearer ${adminToken}` } });
-  const approval = (await record.json()) as { state: string };
-  assert.notEqual(approval.state, "PENDING");
-  assert.equal(request!.tool, "provision");
+  assert.equal(((await record.json()) as { state: string }).state, "PENDING");
+
+  // A person answers through the interrupt with their own access token (a
+  // real OpenID provider's): the adapter decides with it, the call runs once.
+  const personTurns = provision("mid-4", 4);
+  const asked = agent({ thread: "person", mode: "start", turns: personTurns });
+  await asked.interrupted;
+  await asked.kill();
+  const answered = agent({ thread: "person", mode: "answer", turns: personTurns, answer: { approved: true, note: "checked", token: await personToken(provider.issuer) } });
+  const [ran] = toolMessages(await answered.done);
+  assert.equal(ran!.status, "success");
+  assert.equal(executions.get("mid-4"), 1);
+  assert.equal(executions.get("mid-1"), undefined);
 });
 
-test("caller denial: the model reads that the call was denied; nothing runs", async () => {
+test("the app's own denial: the model reads that the user declined; nothing runs", async () => {
   const turns = provision("mid-2", 6);
   const first = agent({ thread: "deny", mode: "start", turns });
   await first.interrupted;
@@ -181,6 +201,6 @@ test("caller denial: the model reads that the call was denied; nothing runs", as
   const resumed = agent({ thread: "deny", mode: "answer", turns, answer: { approved: false, note: "not today" } });
   const [result] = toolMessages(await resumed.done);
   assert.equal(result!.status, "error");
-  assert.match(result!.content, /NOT run.*denied.*not today/);
+  assert.match(result!.content, /NOT run.*declined/);
   assert.equal(executions.get("mid-2"), undefined);
 });

@@ -17,14 +17,17 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 import { mcpMeta, wire } from "../src/index.js";
 import { localServer, startGateway, tempDir, type Gateway } from "./helpers.js";
+import { personToken, startProvider, withProvider } from "./approval-stack.js";
 import { provisionConfig, token } from "./stack.js";
 
 let gateway: Gateway;
 let upstream: Awaited<ReturnType<typeof localServer>>;
 let runs = 0;
 let asked = 0;
+let provider: { issuer: string; kill(): void };
 
 before(async () => {
+  provider = await startProvider();
   const dir = tempDir("tsgw-elicit-");
   upstream = await localServer(async (_req, _body, res) => {
     runs++;
@@ -32,7 +35,7 @@ before(async () => {
     res.end(JSON.stringify({ resource: `r-${runs}` }));
   });
   const config =
-    provisionConfig(dir, upstream.url, token) +
+    withProvider(provisionConfig(dir, upstream.url, token), provider.issuer) +
     `    decide:
       - decision: approve
         approver: caller
@@ -43,6 +46,7 @@ before(async () => {
 after(async () => {
   await gateway?.kill();
   await upstream?.close();
+  provider?.kill();
 });
 
 /** The official client, declaring elicitation and counting the questions it gets. */
@@ -74,16 +78,18 @@ function errorCode(result: ToolResult): string | undefined {
   return (result._meta?.[wire.MetaError] as { code?: string } | undefined)?.code;
 }
 
+/** A person of the tenant decides through the caller endpoint with their own access token (a real OpenID provider's): approver: caller means a person. */
 async function decide(id: string, decision: "approve" | "deny"): Promise<void> {
   const res = await fetch(`${gateway.url}/api/tools/v1/approvals/${id}/${decision}`, {
     method: "POST",
-    headers: { Authorization: `Bearer ${token}` },
+    headers: { Authorization: `Bearer ${await personToken(provider.issuer)}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ note: "checked by a person" }),
   });
   assert.equal(res.status, 200, await res.text());
 }
 
 for (const decision of ["approve", "deny"] as const) {
-  test(`official client with elicitation: pending as for an operator, then the tenant's ${decision}`, async () => {
+  test(`official client with elicitation: pending as for an operator, then a person's ${decision}`, async () => {
     const client = await connect();
     try {
       const args = { name: `elicit-${decision}` };

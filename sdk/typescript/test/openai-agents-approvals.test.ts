@@ -12,7 +12,7 @@ import { test } from "node:test";
 
 import { approvalStack } from "./approval-stack.js";
 
-const { executions, app, pendingApprovalOf, operatorDecides } = approvalStack("openai-agents-approvals", "openai-agents-agent.js", "gateway");
+const { executions, app, pendingApprovalOf, operatorDecides, personApproves } = approvalStack("openai-agents-approvals", "openai-agents-agent.js", "gateway");
 
 test("operator approval: interruption, kill -9 while paused, the operator approves, the stored RunState resumes in a new process: one execution", async () => {
   const first = app("oa-op", "big-1", 32);
@@ -32,11 +32,23 @@ test("operator approval: interruption, kill -9 while paused, the operator approv
   assert.equal(executions.get("big-1"), 1);
 });
 
-test("caller approval: state.approve() in a new process reaches the gateway through the caller endpoint: one execution", async () => {
+// approver: caller means a person: an app that approves every interruption
+// itself (the SDK's durable pattern, state.approve() for each) runs nothing;
+// a person's decision (their own access token from a real OpenID
+// provider, sent with Client.approve's token option) runs the
+// call once.
+test("caller approval: an app that approves every interruption itself runs nothing (0 executions); a person's approval runs it once", async () => {
   const first = app("oa-caller", "mid-1", 4);
   await first.interrupted;
   await first.kill();
   assert.equal(executions.get("mid-1"), undefined);
+  for (let i = 0; i < 2; i++) {
+    const selfApproved = await app("oa-caller", "mid-1", 4, "approve").exited;
+    assert.equal(selfApproved.code, 3, JSON.stringify(selfApproved.last));
+    assert.equal(executions.get("mid-1"), undefined);
+  }
+
+  await personApproves(await pendingApprovalOf("mid-1"));
   const resumed = await app("oa-caller", "mid-1", 4, "approve").exited;
   assert.equal(resumed.code, 0, JSON.stringify(resumed.last));
   assert.equal(executions.get("mid-1"), 1);

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from toolgateway import ApprovalPendingError, AsyncClient, GatewayError
+from toolgateway import wire, ApprovalPendingError, AsyncClient, GatewayError
 
 pytest.importorskip("httpx")
 
@@ -91,6 +91,8 @@ def test_duplicate_in_flight_and_gateway_restart_are_retried(upstream, gateway_f
 
 
 def test_caller_approval_from_the_async_client(upstream, gateway_factory):
+    # approver: caller means a person: the agent's own token cannot decide
+    # (403 not_an_approver, typed), and nothing runs however often it tries.
     gateway = gateway_factory([{"name": "refund", "decide": [
         {"decision": "approve", "approver": "caller", "reason": "the user says"}]}], upstream=upstream)
     client = AsyncClient(gateway.url, token=gateway.token, prefer_wait=0)
@@ -99,16 +101,14 @@ def test_caller_approval_from_the_async_client(upstream, gateway_factory):
         session = client.session("aio-approve")
         with pytest.raises(ApprovalPendingError) as pending:
             await session.call(0, "refund", {"amount": 7})
-        await session.approve(pending.value.approval_id, "yes")
-        ran = await session.call(0, "refund", {"amount": 7})
-        with pytest.raises(ApprovalPendingError) as other:
-            await session.call(1, "refund", {"amount": 8})
-        await session.deny(other.value.approval_id, "no")
-        with pytest.raises(GatewayError) as denied:
-            await session.call(1, "refund", {"amount": 8})
-        return ran, denied.value
+        refusals = []
+        for _ in range(3):
+            with pytest.raises(GatewayError) as refused:
+                await session.approve(pending.value.approval_id, "I approve myself")
+            refusals.append(refused.value.code)
+            with pytest.raises(ApprovalPendingError):
+                await session.call(0, "refund", {"amount": 7})
+        return refusals
 
-    ran, denied = asyncio.run(main())
-    assert ran.replayed is False
-    assert (denied.code, denied.reason) == ("approval_denied", "no")
-    assert [r["args"] for r in upstream.requests("refund")] == [{"amount": 7}]
+    assert asyncio.run(main()) == [wire.CODE_NOT_AN_APPROVER] * 3
+    assert upstream.requests("refund") == []
