@@ -463,3 +463,15 @@ func writeIndented(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// textReport is a command's report that writes itself for a person.
+type textReport interface{ writeText(io.Writer) error }
+
+// writeReport writes a command's report as indented JSON (-json) or as
+// its text.
+func writeReport(w io.Writer, asJSON bool, report textReport) error {
+	if asJSON {
+		return writeIndented(w, report)
+	}
+	return report.writeText(w)
+}

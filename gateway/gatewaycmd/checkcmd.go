@@ -2,7 +2,6 @@ package gatewaycmd
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -221,14 +220,7 @@ func runCheck(ctx context.Context, inv invocation) error {
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(inv.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = report.writeText(inv.stdout)
-	}
-	if err != nil {
+	if err := writeReport(inv.stdout, *asJSON, report); err != nil {
 		return err
 	}
 	var failed []string

@@ -2,7 +2,6 @@ package gatewaycmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -107,12 +106,7 @@ func runPolicy(ctx context.Context, inv invocation) error {
 	if err != nil {
 		return fmt.Errorf("policy replay: store %s: %w", desc, err)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(inv.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(report)
-	}
-	return report.writeText(inv.stdout)
+	return writeReport(inv.stdout, *asJSON, report)
 }
 
 // replay evaluates decisions (the new rules; a tool without rules allows)

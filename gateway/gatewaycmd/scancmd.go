@@ -2,7 +2,6 @@ package gatewaycmd
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -72,14 +71,7 @@ func runScan(ctx context.Context, inv invocation) error {
 	if err != nil {
 		return fmt.Errorf("scan: %w", err)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(inv.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
-	} else {
-		err = report.writeText(inv.stdout)
-	}
-	if err != nil {
+	if err := writeReport(inv.stdout, *asJSON, report); err != nil {
 		return err
 	}
 	if *failOn == "unprotected" && (report.Summary.Unprotected > 0 || len(report.NotListed) > 0) {

@@ -2,7 +2,6 @@ package gatewaycmd
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"flag"
@@ -209,9 +208,7 @@ func runVerify(ctx context.Context, inv invocation) error {
 // junit is set, as JUnit XML to that file.
 func printVerify(inv invocation, results []VerifyResult, asJSON bool, junit string) error {
 	if asJSON {
-		enc := json.NewEncoder(inv.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
+		if err := writeIndented(inv.stdout, results); err != nil {
 			return err
 		}
 	} else {
