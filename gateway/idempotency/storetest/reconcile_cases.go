@@ -135,13 +135,16 @@ func testReconcileAbandoned(f *fixture) {
 	rc := f.reconciler()
 	req := f.request(f.scope("refund", f.id("key")), fingerprintA, nil)
 	req.LeaseExpiry = idempotency.LeaseExpiryUnknown
-	req.LockTTL = shortLease
+	// A lease that a loaded machine cannot outrun between the claim and
+	// the first ClaimReconcile (150 ms was, under -race on two busy cores).
+	req.LockTTL = time.Second
+	claimedAt := time.Now()
 	lease := f.claimed(req)
 	owner := f.id("reconciler")
 	if _, err := rc.ClaimReconcile(f.ctx, req.Scope, owner, longLease); !errors.Is(err, idempotency.ErrNotResolvable) {
 		f.t.Fatalf("ClaimReconcile of a live IN_PROGRESS record = %v, want ErrNotResolvable", err)
 	}
-	time.Sleep(expireWait)
+	time.Sleep(time.Until(claimedAt.Add(req.LockTTL + expireWait - shortLease)))
 	rec, err := rc.ClaimReconcile(f.ctx, req.Scope, owner, longLease)
 	if err != nil {
 		f.t.Fatalf("ClaimReconcile of an abandoned record: %v", err)
