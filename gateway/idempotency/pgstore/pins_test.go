@@ -12,10 +12,18 @@ import (
 // gateway restart).
 func TestPins(t *testing.T) {
 	storetest.RunPins(t, func(t *testing.T) (idempotency.Store, func() idempotency.Store) {
-		s, _ := newTestStore(t, Options{})
+		// One URL for both stores: without a shared server pgtest.URL
+		// starts a private one per call, and the restart must find the
+		// same database.
+		url := pgtest.URL(t)
+		opts := Options{Schema: pgtest.Schema(t, url), SweepInterval: -1}
+		s, err := New(t.Context(), testPool(t, url), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return s, func() idempotency.Store {
 			_ = s.Close()
-			again, err := New(t.Context(), testPool(t, pgtest.URL(t)), Options{Schema: s.schema, SweepInterval: -1})
+			again, err := New(t.Context(), testPool(t, url), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
