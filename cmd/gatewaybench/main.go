@@ -23,6 +23,14 @@
 // receipts on, each run ending once the receipt writer has caught up.
 // Both are compared with "gateway" in the same rounds.
 //
+// -profile bare,everything loads, beside the gateway as it is (bare),
+// gateways with every feature on (everything: decide rules, receipts with
+// signed checkpoints, provider tokens, a budget, pinned MCP tools;
+// benchtool's everything.go). -c takes a list of concurrencies, run one
+// after the other on the same servers; -out writes the medians over the
+// rounds of every (mode, C, target) as sweep.json, sweep.csv and a text
+// table, which cmd/benchplot draws (round-five.sh runs it all).
+//
 // -api mcp sends the same traffic to the gateway's MCP endpoint (one raw
 // JSON-RPC tools/call POST per request, no MCP client library) and adds a
 // plain go-sdk MCP server calling the same tool without idempotency
@@ -34,6 +42,7 @@
 //	gatewaybench -mode dup -replicas 2 -k 4
 //	gatewaybench -mode fresh,replay -console-poll 1s -d 5s -rounds 3
 //	gatewaybench -mode fresh,replay -receipts -d 5s -rounds 3
+//	gatewaybench -profile bare,everything -api rest,mcp -mode fresh,replay -c 1,10,50,200 -rounds 3 -out round-five
 //	gatewaybench -upstream 127.0.0.1:9000 -counters gwbench:ext:   # tool for an external gateway
 //	gatewaybench -mode dup -url http://127.0.0.1:8080,http://127.0.0.1:8081 -tool bench-incr -counters gwbench:ext:
 package main

@@ -4,8 +4,13 @@
 # profile everything, over REST and MCP, fresh and replay, at C = 1, 10, 50
 # and 200, beside the exactly-once floor, the chi baseline and a plain
 # go-sdk MCP server, alternated in every round; medians of ROUNDS rounds.
-# Writes OUT/sweep.json, OUT/sweep.csv, OUT/table.txt (the text table) and
-# OUT/p99.svg (p99 against concurrency), and prints the table.
+# The targets: baseline, floor, gateway, gateway-mcp, gateway+receipts
+# (profile bare with receipts on: the default config's gateway, REST, so
+# receipts' share of a call is measured), gateway+everything,
+# gateway-mcp+everything, plain-mcp.
+# Writes OUT/sweep.json, OUT/sweep.csv, OUT/table.txt (the text table),
+# OUT/run.log (every run's own report) and OUT/p99.svg (p99 against
+# concurrency), and prints the table.
 #
 #   cmd/gatewaybench/round-five.sh [OUT, default ./round-five]
 #
@@ -13,7 +18,8 @@
 # (default 3), CONCURRENCY (default 1,10,50,200), PORT of the private
 # redis-server (default 6391, must be free), EXTRA (more gatewaybench
 # flags, e.g. "-everything-tool mcp"). With the defaults it runs
-# 4 C x 2 modes x 7 targets x 3 rounds x 10 s, about 30 minutes.
+# 4 C x 2 modes x 8 targets x 3 rounds x 10 s plus warm-ups: about 35
+# minutes.
 #
 # Needs redis-server and redis-cli. Redis is a private server started here
 # (no persistence), so INFO cpu counts only this run. Run it on a quiet
@@ -44,7 +50,7 @@ for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep
 echo "round-five: $(uptime)"
 # shellcheck disable=SC2086 # EXTRA is a list of flags
 "$work/gatewaybench" -redis "127.0.0.1:$port" \
-  -profile bare,everything -api rest,mcp -mode fresh,replay \
+  -profile bare,everything -receipts -api rest,mcp -mode fresh,replay \
   -c "${CONCURRENCY:-1,10,50,200}" -d "${DURATION:-10s}" -rounds "${ROUNDS:-3}" \
   -out "$out" ${EXTRA:-} | tee "$work/run.log"
 cp "$work/run.log" "$out/run.log"
