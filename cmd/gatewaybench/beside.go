@@ -56,12 +56,19 @@ func besideTargets(f *flags, apis []benchtool.API, gw benchtool.Target, b beside
 		if t.RoundTrips != nil {
 			t.RoundTrips = b.receiptRoundTrips
 		}
-		t.Settle = func(ctx context.Context) error { return benchtool.WaitReceipts(ctx, b.receiptCounts) }
-		t.Receipts = func(ctx context.Context) (int64, error) {
-			c, err := b.receiptCounts(ctx)
-			return c.Written, err
-		}
+		settleOnReceipts(&t, b.receiptCounts)
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// settleOnReceipts makes each of t's runs end once its gateways' receipt
+// writer has caught up (counts reads their counters), and count the
+// receipts written.
+func settleOnReceipts(t *benchtool.Target, counts func(context.Context) (benchtool.ReceiptCounts, error)) {
+	t.Settle = func(ctx context.Context) error { return benchtool.WaitReceipts(ctx, counts) }
+	t.Receipts = func(ctx context.Context) (int64, error) {
+		c, err := counts(ctx)
+		return c.Written, err
+	}
 }

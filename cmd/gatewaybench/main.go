@@ -396,17 +396,15 @@ func profileTargets(f *flags, apis []benchtool.API, gw benchtool.Target, ev ever
 	if slices.Contains(f.profiles, profileEverything) {
 		t := gw
 		t.Profile, t.URLs, t.BearerTokens = profileEverything, ev.urls, ev.tokens
-		// Its tool runs behind an MCP upstream, which sees scoped keys:
-		// the dup check of the counters does not apply.
-		t.Tool = nil
+		if f.everythingTool == benchtool.EverythingToolMCP {
+			// The upstream's tool counts under the scoped keys the
+			// gateway sends it, not the load's: no dup check.
+			t.Tool = nil
+		}
 		if t.RoundTrips != nil {
 			t.RoundTrips = ev.roundTrips
 		}
-		t.Settle = func(ctx context.Context) error { return benchtool.WaitReceipts(ctx, ev.receiptCounts) }
-		t.Receipts = func(ctx context.Context) (int64, error) {
-			c, err := ev.receiptCounts(ctx)
-			return c.Written, err
-		}
+		settleOnReceipts(&t, ev.receiptCounts)
 		for _, api := range apis {
 			t.API, t.Name = api, benchtool.EverythingName
 			if api == benchtool.APIMCP {
@@ -451,7 +449,7 @@ func onlyTargets(targets []benchtool.Target, only string) ([]benchtool.Target, e
 		}
 	}
 	if len(kept) == 0 {
-		return nil, fmt.Errorf("-only %q: want baseline, %s, gateway, gateway-mcp or %s", only, benchtool.FloorName, benchtool.PlainMCPName)
+		return nil, fmt.Errorf("-only %q: want baseline, %s, gateway (every gateway target), gateway-mcp, %s, %s or %s", only, benchtool.FloorName, benchtool.EverythingName, benchtool.EverythingMCPName, benchtool.PlainMCPName)
 	}
 	return kept, nil
 }

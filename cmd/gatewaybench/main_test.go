@@ -86,8 +86,8 @@ func TestProfilesAndConcurrencyLists(t *testing.T) {
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("targets %v, want %v", names, want)
 	}
-	if e := got[2]; len(e.BearerTokens) != 1 || e.RoundTrips() != 7 || e.Settle == nil || e.Tool != nil {
-		t.Errorf("everything target: tokens %v, round trips from the everything gateways, settles on receipts, no dup check: %+v", e.BearerTokens, e)
+	if e := got[2]; len(e.BearerTokens) != 1 || e.RoundTrips() != 7 || e.Settle == nil || e.Receipts == nil {
+		t.Errorf("everything target: tokens %v, round trips from the everything gateways, settles on receipts: %+v", e.BearerTokens, e)
 	}
 	for _, bad := range [][]string{{"-c", "0"}, {"-c", "1,x"}, {"-profile", "all"}, {"-profile", "bare,bare"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {

@@ -226,18 +226,12 @@ func (e *everything) close(ctx context.Context) error {
 }
 
 // EverythingRoundTripsCount is StoreRoundTrips of the everything gateways.
-func (s *Servers) EverythingRoundTripsCount() int64 {
-	var n int64
-	for _, rt := range s.everythingRoundTrips {
-		n += rt.Count()
-	}
-	return n
-}
+func (s *Servers) EverythingRoundTripsCount() int64 { return sumRoundTrips(s.everythingRoundTrips) }
 
 // EverythingReceiptCounts is ReceiptCounts of the everything gateways.
 func (s *Servers) EverythingReceiptCounts() ReceiptCounts {
 	if s.everything == nil {
 		return ReceiptCounts{}
 	}
-	return ReceiptCounts{Written: s.everything.log.written.Load(), Executed: s.everything.tool.executed.Load()}
+	return countsOf(s.everything.log, s.everything.tool)
 }

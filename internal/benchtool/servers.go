@@ -197,9 +197,12 @@ func (s *Servers) serve(h http.Handler) (string, error) {
 
 // StoreRoundTrips is the sum of the round trips of every gateway replica's
 // store client so far.
-func (s *Servers) StoreRoundTrips() int64 {
+func (s *Servers) StoreRoundTrips() int64 { return sumRoundTrips(s.roundTrips) }
+
+// sumRoundTrips is the sum of the counters' round trips so far.
+func sumRoundTrips(counters []*RoundTrips) int64 {
 	var n int64
-	for _, rt := range s.roundTrips {
+	for _, rt := range counters {
 		n += rt.Count()
 	}
 	return n
@@ -207,13 +210,7 @@ func (s *Servers) StoreRoundTrips() int64 {
 
 // ReceiptStoreRoundTrips is StoreRoundTrips of the gateways that keep
 // receipts (ServersConfig.Receipts).
-func (s *Servers) ReceiptStoreRoundTrips() int64 {
-	var n int64
-	for _, rt := range s.receiptRoundTrips {
-		n += rt.Count()
-	}
-	return n
-}
+func (s *Servers) ReceiptStoreRoundTrips() int64 { return sumRoundTrips(s.receiptRoundTrips) }
 
 // ReceiptCounts reports, for the gateways that keep receipts, the receipts
 // written so far and the tool executions so far (each leaves one receipt);
@@ -222,7 +219,12 @@ func (s *Servers) ReceiptCounts() ReceiptCounts {
 	if s.receiptLog == nil {
 		return ReceiptCounts{}
 	}
-	return ReceiptCounts{Written: s.receiptLog.written.Load(), Executed: s.receiptTool.executed.Load()}
+	return countsOf(s.receiptLog, s.receiptTool)
+}
+
+// countsOf is what log has written and tool has executed so far.
+func countsOf(log *countingReceipts, tool *countingTool) ReceiptCounts {
+	return ReceiptCounts{Written: log.written.Load(), Executed: tool.executed.Load()}
 }
 
 // FloorRoundTrips is the number of round trips the floor's store client
