@@ -52,6 +52,12 @@ echo "round-five: $(uptime)"
 "$work/gatewaybench" -redis "127.0.0.1:$port" \
   -profile bare,everything -receipts -api rest,mcp -mode fresh,replay \
   -c "${CONCURRENCY:-1,10,50,200}" -d "${DURATION:-10s}" -rounds "${ROUNDS:-3}" \
-  -out "$out" ${EXTRA:-} | tee "$work/run.log"
+  -out "$out" ${EXTRA:-} | tee "$work/run.log" || status=$?
+# A failed correctness check (a step run twice, a receipt missing) makes
+# the status non-zero; the table and the plot are still written.
+mkdir -p "$out"
 cp "$work/run.log" "$out/run.log"
-"$work/benchplot" -in "$out/sweep.json" -out "$out/p99.svg"
+if [[ -f "$out/sweep.json" ]]; then
+  "$work/benchplot" -in "$out/sweep.json" -out "$out/p99.svg"
+fi
+exit "${status:-0}"
