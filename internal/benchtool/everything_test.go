@@ -59,32 +59,44 @@ func TestEverythingProfile(t *testing.T) {
 				RoundTrips: servers.EverythingRoundTripsCount, Profile: "everything",
 				Settle:   func(ctx context.Context) error { return WaitReceipts(ctx, counts) },
 				Receipts: func(context.Context) (int64, error) { return servers.EverythingReceiptCounts().Written, nil }}
-			for _, mode := range []Mode{ModeFresh, ModeReplay} {
-				before := servers.EverythingReceiptCounts().Executed
-				report, err := RunBench(t.Context(), BenchConfig{Targets: []Target{target},
-					Load: LoadConfig{Mode: mode, Workers: 4, PoolSize: 20}, Rounds: 1, Duration: 300 * time.Millisecond})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res := report.Targets[0].Result
-				if res.Requests == 0 || res.Errors != 0 || res.Statuses[http.StatusOK] != res.Requests {
-					t.Fatalf("%s: statuses %v, %d errors of %d requests", mode, res.Statuses, res.Errors, res.Requests)
-				}
-				executed := servers.EverythingReceiptCounts().Executed - before
-				switch mode {
-				case ModeFresh:
-					if executed != res.Requests || res.Receipts != res.Requests {
-						t.Errorf("fresh: %d requests ran the tool %d times and left %d receipts; want one each", res.Requests, executed, res.Receipts)
-					}
-				case ModeReplay:
-					// The pool's 20 steps ran once each while the load was
-					// prepared; the replays ran nothing.
-					if executed != 20 || res.Replayed != res.Requests || res.RoundTripsPerRequest() != 1 {
-						t.Errorf("replay: the tool ran %d times, %d of %d replayed, %.2f round trips per replay; want 20 (the pool), all, 1",
-							executed, res.Replayed, res.Requests, res.RoundTripsPerRequest())
-					}
+			overMCP := target
+			overMCP.Name, overMCP.API = EverythingMCPName, APIMCP
+			for _, tg := range []Target{target, overMCP} {
+				for _, mode := range []Mode{ModeFresh, ModeReplay} {
+					checkEverythingRun(t, servers, tg, mode)
 				}
 			}
 		})
+	}
+}
+
+// checkEverythingRun loads tg in mode: every answer 200; fresh calls run
+// the tool once and leave one receipt each; replays run nothing and make
+// one store round trip.
+func checkEverythingRun(t *testing.T, servers *Servers, tg Target, mode Mode) {
+	t.Helper()
+	before := servers.EverythingReceiptCounts().Executed
+	report, err := RunBench(t.Context(), BenchConfig{Targets: []Target{tg},
+		Load: LoadConfig{Mode: mode, Workers: 4, PoolSize: 20}, Rounds: 1, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := report.Targets[0].Result
+	if res.Requests == 0 || res.Errors != 0 || res.Statuses[http.StatusOK] != res.Requests {
+		t.Fatalf("%s %s: statuses %v, %d errors of %d requests", tg.Name, mode, res.Statuses, res.Errors, res.Requests)
+	}
+	executed := servers.EverythingReceiptCounts().Executed - before
+	switch mode {
+	case ModeFresh:
+		if executed != res.Requests || res.Receipts != res.Requests {
+			t.Errorf("%s fresh: %d requests ran the tool %d times and left %d receipts; want one each", tg.Name, res.Requests, executed, res.Receipts)
+		}
+	case ModeReplay:
+		// The pool's 20 steps ran once each while the load was prepared;
+		// the replays ran nothing.
+		if executed != 20 || res.Replayed != res.Requests || res.RoundTripsPerRequest() != 1 {
+			t.Errorf("%s replay: the tool ran %d times, %d of %d replayed, %.2f round trips per replay; want 20 (the pool), all, 1",
+				tg.Name, executed, res.Replayed, res.Requests, res.RoundTripsPerRequest())
+		}
 	}
 }
