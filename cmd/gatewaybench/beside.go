@@ -33,6 +33,7 @@ func besideTargets(f *flags, apis []benchtool.API, gw benchtool.Target, b beside
 	}
 	var out []benchtool.Target
 	gw.Name, gw.API, gw.Beside = gatewayName(benchtool.APIREST), benchtool.APIREST, gatewayName(benchtool.APIREST)
+	gw.Profile = profileBare
 	if f.consolePoll > 0 {
 		if len(b.adminURLs) == 0 {
 			return nil, errors.New("-console-poll: the servers serve no console")
@@ -43,7 +44,7 @@ func besideTargets(f *flags, apis []benchtool.API, gw benchtool.Target, b beside
 			return nil, err
 		}
 		t := gw
-		t.Name, t.Companion = benchtool.ConsoleName, poller
+		t.Name, t.Companion, t.Profile = benchtool.ConsoleName, poller, profileBare+"+console"
 		out = append(out, t)
 	}
 	if f.receipts {
@@ -51,16 +52,23 @@ func besideTargets(f *flags, apis []benchtool.API, gw benchtool.Target, b beside
 			return nil, errors.New("-receipts: the servers keep no receipts")
 		}
 		t := gw
-		t.Name, t.URLs = benchtool.ReceiptsName, b.receiptURLs
+		t.Name, t.URLs, t.Profile = benchtool.ReceiptsName, b.receiptURLs, profileBare+"+receipts"
 		if t.RoundTrips != nil {
 			t.RoundTrips = b.receiptRoundTrips
 		}
-		t.Settle = func(ctx context.Context) error { return benchtool.WaitReceipts(ctx, b.receiptCounts) }
-		t.Receipts = func(ctx context.Context) (int64, error) {
-			c, err := b.receiptCounts(ctx)
-			return c.Written, err
-		}
+		settleOnReceipts(&t, b.receiptCounts)
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// settleOnReceipts makes each of t's runs end once its gateways' receipt
+// writer has caught up (counts reads their counters), and count the
+// receipts written.
+func settleOnReceipts(t *benchtool.Target, counts func(context.Context) (benchtool.ReceiptCounts, error)) {
+	t.Settle = func(ctx context.Context) error { return benchtool.WaitReceipts(ctx, counts) }
+	t.Receipts = func(ctx context.Context) (int64, error) {
+		c, err := counts(ctx)
+		return c.Written, err
+	}
 }

@@ -36,6 +36,10 @@ type childInfo struct {
 	AdminToken string   `json:"admin_token,omitempty"`
 	// ReceiptGatewayURLs: -receipts' gateways.
 	ReceiptGatewayURLs []string `json:"receipt_gateway_urls,omitempty"`
+	// EverythingURLs, EverythingTokens: -profile everything's gateways
+	// and their callers' provider tokens.
+	EverythingURLs   []string `json:"everything_urls,omitempty"`
+	EverythingTokens []string `json:"everything_tokens,omitempty"`
 }
 
 // childStats is what the child's stats endpoint answers.
@@ -46,6 +50,10 @@ type childStats struct {
 	// round trips and receipt counters.
 	ReceiptRoundTrips int64                   `json:"receipt_round_trips"`
 	Receipts          benchtool.ReceiptCounts `json:"receipts"`
+	// EverythingRoundTrips and EverythingReceipts are the same for the
+	// everything profile's gateways.
+	EverythingRoundTrips int64                   `json:"everything_round_trips"`
+	EverythingReceipts   benchtool.ReceiptCounts `json:"everything_receipts"`
 }
 
 // serveChild starts the servers, prints their childInfo and serves until
@@ -62,13 +70,15 @@ func serveChild(ctx context.Context, f *flags, out io.Writer) error {
 	}
 	stats := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(childStats{CPUNanos: int64(processCPU()), RoundTrips: servers.StoreRoundTrips(),
-			ReceiptRoundTrips: servers.ReceiptStoreRoundTrips(), Receipts: servers.ReceiptCounts()})
+			ReceiptRoundTrips: servers.ReceiptStoreRoundTrips(), Receipts: servers.ReceiptCounts(),
+			EverythingRoundTrips: servers.EverythingRoundTripsCount(), EverythingReceipts: servers.EverythingReceiptCounts()})
 	})}
 	go func() { _ = stats.Serve(l) }()
 	defer stats.Close()
 	info, _ := json.Marshal(childInfo{GatewayURLs: servers.GatewayURLs, BaselineURL: servers.BaselineURL,
 		PlainMCPURL: servers.PlainMCPURL, FloorURL: servers.FloorURL, Prefix: servers.Prefix, StatsURL: "http://" + l.Addr().String(),
-		AdminURLs: servers.AdminURLs, AdminToken: servers.AdminToken, ReceiptGatewayURLs: servers.ReceiptGatewayURLs})
+		AdminURLs: servers.AdminURLs, AdminToken: servers.AdminToken, ReceiptGatewayURLs: servers.ReceiptGatewayURLs,
+		EverythingURLs: servers.EverythingURLs, EverythingTokens: servers.EverythingTokens})
 	fmt.Fprintf(out, "%s\n", info)
 	parentGone := make(chan struct{})
 	go func() {
@@ -182,6 +192,18 @@ func childTargets(ctx context.Context, f *flags, apis []benchtool.API, info *chi
 		s, err := readStats(ctx)
 		return s.Receipts, err
 	}
+	ev := everythingServers{urls: info.EverythingURLs, tokens: info.EverythingTokens,
+		roundTrips: func() int64 {
+			s, err := readStats(context.Background())
+			if err != nil {
+				return -1
+			}
+			return s.EverythingRoundTrips
+		},
+		receiptCounts: func(ctx context.Context) (benchtool.ReceiptCounts, error) {
+			s, err := readStats(ctx)
+			return s.EverythingReceipts, err
+		}}
 	tool := benchtool.NewCounterTool(client, f.tool, info.Prefix+"tool:")
 	redisCPU := func(ctx context.Context) (time.Duration, error) { return benchtool.RedisCPU(ctx, client) }
 	commands := func(ctx context.Context) (map[string]int64, error) { return benchtool.RedisCommandCalls(ctx, client) }
@@ -202,17 +224,14 @@ func childTargets(ctx context.Context, f *flags, apis []benchtool.API, info *chi
 		_ = client.Close()
 		return nil, nil, err
 	}
-	targets := append([]benchtool.Target{base, floor}, gatewayTargets(gw, apis)...)
+	targets := append([]benchtool.Target{base, floor}, profileTargets(f, apis, gw, ev)...)
 	targets = append(targets, beside...)
 	for _, api := range apis {
 		if api == benchtool.APIMCP {
 			plain := common
-			plain.Name, plain.URLs, plain.API, plain.NoIdempotency = plainMCPName, []string{info.PlainMCPURL}, benchtool.APIMCP, true
+			plain.Name, plain.URLs, plain.API, plain.NoIdempotency = benchtool.PlainMCPName, []string{info.PlainMCPURL}, benchtool.APIMCP, true
 			targets = append(targets, plain)
 		}
 	}
 	return targets, func() { _ = client.Close() }, nil
 }
-
-// plainMCPName names the plain go-sdk MCP server target.
-const plainMCPName = "plain-mcp"

@@ -23,6 +23,14 @@
 // receipts on, each run ending once the receipt writer has caught up.
 // Both are compared with "gateway" in the same rounds.
 //
+// -profile bare,everything loads, beside the gateway as it is (bare),
+// gateways with every feature on (everything: decide rules, receipts with
+// signed checkpoints, provider tokens, a budget, pinned MCP tools;
+// benchtool's everything.go). -c takes a list of concurrencies, run one
+// after the other on the same servers; -out writes the medians over the
+// rounds of every (mode, C, target) as sweep.json, sweep.csv and a text
+// table, which cmd/benchplot draws (round-five.sh runs it all).
+//
 // -api mcp sends the same traffic to the gateway's MCP endpoint (one raw
 // JSON-RPC tools/call POST per request, no MCP client library) and adds a
 // plain go-sdk MCP server calling the same tool without idempotency
@@ -34,11 +42,13 @@
 //	gatewaybench -mode dup -replicas 2 -k 4
 //	gatewaybench -mode fresh,replay -console-poll 1s -d 5s -rounds 3
 //	gatewaybench -mode fresh,replay -receipts -d 5s -rounds 3
+//	gatewaybench -profile bare,everything -api rest,mcp -mode fresh,replay -c 1,10,50,200 -rounds 3 -out round-five
 //	gatewaybench -upstream 127.0.0.1:9000 -counters gwbench:ext:   # tool for an external gateway
 //	gatewaybench -mode dup -url http://127.0.0.1:8080,http://127.0.0.1:8081 -tool bench-incr -counters gwbench:ext:
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -47,9 +57,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -73,45 +85,63 @@ func main() {
 var errChecksFailed = errors.New("some targets were not met (see FAIL lines)")
 
 type flags struct {
-	modes      string
-	workers    int
-	duration   time.Duration
-	warmup     time.Duration
-	rounds     int
-	dupK       int
-	pool       int
-	payload    int
-	preferWait int
-	replicas   int
-	redisAddr  string
-	urls       string
-	baseline   string
-	tool       string
-	counters   string
-	upstream   string
-	accessLog  bool
-	cpuProfile string
-	strict     bool
-	only       string
-	protocol   int
-	rate       float64
-	bolt       string
-	apis       string
-	inProcess  bool
-	serveChild bool
+	modes string
+	// concurrency is -c: comma-separated counts of requests in flight;
+	// workers the parsed list, run one after the other.
+	concurrency string
+	workers     []int
+	duration    time.Duration
+	warmup      time.Duration
+	rounds      int
+	dupK        int
+	pool        int
+	payload     int
+	preferWait  int
+	replicas    int
+	redisAddr   string
+	urls        string
+	baseline    string
+	tool        string
+	counters    string
+	upstream    string
+	accessLog   bool
+	cpuProfile  string
+	strict      bool
+	only        string
+	protocol    int
+	rate        float64
+	bolt        string
+	apis        string
+	inProcess   bool
+	serveChild  bool
 	// consolePoll, when positive, adds the gateway+console target.
 	consolePoll    time.Duration
 	consolePending int
 	// receipts adds the gateway+receipts target.
 	receipts bool
+	// profiles are -profile's: which gateway configurations are loaded
+	// (bare: the gateway and gateway-mcp targets; everything: their
+	// everything counterparts).
+	profiles []string
+	// out, when set, is the directory the sweep is written to
+	// (sweep.json, sweep.csv, table.txt).
+	out string
+	// everythingTool is -everything-tool.
+	everythingTool string
 }
+
+// The gateway profiles -profile names.
+const (
+	profileBare       = "bare"
+	profileEverything = "everything"
+)
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
 	fs := flag.NewFlagSet("gatewaybench", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&f.modes, "mode", "fresh,replay,dup", "comma-separated modes: fresh, replay, dup")
-	fs.IntVar(&f.workers, "c", 32, "requests in flight (keep-alive workers)")
+	fs.StringVar(&f.concurrency, "c", "32", "requests in flight (keep-alive workers); a comma-separated list runs each in turn, e.g. 1,10,50,200")
 	fs.DurationVar(&f.duration, "d", 10*time.Second, "length of each target's run in each round")
 	fs.DurationVar(&f.warmup, "warmup", time.Second, "unmeasured run per target before the rounds")
 	fs.IntVar(&f.rounds, "rounds", 2, "rounds; each loads every target in turn (A, B, A, B) to cancel drift")
@@ -138,12 +168,22 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.consolePoll, "console-poll", 0, "in-process: add the target gateway+console, the gateway loaded while a console signed in on its admin listener polls the pending approvals every interval (0: off)")
 	fs.IntVar(&f.consolePending, "console-pending", 200, "with -console-poll: pending approvals made before the rounds")
 	fs.BoolVar(&f.receipts, "receipts", false, "in-process, Redis store: add the target gateway+receipts, gateways the same as gateway's with receipts on (in Redis under the run's prefix)")
+	profiles := fs.String("profile", profileBare, "comma-separated gateway profiles to load side by side: bare (the gateway alone), everything (decide rules, receipts with signed checkpoints, provider tokens, a budget, a pinned MCP upstream tool; in-process, Redis store)")
+	fs.StringVar(&f.everythingTool, "everything-tool", benchtool.EverythingToolInProcess, "with -profile everything, the tool called: inprocess (the counting tool in the gateway, as the floor runs it; the pinned MCP upstream's tools listed beside it) or mcp (the pinned MCP upstream's tool: one more loopback MCP round trip per call)")
+	fs.StringVar(&f.out, "out", "", "write the run's medians to this directory: sweep.json, sweep.csv and table.txt (cmd/benchplot draws sweep.json)")
 	fs.BoolVar(&f.serveChild, "serve-child", false, "internal: be the servers' child process")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if f.workers, err = parseCounts(f.concurrency); err != nil {
+		return nil, err
+	}
+	if f.profiles, err = parseProfiles(*profiles); err != nil {
+		return nil, err
 	}
 	if f.consolePending < 1 {
 		return nil, fmt.Errorf("-console-pending %d: want at least 1 (the console polls a list of pending approvals)", f.consolePending)
@@ -189,35 +229,101 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if f.inProcess || f.urls != "" {
 		where = "servers in this process"
 	}
-	fmt.Fprintf(out, "machine: %d CPUs, GOMAXPROCS %d, %s; %s; load generator, servers and Redis share the CPUs; %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), where, loadAverage())
+	machine := fmt.Sprintf("%d CPUs, GOMAXPROCS %d, %s; %s; load generator, servers and Redis share the CPUs",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), where)
+	fmt.Fprintf(out, "machine: %s; %s\n", machine, loadAverage())
+	sweep := &benchtool.Sweep{Started: time.Now().UTC(), Machine: machine, LoadBefore: loadAverage(),
+		Duration: f.duration.String(), Rounds: f.rounds, Command: strings.Join(append([]string{"gatewaybench"}, args...), " ")}
 	failed := false
-	for _, mode := range modes {
-		report, err := benchtool.RunBench(ctx, benchtool.BenchConfig{
-			Targets: targets,
-			Load: benchtool.LoadConfig{
-				Tool: f.tool, Mode: mode, Workers: f.workers, DupK: f.dupK,
-				PoolSize: f.pool, PayloadBytes: f.payload, PreferWait: f.preferWait, Rate: f.rate,
-			},
-			Rounds: f.rounds, Duration: f.duration, Warmup: f.warmup, Progress: out,
-		})
-		if err != nil {
-			return fmt.Errorf("mode %s: %w", mode, err)
-		}
-		fmt.Fprintln(out)
-		report.WriteText(out)
-		fmt.Fprintln(out, loadAverage())
-		fmt.Fprintf(out, "%s\n\n", report.JSON())
-		for _, c := range report.Checks() {
-			if !c.Pass && (c.Correctness || f.strict) {
-				failed = true
+	for _, workers := range f.workers {
+		for _, mode := range modes {
+			report, err := benchtool.RunBench(ctx, benchtool.BenchConfig{
+				Targets: targets,
+				Load: benchtool.LoadConfig{
+					Tool: f.tool, Mode: mode, Workers: workers, DupK: f.dupK,
+					PoolSize: f.pool, PayloadBytes: f.payload, PreferWait: f.preferWait, Rate: f.rate,
+				},
+				Rounds: f.rounds, Duration: f.duration, Warmup: f.warmup, Progress: out,
+			})
+			if err != nil {
+				return fmt.Errorf("mode %s, -c %d: %w", mode, workers, err)
+			}
+			fmt.Fprintln(out)
+			report.WriteText(out)
+			fmt.Fprintln(out, loadAverage())
+			fmt.Fprintf(out, "%s\n\n", report.JSON())
+			sweep.Rows = append(sweep.Rows, report.SweepRows()...)
+			for _, c := range report.Checks() {
+				if !c.Pass && (c.Correctness || f.strict) {
+					failed = true
+				}
 			}
 		}
+	}
+	sweep.LoadAfter = loadAverage()
+	if len(f.workers) > 1 || f.out != "" {
+		fmt.Fprintln(out)
+		sweep.WriteTable(out)
+	}
+	if f.out != "" {
+		if err := writeSweep(f.out, sweep); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote %s\n", filepath.Join(f.out, "sweep.json"))
 	}
 	if failed {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// writeSweep writes the sweep into dir (created if missing): sweep.json,
+// sweep.csv and table.txt.
+func writeSweep(dir string, sweep *benchtool.Sweep) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("-out: %w", err)
+	}
+	var table bytes.Buffer
+	sweep.WriteTable(&table)
+	var jsonOut, csvOut bytes.Buffer
+	if err := sweep.WriteJSON(&jsonOut); err != nil {
+		return err
+	}
+	if err := sweep.WriteCSV(&csvOut); err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"sweep.json": jsonOut.Bytes(), "sweep.csv": csvOut.Bytes(), "table.txt": table.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
+	}
+	return nil
+}
+
+// parseCounts reads -c: positive counts, comma-separated.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, field := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-c %q: want positive counts of requests in flight, comma-separated (e.g. 1,10,50,200)", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseProfiles reads -profile: bare and/or everything, each once.
+func parseProfiles(s string) ([]string, error) {
+	var out []string
+	for _, field := range strings.Split(s, ",") {
+		p := strings.TrimSpace(field)
+		if (p != profileBare && p != profileEverything) || slices.Contains(out, p) {
+			return nil, fmt.Errorf("-profile %q: want %s and/or %s, comma-separated, each once", s, profileBare, profileEverything)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func parseModes(s string) ([]benchtool.Mode, error) {
@@ -267,6 +373,49 @@ func gatewayTargets(template benchtool.Target, apis []benchtool.API) []benchtool
 	return out
 }
 
+// everythingServers is what the servers serve for the everything profile.
+type everythingServers struct {
+	urls   []string
+	tokens []string
+	// roundTrips reads the everything gateways' store round trips;
+	// receiptCounts their receipt counters.
+	roundTrips    func() int64
+	receiptCounts func(context.Context) (benchtool.ReceiptCounts, error)
+}
+
+// profileTargets returns the gateway targets of every -profile, one per
+// API each: bare's on the gateway(s) of gw, everything's on the
+// everything gateways (their callers sending provider tokens, each run
+// ending once their receipts are written).
+func profileTargets(f *flags, apis []benchtool.API, gw benchtool.Target, ev everythingServers) []benchtool.Target {
+	var out []benchtool.Target
+	if slices.Contains(f.profiles, profileBare) {
+		gw.Profile = profileBare
+		out = append(out, gatewayTargets(gw, apis)...)
+	}
+	if slices.Contains(f.profiles, profileEverything) {
+		t := gw
+		t.Profile, t.URLs, t.BearerTokens = profileEverything, ev.urls, ev.tokens
+		if f.everythingTool == benchtool.EverythingToolMCP {
+			// The upstream's tool counts under the scoped keys the
+			// gateway sends it, not the load's: no dup check.
+			t.Tool = nil
+		}
+		if t.RoundTrips != nil {
+			t.RoundTrips = ev.roundTrips
+		}
+		settleOnReceipts(&t, ev.receiptCounts)
+		for _, api := range apis {
+			t.API, t.Name = api, benchtool.EverythingName
+			if api == benchtool.APIMCP {
+				t.Name = benchtool.EverythingMCPName
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // mcpInProgressWait is the in-process gateways' mcp.in_progress_wait for
 // -wait: the MCP counterpart of Prefer: wait=N, and without -wait an
 // immediate -32001, as REST answers 409 without Prefer.
@@ -282,7 +431,8 @@ func serversConfig(f *flags) benchtool.ServersConfig {
 	return benchtool.ServersConfig{
 		RedisAddr: f.redisAddr, Replicas: f.replicas, ToolName: f.tool, AccessLog: f.accessLog, Protocol: f.protocol,
 		BoltPath: f.bolt, MCPInProgressWait: mcpInProgressWait(f.preferWait),
-		Console: f.consolePoll > 0, Receipts: f.receipts,
+		Console: f.consolePoll > 0, Receipts: f.receipts, Everything: slices.Contains(f.profiles, profileEverything),
+		EverythingTool: f.everythingTool,
 	}
 }
 
@@ -299,7 +449,7 @@ func onlyTargets(targets []benchtool.Target, only string) ([]benchtool.Target, e
 		}
 	}
 	if len(kept) == 0 {
-		return nil, fmt.Errorf("-only %q: want baseline, %s, gateway, gateway-mcp or %s", only, benchtool.FloorName, plainMCPName)
+		return nil, fmt.Errorf("-only %q: want baseline, %s, gateway (every gateway target), gateway-mcp, %s, %s or %s", only, benchtool.FloorName, benchtool.EverythingName, benchtool.EverythingMCPName, benchtool.PlainMCPName)
 	}
 	return kept, nil
 }
@@ -339,13 +489,15 @@ func setUp(ctx context.Context, f *flags, apis []benchtool.API, args []string) (
 			_ = servers.Close()
 			return nil, nil, err
 		}
+		ev := everythingServers{urls: servers.EverythingURLs, tokens: servers.EverythingTokens, roundTrips: servers.EverythingRoundTripsCount,
+			receiptCounts: func(context.Context) (benchtool.ReceiptCounts, error) { return servers.EverythingReceiptCounts(), nil }}
 		targets := append([]benchtool.Target{
 			{Name: benchtool.BaselineName, URLs: []string{servers.BaselineURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU, NoIdempotency: true},
 			{Name: benchtool.FloorName, URLs: []string{servers.FloorURL}, Tool: servers.Tool, RedisCPU: servers.RedisCPU, RoundTrips: servers.FloorRoundTrips},
-		}, gatewayTargets(gw, apis)...)
+		}, profileTargets(f, apis, gw, ev)...)
 		targets = append(targets, beside...)
 		if slices.Contains(apis, benchtool.APIMCP) {
-			targets = append(targets, benchtool.Target{Name: plainMCPName, API: benchtool.APIMCP, URLs: []string{servers.PlainMCPURL},
+			targets = append(targets, benchtool.Target{Name: benchtool.PlainMCPName, API: benchtool.APIMCP, URLs: []string{servers.PlainMCPURL},
 				Tool: servers.Tool, RedisCPU: servers.RedisCPU, NoIdempotency: true})
 		}
 		targets, err = onlyTargets(targets, f.only)
@@ -356,8 +508,8 @@ func setUp(ctx context.Context, f *flags, apis []benchtool.API, args []string) (
 		return targets, func() { _ = servers.Close() }, nil
 	}
 
-	if f.consolePoll > 0 || f.receipts {
-		return nil, nil, errors.New("-console-poll and -receipts need the in-process servers (no -url)")
+	if f.consolePoll > 0 || f.receipts || slices.Contains(f.profiles, profileEverything) {
+		return nil, nil, errors.New("-console-poll, -receipts and -profile everything need the in-process servers (no -url)")
 	}
 	gw := benchtool.Target{URLs: strings.Split(f.urls, ",")}
 	var targets []benchtool.Target

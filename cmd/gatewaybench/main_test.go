@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,38 @@ func TestBesideTargetsNeedTheRESTGatewayAndTheServers(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"-url", "http://127.0.0.1:1", "-receipts", "-d", "1ms"}, io.Discard); err == nil {
 		t.Error("-receipts with -url accepted")
+	}
+}
+
+func TestProfilesAndConcurrencyLists(t *testing.T) {
+	f, err := parseFlags([]string{"-profile", "bare,everything", "-c", "1, 10,50,200", "-api", "rest,mcp"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.workers) != 4 || f.workers[0] != 1 || f.workers[3] != 200 {
+		t.Errorf("-c 1,10,50,200 read as %v", f.workers)
+	}
+	apis, _ := parseAPIs(f.apis)
+	ev := everythingServers{urls: []string{"http://everything"}, tokens: []string{"tok"}, roundTrips: func() int64 { return 7 }}
+	got := profileTargets(f, apis, benchtool.Target{URLs: []string{"http://gw"}, RoundTrips: func() int64 { return 1 }}, ev)
+	var names []string
+	for _, tg := range got {
+		names = append(names, tg.Name+"@"+tg.URLs[0]+"/"+tg.Profile)
+	}
+	want := []string{"gateway@http://gw/bare", "gateway-mcp@http://gw/bare",
+		benchtool.EverythingName + "@http://everything/everything", benchtool.EverythingMCPName + "@http://everything/everything"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("targets %v, want %v", names, want)
+	}
+	if e := got[2]; len(e.BearerTokens) != 1 || e.RoundTrips() != 7 || e.Settle == nil || e.Receipts == nil {
+		t.Errorf("everything target: tokens %v, round trips from the everything gateways, settles on receipts: %+v", e.BearerTokens, e)
+	}
+	for _, bad := range [][]string{{"-c", "0"}, {"-c", "1,x"}, {"-profile", "all"}, {"-profile", "bare,bare"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	if err := run(t.Context(), []string{"-url", "http://127.0.0.1:1", "-profile", "everything", "-d", "1ms"}, io.Discard); err == nil {
+		t.Error("-profile everything with -url accepted")
 	}
 }

@@ -82,3 +82,28 @@ func BenchmarkDecideLongList(b *testing.B) {
 	args := `{"items":[` + strings.Join(items, ",") + `]}`
 	benchDecide(b, []decide.Rule{{When: `args.items.all(i, i.qty < 10)`, Decision: decide.Allow}}, args)
 }
+
+// BenchmarkMayDecide is the check each approver's decision of a quorum
+// rule passes (approver operator, two approvals needed, an approvers
+// expression over the decider's claims): the decider is not the
+// requester and the expression holds.
+func BenchmarkMayDecide(b *testing.B) {
+	p, err := decide.Compile("refund", []decide.Rule{{Decision: decide.Approve, Reason: "finance",
+		Approvers: decide.Approvers{Expr: `"finance" in claims.groups`}, Quorum: 2}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if p.Quorum(0) != 2 {
+		b.Fatalf("quorum %d, want 2", p.Quorum(0))
+	}
+	d := decide.Decider{ID: "host-user:id.example.com:alice", Person: true, Claims: map[string]any{"groups": []any{"finance", "ops"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := processCPU()
+	for b.Loop() {
+		if err := p.MayDecide(ctx, 0, decide.Operator, "host-user:id.example.com:agent-7", d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+}

@@ -47,6 +47,12 @@ type Target struct {
 	// Beside names the target this one is the same as but for one thing
 	// (the console, receipts), which its checks compare it with.
 	Beside string
+	// BearerTokens, when set, are the tokens the target's callers send
+	// (LoadConfig.BearerTokens).
+	BearerTokens []string
+	// Profile names the gateway configuration the target runs ("bare",
+	// "everything"; "" for the references), for the reports.
+	Profile string
 }
 
 // BaselineName is the name of the target ratios are computed against.
@@ -81,6 +87,11 @@ type TargetReport struct {
 	NoIdempotency bool
 	// Beside is Target.Beside.
 	Beside string
+	// Profile is Target.Profile.
+	Profile string
+	// Rounds are the target's runs, one per round, in order (Result
+	// merges them); medians over them are what the sweep reports.
+	Rounds []*Result
 }
 
 // Report is the outcome of RunBench.
@@ -119,6 +130,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 		}
 	}
 	merged := make([]*Result, len(cfg.Targets))
+	rounds := make([][]*Result, len(cfg.Targets))
 	for i := range merged {
 		merged[i] = newResult()
 	}
@@ -136,9 +148,17 @@ func RunBench(ctx context.Context, cfg BenchConfig) (_ *Report, err error) {
 			fmt.Fprintf(cfg.Progress, "round %d %-*s %8.0f req/s  p99 %7.2f ms  errors %d  server %.0f us/req  redis %.1f us/req\n",
 				round+1, width, t.Name, res.RPS(), ms(res.Percentile(0.99)), res.Errors, res.ServerMicrosPerRequest(), res.RedisMicrosPerRequest())
 			merged[i].Merge(res)
+			rounds[i] = append(rounds[i], res)
 		}
 	}
-	return newReport(ctx, cfg, loads, merged)
+	report, err := newReport(ctx, cfg, loads, merged)
+	if err != nil {
+		return nil, err
+	}
+	for i := range report.Targets {
+		report.Targets[i].Rounds = rounds[i]
+	}
+	return report, nil
 }
 
 // prepareLoad makes t's load, prepares it and runs its warm-up.
@@ -147,6 +167,7 @@ func prepareLoad(ctx context.Context, cfg BenchConfig, t Target) (*Load, error) 
 	lc.URLs = append([]string(nil), t.URLs...)
 	lc.API = orAPI(t.API)
 	lc.NoIdempotency = t.NoIdempotency
+	lc.BearerTokens = t.BearerTokens
 	l, err := NewLoad(lc)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
@@ -280,7 +301,7 @@ func newReport(ctx context.Context, cfg BenchConfig, loads []*Load, merged []*Re
 	lc := loads[0].Config()
 	report := &Report{Mode: lc.Mode, Workers: lc.Workers, DupK: lc.DupK, Rounds: cfg.Rounds, Duration: cfg.Duration, Rate: lc.Rate}
 	for i, t := range cfg.Targets {
-		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency, Beside: t.Beside}
+		tr := TargetReport{Name: t.Name, API: orAPI(t.API), Result: merged[i], NoIdempotency: t.NoIdempotency, Beside: t.Beside, Profile: t.Profile}
 		if lc.Mode == ModeDup && t.Tool != nil {
 			dup, err := CheckOnce(ctx, t.Tool, loads[i].DupKeys())
 			if err != nil {

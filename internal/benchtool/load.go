@@ -78,6 +78,10 @@ type LoadConfig struct {
 	// NoIdempotency: the target is a plain MCP server, whose results carry
 	// no executionId or replayed flag to verify.
 	NoIdempotency bool
+	// BearerTokens, when set, are the callers' access tokens: sending
+	// slot i sends Authorization: Bearer BearerTokens[i mod len], so each
+	// worker is one agent with a token of its own.
+	BearerTokens []string
 	// Client defaults to NewClient(Workers).
 	Client *http.Client
 }
@@ -187,7 +191,7 @@ func (l *Load) Prepare(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				send := l.urlSender(l.cfg.URLs[i%len(l.cfg.URLs)])
+				send := l.urlSender(l.cfg.URLs[i%len(l.cfg.URLs)], l.authorization(i))
 				status, _, err := send(ctx, pool[i])
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
@@ -384,15 +388,25 @@ type sendFunc func(ctx context.Context, r *request) (status int, replayed bool, 
 // slot g*DupK+j) sends: to the URL of the slot, over the load's API. In
 // dup mode the copies of one step go to different URLs.
 func (l *Load) sender(slot int) sendFunc {
-	return l.urlSender(l.slotURL(slot))
+	return l.urlSender(l.slotURL(slot), l.authorization(slot))
 }
 
-// urlSender sends to url over the load's API.
-func (l *Load) urlSender(url string) sendFunc {
-	if l.cfg.API == APIMCP {
-		return l.mcpSender(url)
+// authorization is the Authorization header sending slot i sends ("":
+// none).
+func (l *Load) authorization(slot int) string {
+	if len(l.cfg.BearerTokens) == 0 {
+		return ""
 	}
-	return l.restSender(url)
+	return "Bearer " + l.cfg.BearerTokens[slot%len(l.cfg.BearerTokens)]
+}
+
+// urlSender sends to url over the load's API, with the Authorization
+// header auth unless it is "".
+func (l *Load) urlSender(url, auth string) sendFunc {
+	if l.cfg.API == APIMCP {
+		return l.mcpSender(url, auth)
+	}
+	return l.restSender(url, auth)
 }
 
 // slotURL is the URL sending slot i talks to.
@@ -417,14 +431,14 @@ func timed(ctx context.Context, send sendFunc, r *request, res *Result) {
 
 // restSender posts to url and reads the whole answer, so the connection is
 // reused.
-func (l *Load) restSender(url string) sendFunc {
+func (l *Load) restSender(url, auth string) sendFunc {
 	return func(ctx context.Context, r *request) (int, bool, error) {
-		return l.sendREST(ctx, url, r)
+		return l.sendREST(ctx, url, auth, r)
 	}
 }
 
 // sendREST posts r to url with the identity in headers.
-func (l *Load) sendREST(ctx context.Context, url string, r *request) (status int, replayed bool, err error) {
+func (l *Load) sendREST(ctx context.Context, url, auth string, r *request) (status int, replayed bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+r.path, bytes.NewReader(r.body))
 	if err != nil {
 		return 0, false, fmt.Errorf("benchtool: build request: %w", err)
@@ -433,6 +447,9 @@ func (l *Load) sendREST(ctx context.Context, url string, r *request) (status int
 	req.Header.Set(wire.HeaderIdempotencyKey, r.key)
 	req.Header.Set(wire.HeaderSessionID, r.session)
 	req.Header.Set(wire.HeaderStepIndex, r.step)
+	if auth != "" {
+		req.Header.Set(wire.HeaderAuthorization, auth)
+	}
 	if l.cfg.Mode == ModeDup && l.cfg.PreferWait > 0 {
 		req.Header.Set(wire.HeaderPrefer, "wait="+strconv.Itoa(l.cfg.PreferWait))
 	}

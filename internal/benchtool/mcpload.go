@@ -71,7 +71,7 @@ const (
 // params._meta. Every answer is verified: the id is the request's, a
 // result has content and, from the gateway, its executionId and replayed
 // flag.
-func (l *Load) mcpSender(url string) sendFunc {
+func (l *Load) mcpSender(url, auth string) sendFunc {
 	var nextID atomic.Int64
 	endpoint := url + "/mcp"
 	name, _ := json.Marshal(l.cfg.Tool)
@@ -89,6 +89,9 @@ func (l *Load) mcpSender(url string) sendFunc {
 		h.Set(headerMCPProtocolVersion, version)
 		h.Set(headerMCPMethod, "tools/call")
 		h.Set(headerMCPName, l.cfg.Tool)
+		if auth != "" {
+			h.Set(wire.HeaderAuthorization, auth)
+		}
 		resp, err := l.cfg.Client.Do(req)
 		if err != nil {
 			return 0, false, fmt.Errorf("benchtool: send: %w", err)

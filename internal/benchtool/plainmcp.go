@@ -12,6 +12,9 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
+// PlainMCPName names the plain go-sdk MCP server target.
+const PlainMCPName = "plain-mcp"
+
 // PlainMCPHandler serves tool over MCP with go-sdk v1.8.0 alone, as the
 // official SDK's own server would, with no idempotency layer: stateless
 // Streamable HTTP with JSON answers (the gateway's settings), one

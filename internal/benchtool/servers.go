@@ -54,6 +54,14 @@ type ServersConfig struct {
 	// receipts in Redis under the run's prefix, so receipts on and off are
 	// loaded side by side.
 	Receipts bool
+	// Everything starts a third set of Replicas gateways
+	// (Servers.EverythingURLs), the "everything" profile
+	// (everything.go): decide rules, receipts with signed checkpoints,
+	// provider tokens, a budget and a pinned MCP upstream tool.
+	Everything bool
+	// EverythingTool is the tool the everything gateways' callers call:
+	// EverythingToolInProcess ("" too) or EverythingToolMCP.
+	EverythingTool string
 }
 
 // Servers are the gateway replicas and the baseline, on loopback
@@ -83,6 +91,11 @@ type Servers struct {
 	// ReceiptGatewayURLs are the base URLs of the gateways that keep
 	// receipts (ServersConfig.Receipts).
 	ReceiptGatewayURLs []string
+	// EverythingURLs are the base URLs of the everything profile's
+	// gateways (ServersConfig.Everything); EverythingTokens the provider
+	// tokens their callers send, one per load worker.
+	EverythingURLs   []string
+	EverythingTokens []string
 
 	toolClient   *redis.Client
 	boltStores   []*boltstore.Store
@@ -100,6 +113,10 @@ type Servers struct {
 	// of the tool behind the gateways that keep receipts.
 	receiptLog  *countingReceipts
 	receiptTool *countingTool
+	// everything is what the everything gateways share;
+	// everythingRoundTrips count their store round trips.
+	everything           *everything
+	everythingRoundTrips []*RoundTrips
 }
 
 // StartServers starts the servers; Close stops them and deletes their keys.
@@ -133,6 +150,12 @@ func StartServers(ctx context.Context, cfg ServersConfig) (_ *Servers, err error
 	}
 	if cfg.Receipts {
 		if err := s.startReceiptGateways(cfg); err != nil {
+			return nil, err
+		}
+	}
+
+	if cfg.Everything {
+		if err := s.startEverythingGateways(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -174,9 +197,12 @@ func (s *Servers) serve(h http.Handler) (string, error) {
 
 // StoreRoundTrips is the sum of the round trips of every gateway replica's
 // store client so far.
-func (s *Servers) StoreRoundTrips() int64 {
+func (s *Servers) StoreRoundTrips() int64 { return sumRoundTrips(s.roundTrips) }
+
+// sumRoundTrips is the sum of the counters' round trips so far.
+func sumRoundTrips(counters []*RoundTrips) int64 {
 	var n int64
-	for _, rt := range s.roundTrips {
+	for _, rt := range counters {
 		n += rt.Count()
 	}
 	return n
@@ -184,13 +210,7 @@ func (s *Servers) StoreRoundTrips() int64 {
 
 // ReceiptStoreRoundTrips is StoreRoundTrips of the gateways that keep
 // receipts (ServersConfig.Receipts).
-func (s *Servers) ReceiptStoreRoundTrips() int64 {
-	var n int64
-	for _, rt := range s.receiptRoundTrips {
-		n += rt.Count()
-	}
-	return n
-}
+func (s *Servers) ReceiptStoreRoundTrips() int64 { return sumRoundTrips(s.receiptRoundTrips) }
 
 // ReceiptCounts reports, for the gateways that keep receipts, the receipts
 // written so far and the tool executions so far (each leaves one receipt);
@@ -199,7 +219,12 @@ func (s *Servers) ReceiptCounts() ReceiptCounts {
 	if s.receiptLog == nil {
 		return ReceiptCounts{}
 	}
-	return ReceiptCounts{Written: s.receiptLog.written.Load(), Executed: s.receiptTool.executed.Load()}
+	return countsOf(s.receiptLog, s.receiptTool)
+}
+
+// countsOf is what log has written and tool has executed so far.
+func countsOf(log *countingReceipts, tool *countingTool) ReceiptCounts {
+	return ReceiptCounts{Written: log.written.Load(), Executed: tool.executed.Load()}
 }
 
 // FloorRoundTrips is the number of round trips the floor's store client
@@ -224,6 +249,9 @@ func (s *Servers) Close() error {
 	}
 	for _, gw := range s.gateways {
 		errs = append(errs, gw.Drain(ctx))
+	}
+	if s.everything != nil {
+		errs = append(errs, s.everything.close(ctx))
 	}
 	if s.toolClient != nil {
 		deletePrefix(ctx, s.toolClient, s.Prefix)

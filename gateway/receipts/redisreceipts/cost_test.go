@@ -2,6 +2,8 @@ package redisreceipts_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -105,4 +107,37 @@ func BenchmarkAppend(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(used)/float64(i+1), "bytes/receipt")
+}
+
+// BenchmarkCheckpoint is one checkpoint of a chain on the test Redis, as
+// the scheduler makes one every receipts.checkpoint_every receipts: read
+// the head and the latest checkpoint, check the checkpointed receipt,
+// sign, store. The receipt appended before each one is not timed; the
+// round trips per checkpoint are reported.
+func BenchmarkCheckpoint(b *testing.B) {
+	c := newClient(b)
+	counter := &roundTrips{}
+	c.AddHook(counter)
+	s := redisreceipts.New(c, newPrefix(b, c), nil)
+	_, private, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cp := receipts.Checkpointer{Store: s, Key: receipts.NewSigningKey(private)}
+	ctx := context.Background()
+	var trips int64
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if _, err := s.Append(ctx, "acme", receipt(i)); err != nil {
+			b.Fatal(err)
+		}
+		before := counter.n.Load()
+		b.StartTimer()
+		if _, signed, err := cp.Checkpoint(ctx, "acme"); err != nil || !signed {
+			b.Fatalf("checkpoint: signed %v, %v", signed, err)
+		}
+		trips += counter.n.Load() - before
+	}
+	b.ReportMetric(float64(trips)/float64(b.N), "roundtrips/op")
 }
