@@ -304,7 +304,7 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	var refused *RefusedError
 	switch {
 	case errors.As(err, &refused):
-		c.approvalMessage(w, r, refused.Status, id, note, refused.Message+" Nothing changed.")
+		c.approvalMessage(w, r, refused.Status, id, note, sentence(refused.Message)+" Nothing changed.")
 		return
 	case errors.As(err, &notPending):
 		c.approvalMessage(w, r, http.StatusConflict, id, note, notPendingText(notPending))
@@ -318,6 +318,16 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	c.opts.Log.InfoContext(r.Context(), "console: approval decided", "approval_id", id, "action", action, "by", by, "tool", rec.Scope.Tool, "tenant", rec.Scope.Tenant)
 	http.Redirect(w, r, Base+"/approvals/"+url.PathEscape(id)+"?done="+action, http.StatusSeeOther)
+}
+
+// sentence makes a refusal's detail (an API problem's, which ends
+// without a full stop) a sentence the page can follow with another.
+func sentence(detail string) string {
+	detail = strings.TrimSpace(detail)
+	if detail == "" || strings.HasSuffix(detail, ".") {
+		return detail
+	}
+	return strings.ToUpper(detail[:1]) + detail[1:] + "."
 }
 
 // notPendingText is the "already approved by X at T" message.
