@@ -30,6 +30,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	// The stock binary's tools, as in cmd/gateway.
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/gatewaycmd"
 	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -324,6 +325,11 @@ func TestComposeFile(t *testing.T) {
 		svc := s.(map[string]any)
 		if env, ok := svc["environment"].(map[string]any); ok && env["REDIS_URL"] != nil {
 			gateways = append(gateways, name)
+			// Both replicas take the console's session key from the shell
+			// (compose refuses to start without it), never from the file.
+			if key, _ := env[gateway.ConsoleSessionKeyEnv].(string); !strings.HasPrefix(key, "${"+gateway.ConsoleSessionKeyEnv+":?") {
+				t.Errorf("%s: %s is %q, want it required from the environment", name, gateway.ConsoleSessionKeyEnv, key)
+			}
 			grace, err := time.ParseDuration(svc["stop_grace_period"].(string))
 			if err != nil || grace <= drainTimeout(t, configs(t)["compose"]) {
 				t.Errorf("%s: stop_grace_period %v must exceed drain_timeout", name, svc["stop_grace_period"])
@@ -439,10 +445,32 @@ func TestKubernetesManifests(t *testing.T) {
 	if dig(t, c, "securityContext", "readOnlyRootFilesystem") != true || dig(t, pod, "securityContext", "runAsNonRoot") != true {
 		t.Error("the container must run non-root on a read-only root filesystem")
 	}
-	secretName := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "name")
-	secretKey := dig(t, c, "env", 0, "valueFrom", "secretKeyRef", "key").(string)
-	if secretName != dig(t, byKind["Secret"], "metadata", "name") || dig(t, byKind["Secret"], "stringData", secretKey) == nil {
-		t.Errorf("env references secret %v key %s, not in secret.example.yaml", secretName, secretKey)
+	// Every variable from the Secret names a key secret.example.yaml has;
+	// the console's session key is one of them, so the replicas share it.
+	var fromSecret []string
+	for i := range c["env"].([]any) {
+		ref, ok := dig(t, c, "env", i).(map[string]any)["valueFrom"].(map[string]any)
+		if !ok {
+			continue
+		}
+		secretName := dig(t, ref, "secretKeyRef", "name")
+		secretKey := dig(t, ref, "secretKeyRef", "key").(string)
+		if secretName != dig(t, byKind["Secret"], "metadata", "name") || dig(t, byKind["Secret"], "stringData", secretKey) == nil {
+			t.Errorf("env references secret %v key %s, not in secret.example.yaml", secretName, secretKey)
+		}
+		fromSecret = append(fromSecret, dig(t, c, "env", i, "name").(string))
+	}
+	if !slices.Equal(fromSecret, []string{"REDIS_URL", gateway.ConsoleSessionKeyEnv}) {
+		t.Errorf("variables from the Secret %v, want REDIS_URL and %s", fromSecret, gateway.ConsoleSessionKeyEnv)
+	}
+	// The example's session key is a placeholder the gateway refuses, so a
+	// copied example never signs sessions with a key anyone can read.
+	placeholder := dig(t, byKind["Secret"], "stringData", gateway.ConsoleSessionKeyEnv).(string)
+	_, err := gatewaycmd.Check(writeConfig(t, configs(t)["kubernetes"]), func(k string) string {
+		return map[string]string{gateway.ConsoleSessionKeyEnv: placeholder}[k]
+	})
+	if err == nil || !strings.Contains(err.Error(), gateway.ConsoleSessionKeyEnv) {
+		t.Errorf("check with the example's session key: %v, want it refused naming %s", err, gateway.ConsoleSessionKeyEnv)
 	}
 	if dig(t, pod, "volumes", 0, "configMap", "name") != dig(t, byKind["ConfigMap"], "metadata", "name") {
 		t.Error("the config volume does not mount the ConfigMap")
@@ -719,7 +747,10 @@ func checkRendered(t *testing.T, kustomize, dir string) {
 			for _, e := range dig(t, obj, "spec", "template", "spec", "containers", 0, "env").([]any) {
 				env = append(env, e.(map[string]any)["name"].(string))
 			}
-			want := map[string][]string{"kubernetes": {"REDIS_URL", "GOMEMLIMIT"}, "kubernetes-postgres": {"DATABASE_URL", "GOMEMLIMIT"}}[dir]
+			want := map[string][]string{
+				"kubernetes":          {"REDIS_URL", gateway.ConsoleSessionKeyEnv, "GOMEMLIMIT"},
+				"kubernetes-postgres": {"DATABASE_URL", gateway.ConsoleSessionKeyEnv, "GOMEMLIMIT"},
+			}[dir]
 			if !slices.Equal(env, want) {
 				t.Errorf("env %v, want %v", env, want)
 			}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"crypto/sha256"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -8,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/decide"
+	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -62,5 +65,58 @@ func TestConsoleApprovalPageShowsRequesterAndRefusals(t *testing.T) {
 	}
 	if r := h.Do(small); r.Status != http.StatusOK || tool.Runs(keyOf(t, small)) != 1 {
 		t.Fatalf("approved call: %d, ran %d", r.Status, tool.Runs(keyOf(t, small)))
+	}
+}
+
+// TestConsoleApprovalPageShowsTheRuleText: the approval's page and its
+// pending card show the text of the rule that asked (its when and its
+// approvers), not only its index; after a reload changes the tool's
+// rules, the page warns that an approval given now is void at use, and
+// indeed approving it then runs nothing (approval_stale).
+func TestConsoleApprovalPageShowsTheRuleText(t *testing.T) {
+	h, tool := trustHarness(t, []decide.Rule{
+		{When: "args.amount > 1000", Decision: decide.Approve, Reason: "big refunds", Approvers: decide.Approvers{IDs: []string{"token:admin", "oidc:idp.example:ada"}}},
+		{Decision: decide.Allow},
+	})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	read := func(resp *http.Response, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	page := read(c.Get(h.Srv.URL + "/console/signin"))
+	read(c.PostForm(h.Srv.URL+"/console/signin", url.Values{"csrf": {consoleCSRF.FindStringSubmatch(page)[1]}, "name": {"olga"}, "token": {adminToken}}))
+
+	call := acmeRefund("rule", 1, "5000")
+	id := pendingID(t, h.Do(call))
+	wantWhen := `id="rule-when-` + id + `">when: args.amount &gt; 1000</code>`
+	wantApprovers := `id="rule-approvers-` + id + `">approvers: token:admin, oidc:idp.example:ada</code>`
+	for _, path := range []string{"/console/approvals/" + id, "/console/approvals"} {
+		page = read(c.Get(h.Srv.URL + path))
+		if !strings.Contains(page, wantWhen) || !strings.Contains(page, wantApprovers) || strings.Contains(page, "rules changed") {
+			t.Fatalf("%s lacks the rule's text:\n%s", path, page)
+		}
+	}
+
+	changed := compileRules(t, "refund", []decide.Rule{{When: "args.amount > 2000", Decision: decide.Approve}, {Decision: decide.Allow}})
+	tenants := []gateway.Tenant{{Name: "acme", TokenSHA256: sha256.Sum256([]byte(acmeToken))}}
+	admin := sha256.Sum256([]byte(adminToken))
+	if err := h.GW.Reload(gateway.Settings{Decisions: changed, Tenants: tenants, AdminTokenSHA256: &admin}); err != nil {
+		t.Fatal(err)
+	}
+	page = read(c.Get(h.Srv.URL + "/console/approvals/" + id))
+	// The rule's text now is not the one that asked: only the warning.
+	if !strings.Contains(page, "The tool's rules changed since this was asked") || strings.Contains(page, "rule-when-") {
+		t.Fatalf("no warning after the rules changed:\n%s", page)
+	}
+	read(c.PostForm(h.Srv.URL+"/console/approvals/"+id+"/decide", url.Values{"csrf": {consoleCSRF.FindStringSubmatch(page)[1]}, "action": {"approve"}}))
+	gatewaytest.WantProblem(t, h.Do(call), http.StatusForbidden, wire.CodeApprovalStale)
+	if n := tool.Total.Load(); n != 0 {
+		t.Fatalf("the approval given after the warning ran %d times", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -255,6 +256,17 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// ApprovalRule reads the rule at index of tool's decide rules as
+// configured now. The approval's binding begins with the policy digest it
+// was asked under ("<policy>.<definition>", callpath's approvalBinding):
+// another digest now means the rules changed since.
+func (b consoleBackend) ApprovalRule(tool string, index int, binding string) console.ApprovalRule {
+	policy, _ := b.s.Decisions(tool)
+	rule, found := policy.Rule(index)
+	return console.ApprovalRule{Rule: rule, Found: found,
+		Changed: binding != "" && !strings.HasPrefix(binding, policy.Digest()+".")}
 }
 
 // leaseExpiryName is the policy's name, the default spelled out.

@@ -3,6 +3,7 @@ package console
 import (
 	"github.com/toolgateway/toolgateway/gateway/principal"
 
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,6 +40,11 @@ type approvalView struct {
 	// call ran (the record left the approval states), ExecutionID its id.
 	KeyHash, ExecutionID string
 	Ran                  bool
+	// RuleWhen and RuleApprovers are the rule's text as configured now
+	// ("" when the tool has no such rule now, or its rules changed since
+	// the approval was asked: RuleChanged).
+	RuleWhen, RuleApprovers string
+	RuleChanged             bool
 }
 
 // approvalsView is the Approvals page: the pending page (oldest first),
@@ -107,6 +113,26 @@ func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 	return v
 }
 
+// withRule adds the text of the rule that asked for the approval, so
+// the person deciding reads what the rule says, not only its index.
+func (c *Console) withRule(v approvalView, rec idempotency.Record) approvalView {
+	if rec.Approval == nil {
+		return v
+	}
+	r := c.backend.ApprovalRule(rec.Scope.Tool, rec.Approval.Rule, rec.Approval.Binding)
+	v.RuleChanged = r.Changed
+	if !r.Found || r.Changed { // the rule at that index now is not the one that asked
+		return v
+	}
+	v.RuleWhen = cmp.Or(r.Rule.When, "always (the rule has no when)")
+	if r.Rule.Approvers.Expr != "" {
+		v.RuleApprovers = r.Rule.Approvers.Expr
+	} else {
+		v.RuleApprovers = strings.Join(r.Rule.Approvers.IDs, ", ")
+	}
+	return v
+}
+
 // pending reads one page of pending approvals with their arguments,
 // oldest first within the page. Work is bounded by the page size: one
 // list and one get per approval shown.
@@ -129,7 +155,7 @@ func (c *Console) pending(r *http.Request) ([]approvalView, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		views = append(views, toApprovalView(full, c.opts.Now()))
+		views = append(views, c.withRule(toApprovalView(full, c.opts.Now()), full))
 	}
 	slices.SortStableFunc(views, func(a, b approvalView) int { return a.RequestedAt.Compare(b.RequestedAt) })
 	return views, page.Cursor, nil
@@ -244,7 +270,7 @@ func (c *Console) handleApproval(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, err)
 		return
 	}
-	v := approvalPage{Approval: toApprovalView(rec, c.opts.Now()), Pending: rec.State == idempotency.StateAwaitingApproval}
+	v := approvalPage{Approval: c.withRule(toApprovalView(rec, c.opts.Now()), rec), Pending: rec.State == idempotency.StateAwaitingApproval}
 	if done := r.URL.Query().Get("done"); done == "approve" || done == "deny" {
 		v.Done = done
 	}
@@ -278,7 +304,7 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	var refused *RefusedError
 	switch {
 	case errors.As(err, &refused):
-		c.approvalMessage(w, r, refused.Status, id, note, refused.Message+" Nothing changed.")
+		c.approvalMessage(w, r, refused.Status, id, note, sentence(refused.Message)+" Nothing changed.")
 		return
 	case errors.As(err, &notPending):
 		c.approvalMessage(w, r, http.StatusConflict, id, note, notPendingText(notPending))
@@ -292,6 +318,16 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	c.opts.Log.InfoContext(r.Context(), "console: approval decided", "approval_id", id, "action", action, "by", by, "tool", rec.Scope.Tool, "tenant", rec.Scope.Tenant)
 	http.Redirect(w, r, Base+"/approvals/"+url.PathEscape(id)+"?done="+action, http.StatusSeeOther)
+}
+
+// sentence makes a refusal's detail (an API problem's, which ends
+// without a full stop) a sentence the page can follow with another.
+func sentence(detail string) string {
+	detail = strings.TrimSpace(detail)
+	if detail == "" || strings.HasSuffix(detail, ".") {
+		return detail
+	}
+	return strings.ToUpper(detail[:1]) + detail[1:] + "."
 }
 
 // notPendingText is the "already approved by X at T" message.
@@ -326,7 +362,7 @@ func (c *Console) approvalMessage(w http.ResponseWriter, r *http.Request, status
 		c.storeFailed(w, r, err)
 		return
 	default:
-		v.Approval, v.Pending = toApprovalView(rec, c.opts.Now()), rec.State == idempotency.StateAwaitingApproval
+		v.Approval, v.Pending = c.withRule(toApprovalView(rec, c.opts.Now()), rec), rec.State == idempotency.StateAwaitingApproval
 	}
 	c.pages.render(w, status, "approval", pageFor(r, "Approval", "approvals", v))
 }

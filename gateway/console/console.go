@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
@@ -56,6 +57,22 @@ type Backend interface {
 	ReceiptChains(ctx context.Context) ([]ChainState, error)
 	// Tools reports every configured tool's policy and counters.
 	Tools(ctx context.Context) ([]ToolStats, error)
+	// ApprovalRule returns the decide rule an approval was asked by (the
+	// tool's rule at index), as the tool is configured now; binding is the
+	// approval's ([idempotency.Approval.Binding]).
+	ApprovalRule(tool string, index int, binding string) ApprovalRule
+}
+
+// ApprovalRule is the rule that asked for an approval, as configured now.
+type ApprovalRule struct {
+	// Rule is the rule; Found is false when the tool has no such rule now.
+	Rule  decide.Rule
+	Found bool
+	// Changed: the tool's decide rules are no longer those the approval
+	// was asked under, so Rule may not be the one that asked, and an
+	// approval given now is void at use (approval_stale). False when the
+	// store keeps no binding to tell.
+	Changed bool
 }
 
 // Resolution is an operator's resolve-as-committed form: the response the

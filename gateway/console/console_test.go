@@ -94,6 +94,12 @@ func (b storeBackend) Tools(context.Context) ([]console.ToolStats, error) {
 		Decisions: map[string]float64{"approve": 2}, Observed: map[string]float64{"deny": 4}}}, nil
 }
 
+// ApprovalRule finds no rule: the test backend has no configured tools
+// (the gateway's adapter is tested in package gateway).
+func (b storeBackend) ApprovalRule(string, int, string) console.ApprovalRule {
+	return console.ApprovalRule{}
+}
+
 type fixture struct {
 	srv   *httptest.Server
 	store *boltstore.Store

@@ -144,6 +144,16 @@ func (p *Policy) Tool() string {
 	return p.tool
 }
 
+// Rule returns the rule at index i as configured (normalized: the
+// default approver filled in), e.g. for a person reading an approval
+// that rule asked for; false when p has no rule i.
+func (p *Policy) Rule(i int) (Rule, bool) {
+	if p == nil || i < 0 || i >= len(p.rules) {
+		return Rule{}, false
+	}
+	return p.rules[i].Rule, true
+}
+
 // Rules is how many rules p has; 0 means every call is allowed.
 func (p *Policy) Rules() int {
 	if p == nil {

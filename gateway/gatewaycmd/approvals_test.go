@@ -42,6 +42,8 @@ func TestCheckRefusesBadDecideRules(t *testing.T) {
 		{"unknown decision", tool("      - decision: maybe\n"), []string{"decide[0]", "unknown decision"}},
 		{"approvers do not compile", tool("      - decision: approve\n        approvers: '\"finance\" in claims.groups +'\n"),
 			[]string{"tools[0].decide", "decide[0]", "approvers", "Syntax error"}},
+		{"approvers not boolean", tool("      - decision: approve\n        approvers: 'principal'\n"),
+			[]string{"tools[0].decide", "decide[0]", "approvers", "want bool"}},
 		{"quorum above the approvers", tool("      - decision: approve\n        approvers: [oidc:idp.example:ada]\n        quorum: 2\n"),
 			[]string{"decide[0]", "quorum 2 is larger than the 1 approvers listed"}},
 		{"bad mode", base + "mode: dryrun\n", []string{"mode", "dryrun"}},

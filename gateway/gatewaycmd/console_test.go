@@ -132,6 +132,12 @@ tools:
 // user and follows the signed-in page on.
 func signInThroughProvider(t *testing.T, addr string, op *oidctest.Provider) *http.Client {
 	t.Helper()
+	return signInAs(t, addr, op, op.Username(), oidctest.UserPassword)
+}
+
+// signInAs is signInThroughProvider as the provider's user username.
+func signInAs(t *testing.T, addr string, op *oidctest.Provider, username, password string) *http.Client {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
 	page := getPage(t, browser, "http://"+addr+"/console/oidc/start?next=/console/approvals")
@@ -139,7 +145,7 @@ func signInThroughProvider(t *testing.T, addr string, op *oidctest.Provider) *ht
 	if id == nil {
 		t.Fatalf("no login form at the provider:\n%s", page)
 	}
-	resp, err := browser.PostForm(strings.TrimSuffix(op.Issuer, "/")+"/login/username", url.Values{"id": {id[1]}, "username": {op.Username()}, "password": {oidctest.UserPassword}})
+	resp, err := browser.PostForm(strings.TrimSuffix(op.Issuer, "/")+"/login/username", url.Values{"id": {id[1]}, "username": {username}, "password": {password}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,12 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// The example OP's service user for the client credentials grant.
+// The example OP's service user for the client credentials grant
+// ([Provider.Token]; programs in other languages use them at the token
+// endpoint, as internal/cmd/testop prints them).
 const (
-	clientID     = "sid1"
-	clientSecret = "verysecret"
+	ServiceClientID     = "sid1"
+	ServiceClientSecret = "verysecret"
 )
 
 // Scope prefixes the provider maps to claims, as an operator's provider
@@ -79,7 +81,7 @@ func Listen(addr, audience string) (*Provider, error) {
 
 func serve(srv *httptest.Server, audience string) *Provider {
 	issuer := "http://" + srv.Listener.Addr().(*net.TCPAddr).String() + "/"
-	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), audience: audience, jwtClients: map[string]bool{}}
+	st := &store{Storage: storage.NewStorage(withPeople(storage.NewUserStore(issuer))), audience: audience, jwtClients: map[string]bool{}}
 	st.rotate()
 	// SetupServer makes its logger the process's default (the example's
 	// request log): a discarding one keeps test output readable.
@@ -93,7 +95,7 @@ func serve(srv *httptest.Server, audience string) *Provider {
 func (p *Provider) Token(t testing.TB, scopes ...string) string {
 	t.Helper()
 	cfg := clientcredentials.Config{
-		ClientID: clientID, ClientSecret: clientSecret,
+		ClientID: ServiceClientID, ClientSecret: ServiceClientSecret,
 		TokenURL: strings.TrimSuffix(p.Issuer, "/") + "/oauth/token",
 		Scopes:   scopes,
 	}

@@ -2,7 +2,8 @@
 // provider (zitadel/oidc's example OP) on a loopback port for tests in
 // other languages, registers one web client whose authorization-code
 // access tokens are JWTs for the gateway's audience, prints
-// {"issuer": …} on one line and serves until it is killed.
+// {"issuer": …, "people": […], …} on one line and serves until it is
+// killed.
 package main
 
 import (
@@ -33,7 +34,14 @@ func main() {
 		os.Exit(1)
 	}
 	p.RegisterResourceClient(*clientID, *clientSecret, *redirect)
-	line, _ := json.Marshal(map[string]string{"issuer": p.Issuer, "username": p.Username(), "password": oidctest.UserPassword})
+	// people: oidctest.People, who sign in at the login page and carry a
+	// groups claim; token_client_*: the service user of the client
+	// credentials grant (a "person:<sub>" scope makes its token speak
+	// for that person).
+	line, _ := json.Marshal(map[string]any{
+		"issuer": p.Issuer, "username": p.Username(), "password": oidctest.UserPassword,
+		"people": oidctest.People, "token_client_id": oidctest.ServiceClientID, "token_client_secret": oidctest.ServiceClientSecret,
+	})
 	fmt.Println(string(line))
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
