@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
@@ -56,6 +57,14 @@ type Backend interface {
 	ReceiptChains(ctx context.Context) ([]ChainState, error)
 	// Tools reports every configured tool's policy and counters.
 	Tools(ctx context.Context) ([]ToolStats, error)
+	// ToolChange returns an MCP upstream tool's pinned and current
+	// definitions; [pins.ErrUnknownTool] when no pinned tool has that name.
+	ToolChange(ctx context.Context, tool string) (pins.Change, error)
+	// AcceptTool pins tool's current definition, if its hash is sha256
+	// (the one the operator reviewed), by by, and leaves a tool_accepted
+	// receipt as the admin API's accept does; the errors of
+	// [pins.Keeper.Accept].
+	AcceptTool(ctx context.Context, tool, sha256, by string) (pins.Status, error)
 }
 
 // Resolution is an operator's resolve-as-committed form: the response the
@@ -96,6 +105,8 @@ type ToolStats struct {
 	Executions, Replays float64
 	// P50 and P99 are latency quantiles of its calls (zero: no calls).
 	P50, P99 time.Duration
+	// Pin is an MCP upstream tool's pin (nil for other tools).
+	Pin *pins.Status
 }
 
 // Errors a [Backend] returns that the console shows as such.
@@ -212,6 +223,8 @@ func (c *Console) routes() http.Handler {
 		r.Get(Base+"/receipts", c.handleReceipts)
 		r.Get(Base+"/receipts/{tenant}/{seq}", c.handleReceipt)
 		r.Get(Base+"/tools", c.handleTools)
+		r.Get(Base+"/tools/{tool}", c.handleToolChange)
+		r.Post(Base+"/tools/{tool}/accept", c.handleAcceptTool)
 	})
 	return r
 }

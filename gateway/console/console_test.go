@@ -20,6 +20,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
@@ -92,6 +93,15 @@ func (b storeBackend) ReceiptChains(context.Context) ([]console.ChainState, erro
 func (b storeBackend) Tools(context.Context) ([]console.ToolStats, error) {
 	return []console.ToolStats{{Name: "refund", Policy: []string{"timeout: 30s"}, Executions: 3, Replays: 1, P50: time.Millisecond, P99: 40 * time.Millisecond,
 		Decisions: map[string]float64{"approve": 2}, Observed: map[string]float64{"deny": 4}}}, nil
+}
+
+// ToolChange: the test backend fronts no MCP server, so pins no tool.
+func (b storeBackend) ToolChange(context.Context, string) (pins.Change, error) {
+	return pins.Change{}, pins.ErrUnknownTool
+}
+
+func (b storeBackend) AcceptTool(context.Context, string, string, string) (pins.Status, error) {
+	return pins.Status{}, pins.ErrUnknownTool
 }
 
 type fixture struct {
