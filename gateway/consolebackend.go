@@ -254,7 +254,7 @@ func (b consoleBackend) Tools(ctx context.Context) ([]console.ToolStats, error) 
 		if c == nil { // a tool no call reached yet
 			c = &callpath.ToolCounter{}
 		}
-		st := console.ToolStats{Name: name, Decisions: c.Decisions, Observed: c.Observed, Executions: c.Executions, Replays: c.Replays,
+		st := console.ToolStats{Name: name, Decisions: c.Decisions, Observed: c.Observed, Executions: c.Executions, ExecutionsUnknown: c.ExecutionsUnknown, Replays: c.Replays,
 			P50: c.Quantile(0.5), P99: c.Quantile(0.99), Pin: pinOf[name],
 			Policy: []string{
 				"timeout: " + p.Timeout.String(),

@@ -101,8 +101,11 @@ type ToolStats struct {
 	// Observed the decisions of mode: observe (not enforced: the call ran
 	// as allowed).
 	Decisions, Observed map[string]float64
-	// Executions and Replays count calls that ran and that replayed.
-	Executions, Replays float64
+	// Executions counts the tool's runs, once per time it was called
+	// (a retry that replays or is refused adds none), UNKNOWN outcomes
+	// included: ExecutionsUnknown of them were left UNKNOWN. Replays
+	// counts the calls answered from a record.
+	Executions, ExecutionsUnknown, Replays float64
 	// P50 and P99 are latency quantiles of its calls (zero: no calls).
 	P50, P99 time.Duration
 	// Pin is an MCP upstream tool's pin (nil for other tools).
