@@ -64,6 +64,30 @@ func (s *Server) handleAdminTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, AdminTools{Tools: statuses})
 }
 
+// handleAdminTool answers GET /admin/v1/tools/{tool}: the tool's pin with
+// its pinned and current definitions, to review a held tool before
+// accepting it.
+func (s *Server) handleAdminTool(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.Query()) > 0 {
+		badAdminRequest(w, "a tool's pin takes no query parameters")
+		return
+	}
+	keeper, ok := s.pinKeeper(w)
+	if !ok {
+		return
+	}
+	tool := chi.URLParam(r, "tool")
+	change, err := keeper.Change(r.Context(), tool)
+	switch {
+	case errors.Is(err, pins.ErrUnknownTool):
+		WriteProblem(w, NewProblem(wire.CodeToolNotFound, fmt.Sprintf("no MCP upstream tool %q is listed", tool)))
+	case err != nil:
+		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "could not read the pin"))
+	default:
+		writeJSON(w, http.StatusOK, change)
+	}
+}
+
 // handleAdminAcceptTool answers POST /admin/v1/tools/{tool}/accept: the
 // tool's current definition becomes its pin, so a held tool runs again.
 func (s *Server) handleAdminAcceptTool(w http.ResponseWriter, r *http.Request) {

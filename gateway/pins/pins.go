@@ -230,7 +230,8 @@ type Keeper interface {
 // never matched), Current the JCS of what the server lists now.
 type Change struct {
 	Status
-	Pinned, Current json.RawMessage
+	Pinned  json.RawMessage `json:"pinned_definition,omitempty"`
+	Current json.RawMessage `json:"current_definition"`
 }
 
 // MemberChange is one member of a definition ([Members]) in both
