@@ -44,13 +44,9 @@ func (c *adminClient) toolsList(ctx context.Context, args []string) error {
 	if _, err := c.parseInterleaved(fs, args, 0, toolsListUsage); err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, http.MethodGet, "/admin/v1/tools", nil)
-	if err != nil {
-		return fmt.Errorf("admin tools list: %w", err)
-	}
 	var list gateway.AdminTools
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("admin tools list: the answer is not a tools list: %w", err)
+	if err := c.toolsCall(ctx, http.MethodGet, "/admin/v1/tools", nil, "list", "a tools list", &list); err != nil {
+		return err
 	}
 	if *asJSON {
 		return writeIndented(c.stdout, list)
@@ -68,6 +64,19 @@ func (c *adminClient) toolsList(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "\n%d tools, %d held\n", len(list.Tools), held)
+	return nil
+}
+
+// toolsCall sends one admin request of `tools cmd` and reads its answer,
+// which should be answer, into into.
+func (c *adminClient) toolsCall(ctx context.Context, method, path string, body []byte, cmd, answer string, into any) error {
+	raw, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return fmt.Errorf("admin tools %s: %w", cmd, err)
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("admin tools %s: the answer is not %s: %w", cmd, answer, err)
+	}
 	return nil
 }
 
@@ -96,13 +105,9 @@ func (c *adminClient) toolsShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, http.MethodGet, "/admin/v1/tools/"+url.PathEscape(pos[0]), nil)
-	if err != nil {
-		return fmt.Errorf("admin tools show: %w", err)
-	}
 	var change pins.Change
-	if err := json.Unmarshal(raw, &change); err != nil {
-		return fmt.Errorf("admin tools show: the answer is not a tool's pin: %w", err)
+	if err := c.toolsCall(ctx, http.MethodGet, "/admin/v1/tools/"+url.PathEscape(pos[0]), nil, "show", "a tool's pin", &change); err != nil {
+		return err
 	}
 	if *asJSON {
 		return writeIndented(c.stdout, change)
@@ -144,13 +149,9 @@ func (c *adminClient) toolsAccept(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, http.MethodPost, "/admin/v1/tools/"+url.PathEscape(pos[0])+"/accept", body)
-	if err != nil {
-		return fmt.Errorf("admin tools accept: %w", err)
-	}
 	var s pins.Status
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("admin tools accept: the answer is not a tool's pin: %w", err)
+	if err := c.toolsCall(ctx, http.MethodPost, "/admin/v1/tools/"+url.PathEscape(pos[0])+"/accept", body, "accept", "a tool's pin", &s); err != nil {
+		return err
 	}
 	if *asJSON {
 		return writeIndented(c.stdout, s)
