@@ -33,9 +33,15 @@ type acceptRequest struct {
 // maxAcceptBody bounds the accept body (a hash and a name).
 const maxAcceptBody = 4 << 10
 
-// pinKeeper returns the pins, or answers 501 when the gateway fronts no
-// MCP server (nothing is pinned).
-func (s *Server) pinKeeper(w http.ResponseWriter) (pins.Keeper, bool) {
+// pinKeeper returns the pins for a request that takes no query
+// parameters (what names it in the refusal of one), or answers 400 for
+// one that has some, 501 when the gateway fronts no MCP server (nothing
+// is pinned).
+func (s *Server) pinKeeper(w http.ResponseWriter, r *http.Request, what string) (pins.Keeper, bool) {
+	if len(r.URL.Query()) > 0 {
+		badAdminRequest(w, what+" takes no query parameters")
+		return nil, false
+	}
 	if s.opts.Pins == nil {
 		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway fronts no MCP server: no tool is pinned"))
 		return nil, false
@@ -45,11 +51,7 @@ func (s *Server) pinKeeper(w http.ResponseWriter) (pins.Keeper, bool) {
 
 // handleAdminTools answers GET /admin/v1/tools.
 func (s *Server) handleAdminTools(w http.ResponseWriter, r *http.Request) {
-	if len(r.URL.Query()) > 0 {
-		badAdminRequest(w, "the tools list takes no query parameters")
-		return
-	}
-	keeper, ok := s.pinKeeper(w)
+	keeper, ok := s.pinKeeper(w, r, "the tools list")
 	if !ok {
 		return
 	}
@@ -64,14 +66,30 @@ func (s *Server) handleAdminTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, AdminTools{Tools: statuses})
 }
 
+// handleAdminTool answers GET /admin/v1/tools/{tool}: the tool's pin with
+// its pinned and current definitions, to review a held tool before
+// accepting it.
+func (s *Server) handleAdminTool(w http.ResponseWriter, r *http.Request) {
+	keeper, ok := s.pinKeeper(w, r, "a tool's pin")
+	if !ok {
+		return
+	}
+	tool := chi.URLParam(r, "tool")
+	change, err := keeper.Change(r.Context(), tool)
+	switch {
+	case errors.Is(err, pins.ErrUnknownTool):
+		WriteProblem(w, NewProblem(wire.CodeToolNotFound, fmt.Sprintf("no MCP upstream tool %q is listed", tool)))
+	case err != nil:
+		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "could not read the pin"))
+	default:
+		writeJSON(w, http.StatusOK, change)
+	}
+}
+
 // handleAdminAcceptTool answers POST /admin/v1/tools/{tool}/accept: the
 // tool's current definition becomes its pin, so a held tool runs again.
 func (s *Server) handleAdminAcceptTool(w http.ResponseWriter, r *http.Request) {
-	if len(r.URL.Query()) > 0 {
-		badAdminRequest(w, "accept takes no query parameters")
-		return
-	}
-	keeper, ok := s.pinKeeper(w)
+	keeper, ok := s.pinKeeper(w, r, "accept")
 	if !ok {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/principal"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
@@ -229,11 +230,22 @@ func (b consoleBackend) ReceiptChains(ctx context.Context) ([]console.ChainState
 	return b.s.chains.states(ctx, b.s.ReceiptStore())
 }
 
-// Tools reports every configured tool's resolved policy and its counters.
-func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
+// Tools reports every configured tool's resolved policy and its counters,
+// and each MCP upstream tool's pin.
+func (b consoleBackend) Tools(ctx context.Context) ([]console.ToolStats, error) {
 	counters, err := b.s.ToolCounters()
 	if err != nil {
 		return nil, err
+	}
+	pinOf := map[string]*pins.Status{}
+	if b.s.opts.Pins != nil {
+		statuses, err := b.s.opts.Pins.Statuses(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: read the pins: %w", err)
+		}
+		for i := range statuses {
+			pinOf[statuses[i].Tool] = &statuses[i]
+		}
 	}
 	var out []console.ToolStats
 	for _, e := range b.s.Tools().Entries() {
@@ -243,8 +255,8 @@ func (b consoleBackend) Tools(context.Context) ([]console.ToolStats, error) {
 		if c == nil { // a tool no call reached yet
 			c = &callpath.ToolCounter{}
 		}
-		st := console.ToolStats{Name: name, Decisions: c.Decisions, Observed: c.Observed, Executions: c.Executions, Replays: c.Replays,
-			P50: c.Quantile(0.5), P99: c.Quantile(0.99),
+		st := console.ToolStats{Name: name, Decisions: c.Decisions, Observed: c.Observed, Executions: c.Executions, ExecutionsUnknown: c.ExecutionsUnknown, Replays: c.Replays,
+			P50: c.Quantile(0.5), P99: c.Quantile(0.99), Pin: pinOf[name],
 			Policy: []string{
 				"timeout: " + p.Timeout.String(),
 				"replay_ttl: " + p.ReplayTTL.String(),
@@ -267,6 +279,28 @@ func (b consoleBackend) ApprovalRule(tool string, index int, binding string) con
 	rule, found := policy.Rule(index)
 	return console.ApprovalRule{Rule: rule, Found: found,
 		Changed: binding != "" && !strings.HasPrefix(binding, policy.Digest()+".")}
+}
+
+// ToolChange reads an MCP upstream tool's pinned and current definitions.
+func (b consoleBackend) ToolChange(ctx context.Context, tool string) (pins.Change, error) {
+	if b.s.opts.Pins == nil {
+		return pins.Change{}, pins.ErrUnknownTool
+	}
+	return b.s.opts.Pins.Change(ctx, tool)
+}
+
+// AcceptTool accepts a held tool's current definition of hash sha256, as
+// POST /admin/v1/tools/{tool}/accept does (the pin keeper leaves the
+// tool_accepted receipt).
+func (b consoleBackend) AcceptTool(ctx context.Context, tool, sha256, by string) (pins.Status, error) {
+	if b.s.opts.Pins == nil {
+		return pins.Status{}, pins.ErrUnknownTool
+	}
+	status, err := b.s.opts.Pins.Accept(ctx, tool, sha256, by)
+	if err == nil {
+		b.s.Logger().InfoContext(ctx, "tool accepted", "tool", tool, "sha256", status.Pinned, "by", by, "via", "console")
+	}
+	return status, err
 }
 
 // leaseExpiryName is the policy's name, the default spelled out.

@@ -314,7 +314,9 @@ func assertBoundedToolLabels(t *testing.T, h *harness, configured ...string) {
 	}
 	allowedOutcomes := map[string]bool{}
 	for _, o := range []string{"executed", "replayed", "in_progress", "key_reused", "key_mismatch", "step_conflict",
-		"outcome_unknown", "invalid", "unauthorized", "not_found", "tool_error", "store_error", "other"} {
+		"outcome_unknown", "invalid", "unauthorized", "not_found", "tool_error", "store_error", "other",
+		// gateway_tool_executions_total's: what became of a run.
+		"completed", "unknown", "released", "no_record"} {
 		allowedOutcomes[o] = true
 	}
 	families, err := h.reg.Gather()

@@ -116,6 +116,7 @@ func (s *Server) mountAdminAPI(r chi.Router) {
 		r.Get("/receipts/checkpoints", s.handleAdminCheckpoints)    // receiptcheckpoints.go
 		r.Post("/receipts/checkpoints", s.handleAdminCheckpointNow) // receiptcheckpoints.go
 		r.Get("/tools", s.handleAdminTools)                         // adminpins.go
+		r.Get("/tools/{tool}", s.handleAdminTool)
 		r.Post("/tools/{tool}/accept", s.handleAdminAcceptTool)
 	})
 }

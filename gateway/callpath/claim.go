@@ -63,6 +63,9 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 			return st.refuse(p)
 		}
 		st.lease, st.leaveSlot = d.Lease, leaveSlot
+		if d.Approval == nil && !d.TakenOver {
+			s.countDecision(st) // decide.go: counted once, at its fresh claim
+		}
 		if d.Approval != nil {
 			s.log.InfoContext(ctx, "approved call consumed its approval", "tool", name, "approval_id", d.Approval.ID,
 				"approved_by", d.Approval.DecidedBy, "execution_id", d.Lease.ExecutionID)
@@ -148,6 +151,7 @@ func (s *Engine) claimOnce(ctx context.Context, st *callState) (idempotency.Deci
 	s.settlePending(ctx, req.Scope)
 	d, err := s.store.Claim(claimCtx, req)
 	if err == nil && isNewApproval(req, d) {
+		s.countDecision(st)                                  // decide.go: counted once, at its new approval
 		s.notifyPending(ctx, st, d.Approval)                 // decide.go
 		s.receiptOfCall(st, receipts.EventApprovalRequested) // receipt.go
 	}

@@ -11,7 +11,12 @@ import (
 // them: read from the gateway's own registry, so the page and /metrics
 // never disagree.
 type ToolCounter struct {
-	Executions, Replays float64
+	// Executions counts the tool's runs (gateway_tool_executions_total):
+	// once per time the tool was called, whatever became of the call, so
+	// a retry that replays or is refused adds nothing and one that runs
+	// the tool again adds one; ExecutionsUnknown are those of them left
+	// UNKNOWN. Replays counts the calls answered from a record.
+	Executions, ExecutionsUnknown, Replays float64
 	// Decisions counts the enforced decisions by kind; Observed those of
 	// mode: observe, which an enforcing gateway would have taken (the
 	// call ran as allowed): kept apart so neither reads as the other.
@@ -48,11 +53,13 @@ func (m *metrics) toolCounters() (map[string]*ToolCounter, error) {
 			}
 			switch f.GetName() {
 			case "gateway_requests_total":
-				switch labels["outcome"] {
-				case labelExecuted:
-					of(tool).Executions += metric.GetCounter().GetValue()
-				case labelReplayed:
+				if labels["outcome"] == labelReplayed {
 					of(tool).Replays += metric.GetCounter().GetValue()
+				}
+			case "gateway_tool_executions_total":
+				of(tool).Executions += metric.GetCounter().GetValue()
+				if labels["outcome"] == executionUnknown {
+					of(tool).ExecutionsUnknown += metric.GetCounter().GetValue()
 				}
 			case "gateway_decisions_total":
 				if labels["enforced"] == enforcedLabel(false) {

@@ -70,10 +70,30 @@ func (s *Engine) decide(ctx context.Context, st *callState) bool {
 	if policy.Rules() == 0 {
 		return false
 	}
-	if p := s.decideWith(ctx, st, live, policy, true); p != nil {
+	p := s.decideWith(ctx, st, live, policy)
+	if p != nil || st.unprotected != 0 {
+		// A refusal is stored nowhere and a call without a record runs
+		// each time: each is counted as it arrives.
+		s.countDecision(st)
+	}
+	if p != nil {
 		return st.refuse(p)
 	}
 	return false
+}
+
+// countDecision counts the call's verdict in gateway_decisions_total,
+// once per call. A call with a record is counted where the store makes it
+// new — its fresh claim (allowed, or run in observe mode) or its new
+// approval — so a retry that replays, finds its approval pending, or
+// consumes it is not counted again; a denied call and one without a
+// record, which the store never keeps, as they arrive (decide).
+func (s *Engine) countDecision(st *callState) {
+	if st.verdict == nil || st.decisionCounted {
+		return
+	}
+	st.decisionCounted = true
+	s.metrics.decisions.WithLabelValues(st.call.Entry.Spec.Name, string(st.verdict.Decision), enforcedLabel(st.verdict.Enforced())).Inc()
 }
 
 // decideAgain takes the call's decision again under the settings of now
@@ -85,12 +105,11 @@ func (s *Engine) decideAgain(ctx context.Context, st *callState) *Problem {
 		return nil
 	}
 	live := s.settings.Load()
-	return s.decideWith(ctx, st, live, live.decisions[st.call.Entry.Spec.Name], false)
+	return s.decideWith(ctx, st, live, live.decisions[st.call.Entry.Spec.Name])
 }
 
-// decideWith evaluates policy for the call; count says whether the
-// decision is counted in gateway_decisions_total.
-func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, policy *decide.Policy, count bool) *Problem {
+// decideWith evaluates policy for the call (countDecision counts it).
+func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, policy *decide.Policy) *Problem {
 	c := st.call
 	name := c.Entry.Spec.Name
 	st.decided = true
@@ -104,9 +123,6 @@ func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, 
 	}
 	v = live.mode.Apply(v)
 	st.verdict = &v
-	if count {
-		s.metrics.decisions.WithLabelValues(name, string(v.Decision), enforcedLabel(v.Enforced())).Inc()
-	}
 	st.approval = nil
 	switch v.Effective() {
 	case decide.Deny:

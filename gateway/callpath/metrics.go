@@ -30,6 +30,9 @@ type metrics struct {
 	rateLimited *prometheus.CounterVec
 	// decisions counts the decide stage's verdicts (decide.go).
 	decisions *prometheus.CounterVec
+	// executions counts the tools' runs by what became of the call
+	// (countExecution).
+	executions *prometheus.CounterVec
 	// records and recordsTruncated are the records gauge (recordsgauge.go).
 	records          *prometheus.GaugeVec
 	recordsTruncated *prometheus.GaugeVec
@@ -105,6 +108,10 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 			Name: "gateway_decisions_total",
 			Help: "Decisions of the tools' decide rules by tool, decision (allow, approve, deny) and whether it was enforced (false in mode: observe).",
 		}, []string{"tool", "decision", "enforced"}),
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_tool_executions_total",
+			Help: "Tool runs (the tool was called; replays and refusals run nothing) by tool and what became of the call: completed (recorded for replay), unknown (left UNKNOWN for an operator), released (nothing kept: a retry runs it again), no_record (read-only and unkeyed calls).",
+		}, []string{"tool", "outcome"}),
 		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_records",
 			Help: "Records in the store by state (UNKNOWN, IN_PROGRESS, AWAITING_APPROVAL) and tool, sampled from the store (bounded work; see gateway_records_truncated).",
@@ -135,7 +142,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 // register registers m's collectors, the build info and the
 // notifier's counters with reg, and pre-creates the per-tool series.
 func (m *metrics) register(reg prometheus.Registerer, registry *tools.Registry, notifier ApprovalNotifier) error {
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.executions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("gateway: register metrics: %w", err)
 		}
@@ -161,6 +168,40 @@ func (m *metrics) register(reg prometheus.Registerer, registry *tools.Registry, 
 		m.leasesLost.WithLabelValues(e.Spec.Name)
 	}
 	return nil
+}
+
+// The outcome label of gateway_tool_executions_total: what became of a
+// call whose tool ran.
+const (
+	executionCompleted = "completed"
+	executionUnknown   = "unknown"
+	executionReleased  = "released"
+	executionNoRecord  = "no_record"
+)
+
+// countExecution counts one run of tool, once per time the tool was
+// called, whatever its answer (a 5xx, an error and a timeout included),
+// unless err proves the call never reached it (toolRan).
+func (m *metrics) countExecution(tool, outcome string, err error) {
+	if toolRan(err) {
+		m.executions.WithLabelValues(tool, outcome).Inc()
+	}
+}
+
+// toolRan reports whether a tool that returned err may have run: every
+// error but one that proves the call never reached it — an upstream not
+// reached (nothing written), not listed yet, a held tool, an upstream
+// that says it did not execute.
+func toolRan(err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, tools.ErrNotExecuted), errors.Is(err, tools.ErrToolChanged), errors.Is(err, tools.ErrUpstreamUnavailable):
+		return false
+	case errors.Is(err, tools.ErrOutcomeUncertain), errors.Is(err, tools.ErrUpstreamRejected):
+		return true
+	}
+	return !errors.Is(err, tools.ErrUpstreamUnreachable)
 }
 
 // publishRecords sets the gauge of state to counts: every tool of tools

@@ -258,6 +258,9 @@ type callState struct {
 	decided  bool
 	// verdict is the decision taken (nil: no rules), for the receipt.
 	verdict *decide.Verdict
+	// decisionCounted: gateway_decisions_total counted the call's verdict
+	// (once per call: decide.go's countDecision).
+	decisionCounted bool
 	// deniedWhileWaiting is the refusal of a call whose rules came to
 	// deny it while it waited (Prefer: wait) for its approval.
 	deniedWhileWaiting *Problem

@@ -38,11 +38,13 @@ func (s *Engine) record(ctx context.Context, st *callState) bool {
 	switch {
 	case recordable(resp.Status) && !resp.InputRequired:
 		stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+		s.metrics.countExecution(name, executionCompleted, nil)
 		s.recordCompletion(ctx, storeCtx, st, stored) // completion.go
 	case st.policy.LeaseExpiry == tools.LeaseExpiryUnknown && outcomeUncertain(x.leaseCtx, st.policy, resp, nil):
 		what := fmt.Sprintf("its upstream answered %d", resp.Status)
 		return st.end(st.failed(s.leaveUnknown(ctx, storeCtx, st, NewProblem(wire.CodeToolFailed, ""), what, errors.New(what))))
 	default:
+		s.metrics.countExecution(name, executionReleased, nil)
 		// 408, 425, 429 and a 5xx that are the tool's own word, marked not
 		// executed or (408/425/429) listed in not_executed_statuses, and
 		// every one of them for a rerun tool: nothing (reliable) was done,
@@ -74,6 +76,7 @@ func (s *Engine) recordFailure(ctx, storeCtx context.Context, st *callState) *Pr
 	if st.policy.LeaseExpiry == tools.LeaseExpiryUnknown && outcomeUncertain(x.leaseCtx, st.policy, nil, x.err) {
 		return s.leaveUnknown(ctx, storeCtx, st, p, p.Code, x.err)
 	}
+	s.metrics.countExecution(name, executionReleased, x.err)
 	s.release(storeCtx, name, lease, x.keeper)
 	s.log.WarnContext(ctx, "tool failed", "tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", x.err)
 	return p
@@ -86,6 +89,7 @@ func (s *Engine) recordFailure(ctx, storeCtx context.Context, st *callState) *Pr
 // what made it uncertain; cause says it for the log.
 func (s *Engine) leaveUnknown(ctx, storeCtx context.Context, st *callState, p *Problem, what string, cause error) *Problem {
 	x, lease, name := &st.exec, st.lease, st.call.Entry.Spec.Name
+	s.metrics.countExecution(name, executionUnknown, nil)
 	s.markUnknown(storeCtx, name, lease, x.keeper, st.policy.ReplayTTL)
 	s.receiptOfCall(st, receipts.EventMadeUnknown) // receipt.go
 	s.log.ErrorContext(ctx, "tool outcome uncertain; the record is left UNKNOWN for an operator (lease_expiry: unknown)",

@@ -144,6 +144,7 @@ func (s *Engine) runUnprotected(ctx context.Context, c *Call, kind ResultKind) R
 	spanCtx, endTool := s.toolSpan(ctx, toolCtx, name)
 	resp, err := s.callTool(spanCtx, c.Entry, req)
 	endTool(err)
+	s.metrics.countExecution(name, executionNoRecord, err)
 	if err != nil {
 		p := s.toolErrorProblem(toolCtx, err)
 		s.log.WarnContext(ctx, "unprotected tool call failed", "tool", name, "code", p.Code, "error", err)

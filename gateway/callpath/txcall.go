@@ -57,6 +57,7 @@ func (s *Engine) recordTx(ctx, storeCtx context.Context, st *callState) Result {
 	x, lease, name := &st.exec, st.lease, st.call.Entry.Spec.Name
 	keeper, txc, resp, toolErr := x.keeper, x.txc, x.resp, x.err
 	if toolErr != nil || !recordable(resp.Status) {
+		s.metrics.countExecution(name, executionReleased, toolErr)
 		if err := txc.Rollback(storeCtx); err != nil {
 			s.log.WarnContext(ctx, "rollback of the tool's transaction failed", "tool", name, "error", err)
 		}
@@ -70,6 +71,7 @@ func (s *Engine) recordTx(ctx, storeCtx context.Context, st *callState) Result {
 			ExecutionID: lease.ExecutionID, Label: labelForStatus(resp.Status)}
 	}
 	stored := idempotency.StoredResponse{Status: resp.Status, ContentType: resp.ContentType, Body: resp.Body}
+	s.metrics.countExecution(name, executionCompleted, nil)
 	// One attempt: a commit cannot be repeated, and the record tells
 	// whether a failed one landed.
 	_, err := keeper.finishOnce(func() error { return txc.Complete(storeCtx, stored, st.policy.ReplayTTL) },

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
@@ -57,6 +58,14 @@ type Backend interface {
 	ReceiptChains(ctx context.Context) ([]ChainState, error)
 	// Tools reports every configured tool's policy and counters.
 	Tools(ctx context.Context) ([]ToolStats, error)
+	// ToolChange returns an MCP upstream tool's pinned and current
+	// definitions; [pins.ErrUnknownTool] when no pinned tool has that name.
+	ToolChange(ctx context.Context, tool string) (pins.Change, error)
+	// AcceptTool pins tool's current definition, if its hash is sha256
+	// (the one the operator reviewed), by by, and leaves a tool_accepted
+	// receipt as the admin API's accept does; the errors of
+	// [pins.Keeper.Accept].
+	AcceptTool(ctx context.Context, tool, sha256, by string) (pins.Status, error)
 	// ApprovalRule returns the decide rule an approval was asked by (the
 	// tool's rule at index), as the tool is configured now; binding is the
 	// approval's ([idempotency.Approval.Binding]).
@@ -109,10 +118,15 @@ type ToolStats struct {
 	// Observed the decisions of mode: observe (not enforced: the call ran
 	// as allowed).
 	Decisions, Observed map[string]float64
-	// Executions and Replays count calls that ran and that replayed.
-	Executions, Replays float64
+	// Executions counts the tool's runs, once per time it was called
+	// (a retry that replays or is refused adds none), UNKNOWN outcomes
+	// included: ExecutionsUnknown of them were left UNKNOWN. Replays
+	// counts the calls answered from a record.
+	Executions, ExecutionsUnknown, Replays float64
 	// P50 and P99 are latency quantiles of its calls (zero: no calls).
 	P50, P99 time.Duration
+	// Pin is an MCP upstream tool's pin (nil for other tools).
+	Pin *pins.Status
 }
 
 // Errors a [Backend] returns that the console shows as such.
@@ -229,6 +243,8 @@ func (c *Console) routes() http.Handler {
 		r.Get(Base+"/receipts", c.handleReceipts)
 		r.Get(Base+"/receipts/{tenant}/{seq}", c.handleReceipt)
 		r.Get(Base+"/tools", c.handleTools)
+		r.Get(Base+"/tools/{tool}", c.handleToolChange)
+		r.Post(Base+"/tools/{tool}/accept", c.handleAcceptTool)
 	})
 	return r
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
@@ -98,6 +99,15 @@ func (b storeBackend) Tools(context.Context) ([]console.ToolStats, error) {
 // (the gateway's adapter is tested in package gateway).
 func (b storeBackend) ApprovalRule(string, int, string) console.ApprovalRule {
 	return console.ApprovalRule{}
+}
+
+// ToolChange: the test backend fronts no MCP server, so pins no tool.
+func (b storeBackend) ToolChange(context.Context, string) (pins.Change, error) {
+	return pins.Change{}, pins.ErrUnknownTool
+}
+
+func (b storeBackend) AcceptTool(context.Context, string, string, string) (pins.Status, error) {
+	return pins.Status{}, pins.ErrUnknownTool
 }
 
 type fixture struct {

@@ -16,22 +16,26 @@ import (
 // Usages of `gateway admin tools`.
 const (
 	toolsListUsage   = "tools list"
+	toolsShowUsage   = "tools show TOOL"
 	toolsAcceptUsage = "tools accept TOOL [-sha256 HEX] [-by B]"
 )
 
-// tools is `gateway admin tools list|accept`: the MCP upstream tools'
-// pins, and accepting a changed tool's new definition.
+// tools is `gateway admin tools list|show|accept`: the MCP upstream
+// tools' pins, what changed in a held one, and accepting its new
+// definition.
 func (c *adminClient) tools(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("admin tools: name list or accept (usage: gateway admin %s | %s)", toolsListUsage, toolsAcceptUsage)
+		return fmt.Errorf("admin tools: name list, show or accept (usage: gateway admin %s | %s | %s)", toolsListUsage, toolsShowUsage, toolsAcceptUsage)
 	}
 	switch args[0] {
 	case "list":
 		return c.toolsList(ctx, args[1:])
+	case "show":
+		return c.toolsShow(ctx, args[1:])
 	case "accept":
 		return c.toolsAccept(ctx, args[1:])
 	}
-	return fmt.Errorf("admin tools: unknown command %q (usage: gateway admin %s | %s)", args[0], toolsListUsage, toolsAcceptUsage)
+	return fmt.Errorf("admin tools: unknown command %q (usage: gateway admin %s | %s | %s)", args[0], toolsListUsage, toolsShowUsage, toolsAcceptUsage)
 }
 
 func (c *adminClient) toolsList(ctx context.Context, args []string) error {
@@ -40,13 +44,9 @@ func (c *adminClient) toolsList(ctx context.Context, args []string) error {
 	if _, err := c.parseInterleaved(fs, args, 0, toolsListUsage); err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, http.MethodGet, "/admin/v1/tools", nil)
-	if err != nil {
-		return fmt.Errorf("admin tools list: %w", err)
-	}
 	var list gateway.AdminTools
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("admin tools list: the answer is not a tools list: %w", err)
+	if err := c.toolsCall(ctx, http.MethodGet, "/admin/v1/tools", nil, "list", "a tools list", &list); err != nil {
+		return err
 	}
 	if *asJSON {
 		return writeIndented(c.stdout, list)
@@ -67,6 +67,19 @@ func (c *adminClient) toolsList(ctx context.Context, args []string) error {
 	return nil
 }
 
+// toolsCall sends one admin request of `tools cmd` and reads its answer,
+// which should be answer, into into.
+func (c *adminClient) toolsCall(ctx context.Context, method, path string, body []byte, cmd, answer string, into any) error {
+	raw, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return fmt.Errorf("admin tools %s: %w", cmd, err)
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("admin tools %s: the answer is not %s: %w", cmd, answer, err)
+	}
+	return nil
+}
+
 // pinState names a tool's state in the table.
 func pinState(s pins.Status) string {
 	if s.Held {
@@ -83,6 +96,46 @@ func short(hash string) string {
 	return hash
 }
 
+// toolsShow prints a tool's pin and, member by member, its pinned and
+// current definitions: the changed members both ways, the others once.
+func (c *adminClient) toolsShow(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tools show", flag.ContinueOnError)
+	asJSON := fs.Bool("json", c.json, "print the API's JSON")
+	pos, err := c.parseInterleaved(fs, args, 1, toolsShowUsage)
+	if err != nil {
+		return err
+	}
+	var change pins.Change
+	if err := c.toolsCall(ctx, http.MethodGet, "/admin/v1/tools/"+url.PathEscape(pos[0]), nil, "show", "a tool's pin", &change); err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeIndented(c.stdout, change)
+	}
+	fmt.Fprintf(c.stdout, "%s (MCP server %s): %s\npinned:     sha256:%s by %s\n", change.Tool, change.Server, pinState(change.Status), change.Status.Pinned, change.PinnedBy)
+	if !change.Held {
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "listed now: sha256:%s\n", change.Status.Current)
+	for _, m := range change.Members() {
+		if !m.Changed {
+			fmt.Fprintf(c.stdout, "\n%s (unchanged): %s\n", m.Member, m.Current)
+			continue
+		}
+		fmt.Fprintf(c.stdout, "\n%s CHANGED\n  pinned:     %s\n  listed now: %s\n", m.Member, orAbsent(m.Pinned), orAbsent(m.Current))
+	}
+	fmt.Fprintf(c.stdout, "\naccept what you reviewed: gateway admin tools accept %s -sha256 %s\n", change.Tool, change.Status.Current)
+	return nil
+}
+
+// orAbsent is a member's JSON, or "(absent)" where the version has none.
+func orAbsent(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "(absent)"
+	}
+	return string(raw)
+}
+
 func (c *adminClient) toolsAccept(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tools accept", flag.ContinueOnError)
 	sha := fs.String("sha256", "", "accept only the definition of this hash (the one you reviewed; see tools list -json)")
@@ -96,13 +149,9 @@ func (c *adminClient) toolsAccept(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, http.MethodPost, "/admin/v1/tools/"+url.PathEscape(pos[0])+"/accept", body)
-	if err != nil {
-		return fmt.Errorf("admin tools accept: %w", err)
-	}
 	var s pins.Status
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("admin tools accept: the answer is not a tool's pin: %w", err)
+	if err := c.toolsCall(ctx, http.MethodPost, "/admin/v1/tools/"+url.PathEscape(pos[0])+"/accept", body, "accept", "a tool's pin", &s); err != nil {
+		return err
 	}
 	if *asJSON {
 		return writeIndented(c.stdout, s)

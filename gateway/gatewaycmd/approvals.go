@@ -60,6 +60,21 @@ func (c *Config) buildDecisions() (map[string]*decide.Policy, decide.Mode, gatew
 		}
 		decisions[t.Name] = p
 	}
+	err = c.mcpToolSettings(func(e MCPServerEntry, tool, field string, s MCPToolSettings) error {
+		if len(s.Decide) == 0 {
+			return nil
+		}
+		name := e.Prefix + tool
+		p, err := decide.Compile(name, s.Decide)
+		if err != nil {
+			return fmt.Errorf("%s.decide: %w", field, err)
+		}
+		decisions[name] = p
+		return nil
+	})
+	if err != nil {
+		return nil, "", approvals, err
+	}
 	approvals = gateway.ApprovalSettings{Timeout: time.Duration(c.Approvals.Timeout), UseWithin: time.Duration(c.Approvals.UseWithin)}
 	if err := c.checkNotify(); err != nil {
 		return nil, "", approvals, err

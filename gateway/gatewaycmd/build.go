@@ -147,6 +147,9 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 			}
 		}
 	}
+	if err := c.addMCPToolPolicies(policies); err != nil {
+		return nil, nil, err
+	}
 	return registry, policies, nil
 }
 

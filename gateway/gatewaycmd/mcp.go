@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
@@ -45,6 +48,64 @@ type MCPServerEntry struct {
 	Pin string `yaml:"pin"`
 	// Pins fixes some tools' pins: upstream tool name → "sha256:<hex>".
 	Pins map[string]string `yaml:"pins"`
+	// ToolSettings are single tools' own settings: upstream tool name →
+	// its decide rules, effect_key and policy (docs/mcp.md, "One tool's
+	// settings").
+	ToolSettings map[string]MCPToolSettings `yaml:"tool_settings"`
+}
+
+// MCPToolSettings are one MCP upstream tool's own settings, what a
+// tools[] entry sets for an HTTP tool or a plugin; a field left out takes
+// the server entry's.
+type MCPToolSettings struct {
+	// PolicyConfig is the tool's timeout, replay_ttl and lease_expiry.
+	PolicyConfig `yaml:",inline"`
+	// Decide are the tool's decision rules, in order (approvals.go).
+	Decide []decide.Rule `yaml:"decide"`
+	// EffectKey names the call's business action (ToolEntry.EffectKey).
+	EffectKey string `yaml:"effect_key"`
+}
+
+// mcpToolSettings calls each for every tool_settings entry, in config
+// order and by tool name, with its server entry, the tool's name there
+// and the entry's field path.
+func (c *Config) mcpToolSettings(each func(e MCPServerEntry, tool, field string, s MCPToolSettings) error) error {
+	for i, e := range c.MCPServers {
+		for _, tool := range slices.Sorted(maps.Keys(e.ToolSettings)) {
+			if err := each(e, tool, fmt.Sprintf("mcp_servers[%d].tool_settings.%s", i, tool), e.ToolSettings[tool]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addMCPToolPolicies checks tool_settings and adds each tool's policy to
+// policies, by its gateway name (the prefix and its name on the server).
+func (c *Config) addMCPToolPolicies(policies map[string]tools.Policy) error {
+	return c.mcpToolSettings(func(e MCPServerEntry, tool, field string, s MCPToolSettings) error {
+		name := e.Prefix + tool
+		switch _, named := policies[name]; {
+		case named:
+			return fmt.Errorf("%s: a tools[] entry is named %s too; configure the tool in one place", field, name)
+		case len(e.Tools) > 0 && !slices.Contains(e.Tools, tool):
+			return fmt.Errorf("%s: the entry's tools list does not serve %q; add it there or remove these settings", field, tool)
+		case s.EffectKey != "" && slices.Contains(e.ReadOnly, tool):
+			return fmt.Errorf("%s.effect_key: a read_only tool stores nothing, so it cannot hold an effect key; remove one of them", field)
+		}
+		if err := s.LeaseExpiry.Validate(); err != nil {
+			return fmt.Errorf("%s.lease_expiry: %w", field, err)
+		}
+		if s.EffectKey != "" {
+			if _, err := gateway.CompileEffectKey(s.EffectKey); err != nil {
+				return fmt.Errorf("%s.effect_key: %w", field, err)
+			}
+		}
+		p := s.Policy()
+		p.EffectKey = s.EffectKey
+		policies[name] = p
+		return nil
+	})
 }
 
 // mcpStartWait bounds how long start-up waits for the MCP servers' first

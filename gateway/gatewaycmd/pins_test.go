@@ -118,7 +118,7 @@ mcp_servers:
 			if r := adminRequest(t, http.MethodPost, url, `{"sha256":"`+first.Pinned+`"}`); r.status != 409 || r.problemCode() != "tool_changed" {
 				t.Fatalf("accept naming the old hash: %d %s, want 409 tool_changed", r.status, r.body)
 			}
-			// The operator accepts with the command.
+			// The operator reviews what changed, then accepts, with the command.
 			var out bytes.Buffer
 			getenv := func(name string) string {
 				if name == envAdminToken {
@@ -126,7 +126,13 @@ mcp_servers:
 				}
 				return ""
 			}
-			err := Run(context.Background(), []string{"gateway", "admin", "-url", "http://" + g.addr, "tools", "accept", tool, "-sha256", now.Current, "-by", "alice"}, getenv, &out)
+			err := Run(context.Background(), []string{"gateway", "admin", "-url", "http://" + g.addr, "tools", "show", tool}, getenv, &out)
+			if shown := out.String(); err != nil || !strings.Contains(shown, "description CHANGED\n  pinned:     \""+mcptest.CreateDescription+"\"\n  listed now: \""+changed+"\"") ||
+				!strings.Contains(shown, "inputSchema (unchanged)") || !strings.Contains(shown, "-sha256 "+now.Current) {
+				t.Fatalf("gateway admin tools show: %v\n%s", err, shown)
+			}
+			out.Reset()
+			err = Run(context.Background(), []string{"gateway", "admin", "-url", "http://" + g.addr, "tools", "accept", tool, "-sha256", now.Current, "-by", "alice"}, getenv, &out)
 			if err != nil || !strings.Contains(out.String(), "pinned sha256:"+now.Current+" by alice; held: false") {
 				t.Fatalf("gateway admin tools accept: %v\n%s", err, out.String())
 			}

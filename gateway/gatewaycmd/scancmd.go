@@ -133,7 +133,11 @@ func scan(ctx context.Context, path string, getenv func(string) string) (*ScanRe
 		}
 		st.Result = toolscan.Classify(t)
 		if st.Class != toolscan.ReadOnly {
-			protect(&st, opts.Decisions[e.Spec.Name], opts.Mode, policy, isMCP, inConfig, e.Spec.InputSchema)
+			upstreamName := ""
+			if isMCP {
+				upstreamName = mcpTool.UpstreamName()
+			}
+			protect(&st, opts.Decisions[e.Spec.Name], opts.Mode, policy, isMCP, inConfig, upstreamName, e.Spec.InputSchema)
 		}
 		if isMCP {
 			pin := "pin: first_use (held if the server changes its definition)"
@@ -154,8 +158,9 @@ func scan(ctx context.Context, path string, getenv func(string) string) (*ScanRe
 }
 
 // protect fills in what guards a mutating tool's effect, what it lacks
-// and the YAML that would add it.
-func protect(st *ScannedTool, policy *decide.Policy, mode decide.Mode, resolved tools.Policy, isMCP, inConfig bool, schema []byte) {
+// and the YAML that would add it (upstreamName: an MCP tool's name on its
+// server, where its settings go).
+func protect(st *ScannedTool, policy *decide.Policy, mode decide.Mode, resolved tools.Policy, isMCP, inConfig bool, upstreamName string, schema []byte) {
 	hasDecide := policy != nil && mode != decide.ModeObserve
 	switch {
 	case hasDecide:
@@ -176,39 +181,40 @@ func protect(st *ScannedTool, policy *decide.Policy, mode decide.Mode, resolved 
 	}
 	protected := hasDecide || hasUnknown || hasEffect
 	st.Protected = &protected
-	if isMCP {
-		if !hasUnknown {
-			st.Lacks = append(st.Lacks, "lease_expiry: unknown (decide rules and effect keys are per tools[] entry: not available for MCP tools yet)")
-			st.Add = "mcp_servers:\n  - name: " + serverOf(st.Source) + "\n    lease_expiry: unknown   # an uncertain outcome waits for an operator instead of running again\n"
-		}
-		return
-	}
 	var lines []string
 	if !hasUnknown {
 		st.Lacks = append(st.Lacks, "lease_expiry: unknown")
-		lines = append(lines, "    lease_expiry: unknown   # an uncertain outcome waits for an operator instead of running again")
+		lines = append(lines, "lease_expiry: unknown   # an uncertain outcome waits for an operator instead of running again")
 	}
 	if !hasEffect {
 		st.Lacks = append(st.Lacks, "effect_key")
-		// No member is guessed: a key on the wrong one (a customer id)
-		// would allow one action per customer, ever.
-		lines = append(lines, "    effect_key: \""+st.Name+":{/<the member that names this one action, e.g. an order id>}\"   # one execution per business action, whatever the key")
+		// No member is guessed, so the line stays a comment: a key on the
+		// wrong member (a customer id) would allow one action per
+		// customer, ever.
+		lines = append(lines, "# effect_key: \""+st.Name+":{/order_id}\"   # one execution per business action, whatever the key: name the member that identifies it")
 	}
 	if !hasDecide {
 		st.Lacks = append(st.Lacks, "decide rules")
-		when := "<a CEL condition on args, e.g. args.amount <= 100>"
+		lines = append(lines, "decide:")
 		if amount := toolscan.AmountMember(schema); amount != "" {
-			when = "args." + amount + " <= 100" // a threshold of your own
+			lines = append(lines, "  - when: \"args."+amount+" <= 100\"   # a threshold of your own", "    decision: allow")
 		}
-		lines = append(lines, "    decide:", "      - when: \""+when+"\"", "        decision: allow", "      - decision: approve       # everything else waits for a human")
+		lines = append(lines, "  - decision: approve   # everything else waits for a human; rules with when: before it allow what is safe")
 	}
-	if len(lines) > 0 {
-		head := "tools:\n  - name: " + st.Name + "\n"
-		if !inConfig {
-			head += "    # (a new tools[] entry: the plugin takes these settings)\n"
-		}
-		st.Add = head + strings.Join(lines, "\n") + "\n"
+	if len(lines) == 0 {
+		return
 	}
+	// The lines go where the config takes one tool's settings: a tools[]
+	// entry, or the server entry's tool_settings for an MCP tool.
+	head, indent := "tools:\n  - name: "+st.Name+"\n", "    "
+	switch {
+	case isMCP:
+		head = "mcp_servers:\n  - name: " + serverOf(st.Source) + "\n    tool_settings:\n      " + upstreamName + ":\n"
+		indent = "        "
+	case !inConfig:
+		head += "    # (a new tools[] entry: the plugin takes these settings)\n"
+	}
+	st.Add = head + indent + strings.Join(lines, "\n"+indent) + "\n"
 }
 
 // serverOf is the server name in a source "mcp_servers[i] (name), …".

@@ -218,6 +218,48 @@ type Keeper interface {
 	// (ErrNotCurrent otherwise). ErrUnknownTool: no such pinned tool;
 	// ErrFixedByConfig: the config fixes its pin.
 	Accept(ctx context.Context, tool, sha256, by string) (Status, error)
+	// Change returns tool's pinned and current definitions side by side,
+	// for an operator to review before accepting; ErrUnknownTool when no
+	// pinned tool has that name.
+	Change(ctx context.Context, tool string) (Change, error)
+}
+
+// Change is one tool's pin with both definitions, as an operator reviews
+// a held tool (the console's Tools page): Pinned is the JCS of the pinned
+// definition (empty when the store never saw it: a config pin the server
+// never matched), Current the JCS of what the server lists now.
+type Change struct {
+	Status
+	Pinned  json.RawMessage `json:"pinned_definition,omitempty"`
+	Current json.RawMessage `json:"current_definition"`
+}
+
+// MemberChange is one member of a definition ([Members]) in both
+// versions: the JSON of each, empty where the version has no such member.
+type MemberChange struct {
+	Member          string
+	Pinned, Current json.RawMessage
+	Changed         bool
+}
+
+// Members compares the two definitions member by member, in [Members]'
+// order, leaving out members neither has. A definition that is not a JSON
+// object counts as having no members.
+func (c Change) Members() []MemberChange {
+	var pinned, current map[string]json.RawMessage
+	_ = json.Unmarshal(c.Pinned, &pinned)
+	_ = json.Unmarshal(c.Current, &current)
+	var out []MemberChange
+	for _, m := range Members {
+		p, inPinned := pinned[m]
+		cur, inCurrent := current[m]
+		if !inPinned && !inCurrent {
+			continue
+		}
+		// Both come from JCS, so equal members are equal bytes.
+		out = append(out, MemberChange{Member: m, Pinned: p, Current: cur, Changed: string(p) != string(cur)})
+	}
+	return out
 }
 
 // Errors of [Keeper.Accept].

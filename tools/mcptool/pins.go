@@ -202,6 +202,25 @@ func (m *Manager) Accept(ctx context.Context, tool, sha256, by string) (pins.Sta
 	return pins.Status{}, pins.ErrUnknownTool
 }
 
+// Change implements pins.Keeper: tool's pinned definition (as the store
+// keeps it) beside the one its server listed last.
+func (m *Manager) Change(_ context.Context, tool string) (pins.Change, error) {
+	for _, u := range m.upstreams {
+		u.pinMu.Lock()
+		state, ok := u.pinStates[tool]
+		u.pinMu.Unlock()
+		if !ok {
+			continue
+		}
+		for _, s := range u.statuses() {
+			if s.Tool == tool {
+				return pins.Change{Status: s, Pinned: state.verdict.Pinned.Definition, Current: state.current.Definition}, nil
+			}
+		}
+	}
+	return pins.Change{}, pins.ErrUnknownTool
+}
+
 // heldTool answers for a tool whose definition differs from its pin: it is
 // found (calls answer tool_changed, not tool_not_found), published with
 // its pinned definition when the store kept it (never with the changed
