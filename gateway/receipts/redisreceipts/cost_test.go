@@ -3,6 +3,7 @@ package redisreceipts_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +106,57 @@ func BenchmarkAppend(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(used)/float64(i+1), "bytes/receipt")
+}
+
+// prefixMemory is the sum of MEMORY USAGE (exact: SAMPLES 0) of every key
+// under prefix.
+func prefixMemory(t testing.TB, c redis.UniversalClient, prefix string) (total int64, byKey map[string]int64) {
+	t.Helper()
+	byKey = map[string]int64{}
+	iter := c.Scan(t.Context(), 0, prefix+"*", 500).Iterator()
+	for iter.Next(t.Context()) {
+		used, err := c.MemoryUsage(t.Context(), iter.Val(), 0).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey[strings.TrimPrefix(iter.Val(), prefix)] = used
+		total += used
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total, byKey
+}
+
+// TestMemoryPerReceipt measures the Redis memory an executed receipt
+// keeps for the retention: every key of a private prefix (the log, its
+// compacted segments, the executed index, the head and the listings),
+// by MEMORY USAGE, after receiptsForMemory executed receipts of the
+// realistic shape of receipt (decision members included: ~520 bytes of
+// JSON), appended in the writer's runs of 16. The figure is logged; the
+// bound is docs/receipts.md's.
+// maxBytesPerReceipt is the bound of docs/receipts.md (fleet scale).
+const maxBytesPerReceipt = 150
+
+func TestMemoryPerReceipt(t *testing.T) {
+	const receiptsForMemory = 20_000
+	c := newClient(t)
+	prefix := newPrefix(t, c)
+	s := redisreceipts.New(c, prefix, nil)
+	run := make([]receipts.Receipt, 0, 16)
+	for i := range receiptsForMemory {
+		run = append(run, receipt(i))
+		if len(run) == cap(run) {
+			if _, err := s.AppendRun(t.Context(), "acme", run); err != nil {
+				t.Fatal(err)
+			}
+			run = run[:0]
+		}
+	}
+	total, byKey := prefixMemory(t, c, prefix)
+	perReceipt := float64(total) / receiptsForMemory
+	t.Logf("%d receipts: %d bytes, %.1f bytes per receipt; by key: %v", receiptsForMemory, total, perReceipt, byKey)
+	if perReceipt > maxBytesPerReceipt {
+		t.Errorf("%.1f bytes of Redis memory per executed receipt, want at most %d", perReceipt, maxBytesPerReceipt)
+	}
 }

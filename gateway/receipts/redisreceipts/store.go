@@ -5,6 +5,8 @@
 //
 //	<prefix>{receipts:<tenant>}:head  hash {seq, hash}: the chain's head
 //	<prefix>{receipts:<tenant>}:log   sorted set: score seq, member the JSON line
+//	<prefix>{receipts:<tenant>}:segments  sorted set: score a segment's number,
+//	                                      member its compact form (segment.go)
 //	<prefix>{receipts:<tenant>}:executed  sorted set: score time (ms), member
 //	                                      the execution id of an executed receipt
 //	<prefix>{receipts:<tenant>}:checkpoints  sorted set: score seq, member the
@@ -100,6 +102,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	}
 	switch ok, _ := res[0].(int64); ok {
 	case 1:
+		s.compactAfterRun(ctx, tenant, run[0].Receipt.Seq, last.Seq)
 		return receipts.HeadOf(last), nil
 	case 2:
 		dup := &receipts.DuplicateError{}
@@ -212,7 +215,9 @@ func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
 	return tenants, nil
 }
 
-// LastReceipt implements [receipts.CheckpointStore].
+// LastReceipt implements [receipts.CheckpointStore]: the log's last line
+// (compaction always leaves it), or, for a log emptied by hand, the last
+// segment's last receipt.
 func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receipt, bool, error) {
 	_, log := s.chainKeys(tenant)
 	lines, err := s.client.ZRevRange(ctx, log, 0, 0).Result()
@@ -220,7 +225,11 @@ func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receip
 		return receipts.Receipt{}, false, fmt.Errorf("redisreceipts: last receipt of %s: %w", tenant, err)
 	}
 	if len(lines) == 0 {
-		return receipts.Receipt{}, false, nil
+		segment, err := s.lastSegment(ctx, tenant)
+		if err != nil || len(segment) == 0 {
+			return receipts.Receipt{}, false, err
+		}
+		lines = []string{string(segment[len(segment)-1].line)}
 	}
 	r, err := receipts.Decode([]byte(lines[0]))
 	if err != nil {
