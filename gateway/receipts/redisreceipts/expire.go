@@ -32,8 +32,8 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	tenants := slices.Compact(slices.Sorted(slices.Values(append(listed, checkpointed...))))
 	total := 0
 	for _, tenant := range tenants {
-		// The dedupe index is kept as long as the receipts.
-		cutoff := strconv.FormatInt(before.UnixMilli()-1, 10)
+		// The dedupe index is kept for its window (dedupe.go).
+		cutoff := strconv.FormatInt(s.clock().Add(-dedupeWindow).UnixMilli()-1, 10)
 		if err := s.client.ZRemRangeByScore(ctx, s.executedKey(tenant), "-inf", cutoff).Err(); err != nil {
 			return total, fmt.Errorf("redisreceipts: expire %s executions: %w", tenant, err)
 		}

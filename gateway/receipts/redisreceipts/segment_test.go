@@ -2,8 +2,10 @@ package redisreceipts_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,5 +202,66 @@ func TestSegmentsExpire(t *testing.T) {
 	}
 	if tr := verifyAcme(t, s); tr.Failure != nil || tr.First != 302 || tr.Checked != n-301 {
 		t.Fatalf("verify: %+v", tr)
+	}
+}
+
+// testClock is a clock a test moves.
+type testClock struct{ now atomic.Int64 }
+
+func newTestClock(at time.Time) *testClock {
+	c := &testClock{}
+	c.now.Store(at.UnixNano())
+	return c
+}
+
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.now.Load()).UTC() }
+func (c *testClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+
+// The executed index keeps an hour of appends; an executed receipt
+// recovered later than that (its outbox entry left by a gateway that
+// appended it and died before clearing) is found in the chain, sealed
+// segments included, and not appended twice; a new execution of the
+// same run is.
+func TestOldRecoveredReceiptIsNotAppendedTwice(t *testing.T) {
+	c := newClient(t)
+	prefix := newPrefix(t, c)
+	clock := newTestClock(time.Now().Add(-5 * time.Hour))
+	s := redisreceipts.New(c, prefix, clock.Now)
+	completed := clock.Now()
+	old := receipt(1_000_000)
+	old.Time = completed
+	if _, err := s.AppendRun(t.Context(), "acme", []receipts.Receipt{old}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	segmentedChain(t, s, 2*redisreceipts.SegmentSize, clock.Now()) // the old receipt is in a sealed segment now
+	clock.Advance(3 * time.Hour)
+	if _, err := s.Expire(t.Context(), clock.Now().Add(-receipts.DefaultRetention)); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ZCard(t.Context(), prefix+"{receipts:acme}:executed").Val(); n != 0 {
+		t.Fatalf("executed index holds %d ids after its window, want 0", n)
+	}
+	fresh := receipt(2_000_000)
+	fresh.Time = completed.Add(time.Second)
+	appended, err := s.AppendRun(t.Context(), "acme", []receipts.Receipt{old, fresh})
+	if err != nil || len(appended) != 1 || appended[0].ExecutionID != fresh.ExecutionID {
+		t.Fatalf("recovered run: %+v, %v; want only the new execution", appended, err)
+	}
+	if _, err := s.Append(t.Context(), "acme", old); !errors.Is(err, receipts.ErrDuplicate) {
+		t.Fatalf("Append of the old execution again = %v, want ErrDuplicate", err)
+	}
+	// Within the window the index refuses it, without a read of the chain.
+	if rs, err := s.AppendRun(t.Context(), "acme", []receipts.Receipt{fresh}); err != nil || len(rs) != 0 {
+		t.Fatalf("the new execution again: %+v, %v", rs, err)
+	}
+	count := 0
+	for _, line := range storedLines(t, s) {
+		if strings.Contains(line, old.ExecutionID) {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Fatalf("the old execution has %d executed receipts, want 1", count)
 	}
 }

@@ -7,8 +7,9 @@
 //	<prefix>{receipts:<tenant>}:log   sorted set: score seq, member the JSON line
 //	<prefix>{receipts:<tenant>}:segments  sorted set: score a segment's number,
 //	                                      member its compact form (segment.go)
-//	<prefix>{receipts:<tenant>}:executed  sorted set: score time (ms), member
-//	                                      the execution id of an executed receipt
+//	<prefix>{receipts:<tenant>}:executed  sorted set: score when appended (ms),
+//	                                      member the execution id of an executed
+//	                                      receipt, for dedupeWindow (dedupe.go)
 //	<prefix>{receipts:<tenant>}:checkpoints  sorted set: score seq, member the
 //	                                         checkpoint's JSON line
 //
@@ -43,6 +44,9 @@ type Store struct {
 	*receipts.Appender
 	client redis.UniversalClient
 	prefix string
+	// clock dates the executed index's entries (their append) and its
+	// window.
+	clock func() time.Time
 }
 
 var _ receipts.Store = (*Store)(nil)
@@ -51,7 +55,10 @@ var _ receipts.Store = (*Store)(nil)
 // idempotency store, so one deployment's keys stay together); now is the
 // clock of receipts appended without a time (nil: time.Now).
 func New(client redis.UniversalClient, prefix string, now func() time.Time) *Store {
-	s := &Store{client: client, prefix: prefix}
+	s := &Store{client: client, prefix: prefix, clock: now}
+	if now == nil {
+		s.clock = time.Now
+	}
 	s.Appender = receipts.NewAppender(s, now)
 	return s
 }
@@ -85,9 +92,10 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	head, log := s.chainKeys(tenant)
 	last := run[len(run)-1].Receipt
 	var index []any
+	appended := strconv.FormatInt(s.clock().UnixMilli(), 10)
 	for _, r := range run {
 		if id := receipts.DedupeID(r.Receipt); id != "" {
-			index = append(index, strconv.FormatInt(r.Receipt.Time.UnixMilli(), 10), id)
+			index = append(index, appended, id)
 		}
 	}
 	args := make([]any, 0, 4+len(index)+2*len(run))
