@@ -2,6 +2,7 @@ package redisreceipts_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -168,5 +169,30 @@ func TestMemoryPerReceipt(t *testing.T) {
 	t.Logf("%d receipts kept for the retention: %d bytes, %.1f bytes per receipt; by key: %v", receiptsForMemory, total, perReceipt, byKey)
 	if perReceipt > maxBytesPerReceipt {
 		t.Errorf("%.1f bytes of Redis memory per executed receipt, want at most %d", perReceipt, maxBytesPerReceipt)
+	}
+}
+
+// BenchmarkCheckpoint signs the head of a chain on the test Redis after
+// each new receipt (appended outside the timer): what the scheduler does
+// once per receipts.checkpoint_every receipts (1 000 by default), so a
+// fresh call's share of the signing is this figure / 1 000.
+func BenchmarkCheckpoint(b *testing.B) {
+	c := newClient(b)
+	prefix := newPrefix(b, c)
+	s := redisreceipts.New(c, prefix, nil)
+	cp := receipts.Checkpointer{Store: s, Key: receipts.NewSigningKey(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))}
+	ctx := context.Background()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		if _, err := s.Append(ctx, "acme", receipt(i)); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, made, err := cp.Checkpoint(ctx, "acme"); err != nil || !made {
+			b.Fatalf("checkpoint: %v %v", made, err)
+		}
 	}
 }
