@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/receipts/receiptstest"
 	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
 )
 
@@ -136,8 +137,8 @@ const maxBytesPerReceipt = 150
 // keeps for the retention: every key of a private prefix (the log, its
 // sealed segments, the executed index, the head and the listings), by
 // MEMORY USAGE, after receiptsForMemory executed receipts of the
-// realistic shape of receipt (decision members included: ~520 bytes of
-// JSON), appended in the writer's runs of 16, once the executed index's
+// shape of receiptstest.SizingReceipt (decision members included: ~520
+// bytes of JSON), appended in the writer's runs of 16, once the executed index's
 // hour has passed (an hourly expiry at a retention not reached): what
 // every receipt but the last hour's costs. The figure is logged; the
 // bound is docs/receipts.md's.
@@ -147,16 +148,7 @@ func TestMemoryPerReceipt(t *testing.T) {
 	prefix := newPrefix(t, c)
 	clock := newTestClock(time.Now())
 	s := redisreceipts.New(c, prefix, clock.Now)
-	run := make([]receipts.Receipt, 0, 16)
-	for i := range receiptsForMemory {
-		run = append(run, receipt(i))
-		if len(run) == cap(run) {
-			if _, err := s.AppendRun(t.Context(), "acme", run); err != nil {
-				t.Fatal(err)
-			}
-			run = run[:0]
-		}
-	}
+	receiptstest.AppendForSizing(t, s, "acme", receiptsForMemory)
 	inWindow, byKey := prefixMemory(t, c, prefix)
 	t.Logf("%d receipts within the executed index's hour: %d bytes, %.1f bytes per receipt; by key: %v",
 		receiptsForMemory, inWindow, float64(inWindow)/receiptsForMemory, byKey)
