@@ -36,8 +36,8 @@ func TestConformanceOnCluster(t *testing.T) {
 	t.Run("Segments", func(t *testing.T) {
 		c := cluster.Client()
 		t.Cleanup(func() { _ = c.Close() })
-		s := redisreceipts.New(c, redistest.Prefix("gwtest-receipts"), nil)
 		start := time.Now().Add(-48 * time.Hour)
+		s := redisreceipts.New(c, redistest.Prefix("gwtest-receipts"), newTestClock(start).Now)
 		want := segmentedChain(t, s, 2*redisreceipts.SegmentSize+10, start)
 		if got := storedLines(t, s); !slices.Equal(got, want) {
 			t.Fatalf("read %d lines, not the %d written", len(got), len(want))

@@ -17,7 +17,9 @@ import (
 
 // segmentedChain appends n receipts of every shape to acme (runs of 7,
 // so runs straddle segment ends), dated from start a second apart, and
-// answers their lines as the store wrote them.
+// answers their lines as the store wrote them. start must not be older
+// than the store's clock less the executed index's hour, or every
+// append would look its executions up in the chain (dedupe.go).
 func segmentedChain(t *testing.T, s *redisreceipts.Store, n int, start time.Time) []string {
 	t.Helper()
 	var lines []string
@@ -102,7 +104,7 @@ func TestSegmentsReDeriveTheStoredLines(t *testing.T) {
 	prefix := newPrefix(t, c)
 	s := redisreceipts.New(c, prefix, nil)
 	const n = 3*redisreceipts.SegmentSize + 40
-	want := segmentedChain(t, s, n, time.Now().Add(-time.Hour))
+	want := segmentedChain(t, s, n, time.Now().Add(-10*time.Minute))
 	if segments := c.ZCard(t.Context(), prefix+"{receipts:acme}:segments").Val(); segments != 3 {
 		t.Fatalf("%d segments sealed, want 3", segments)
 	}
@@ -152,7 +154,7 @@ func TestSegmentTamperingIsNamed(t *testing.T) {
 			c := newClient(t)
 			prefix := newPrefix(t, c)
 			s := redisreceipts.New(c, prefix, nil)
-			segmentedChain(t, s, redisreceipts.SegmentSize+10, time.Now().Add(-time.Hour))
+			segmentedChain(t, s, redisreceipts.SegmentSize+10, time.Now().Add(-10*time.Minute))
 			key := prefix + "{receipts:acme}:segments"
 			blob := c.ZRange(t.Context(), key, 0, 0).Val()[0]
 			lines, err := redisreceipts.DecodeSegment("acme", []byte(blob))
@@ -174,7 +176,7 @@ func TestSegmentTamperingIsNamed(t *testing.T) {
 		c := newClient(t)
 		prefix := newPrefix(t, c)
 		s := redisreceipts.New(c, prefix, nil)
-		segmentedChain(t, s, 2*redisreceipts.SegmentSize+10, time.Now().Add(-time.Hour))
+		segmentedChain(t, s, 2*redisreceipts.SegmentSize+10, time.Now().Add(-10*time.Minute))
 		c.ZRemRangeByScore(t.Context(), prefix+"{receipts:acme}:segments", "1", "1")
 		if tr := verifyAcme(t, s); tr.Failure == nil || tr.Failure.Problem != receipts.ProblemRemoved || tr.Failure.Seq != redisreceipts.SegmentSize+1 {
 			t.Fatalf("failure %+v, want removed at seq %d", tr.Failure, redisreceipts.SegmentSize+1)
@@ -187,8 +189,8 @@ func TestSegmentTamperingIsNamed(t *testing.T) {
 func TestSegmentsExpire(t *testing.T) {
 	c := newClient(t)
 	prefix := newPrefix(t, c)
-	s := redisreceipts.New(c, prefix, nil)
 	start := time.Now().Add(-48 * time.Hour)
+	s := redisreceipts.New(c, prefix, newTestClock(start).Now)
 	const n = 3*redisreceipts.SegmentSize + 5
 	want := segmentedChain(t, s, n, start)
 	cutoff := start.Add(300*time.Second + time.Millisecond) // seq 1 to 301 are older
