@@ -31,7 +31,14 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	}
 	tenants := slices.Compact(slices.Sorted(slices.Values(append(listed, checkpointed...))))
 	total := 0
+	// Segments the writer did not compact are compacted here first; a
+	// failure does not hold expiry up, and is answered once every chain
+	// expired.
+	var compactErr error
 	for _, tenant := range tenants {
+		if _, err := s.compactTenant(ctx, tenant); err != nil && compactErr == nil {
+			compactErr = err
+		}
 		// The dedupe index is kept for its window (dedupe.go).
 		cutoff := strconv.FormatInt(s.clock().Add(-dedupeWindow).UnixMilli()-1, 10)
 		if err := s.client.ZRemRangeByScore(ctx, s.executedKey(tenant), "-inf", cutoff).Err(); err != nil {
@@ -43,13 +50,10 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 			return total, err
 		}
 	}
-	return total, nil
+	return total, compactErr
 }
 
 func (s *Store) expireTenant(ctx context.Context, tenant string, before time.Time) (int, error) {
-	if _, err := s.compactTenant(ctx, tenant); err != nil {
-		return 0, err
-	}
 	_, log := s.chainKeys(tenant)
 	removed := 0
 	for {
