@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"io"
 	"log/slog"
 	"net/http"
@@ -198,6 +199,26 @@ func BenchmarkRequest(b *testing.B) {
 		})
 		benchRequest(b, "", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false, false,
 			redisreceipts.New(client, prefix, nil))
+	})
+	// The same with signed checkpoints (the defaults: every 1 000
+	// receipts or a minute), signed by the scheduler's goroutine as a
+	// gateway with receipts.signing_key does: beside redis-receipts, the
+	// signing's cost per call.
+	b.Run("redis-receipts-checkpoints", func(b *testing.B) {
+		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(b)})
+		prefix := redistest.Prefix("gwbenchc")
+		store := redisreceipts.New(client, prefix, nil)
+		key := receipts.NewSigningKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+		sched := receipts.NewScheduler(receipts.Checkpointer{Store: store, Key: key}, 1000, time.Minute, nil)
+		ctx, stop := context.WithCancel(context.Background())
+		go sched.Run(ctx)
+		b.Cleanup(func() {
+			stop()
+			redistest.CleanPrefix(context.Background(), client, prefix)
+			_ = client.Close()
+		})
+		benchRequest(b, "", func(b *testing.B, _ bool) idempotency.Store { return benchRedisStore(b) }, true, false, false,
+			sched.Store(store))
 	})
 }
 

@@ -227,7 +227,7 @@ func (b consoleBackend) ReceiptChains(ctx context.Context) ([]console.ChainState
 	if b.s.ReceiptStore() == nil {
 		return nil, console.ErrReceiptsOff
 	}
-	return b.s.chains.states(ctx, b.s.ReceiptStore())
+	return b.s.chains.states(ctx, b.s.ReceiptStore(), b.s.opts.ReceiptKeys)
 }
 
 // Tools reports every configured tool's resolved policy and its counters,

@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/binary"
 	"regexp"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/internal/tsatest"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -19,7 +22,7 @@ import (
 // its state.
 func chainRow(t *testing.T, page, tenant string) string {
 	t.Helper()
-	m := regexp.MustCompile(`<tr><td><a href="[^"]*">` + tenant + `</a></td><td>(\d+)</td><td>(.*?)</td></tr>`).FindStringSubmatch(page)
+	m := regexp.MustCompile(`<tr><td><a href="[^"]*">` + tenant + `</a></td><td>(\d+)</td><td>(.*?)</td><td class="checkpoint">`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no chain row for %s:\n%s", tenant, page)
 	}
@@ -77,5 +80,66 @@ func TestConsoleShowsEachChainsVerification(t *testing.T) {
 	page = consoleGet(t, c, h.Srv.URL+"/console/receipts")
 	if row := chainRow(t, page, "globex"); !strings.Contains(row, "broken") || !strings.Contains(row, "seq 5") {
 		t.Fatalf("globex after its verified head was edited: %s", row)
+	}
+}
+
+// TestConsoleVerifiesAgainstTheLastCheckpoint: the Receipts page shows a
+// chain's last signed checkpoint (seq, time, key id, anchor time, from a
+// real TSA), verified with the gateway's public keys; a chain truncated
+// below it afterwards is named broken, and a checkpoint forged without
+// the key (signed by another) fails another chain.
+func TestConsoleVerifiesAgainstTheLastCheckpoint(t *testing.T) {
+	store := newStore(t, storeEmbedded)
+	rs := receiptsBeside(t, store)
+	key := receipts.NewSigningKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize)))
+	keys := receipts.KeySet{}
+	keys.Add(key.Public())
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("pay")}, withStore(store), withAdmin("adm"),
+		func(o *gateway.Options) { o.Receipts, o.ReceiptKeys = rs, keys })
+	ctx := context.Background()
+	for i := range 5 {
+		for _, tenant := range []string{"acme", "globex"} {
+			if _, err := rs.Append(ctx, tenant, receipts.Receipt{Event: receipts.EventExecuted, Tool: "pay", Status: 200 + i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tsa := tsatest.Start(t, "console test CA")
+	signed, _, err := receipts.Checkpointer{Store: rs, Key: key, TSA: &receipts.TSA{URL: tsa.URL}}.Checkpoint(ctx, "acme")
+	if err != nil || signed.Anchor == "" {
+		t.Fatalf("anchored checkpoint: %+v, %v", signed, err)
+	}
+	stranger := receipts.NewSigningKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{4}, ed25519.SeedSize)))
+	if _, _, err := (receipts.Checkpointer{Store: rs, Key: stranger}).Checkpoint(ctx, "globex"); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := consoleBrowser(t, h, "adm")
+	page := consoleGet(t, c, h.Srv.URL+"/console/receipts")
+	if row := chainRow(t, page, "acme"); row != `5 <span class="ok">intact</span>` {
+		t.Fatalf("acme, checkpointed: %s", row)
+	}
+	cell := regexp.MustCompile(`<td class="checkpoint">(.*?)</td>`).FindAllStringSubmatch(page, -1)
+	if len(cell) != 2 || !strings.Contains(cell[0][1], "seq 5, ") || !strings.Contains(cell[0][1], signed.KeyID) || !strings.Contains(cell[0][1], ", anchored ") {
+		t.Fatalf("acme's checkpoint cell: %v", cell)
+	}
+	if row := chainRow(t, page, "globex"); !strings.Contains(row, "broken") || !strings.Contains(row, "unknown_key") {
+		t.Fatalf("globex, checkpointed by a key the gateway does not publish: %s", row)
+	}
+	db := store.(*boltstore.Store).DB()
+	err = db.Update(func(tx *bolt.Tx) error { // the newest two receipts removed, as a truncation
+		b := tx.Bucket([]byte("receipts")).Bucket([]byte("acme"))
+		for _, seq := range []uint64{4, 5} {
+			if err := b.Delete(binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page = consoleGet(t, c, h.Srv.URL+"/console/receipts")
+	if row := chainRow(t, page, "acme"); !strings.Contains(row, "broken") || !strings.Contains(row, "truncated") {
+		t.Fatalf("acme truncated below its checkpoint: %s", row)
 	}
 }

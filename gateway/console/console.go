@@ -106,6 +106,14 @@ type ChainState struct {
 	Receipts int64
 	Verified bool
 	Problem  string
+	// Checkpoint is the chain's latest signed checkpoint, verified with
+	// the gateway's public keys and against the chain (Seq 0: none);
+	// AnchoredAt is when a TSA stamped it (zero: not anchored).
+	// Unverifiable: the chain has checkpoints but the gateway has no
+	// public key to check them with.
+	Checkpoint   receipts.Checkpoint
+	AnchoredAt   time.Time
+	Unverifiable bool
 }
 
 // ToolStats is one tool as the Tools page shows it, from the gateway's

@@ -20,7 +20,7 @@ import (
 // chain of such a file (or of the store itself) checked, the public keys
 // of the checkpoints, and a checkpoint signed now (docs/receipts.md).
 
-const receiptsUsage = "export -config FILE [-tenant NAME] [-since TIME] [-until TIME] | verify [-json] [-keys JWKS-FILE] [-retention DURATION] [-checkpoints FILE] [-tsa-roots PEM-FILE] (FILE | -dial -config FILE) | keys -config FILE | checkpoint -config FILE [-tenant NAME]"
+const receiptsUsage = "export -config FILE [-tenant NAME] [-since TIME] [-until TIME] | verify [-json] [-keys JWKS-FILE] [-retention DURATION] [-checkpoints FILE] [-tsa-roots PEM-FILE] [-require-anchors] (FILE | -dial -config FILE) | keys -config FILE | checkpoint -config FILE [-tenant NAME]"
 
 // receiptsTimeout bounds one export or verify of the store.
 const receiptsTimeout = 10 * time.Minute
@@ -126,11 +126,15 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 	keysPath := fs.String("keys", "", "JWKS file of the public keys checkpoints must be signed by (with -dial: default the config's keys)")
 	retention := fs.Duration("retention", 0, "receipts.retention of the exporting gateway (default 720h; with -dial: the config's)")
 	roots := fs.String("tsa-roots", "", "PEM file of the CAs whose TSAs may anchor checkpoints (with -dial: default receipts.anchor.tsa_roots)")
+	requireAnchors := fs.Bool("require-anchors", false, "fail a chain with a checkpoint that has no RFC 3161 anchor (default: a warning when anchors are configured or in use)")
 	outside := fs.String("checkpoints", "", "an earlier export (or its checkpoints) kept outside the store: its checkpoints are checked too")
 	if err := parseFlags(fs, inv, "receipts verify", receiptsUsage); err != nil {
 		return helpIsSuccess(err)
 	}
-	opts := receipts.VerifyOptions{Retention: *retention}
+	opts := receipts.VerifyOptions{Retention: *retention, RequireAnchors: *requireAnchors}
+	// With a TSA configured (-dial), every checkpoint should carry an
+	// anchor: one without is warned about.
+	anchorsConfigured := false
 	if *roots != "" {
 		var err error
 		if opts.TSARoots, err = tsaRoots(*roots); err != nil {
@@ -175,6 +179,7 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 		if opts.Retention == 0 {
 			opts.Retention = time.Duration(cfg.Receipts.Retention)
 		}
+		anchorsConfigured = cfg.receiptsTSA() != nil
 		if opts.TSARoots == nil {
 			if opts.TSARoots, err = cfg.receiptsTSARoots(); err != nil {
 				return fmt.Errorf("receipts verify: %w", err)
@@ -204,10 +209,27 @@ func runReceiptsVerify(ctx context.Context, inv invocation) error {
 	if anchored(report) && opts.TSARoots == nil && !*asJSON {
 		fmt.Fprintln(inv.stdout, "note: the anchors' signatures and imprints were checked, not who signed them (no -tsa-roots)")
 	}
+	if !*asJSON {
+		warnUnanchored(inv.stdout, report, anchorsConfigured)
+	}
 	if !report.OK() {
 		return errChainsBroken
 	}
 	return nil
+}
+
+// warnUnanchored names the chains with checkpoints signed without an
+// anchor where anchors are expected: configured (-dial with
+// receipts.anchor.tsa_url), or carried by other checkpoints of the
+// chain. The TSA did not answer when they were signed, or their anchors
+// were removed; -require-anchors fails them instead.
+func warnUnanchored(w io.Writer, report receipts.Report, configured bool) {
+	for _, t := range report.Tenants {
+		if t.Failure == nil && t.Unanchored > 0 && (configured || t.Anchored > 0) {
+			fmt.Fprintf(w, "warning: %s: %d checkpoints without an anchor, the latest of seq %d (the TSA did not answer when they were signed, or their anchors were removed; -require-anchors fails them)\n",
+				t.Tenant, t.Unanchored, t.UnanchoredLast)
+		}
+	}
 }
 
 // anchored reports whether a chain of report has an anchor.

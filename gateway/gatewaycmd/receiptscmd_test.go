@@ -3,6 +3,7 @@ package gatewaycmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -187,6 +188,25 @@ func TestReceiptsCheckpointsCLI(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(exported), "\n") // header, 3 receipts, checkpoint
 			if len(lines) != 5 || !strings.HasPrefix(lines[4], `{"checkpoint":`) {
 				t.Fatalf("export:\n%s", exported)
+			}
+			// The checkpoint again without its anchor, as one signed while
+			// the TSA was down (or whose anchor was removed): a warning
+			// beside the anchored one, a failure with -require-anchors.
+			var cl map[string]map[string]any
+			if err := json.Unmarshal([]byte(lines[4]), &cl); err != nil {
+				t.Fatal(err)
+			}
+			delete(cl["checkpoint"], "anchor")
+			unanchored, err := json.Marshal(cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mixed := write("mixed.jsonl", exported+string(unanchored)+"\n")
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, mixed); err != nil || !strings.Contains(out, "warning: anonymous: 1 checkpoints without an anchor, the latest of seq 3") {
+				t.Fatalf("verify with an unanchored checkpoint: %v\n%s", err, out)
+			}
+			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, "-require-anchors", mixed); err == nil || !strings.Contains(out, "FAIL anonymous: unanchored: the checkpoint of seq 3 on line 6 has no anchor") {
+				t.Fatalf("verify -require-anchors: %v\n%s", err, out)
 			}
 			truncated := write("truncated.jsonl", strings.Join([]string{lines[0], lines[1], lines[2], lines[4]}, "\n")+"\n")
 			if out, err := runCommand(t, "receipts", "verify", "-keys", keysFile, truncated); err == nil || !strings.Contains(out, "FAIL anonymous: truncated: the chain ends before seq 3") {

@@ -57,6 +57,11 @@ type TenantReport struct {
 	// AnchoredAt is the latest time a TSA stamped.
 	Anchored   int       `json:"anchored,omitempty"`
 	AnchoredAt time.Time `json:"anchored_at,omitzero"`
+	// Unanchored counts the checkpoints without an anchor, and
+	// UnanchoredLast is the highest seq of one: with a TSA configured,
+	// those it did not answer for (down, or refusing).
+	Unanchored     int   `json:"unanchored,omitempty"`
+	UnanchoredLast int64 `json:"unanchored_last,omitempty"`
 	// Filtered: the export selected receipts by time, so receipts
 	// missing before First or after Last were left out by the export,
 	// not removed.
@@ -103,6 +108,10 @@ const (
 	// not a token of this checkpoint, not signed by its certificate, or
 	// (with TSA roots) from a TSA the verifier does not trust.
 	ProblemBadAnchor Problem = "bad_anchor"
+	// ProblemUnanchored: with [VerifyOptions.RequireAnchors], a
+	// checkpoint without an anchor (its TSA did not answer, or the
+	// anchor was removed).
+	ProblemUnanchored Problem = "unanchored"
 	// ProblemUnknownKey: a checkpoint signed by a key not among the
 	// verifier's keys (none given, or a key never published).
 	ProblemUnknownKey Problem = "unknown_key"
@@ -161,6 +170,8 @@ func (f Failure) detail() string {
 		return fmt.Sprintf("the checkpoint of seq %d %s: its signature does not verify", f.Seq, f.where())
 	case ProblemBadAnchor:
 		return fmt.Sprintf("the checkpoint of seq %d %s: its anchor (RFC 3161 time-stamp) does not verify", f.Seq, f.where())
+	case ProblemUnanchored:
+		return fmt.Sprintf("the checkpoint of seq %d %s has no anchor (RFC 3161 time-stamp), and anchors are required", f.Seq, f.where())
 	case ProblemUnknownKey:
 		return fmt.Sprintf("the checkpoint of seq %d %s is signed by a key not given (-keys)", f.Seq, f.where())
 	case ProblemNotExpired:
@@ -201,6 +212,10 @@ type VerifyOptions struct {
 	// anchor may come from (nil: an anchor's signature and imprint are
 	// checked, not who signed it).
 	TSARoots *x509.CertPool
+	// RequireAnchors fails a chain with a checkpoint that has no anchor
+	// (ProblemUnanchored); without it such checkpoints are counted
+	// ([TenantReport.Unanchored]).
+	RequireAnchors bool
 }
 
 // Verify is [VerifyWith] without keys (a checkpoint fails its chain) and
@@ -432,6 +447,14 @@ func (c *chainState) finish(opts VerifyOptions) {
 			}
 			fail(problem, cp, cp.Seq)
 			return
+		}
+		if cp.Anchor == "" {
+			if opts.RequireAnchors {
+				fail(ProblemUnanchored, cp, cp.Seq)
+				return
+			}
+			c.report.Unanchored++
+			c.report.UnanchoredLast = max(c.report.UnanchoredLast, cp.Seq)
 		}
 		if cp.Anchor != "" {
 			at, err := CheckAnchor(cp.Checkpoint, opts.TSARoots)

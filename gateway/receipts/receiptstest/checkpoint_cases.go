@@ -22,6 +22,7 @@ func checkpointCases() []testCase {
 	return []testCase{
 		{"CheckpointsRoundTrip", checkpointsRoundTrip},
 		{"CheckpointAnchoredRoundTrip", checkpointAnchored},
+		{"CheckpointUnanchoredWhileTheTSAIsDown", checkpointUnanchored},
 		{"CheckpointsExpireWithTheirReceipts", checkpointsExpire},
 		{"TamperTailTruncatedBelowACheckpoint", tamperTailTruncated},
 		{"TamperHeadRolledBackAndContinued", tamperHeadRolledBack},
@@ -160,6 +161,43 @@ func checkpointAnchored(t *testing.T, b Backend) {
 	}
 	if tr := tenantReport(t, rep, "acme"); !rep.OK() || tr.Anchored != 1 || tr.Checkpointed != 6 || tsa.Answered() != 1 {
 		t.Fatalf("anchored chain: %+v (TSA answered %d)", tr, tsa.Answered())
+	}
+}
+
+// checkpointUnanchored: a checkpoint signed while the TSA is down (a
+// port nothing listens on) is stored without its anchor, and the
+// checkpointer says so; verify counts it beside the anchored one, and
+// fails the chain on it when anchors are required.
+func checkpointUnanchored(t *testing.T, b Backend) {
+	tsa := tsatest.Start(t, "receiptstest CA")
+	tamperChain(t, b)
+	up := receipts.Checkpointer{Store: b.Replicas[0], Key: signingKey, TSA: &receipts.TSA{URL: tsa.URL}}
+	if _, made, err := up.Checkpoint(t.Context(), "acme"); !made || err != nil {
+		t.Fatalf("anchored checkpoint: %v %v", made, err)
+	}
+	mustAppend(t, b.Replicas[0], "acme", event(90, "refund", receipts.EventExecuted, time.Now()))
+	down := receipts.Checkpointer{Store: b.Replicas[0], Key: signingKey, TSA: &receipts.TSA{URL: "http://127.0.0.1:1/"}}
+	if c, made, err := down.Checkpoint(t.Context(), "acme"); !made || err == nil || c.Anchor != "" || c.Seq != 7 {
+		t.Fatalf("checkpoint with the TSA down: seq %d anchor %q, made %v, %v; want stored unanchored and an error", c.Seq, c.Anchor, made, err)
+	}
+	var buf bytes.Buffer
+	if err := receipts.Export(t.Context(), b.Replicas[1], &buf); err != nil {
+		t.Fatal(err)
+	}
+	export := buf.Bytes()
+	rep, err := receipts.VerifyWith(bytes.NewReader(export), receipts.VerifyOptions{Keys: publicKeys()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := tenantReport(t, rep, "acme"); !rep.OK() || tr.Anchored != 1 || tr.Unanchored != 1 || tr.UnanchoredLast != 7 || tr.Checkpointed != 7 {
+		t.Fatalf("chain with an unanchored checkpoint: %+v", tr)
+	}
+	rep, err = receipts.VerifyWith(bytes.NewReader(export), receipts.VerifyOptions{Keys: publicKeys(), RequireAnchors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := tenantReport(t, rep, "acme"); tr.Failure == nil || tr.Failure.Problem != receipts.ProblemUnanchored || tr.Failure.Seq != 7 {
+		t.Fatalf("anchors required: %+v, want unanchored at seq 7", tr.Failure)
 	}
 }
 

@@ -57,6 +57,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	cases = append(cases, tamperCases()...)
 	cases = append(cases, dedupeCases()...)
 	cases = append(cases, checkpointCases()...)
+	cases = append(cases, windowCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

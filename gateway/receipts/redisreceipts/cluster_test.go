@@ -1,7 +1,9 @@
 package redisreceipts_test
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/receipts/receiptstest"
@@ -27,6 +29,24 @@ func TestConformanceOnCluster(t *testing.T) {
 				return redisreceipts.New(c, prefix, nil)
 			},
 			Raw: raw{client: c1, prefix: prefix},
+		}
+	})
+	// Sealed segments on the cluster: the compaction script's two keys
+	// share the chain's slot; reads, verify and expiry see every line.
+	t.Run("Segments", func(t *testing.T) {
+		c := cluster.Client()
+		t.Cleanup(func() { _ = c.Close() })
+		start := time.Now().Add(-48 * time.Hour)
+		s := redisreceipts.New(c, redistest.Prefix("gwtest-receipts"), newTestClock(start).Now)
+		want := segmentedChain(t, s, 2*redisreceipts.SegmentSize+10, start)
+		if got := storedLines(t, s); !slices.Equal(got, want) {
+			t.Fatalf("read %d lines, not the %d written", len(got), len(want))
+		}
+		if removed, err := s.Expire(t.Context(), start.Add(300*time.Second+time.Millisecond)); err != nil || removed != 301 {
+			t.Fatalf("Expire: %d, %v", removed, err)
+		}
+		if tr := verifyAcme(t, s); tr.Failure != nil || tr.First != 302 || tr.Last != int64(len(want)) {
+			t.Fatalf("verify: %+v", tr)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/receipts/receiptstest"
 	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
 )
 
@@ -140,4 +142,58 @@ func BenchmarkCheckpoint(b *testing.B) {
 		trips += counter.n.Load() - before
 	}
 	b.ReportMetric(float64(trips)/float64(b.N), "roundtrips/op")
+}
+
+// prefixMemory is the sum of MEMORY USAGE (exact: SAMPLES 0) of every key
+// under prefix.
+func prefixMemory(t testing.TB, c redis.UniversalClient, prefix string) (total int64, byKey map[string]int64) {
+	t.Helper()
+	byKey = map[string]int64{}
+	iter := c.Scan(t.Context(), 0, prefix+"*", 500).Iterator()
+	for iter.Next(t.Context()) {
+		used, err := c.MemoryUsage(t.Context(), iter.Val(), 0).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey[strings.TrimPrefix(iter.Val(), prefix)] = used
+		total += used
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total, byKey
+}
+
+// maxBytesPerReceipt is the bound of docs/receipts.md (fleet scale).
+const maxBytesPerReceipt = 150
+
+// TestMemoryPerReceipt measures the Redis memory an executed receipt
+// keeps for the retention: every key of a private prefix (the log, its
+// sealed segments, the executed index, the head and the listings), by
+// MEMORY USAGE, after receiptsForMemory executed receipts of the
+// shape of receiptstest.SizingReceipt (decision members included: ~520
+// bytes of JSON), appended in the writer's runs of 16, once the executed index's
+// hour has passed (an hourly expiry at a retention not reached): what
+// every receipt but the last hour's costs. The figure is logged; the
+// bound is docs/receipts.md's.
+func TestMemoryPerReceipt(t *testing.T) {
+	const receiptsForMemory = 20_000
+	c := newClient(t)
+	prefix := newPrefix(t, c)
+	clock := newTestClock(time.Now())
+	s := redisreceipts.New(c, prefix, clock.Now)
+	receiptstest.AppendForSizing(t, s, "acme", receiptsForMemory)
+	inWindow, byKey := prefixMemory(t, c, prefix)
+	t.Logf("%d receipts within the executed index's hour: %d bytes, %.1f bytes per receipt; by key: %v",
+		receiptsForMemory, inWindow, float64(inWindow)/receiptsForMemory, byKey)
+	clock.Advance(61 * time.Minute)
+	if n, err := s.Expire(t.Context(), clock.Now().Add(-receipts.DefaultRetention)); err != nil || n != 0 {
+		t.Fatalf("Expire: %d, %v", n, err)
+	}
+	total, byKey := prefixMemory(t, c, prefix)
+	perReceipt := float64(total) / receiptsForMemory
+	t.Logf("%d receipts kept for the retention: %d bytes, %.1f bytes per receipt; by key: %v", receiptsForMemory, total, perReceipt, byKey)
+	if perReceipt > maxBytesPerReceipt {
+		t.Errorf("%.1f bytes of Redis memory per executed receipt, want at most %d", perReceipt, maxBytesPerReceipt)
+	}
 }

@@ -5,8 +5,11 @@
 //
 //	<prefix>{receipts:<tenant>}:head  hash {seq, hash}: the chain's head
 //	<prefix>{receipts:<tenant>}:log   sorted set: score seq, member the JSON line
-//	<prefix>{receipts:<tenant>}:executed  sorted set: score time (ms), member
-//	                                      the execution id of an executed receipt
+//	<prefix>{receipts:<tenant>}:segments  sorted set: score a segment's number,
+//	                                      member its compact form (segment.go)
+//	<prefix>{receipts:<tenant>}:executed  sorted set: score when appended (ms),
+//	                                      member the execution id of an executed
+//	                                      receipt, for dedupeWindow (dedupe.go)
 //	<prefix>{receipts:<tenant>}:checkpoints  sorted set: score seq, member the
 //	                                         checkpoint's JSON line
 //
@@ -41,6 +44,9 @@ type Store struct {
 	*receipts.Appender
 	client redis.UniversalClient
 	prefix string
+	// clock dates the executed index's entries (their append) and its
+	// window.
+	clock func() time.Time
 }
 
 var _ receipts.Store = (*Store)(nil)
@@ -49,7 +55,10 @@ var _ receipts.Store = (*Store)(nil)
 // idempotency store, so one deployment's keys stay together); now is the
 // clock of receipts appended without a time (nil: time.Now).
 func New(client redis.UniversalClient, prefix string, now func() time.Time) *Store {
-	s := &Store{client: client, prefix: prefix}
+	s := &Store{client: client, prefix: prefix, clock: now}
+	if now == nil {
+		s.clock = time.Now
+	}
 	s.Appender = receipts.NewAppender(s, now)
 	return s
 }
@@ -83,9 +92,10 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	head, log := s.chainKeys(tenant)
 	last := run[len(run)-1].Receipt
 	var index []any
+	appended := strconv.FormatInt(s.clock().UnixMilli(), 10)
 	for _, r := range run {
 		if id := receipts.DedupeID(r.Receipt); id != "" {
-			index = append(index, strconv.FormatInt(r.Receipt.Time.UnixMilli(), 10), id)
+			index = append(index, appended, id)
 		}
 	}
 	args := make([]any, 0, 4+len(index)+2*len(run))
@@ -100,6 +110,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	}
 	switch ok, _ := res[0].(int64); ok {
 	case 1:
+		s.compactAfterRun(ctx, tenant, run[0].Receipt.Seq, last.Seq)
 		return receipts.HeadOf(last), nil
 	case 2:
 		dup := &receipts.DuplicateError{}
@@ -212,7 +223,9 @@ func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
 	return tenants, nil
 }
 
-// LastReceipt implements [receipts.CheckpointStore].
+// LastReceipt implements [receipts.CheckpointStore]: the log's last line
+// (compaction always leaves it), or, for a log emptied by hand, the last
+// segment's last receipt.
 func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receipt, bool, error) {
 	_, log := s.chainKeys(tenant)
 	lines, err := s.client.ZRevRange(ctx, log, 0, 0).Result()
@@ -220,7 +233,11 @@ func (s *Store) LastReceipt(ctx context.Context, tenant string) (receipts.Receip
 		return receipts.Receipt{}, false, fmt.Errorf("redisreceipts: last receipt of %s: %w", tenant, err)
 	}
 	if len(lines) == 0 {
-		return receipts.Receipt{}, false, nil
+		segment, err := s.lastSegment(ctx, tenant)
+		if err != nil || len(segment) == 0 {
+			return receipts.Receipt{}, false, err
+		}
+		lines = []string{string(segment[len(segment)-1].line)}
 	}
 	r, err := receipts.Decode([]byte(lines[0]))
 	if err != nil {

@@ -10,12 +10,12 @@
 -- Cluster slot and the script is atomic there too.
 local head = KEYS[1]          -- hash {seq, hash}: the chain's head; never expires
 local log = KEYS[2]           -- sorted set: score = seq, member = the receipt's JSON line
-local executed = KEYS[3]      -- sorted set: score = receipt time (ms), member = execution id of an executed receipt
+local executed = KEYS[3]      -- sorted set: score = when appended (ms), kept for an hour (dedupe.go), member = execution id of an executed receipt
 local expected_seq = ARGV[1]  -- head seq the run was sealed after ("0": empty chain)
 local expected_hash = ARGV[2] -- head hash the run was sealed after ("" for seq 0)
 local last_hash = ARGV[3]     -- the run's last receipt's hash: the new head's
 local ids = tonumber(ARGV[4]) -- how many execution ids follow
--- ARGV[5] .. ARGV[4 + 2*ids]: pairs: receipt time (ms), execution id
+-- ARGV[5] .. ARGV[4 + 2*ids]: pairs: the append's time (ms), execution id
 -- then the run, as pairs: a receipt's seq (decimal), its JSON line
 --
 -- Returns {1} when appended, {0, current seq, current hash, the head

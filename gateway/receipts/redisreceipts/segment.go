@@ -1,0 +1,246 @@
+package redisreceipts
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
+)
+
+// A sealed segment is segmentSize consecutive receipts of a chain,
+// compacted into one member of <prefix>{receipts:<tenant>}:segments
+// (score: the segment's number n, for the seqs n*segmentSize+1 to
+// (n+1)*segmentSize): what a receipt costs in Redis memory is then its
+// share of one compressed string instead of a sorted-set member of ~520
+// bytes of JSON. The compact form drops what the chain and the key
+// derive (the tenant, a seq that follows its predecessor's, a prev that
+// is its predecessor's hash), stores hex as bytes and times as deltas,
+// and is deflated; the stored JSON lines are re-derived from it exactly,
+// which compaction checks before it replaces them (a segment whose lines
+// do not round-trip byte for byte, e.g. edited by hand, stays as lines).
+const segmentSize = 256
+
+// segmentVersion is the first byte of a segment's compact form, so a
+// later form can be told apart.
+const segmentVersion = 1
+
+// Flags of a record in a segment.
+const (
+	flagSeq  = 1 << iota // the seq is written: it does not follow the previous record's
+	flagPrev             // the prev is written: it is not the previous record's hash
+)
+
+// segmentWriter writes a segment's records.
+type segmentWriter struct {
+	buf      []byte
+	prev     *receipts.Receipt
+	prevTime int64
+}
+
+// record appends r, the next receipt, in its compact form.
+func (w *segmentWriter) record(r receipts.Receipt) {
+	var flags uint64
+	if w.prev == nil || r.Seq != w.prev.Seq+1 {
+		flags |= flagSeq
+	}
+	if w.prev == nil || r.Prev != w.prev.Hash {
+		flags |= flagPrev
+	}
+	w.buf = binary.AppendUvarint(w.buf, flags)
+	if flags&flagSeq != 0 {
+		w.buf = binary.AppendVarint(w.buf, r.Seq)
+	}
+	at := r.Time.UnixNano()
+	w.buf = binary.AppendVarint(w.buf, at-w.prevTime)
+	w.prevTime = at
+	for _, s := range stringsOf(&r) {
+		w.str(*s)
+	}
+	w.buf = binary.AppendVarint(w.buf, int64(r.Status))
+	if flags&flagPrev != 0 {
+		w.str(r.Prev)
+	}
+	w.str(r.Hash)
+	w.prev = &r
+}
+
+// str writes s as its length, doubled, plus one when s is lowercase hex
+// of even length written as its bytes (hashes, keys, policies: half the
+// size).
+func (w *segmentWriter) str(s string) {
+	if len(s) > 0 && len(s)%2 == 0 && isLowerHex(s) {
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(s)/2)*2+1)
+		w.buf, _ = hex.AppendDecode(w.buf, []byte(s)) // isLowerHex: no error
+		return
+	}
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(s))*2)
+	w.buf = append(w.buf, s...)
+}
+
+func isLowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// stringsOf are r's string members in the order a record holds them.
+func stringsOf(r *receipts.Receipt) []*string {
+	return []*string{(*string)(&r.Event), &r.Tool, &r.Key, &r.Session, &r.Step, &r.ExecutionID, &r.Decision,
+		&r.Rule, &r.Policy, &r.Requester, &r.By, &r.ClaimedBy, &r.Note, &r.Definition, &r.Observe}
+}
+
+// encodeSegment is the compact form of lines, tenant's stored receipts
+// in seq order, or ok false when they cannot be re-derived from it byte
+// for byte (a line not as [receipts.Encode] writes it, another tenant's).
+func encodeSegment(tenant string, lines []string) (blob []byte, ok bool, err error) {
+	w := segmentWriter{buf: []byte{segmentVersion}}
+	for _, line := range lines {
+		r, err := receipts.Decode([]byte(line))
+		if err != nil || r.Tenant != tenant {
+			return nil, false, nil
+		}
+		w.record(r)
+	}
+	var out bytes.Buffer
+	zw, err := flate.NewWriter(&out, flate.BestCompression)
+	if err != nil {
+		return nil, false, fmt.Errorf("redisreceipts: compress segment: %w", err)
+	}
+	if _, err := zw.Write(w.buf); err != nil {
+		return nil, false, fmt.Errorf("redisreceipts: compress segment: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, false, fmt.Errorf("redisreceipts: compress segment: %w", err)
+	}
+	back, err := decodeSegment(tenant, out.Bytes())
+	if err != nil || len(back) != len(lines) {
+		return nil, false, nil
+	}
+	for i, line := range back {
+		if string(line.line) != lines[i] {
+			return nil, false, nil
+		}
+	}
+	return out.Bytes(), true, nil
+}
+
+// errSegment: a segment's compact form does not read.
+var errSegment = errors.New("redisreceipts: malformed segment")
+
+// storedLine is a receipt's line as the store holds it (or re-derives
+// it) and its seq.
+type storedLine struct {
+	seq  int64
+	line []byte
+}
+
+// decodeSegment re-derives the stored lines of a segment of tenant's
+// chain from its compact form.
+func decodeSegment(tenant string, blob []byte) ([]storedLine, error) {
+	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(blob)))
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: decompress segment: %w", err)
+	}
+	if len(raw) == 0 || raw[0] != segmentVersion {
+		return nil, errSegment
+	}
+	rd := segmentReader{buf: raw[1:]}
+	var lines []storedLine
+	var prev *receipts.Receipt
+	var at int64
+	for len(rd.buf) > 0 {
+		r := receipts.Receipt{Tenant: tenant}
+		flags := rd.uvarint()
+		switch {
+		case flags&flagSeq != 0:
+			r.Seq = rd.varint()
+		case prev != nil:
+			r.Seq = prev.Seq + 1
+		default:
+			return nil, errSegment
+		}
+		at += rd.varint()
+		r.Time = time.Unix(0, at).UTC()
+		for _, s := range stringsOf(&r) {
+			*s = rd.str()
+		}
+		r.Status = int(rd.varint())
+		switch {
+		case flags&flagPrev != 0:
+			r.Prev = rd.str()
+		case prev != nil:
+			r.Prev = prev.Hash
+		default:
+			return nil, errSegment
+		}
+		r.Hash = rd.str()
+		if rd.err != nil {
+			return nil, rd.err
+		}
+		line, err := receipts.Encode(r)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, storedLine{seq: r.Seq, line: line})
+		prev = &r
+	}
+	return lines, nil
+}
+
+// segmentReader reads a segment's records; the first malformed value
+// sets err and every later read answers zero.
+type segmentReader struct {
+	buf []byte
+	err error
+}
+
+func (r *segmentReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.buf)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.buf = r.buf[n:]
+	return v
+}
+
+func (r *segmentReader) varint() int64 {
+	v, n := binary.Varint(r.buf)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.buf = r.buf[n:]
+	return v
+}
+
+func (r *segmentReader) str() string {
+	n := r.uvarint()
+	size := n / 2
+	if size > uint64(len(r.buf)) {
+		r.fail()
+		return ""
+	}
+	b := r.buf[:size]
+	r.buf = r.buf[size:]
+	if n%2 == 1 {
+		return hex.EncodeToString(b)
+	}
+	return string(b)
+}
+
+func (r *segmentReader) fail() {
+	if r.err == nil {
+		r.err = errSegment
+	}
+	r.buf = nil
+}
