@@ -29,9 +29,13 @@ const (
 	layoutStep = ">Bc0"
 	// layoutApproval follows the header of a record in an approval state
 	// ('A', 'Y', 'N'): approval id, rule, reason, approver, requested,
-	// expires, use-within ms, replay ms, decided by, decided at, note; the
-	// canonical arguments are the rest.
-	layoutApproval = ">Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0"
+	// expires, use-within ms, replay ms, decided by, decided at, note,
+	// requester, quorum, binding, approved by (layoutApprover entries),
+	// claimed by; the canonical arguments are the rest.
+	layoutApproval = ">Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0"
+	// layoutApprover is one entry of an approval's approved-by list, in
+	// the order they approved.
+	layoutApprover = ">Hc0"
 )
 
 // packed is a record value as claim.lua lays it out (one string).
@@ -84,6 +88,14 @@ func (r *reader) u16() int {
 		return 0
 	}
 	return int(binary.BigEndian.Uint16(b))
+}
+
+func (r *reader) u32() uint32 {
+	b := r.take(4)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint32(b)
 }
 
 func (r *reader) u64() int64 {

@@ -38,6 +38,7 @@ func approvalCases() []testCase {
 		{"ApprovalApproveRacesClaim", testApprovalApproveRacesClaim},
 		{"ApprovalConcurrentDecisions", testApprovalConcurrentDecisions},
 	}
+	cases = append(cases, approvalPrincipalCases()...)
 	for i, tc := range cases {
 		run := tc.run
 		cases[i].run = func(f *fixture) {

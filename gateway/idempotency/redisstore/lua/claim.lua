@@ -39,9 +39,12 @@
 --        for 'A', 'Y', 'N': APPROVAL — approval id B c0 (packed), rule I8,
 --                 reason H c0, approver B c0, requested I8 (µs), expires
 --                 I8 (µs: pending, its timeout; approved, its use-within;
---                 denied, the decision), use-within ms I8, replay ms I8,
---                 decided by H c0, decided at I8 (µs, 0: not yet), note
---                 H c0; then the canonical arguments (the rest).
+--                 denied, kept from pending), use-within ms I8, replay ms
+--                 I8, decided by H c0, decided at I8 (µs, 0: not yet),
+--                 note H c0, requester H c0, quorum B, binding H c0,
+--                 approved by I4 c0 (the principals who approved so far,
+--                 in order, each H c0: APPROVER), claimed by H c0; then
+--                 the canonical arguments (the rest).
 --                 EXPIRED is not stored: 'A' or 'Y' past its expires.
 -- Tenant, tool and key are in the record's key name, not the value.
 --
@@ -67,14 +70,17 @@ local reason = ARGV[13]                 -- its reason
 local approver = ARGV[14]               -- "operator" | "caller"
 local timeout_ms = tonumber(ARGV[15])   -- how long the approval may stay pending
 local use_ms = tonumber(ARGV[16])       -- how long an approved call may wait to run
-local step_index = ARGV[17]  -- the step index, decimal ("" without a step)
-local step_head = ARGV[18]   -- what every step key name starts with: <prefix>S{
-local tenant = ARGV[19]      -- the record's tenant (its step key's tag hashes it)
-local holder_only = ARGV[20] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
+local requester = ARGV[17]              -- the call's principal id
+local quorum = tonumber(ARGV[18])       -- distinct approvers needed (0 and 1: one)
+local binding = ARGV[19]                -- hash of the tool's decide config and definition
+local step_index = ARGV[20]  -- the step index, decimal ("" without a step)
+local step_head = ARGV[21]   -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[22]      -- the record's tenant (its step key's tag hashes it)
+local holder_only = ARGV[23] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
-local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
+local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
 --#include held_step
 
 local v
@@ -100,7 +106,7 @@ if v then
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
   if state == 'A' or state == 'Y' or state == 'N' then
-    local _, _, _, _, _, aexp, _, _, _, _, _, q = struct.unpack(APPROVAL, v, p)
+    local _, _, _, _, _, aexp, _, _, _, _, _, _, _, _, _, _, q = struct.unpack(APPROVAL, v, p)
     local block = string.sub(v, p, q - 1)
     if state == 'N' then return {'approval_denied', block} end
     local now = clock()
@@ -145,7 +151,8 @@ if approval ~= '' then
   -- The rules say approve: the call waits for a decision, nothing runs.
   local life = timeout_ms + replay_ms
   local block = struct.pack(APPROVAL, #approval, approval, rule, #reason, reason, #approver, approver,
-    now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '')
+    now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '', #requester, requester, quorum,
+    #binding, binding, 0, '', 0, '')
   redis.call('SET', rec, struct.pack(HEAD, 'A', #fp, fp, #exec, exec, 0, now, #step_index, step_index,
     bind and 1 or 0, #session, session) .. block .. args, 'PX', life)
   if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', life) end
