@@ -318,9 +318,11 @@ func (d ApprovalDecision) Validate() error {
 
 // PrincipalKeeper is implemented by a store that keeps an approval's
 // Requester, Quorum, Binding, ApprovedBy and ClaimedBy and counts a
-// quorum in DecideApproval. A store without it keeps none of them: the
-// engine then refuses calls whose rule asks a quorum above one (it could
-// not count it), and cannot refuse self-approval or stale approvals.
+// quorum in DecideApproval: every store of this module (embedded, Redis
+// and Redis Cluster, PostgreSQL). A store without it keeps none of them:
+// the engine then refuses calls whose rule asks a quorum above one (it
+// could not count it), and cannot refuse self-approval or stale
+// approvals.
 type PrincipalKeeper interface {
 	KeepsPrincipals() bool
 }
