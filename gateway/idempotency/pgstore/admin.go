@@ -75,6 +75,7 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 		rec.Response = &idempotency.StoredResponse{Status: int(*r.status), ContentType: deref(r.contentType), Body: r.body}
 	}
 	rec.Approval = r.approval.approval(r.approvalUseUS)
+	rec.Requester = deref(r.approval.requester)
 	r.reconcile.apply(&rec)
 	return rec
 }

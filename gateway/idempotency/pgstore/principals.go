@@ -7,16 +7,17 @@ import "github.com/toolgateway/toolgateway/gateway/idempotency"
 // (idempotency.PrincipalKeeper).
 func (s *Store) KeepsPrincipals() bool { return true }
 
-// principalsMigration is schema version 11: an approval keeps its
-// requester (the call's principal), quorum, binding (the hash of the
-// tool's decide config and definition), the principals who approved so
-// far, in order, and the name claimed beside a token:admin decision. The
-// claim function takes the first three as three more arguments (23; the
+// principalsMigration is schema version 11: a record keeps its
+// requester (the call's principal, which is also its approval's); an
+// approval keeps its quorum, binding (the hash of the tool's decide
+// config and definition), the principals who approved so far, in order,
+// and the name claimed beside a token:admin decision. The claim function
+// takes requester, quorum and binding as three more arguments (23; the
 // 20-argument one is dropped) and answers them with the approval;
 // decide_approval decides on the locked row, counting a quorum.
 var principalsMigration = `
 ALTER TABLE @.records
-	ADD COLUMN IF NOT EXISTS approval_requester text,
+	ADD COLUMN IF NOT EXISTS requester          text,
 	ADD COLUMN IF NOT EXISTS approval_quorum    integer,
 	ADD COLUMN IF NOT EXISTS approval_binding   text,
 	ADD COLUMN IF NOT EXISTS approved_by        text[],
@@ -29,10 +30,11 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	SET plan_cache_mode = force_custom_plan;
 ` + decideApprovalFunction
 
-// claimFunctionV11 is version 9's claim function that writes a pending
-// approval's requester, quorum and binding and answers an approval row's
-// principals with its outcome. The consuming claim clears them with the
-// other approval columns.
+// claimFunctionV11 is version 9's claim function that writes the
+// requester on every new row and a pending approval's quorum and binding,
+// and answers an approval row's principals with its outcome. The
+// consuming claim clears the approval's with the other approval columns;
+// the row keeps its requester.
 var claimFunctionV11 = mustReplace(claimFunctionV9,
 	"\tp_effect text,\n",
 	"\tp_effect text, p_requester text, p_quorum integer, p_binding text,\n",
@@ -43,15 +45,21 @@ var claimFunctionV11 = mustReplace(claimFunctionV9,
 
 	"\t\t\t\ta_note := rec.decision_note; a_use_us := rec.approval_use_us;\n",
 	"\t\t\t\ta_note := rec.decision_note; a_use_us := rec.approval_use_us;\n"+
-		"\t\t\t\ta_requester := rec.approval_requester; a_quorum := rec.approval_quorum; a_binding := rec.approval_binding;\n"+
+		"\t\t\t\ta_requester := rec.requester; a_quorum := rec.approval_quorum; a_binding := rec.approval_binding;\n"+
 		"\t\t\t\ta_approved_by := rec.approved_by; a_claimed_by := rec.claimed_by;\n",
 
 	"\t\t\t\t\tdecided_by = NULL, decided_at = NULL, decision_note = NULL",
 	"\t\t\t\t\tdecided_by = NULL, decided_at = NULL, decision_note = NULL,\n"+
-		"\t\t\t\t\tapproval_requester = NULL, approval_quorum = NULL, approval_binding = NULL, approved_by = NULL, claimed_by = NULL",
+		"\t\t\t\t\tapproval_quorum = NULL, approval_binding = NULL, approved_by = NULL, claimed_by = NULL",
 
 	"approval_expires_at, approval_use_us, effect_key)\n",
-	"approval_expires_at, approval_use_us, effect_key, approval_requester, approval_quorum, approval_binding)\n",
+	"approval_expires_at, approval_use_us, effect_key, requester, approval_quorum, approval_binding)\n",
+
+	"replay_us, session_id, step_index, canonical_arguments, effect_key)\n",
+	"replay_us, session_id, step_index, canonical_arguments, effect_key, requester)\n",
+
+	"CASE WHEN bind THEN p_session_id END, CASE WHEN bind THEN p_step_index END, p_arguments, p_effect)\n",
+	"CASE WHEN bind THEN p_session_id END, CASE WHEN bind THEN p_step_index END, p_arguments, p_effect, p_requester)\n",
 
 	"now_ts + p_timeout_us * interval '1 microsecond', p_use_us, p_effect)\n",
 	"now_ts + p_timeout_us * interval '1 microsecond', p_use_us, p_effect, p_requester, p_quorum, p_binding)\n",
@@ -115,11 +123,24 @@ END
 $$;
 `
 
-// principalArgs are the claim function's $21 … $23: the approval's
-// requester, quorum and binding (NULL for a call the rules allow).
-func principalArgs(a *idempotency.ApprovalClaim) []any {
-	if a == nil {
-		return []any{nil, nil, nil}
+// principalArgs are the claim function's $21 … $23: the call's
+// requester (NULL: none; the approval's when the request names none), its
+// approval's quorum and binding (NULL for a call the rules allow).
+func principalArgs(req idempotency.ClaimRequest) []any {
+	requester := req.Requester
+	if a := req.Approval; a != nil {
+		if requester == "" {
+			requester = a.Requester
+		}
+		return []any{nullable(requester), a.Quorum, a.Binding}
 	}
-	return []any{a.Requester, a.Quorum, a.Binding}
+	return []any{nullable(requester), nil, nil}
+}
+
+// nullable is s, or NULL for "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -132,4 +132,4 @@ const recordColumns = `r.tenant, r.tool, r.idempotency_key,
 	r.status, r.content_type, r.body, r.canonical_arguments,
 	r.approval_id, r.approval_rule, r.approval_reason, r.approver, r.approval_requested_at,
 	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note,
-	r.approval_requester, r.approval_quorum, r.approval_binding, r.approved_by, r.claimed_by, r.approval_use_us, ` + reconcileColumns
+	r.requester, r.approval_quorum, r.approval_binding, r.approved_by, r.claimed_by, r.approval_use_us, ` + reconcileColumns

@@ -39,19 +39,26 @@ type approvalClaimArgs struct {
 	Approver  string `lua:"approver"`   // "operator" or "caller"
 	TimeoutMS int64  `lua:"timeout_ms"` // how long it may stay pending
 	UseMS     int64  `lua:"use_ms"`     // how long an approved call may wait
-	Requester string `lua:"requester"`  // the call's principal id
+	Requester string `lua:"requester"`  // the call's principal id, kept by a new record
 	Quorum    int64  `lua:"quorum"`     // distinct approvers needed (0 and 1: one)
 	Binding   string `lua:"binding"`    // the decide config's and definition's hash
 }
 
-func approvalClaimArgsOf(a *idempotency.ApprovalClaim) approvalClaimArgs {
+// approvalClaimArgsOf are req's decision arguments and its requester
+// (the approval's when the request names none), which a new record keeps.
+func approvalClaimArgsOf(req idempotency.ClaimRequest) approvalClaimArgs {
+	a := req.Approval
 	if a == nil {
-		return approvalClaimArgs{}
+		return approvalClaimArgs{Requester: req.Requester}
+	}
+	requester := req.Requester
+	if requester == "" {
+		requester = a.Requester
 	}
 	return approvalClaimArgs{
 		Approval: packID(a.ID), Rule: int64(a.Rule), Reason: a.Reason, Approver: string(a.Approver.OrDefault()),
 		TimeoutMS: millis(a.Timeout), UseMS: millis(a.UseWithin),
-		Requester: a.Requester, Quorum: int64(a.Quorum), Binding: a.Binding,
+		Requester: requester, Quorum: int64(a.Quorum), Binding: a.Binding,
 	}
 }
 

@@ -89,7 +89,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		Tool:        req.Scope.Tool,
 		Arguments:   req.CanonicalArguments,
 		// The call's decision: approve writes a pending approval.
-		approvalClaimArgs: approvalClaimArgsOf(req.Approval),
+		approvalClaimArgs: approvalClaimArgsOf(req),
 		stepArgs:          s.keys.stepArgs(req.Scope.Tenant),
 		HolderOnly:        flag(holderOnly),
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
@@ -21,6 +22,7 @@ func approvalPrincipalCases() []testCase {
 		{"ApprovalQuorumFirstDenyIsFinal", testApprovalQuorumFirstDenyIsFinal},
 		{"ApprovalQuorumRace", testApprovalQuorumRace},
 		{"ApprovalDecidedKeepsExpiry", testApprovalDecidedKeepsExpiry},
+		{"RecordKeepsRequester", testRecordKeepsRequester},
 	}
 }
 
@@ -31,7 +33,8 @@ var testBinding = strings.Repeat("ab", 32)
 // quorum distinct approvers.
 func (f *fixture) quorumRequest(key string, quorum int) idempotency.ClaimRequest {
 	req := f.approvalRequest(f.scope("refund", key), fingerprintA, nil)
-	req.Approval.Requester = "host-user:idp.example.com:rita"
+	req.Requester = "host-user:idp.example.com:rita"
+	req.Approval.Requester = req.Requester
 	req.Approval.Quorum = quorum
 	req.Approval.Binding = testBinding
 	return req
@@ -264,5 +267,53 @@ func testApprovalDecidedKeepsExpiry(f *fixture) {
 	d := f.expect(f.again(req), idempotency.OutcomeApprovalDenied)
 	if !d.Approval.ExpiresAt.Equal(a.ExpiresAt) {
 		f.t.Errorf("denied claim's approval expires %v, want %v", d.Approval.ExpiresAt, a.ExpiresAt)
+	}
+}
+
+// testRecordKeepsRequester: every record keeps the principal of the call
+// that wrote it, through completion, listing, a takeover and the
+// consumption of its approval (receipts of operators' actions on the
+// record name it).
+func testRecordKeepsRequester(f *fixture) {
+	const rita, sam = "host-user:idp.example.com:rita", "token:other"
+	req := f.request(f.scope("refund", "requester"), fingerprintA, nil)
+	req.Requester = rita
+	req.LockTTL = shortLease
+	lease := f.claimed(req)
+	if got := f.get(req.Scope); got.Requester != rita {
+		f.t.Fatalf("IN_PROGRESS record's requester %q, want %q", got.Requester, rita)
+	}
+	// A takeover by another principal's retry keeps the record's requester.
+	time.Sleep(expireWait)
+	retry := f.fresh(req)
+	retry.Requester = sam
+	taken := f.expect(retry, idempotency.OutcomeClaimed)
+	if !taken.TakenOver {
+		f.t.Fatalf("retry after the lease: %+v, want a takeover", taken)
+	}
+	f.expectLeaseLost(lease, "complete")
+	f.complete(taken.Lease, jsonResponse(`{"ok":true}`), replayTTL)
+	if got := f.get(req.Scope); got.State != idempotency.StateCompleted || got.Requester != rita {
+		f.t.Fatalf("COMPLETED record: %s requester %q, want %q", got.State, got.Requester, rita)
+	}
+	for _, r := range f.listAll(idempotency.ListFilter{Tool: "refund", Limit: 100}) {
+		if r.Scope == req.Scope && r.Requester != rita {
+			f.t.Errorf("listed record's requester %q, want %q", r.Requester, rita)
+		}
+	}
+
+	// An approval record: the record and its approval name the requester,
+	// and the record keeps it once its approval is consumed.
+	areq := f.quorumRequest("requester-approval", 1)
+	a := f.pending(areq)
+	if got := f.getApproval(a.ID); got.Requester != areq.Requester || got.Approval.Requester != areq.Requester {
+		f.t.Fatalf("approval record's requester %q, approval's %q, want %q", got.Requester, got.Approval.Requester, areq.Requester)
+	}
+	f.decide(a.ID, true, "oidc:idp.example.com:ada", "")
+	run := f.again(areq)
+	run.Requester = sam
+	f.expect(run, idempotency.OutcomeClaimed)
+	if got := f.get(areq.Scope); got.State != idempotency.StateInProgress || got.Requester != areq.Requester {
+		f.t.Fatalf("consumed approval's record: %s requester %q, want %q", got.State, got.Requester, areq.Requester)
 	}
 }
