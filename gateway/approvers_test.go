@@ -315,3 +315,32 @@ func TestCallerApprovalByAPersonRunsOnce(t *testing.T) {
 		t.Fatalf("ran %d times, want 1", n)
 	}
 }
+
+// TestRecordNamesItsRequester: the record of a call names the call's
+// principal in the admin API on every store, also once its approval was
+// consumed and the call ran.
+func TestRecordNamesItsRequester(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		h, tool := trustHarnessOn(t, kind, []decide.Rule{{When: "args.amount > 1000", Decision: decide.Approve}, {Decision: decide.Allow}})
+		small, big := acmeRefund("who", 1, "10"), acmeRefund("who", 2, "5000")
+		if r := h.Do(small); r.Status != http.StatusOK {
+			t.Fatalf("allowed call: %d %s", r.Status, r.Body)
+		}
+		id := pendingID(t, h.Do(big))
+		if _, err := h.GW.DecideApproval(context.Background(), id, callpath.ApprovalDecision{Approve: true, Decider: person(t, "ada")}); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.Do(big); r.Status != http.StatusOK {
+			t.Fatalf("approved call: %d %s", r.Status, r.Body)
+		}
+		for _, c := range []gatewaytest.Call{small, big} {
+			got := gatewaytest.MustJSON(t, h.Send(http.MethodGet, "/admin/v1/records/acme/refund/"+keyOf(t, c), adminToken).Body)
+			if got["state"] != "COMPLETED" || got["requester"] != "token:acme" {
+				t.Fatalf("record of %s: state %v requester %v, want COMPLETED by token:acme", c.Args, got["state"], got["requester"])
+			}
+		}
+		if tool.Runs(keyOf(t, small)) != 1 || tool.Runs(keyOf(t, big)) != 1 {
+			t.Fatalf("runs: %d and %d, want 1 each", tool.Runs(keyOf(t, small)), tool.Runs(keyOf(t, big)))
+		}
+	})
+}
