@@ -185,9 +185,11 @@ var approvalOutcomes = map[string]idempotency.Outcome{
 	"approval_expired":  idempotency.OutcomeApprovalExpired,
 }
 
-// GetApproval returns the live row carrying approval id (records_approval).
+// GetApproval returns the live row carrying approval id (records_approval),
+// as idempotency.ApprovalView shows it.
 func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record, error) {
-	return s.queryRecord(ctx, "get approval", s.sql.getApproval, id)
+	rec, err := s.queryRecord(ctx, "get approval", s.sql.getApproval, id)
+	return idempotency.ApprovalView(rec), err
 }
 
 // ListApprovals is List over the rows carrying an approval, newest first.
@@ -243,6 +245,8 @@ func listState(state idempotency.State) string {
 		return "r.state IN ('AWAITING_APPROVAL', 'APPROVED') AND r.approval_expires_at <= clock_timestamp()"
 	case idempotency.StateAwaitingApproval, idempotency.StateApproved:
 		return "r.state = '" + string(state) + "' AND r.approval_expires_at > clock_timestamp()"
+	case idempotency.StateConsumed: // a row that ran, still carrying its approval
+		return "r.state IN ('IN_PROGRESS', 'COMPLETED', 'UNKNOWN') AND r.approval_id IS NOT NULL"
 	}
 	return "r.state = '" + string(state) + "'"
 }

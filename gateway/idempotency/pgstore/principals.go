@@ -7,7 +7,8 @@ import "github.com/toolgateway/toolgateway/gateway/idempotency"
 // (idempotency.PrincipalKeeper).
 func (s *Store) KeepsPrincipals() bool { return true }
 
-// principalsMigration is schema version 11: a record keeps its
+// principalsMigration is schema version 11: a consumed approval stays on
+// its row as history; a record keeps its
 // requester (the call's principal, which is also its approval's); an
 // approval keeps its quorum, binding (the hash of the tool's decide
 // config and definition), the principals who approved so far, in order,
@@ -32,9 +33,10 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 
 // claimFunctionV11 is version 9's claim function that writes the
 // requester on every new row and a pending approval's quorum and binding,
-// and answers an approval row's principals with its outcome. The
-// consuming claim clears the approval's with the other approval columns;
-// the row keeps its requester.
+// and answers an approval row's principals with its outcome. An approval
+// row is one in an approval state (a row that ran keeps its approval
+// columns): the consuming claim leaves them on the row as history
+// (CONSUMED in the approval views, idempotency.ApprovalView).
 var claimFunctionV11 = mustReplace(claimFunctionV9,
 	"\tp_effect text,\n",
 	"\tp_effect text, p_requester text, p_quorum integer, p_binding text,\n",
@@ -48,9 +50,14 @@ var claimFunctionV11 = mustReplace(claimFunctionV9,
 		"\t\t\t\ta_requester := rec.requester; a_quorum := rec.approval_quorum; a_binding := rec.approval_binding;\n"+
 		"\t\t\t\ta_approved_by := rec.approved_by; a_claimed_by := rec.claimed_by;\n",
 
-	"\t\t\t\t\tdecided_by = NULL, decided_at = NULL, decision_note = NULL",
-	"\t\t\t\t\tdecided_by = NULL, decided_at = NULL, decision_note = NULL,\n"+
-		"\t\t\t\t\tapproval_quorum = NULL, approval_binding = NULL, approved_by = NULL, claimed_by = NULL",
+	"\t\t\tELSIF rec.approval_id IS NOT NULL THEN\n",
+	"\t\t\tELSIF rec.state IN ('AWAITING_APPROVAL', 'APPROVED', 'DENIED') THEN\n",
+
+	"\t\t\t\t\teffect_key = COALESCE(p_effect, r.effect_key),\n"+
+		"\t\t\t\t\tapproval_id = NULL, approval_rule = NULL, approval_reason = NULL, approver = NULL,\n"+
+		"\t\t\t\t\tapproval_requested_at = NULL, approval_expires_at = NULL, approval_use_us = NULL,\n"+
+		"\t\t\t\t\tdecided_by = NULL, decided_at = NULL, decision_note = NULL\n",
+	"\t\t\t\t\teffect_key = COALESCE(p_effect, r.effect_key)\n",
 
 	"approval_expires_at, approval_use_us, effect_key)\n",
 	"approval_expires_at, approval_use_us, effect_key, requester, approval_quorum, approval_binding)\n",
