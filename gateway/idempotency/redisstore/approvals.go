@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,6 +75,28 @@ type approveArgs struct {
 
 func (a approveArgs) Argv() []any {
 	return []any{a.ID, a.Approve, a.By, a.ClaimedBy, a.Note, a.StepHead, a.Tenant}
+}
+
+// history is the key beside the record named recordKey that keeps the
+// approval a claim consumed (claim.lua), in the record's slot.
+func (k keyLayout) history(recordKey string) string {
+	return k.prefix + "H" + strings.TrimPrefix(recordKey, k.prefix+"R")
+}
+
+// applyHistory puts the approval kept in the history value raw on rec, a
+// record that carries none of its own, when raw belongs to this record
+// (the same creation time): the approval a claim consumed for it.
+func applyHistory(rec *idempotency.Record, raw string) {
+	if rec.Approval != nil || rec.State.IsApproval() {
+		return
+	}
+	r := &reader{b: []byte(raw)}
+	if created := r.u64(); r.err != nil || created != rec.CreatedAt.UnixMicro() {
+		return
+	}
+	if a, err := decodeApprovalBlock(string(r.b)); err == nil {
+		rec.Approval = a
+	}
 }
 
 // approval returns the key of the approval index entry of id.
@@ -212,7 +235,7 @@ func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record,
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: get approval: %w", err)
 	}
-	return f.record, nil
+	return idempotency.ApprovalView(f.record), nil
 }
 
 // ListApprovals walks the approval index sets (approvalindex.go), not
@@ -241,6 +264,9 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 	f, err := s.approvalRecord(ctx, id)
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
+	}
+	if consumed := idempotency.ApprovalView(f.record); consumed.State == idempotency.StateConsumed {
+		return idempotency.Record{}, idempotency.NotPending(consumed.State, consumed.Approval)
 	}
 	cmds, err := s.eval(ctx, call(approveScript, []string{f.key},
 		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, ClaimedBy: decision.ClaimedBy, Note: decision.Note,
@@ -276,6 +302,10 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 		}
 		return idempotency.Record{}, idempotency.NotPending(rec.State, rec.Approval)
 	case reply[0] == "not_found":
+		// Consumed since it was read: say so, as a read would now.
+		if current, err := s.approvalRecord(ctx, id); err == nil && idempotency.ApprovalView(current.record).State == idempotency.StateConsumed {
+			return idempotency.Record{}, idempotency.NotPending(idempotency.StateConsumed, current.record.Approval)
+		}
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", errBadReply)

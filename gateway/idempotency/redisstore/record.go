@@ -33,6 +33,9 @@ const (
 	// requester, quorum, binding, approved by (layoutApprover entries),
 	// claimed by; the canonical arguments are the rest.
 	layoutApproval = ">Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0"
+	// layoutHistory starts a record's history key: the record's creation
+	// time (µs); the consumed APPROVAL block is the rest.
+	layoutHistory = ">I8"
 	// layoutApprover is one entry of an approval's approved-by list, in
 	// the order they approved.
 	layoutApprover = ">Hc0"

@@ -50,12 +50,19 @@
 --                 EXPIRED is not stored: 'A' or 'Y' past its expires.
 -- Tenant, tool and key are in the record's key name, not the value.
 --
+-- The history key (<prefix>H + the record's name after <prefix>R, so in
+-- its slot) holds the approval a claim consumed: HISTORY, the record's
+-- created µs, then the APPROVAL block as it was; it lives the record's
+-- first lease and twice its replay TTL, and is read only beside a record
+-- of the same creation time that carries no approval of its own.
+--
 -- The step key's value is the holder's execution id (B c0, packed) and
 -- tool. Every script that changes a record's life changes its held step
 -- key's the same way (and deletes it with the record), so a step key that
 -- exists belongs to a live record: no script reads the holder itself.
 local rec = KEYS[1]          -- the record
-local stepkey = KEYS[2]      -- the step entry (absent without a step)
+local history = KEYS[2]      -- the record's consumed approval (HISTORY), beside it
+local stepkey = KEYS[3]      -- the step entry (absent without a step)
 local fp = ARGV[1]           -- fingerprint (packed)
 local exec = ARGV[2]         -- execution id of a new claim (packed)
 local owner = ARGV[3]        -- owner token of a new claim (packed)
@@ -83,6 +90,7 @@ local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
+local HISTORY = '>I8'
 --#include held_step
 
 local v
@@ -121,6 +129,10 @@ if v then
     local fence = math.max(rfence + 1, now)
     redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, now + lock_ms * 1000), 'PX', ttl_ms)
     if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
+    -- The approval stays as history beside the record (CONSUMED), tied to
+    -- the record's creation time, which a takeover keeps and a new record
+    -- of the scope does not.
+    redis.call('SET', history, struct.pack(HISTORY, rcreated) .. block, 'PX', ttl_ms + replay_ms)
     return {'consumed', int(fence), block}
   end
   local rowner, rlease, _, q = struct.unpack(PROGRESS, v, p)
