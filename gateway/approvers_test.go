@@ -199,6 +199,21 @@ func TestQuorumNeedsDistinctPrincipals(t *testing.T) {
 		if r := h.Do(c); r.Status != http.StatusOK || tool.Runs(keyOf(t, c)) != 1 {
 			t.Fatalf("quorum reached: %d, ran %d", r.Status, tool.Runs(keyOf(t, c)))
 		}
+		// The approval that ran stays as history: CONSUMED, with its
+		// approvers, shown, listed and refused to a late decider.
+		shown := gatewaytest.MustJSON(t, h.Send(http.MethodGet, "/admin/v1/approvals/"+id, adminToken).Body)
+		if by, _ := shown["approved_by"].([]any); shown["state"] != "CONSUMED" || len(by) != 2 || shown["decided_by"] != bob.ID {
+			t.Fatalf("approval after the run: %v", shown)
+		}
+		listed = gatewaytest.MustJSON(t, h.Send(http.MethodGet, "/admin/v1/approvals?state=CONSUMED", adminToken).Body)
+		if items, _ := listed["approvals"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != id {
+			t.Fatalf("?state=CONSUMED lists %v, want %s", listed["approvals"], id)
+		}
+		late := postAdmin(t, h, "/admin/v1/approvals/"+id+"/approve", `{"by":"Carl"}`)
+		gatewaytest.WantProblem(t, late, http.StatusConflict, wire.CodeApprovalNotPending)
+		if r := h.Do(c); r.Status != http.StatusOK || tool.Runs(keyOf(t, c)) != 1 {
+			t.Fatalf("replay after a late decision: %d, ran %d", r.Status, tool.Runs(keyOf(t, c)))
+		}
 	})
 }
 
