@@ -149,8 +149,12 @@ func TestFourEyesAndApprovers(t *testing.T) {
 		small := acmeRefund("f", 1, "500")
 		id := pendingID(t, h.Do(small))
 		_, err := h.GW.DecideApproval(ctx, id, callpath.ApprovalDecision{Approve: true, Decider: principal.Token("acme")})
-		if refusedCode(err) != wire.CodeSelfApproval {
-			t.Fatalf("requester's own approve: %v, want self_approval", err)
+		var refused *callpath.DecisionRefused
+		if refusedCode(err) != wire.CodeSelfApproval || !errors.As(err, &refused) || refused.Problem.Status != http.StatusForbidden {
+			t.Fatalf("requester's own approve: %v, want 403 self_approval", err)
+		}
+		if rec := storedApproval(t, h.Store, id); rec.State != idempotency.StateAwaitingApproval || len(rec.Approval.ApprovedBy) != 0 {
+			t.Fatalf("after the requester's own approve: %s approved by %v, want untouched", rec.State, rec.Approval.ApprovedBy)
 		}
 		// Approvers: a person outside finance, and the admin token (no
 		// claims), are no approvers; finance is.
