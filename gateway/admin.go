@@ -44,6 +44,8 @@ type AdminRecord struct {
 	CanonicalArguments *string `json:"canonical_arguments,omitempty"`
 	// ResolvedBy is "reconcile" for a record reconciliation completed.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Requester is the principal of the call that wrote the record.
+	Requester string `json:"requester,omitempty"`
 	// Reconciliation shows the questions asked about an uncertain record.
 	Reconciliation *AdminReconciliation `json:"reconciliation,omitempty"`
 }

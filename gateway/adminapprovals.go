@@ -29,6 +29,8 @@ const (
 	ApprovalApproved = "APPROVED"
 	ApprovalDenied   = "DENIED"
 	ApprovalExpired  = "EXPIRED"
+	// ApprovalConsumed is an approval the call it approved ran on.
+	ApprovalConsumed = "CONSUMED"
 )
 
 // approvalStates maps the API's approval states to the records'.
@@ -37,6 +39,7 @@ var approvalStates = map[string]idempotency.State{
 	ApprovalApproved: idempotency.StateApproved,
 	ApprovalDenied:   idempotency.StateDenied,
 	ApprovalExpired:  idempotency.StateExpired,
+	ApprovalConsumed: idempotency.StateConsumed,
 }
 
 // approvalStateName is the API's name of a record state (the state itself

@@ -233,11 +233,11 @@ func TestAdminApprovalsDecide(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("approve: %d %s", r.status, r.body)
 		}
-		if got := mustJSON(t, r.body); got["state"] != "APPROVED" || got["decided_by"] != "token:admin" || (keepsPrincipals(h.store) && got["claimed_by"] != "alice") || got["note"] != "finance said yes" || got["decided_at"] == nil {
+		if got := mustJSON(t, r.body); got["state"] != "APPROVED" || got["decided_by"] != "token:admin" || got["claimed_by"] != "alice" || got["note"] != "finance said yes" || got["decided_at"] == nil {
 			t.Fatalf("approved approval %v", got)
 		}
 		rec := storedApproval(t, h.store, yes.id)
-		if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || (keepsPrincipals(h.store) && rec.Approval.ClaimedBy != "alice") || rec.Approval.Note != "finance said yes" {
+		if rec.State != idempotency.StateApproved || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "alice" || rec.Approval.Note != "finance said yes" {
 			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 
@@ -251,7 +251,7 @@ func TestAdminApprovalsDecide(t *testing.T) {
 		if r.status != 200 || mustJSON(t, r.body)["state"] != "DENIED" {
 			t.Fatalf("deny: %d %s", r.status, r.body)
 		}
-		if rec := storedApproval(t, h.store, no.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "token:admin" || (keepsPrincipals(h.store) && rec.Approval.ClaimedBy != "carol") || rec.Approval.Note != "too much" {
+		if rec := storedApproval(t, h.store, no.id); rec.State != idempotency.StateDenied || rec.Approval.DecidedBy != "token:admin" || rec.Approval.ClaimedBy != "carol" || rec.Approval.Note != "too much" {
 			t.Fatalf("the store says %s by %q note %q", rec.State, rec.Approval.DecidedBy, rec.Approval.Note)
 		}
 		p = wantProblem(t, h.postJSON("/admin/v1/approvals/"+no.id+"/approve", "tok-admin", "application/json", `{"by":"dave"}`), 409, wire.CodeApprovalNotPending)
@@ -364,7 +364,3 @@ func TestCallerApprovals(t *testing.T) {
 		}
 	})
 }
-
-// keepsPrincipals says whether store keeps an approval's claimed_by,
-// requester and approvers (the embedded store so far).
-func keepsPrincipals(store idempotency.Store) bool { return idempotency.KeepsPrincipals(store) }

@@ -88,6 +88,7 @@ func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 		CreatedAt:      rec.CreatedAt.UTC().Format(time.RFC3339),
 		ExpiresAt:      rec.ExpiresAt.UTC().Format(time.RFC3339),
 		ResolvedBy:     rec.ResolvedBy,
+		Requester:      rec.Requester,
 		Reconciliation: toAdminReconciliation(rec.Reconciliation),
 	}
 	if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() {

@@ -66,6 +66,16 @@ func TestConsoleApprovalPageShowsRequesterAndRefusals(t *testing.T) {
 	if r := h.Do(small); r.Status != http.StatusOK || tool.Runs(keyOf(t, small)) != 1 {
 		t.Fatalf("approved call: %d, ran %d", r.Status, tool.Runs(keyOf(t, small)))
 	}
+	// The approval that ran stays in the history, CONSUMED, linking its
+	// execution; the history filter takes the state.
+	resp, page = read(c.Get(h.Srv.URL + "/console/approvals/" + smallID))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `<dd id="approval-state">CONSUMED</dd>`) || !strings.Contains(page, "execution ") {
+		t.Fatalf("consumed approval's page: %d\n%s", resp.StatusCode, page)
+	}
+	resp, page = read(c.Get(h.Srv.URL + "/console/approvals?state=consumed"))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, smallID+"</a></td><td>CONSUMED</td>") || strings.Contains(page, bigID+"</a></td><td>") {
+		t.Fatalf("history of CONSUMED: %d\n%s", resp.StatusCode, page)
+	}
 }
 
 // TestConsoleApprovalPageShowsTheRuleText: the approval's page and its

@@ -177,6 +177,7 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 		Approval:           st.approval,
 		Effect:             st.effect,
 		Charges:            st.charges,
+		Requester:          st.call.Requester.ID,
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

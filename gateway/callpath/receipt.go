@@ -375,8 +375,9 @@ func (s *Engine) receiptForRecord(event receipts.Event, rec idempotency.Record, 
 		r.Rule = "decide[" + strconv.Itoa(rec.Approval.Rule) + "]"
 		r.Decision = string(decide.Approve)
 	}
-	if rec.Approval != nil {
-		r.Requester = rec.Approval.Requester
+	r.Requester = rec.Requester
+	if r.Requester == "" && rec.Approval != nil {
+		r.Requester = rec.Approval.Requester // a record written before records kept it
 	}
 	s.receipts.enqueue(rec.Scope.Tenant, r)
 }

@@ -85,7 +85,8 @@ type historyFilter struct {
 const pendingState = "PENDING"
 
 // historyStates are the states the history filter offers.
-var historyStates = []string{pendingState, string(idempotency.StateApproved), string(idempotency.StateDenied), string(idempotency.StateExpired)}
+var historyStates = []string{pendingState, string(idempotency.StateApproved), string(idempotency.StateDenied), string(idempotency.StateExpired),
+	string(idempotency.StateConsumed)}
 
 func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 	v := approvalView{Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State), Arguments: rec.CanonicalArguments,
@@ -96,7 +97,7 @@ func toApprovalView(rec idempotency.Record, now time.Time) approvalView {
 	if rec.State == idempotency.StateAwaitingApproval {
 		v.State = pendingState
 	}
-	v.Ran = rec.State != "" && !rec.State.IsApproval()
+	v.Ran = rec.State == idempotency.StateConsumed || (rec.State != "" && !rec.State.IsApproval())
 	if rec.Step != nil {
 		v.Session, v.Step = rec.Step.SessionID, fmt.Sprint(rec.Step.Index)
 	}

@@ -32,7 +32,7 @@ func approvalPath(id string) string {
 // ones by default.
 func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("approvals", flag.ContinueOnError)
-	state := fs.String("state", gateway.ApprovalPending, "PENDING, APPROVED, DENIED or EXPIRED; \"all\" for every state")
+	state := fs.String("state", gateway.ApprovalPending, "PENDING, APPROVED, DENIED, EXPIRED or CONSUMED; \"all\" for every state")
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
 	tool := fs.String("tool", "", "only this tool's approvals")
 	session := fs.String("session", "", "only this agent session's approvals")

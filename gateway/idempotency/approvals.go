@@ -15,7 +15,8 @@ import (
 // only ever let that exact call run. Deciding moves it to StateApproved or
 // StateDenied; the next Claim of an approved record consumes it in the
 // same atomic step that claims it (it becomes IN_PROGRESS, an ordinary
-// record from then on).
+// record from then on, which keeps its approval as history: the approval
+// views show it as StateConsumed).
 //
 // StateExpired is never written: a pending approval whose timeout passed,
 // or an approved one not consumed within its use-within window, reads as
@@ -29,12 +30,17 @@ const (
 	StateApproved         State = "APPROVED"
 	StateDenied           State = "DENIED"
 	StateExpired          State = "EXPIRED"
+	// StateConsumed is never a record's state either: it is how
+	// GetApproval, ListApprovals and DecideApproval show the approval of a
+	// record that ran (IN_PROGRESS, COMPLETED or UNKNOWN) after a claim
+	// consumed it (ApprovalView).
+	StateConsumed State = "CONSUMED"
 )
 
 // IsApproval reports whether s is one of the approval states.
 func (s State) IsApproval() bool {
 	switch s {
-	case StateAwaitingApproval, StateApproved, StateDenied, StateExpired:
+	case StateAwaitingApproval, StateApproved, StateDenied, StateExpired, StateConsumed:
 		return true
 	}
 	return false
@@ -126,11 +132,11 @@ func (a Approver) Validate() error {
 	return fmt.Errorf("approver %q: want %q or %q", string(a), ApproverOperator, ApproverCaller)
 }
 
-// Approval is the approval a record carries while it is one (awaiting,
-// approved, denied or expired), as Claim answers it and the admin API
-// shows it. Consuming an approved record (the Claim that runs it) drops
-// the approval from the record; that Claim's Decision carries it, so the
-// caller can tell who approved the run.
+// Approval is the approval a record carries (awaiting, approved, denied
+// or expired), as Claim answers it and the admin API shows it. Consuming
+// an approved record (the Claim that runs it) keeps the approval on the
+// record as history (StateConsumed in the approval views); that Claim's
+// Decision carries it, so the caller can tell who approved the run.
 type Approval struct {
 	ID       string
 	Rule     int
@@ -157,6 +163,17 @@ type Approval struct {
 	ClaimedBy string
 	DecidedAt time.Time
 	Note      string
+}
+
+// ApprovalView is rec as the approval views (GetApproval, ListApprovals,
+// DecideApproval's refusal) show it: a record that carries an approval
+// but is in no approval state ran after its approval was consumed, and
+// shows StateConsumed.
+func ApprovalView(rec Record) Record {
+	if rec.Approval != nil && !rec.State.IsApproval() {
+		rec.State = StateConsumed
+	}
+	return rec
 }
 
 // Needed is how many distinct principals must approve a: its quorum, at
@@ -318,9 +335,11 @@ func (d ApprovalDecision) Validate() error {
 
 // PrincipalKeeper is implemented by a store that keeps an approval's
 // Requester, Quorum, Binding, ApprovedBy and ClaimedBy and counts a
-// quorum in DecideApproval. A store without it keeps none of them: the
-// engine then refuses calls whose rule asks a quorum above one (it could
-// not count it), and cannot refuse self-approval or stale approvals.
+// quorum in DecideApproval: every store of this module (embedded, Redis
+// and Redis Cluster, PostgreSQL). A store without it keeps none of them:
+// the engine then refuses calls whose rule asks a quorum above one (it
+// could not count it), and cannot refuse self-approval or stale
+// approvals.
 type PrincipalKeeper interface {
 	KeepsPrincipals() bool
 }
@@ -337,9 +356,10 @@ func KeepsPrincipals(s any) bool {
 // as ApprovalState shows it (EXPIRED once an approval's expiry passed).
 type Approvals interface {
 	// GetApproval returns the record carrying approval id, with its
-	// canonical arguments; ErrNotFound when no live record carries it
-	// (never created, swept, deleted, or consumed by the claim that ran
-	// it).
+	// canonical arguments while it keeps them, as ApprovalView shows it
+	// (CONSUMED once a claim ran the call and used the approval up);
+	// ErrNotFound when no live record carries it (never created, swept,
+	// deleted).
 	GetApproval(ctx context.Context, id string) (Record, error)
 	// ListApprovals returns the records carrying an approval that match
 	// filter, one bounded page at a time, in the order of the store's

@@ -140,6 +140,11 @@ type ClaimRequest struct {
 	// that cannot keep budgets refuses such a claim with
 	// ErrBudgetsUnsupported.
 	Charges []Charge
+	// Requester is the call's principal id (gateway/principal; "" without
+	// auth): who asked. A claim that writes a new record keeps it there
+	// (Record.Requester); a takeover or a consuming claim keeps the
+	// record's.
+	Requester string
 }
 
 // Charge is one budget reservation a claim asks for. The store reserves
@@ -407,6 +412,9 @@ type Record struct {
 	// ResolvedBy is ResolvedByReconcile for a record reconciliation
 	// completed; "" otherwise.
 	ResolvedBy string
+	// Requester is the principal id of the call that wrote the record
+	// (ClaimRequest.Requester), "" when it named none.
+	Requester string
 }
 
 // MaxListLimit is the largest page Admin.List returns.

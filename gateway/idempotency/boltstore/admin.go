@@ -85,8 +85,8 @@ func listNeedles(f idempotency.ListFilter, approvalsOnly bool) ([][]byte, error)
 		needles = append(needles, []byte(`"ap":`))
 	}
 	state := string(f.State)
-	if f.State == idempotency.StateExpired {
-		state = ""
+	if f.State == idempotency.StateExpired || f.State == idempotency.StateConsumed {
+		state = "" // never stored: matches decides
 	}
 	for _, field := range []struct{ name, value string }{{"st", state}, {"tl", f.Tool}, {"s", f.SessionID}} {
 		if field.value == "" {
@@ -137,10 +137,16 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 		if err != nil {
 			return idempotency.Page{}, err
 		}
-		if r.expired(t.now) || !t.matches(r, filter) || (approvalsOnly && r.Approval == nil) {
+		if r.expired(t.now) || (approvalsOnly && r.Approval == nil) {
 			continue
 		}
 		rec := t.view(r)
+		if approvalsOnly {
+			rec = idempotency.ApprovalView(rec)
+		}
+		if !matches(rec, filter) {
+			continue
+		}
 		rec.Response = nil
 		rec.CanonicalArguments = nil
 		page.Records = append(page.Records, rec)
@@ -148,11 +154,12 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 	return page, nil
 }
 
-func (t *txn) matches(r *storedRecord, f idempotency.ListFilter) bool {
+// matches applies filter to a record as the listing shows it.
+func matches(r idempotency.Record, f idempotency.ListFilter) bool {
 	switch {
-	case f.State != "" && r.state(t.now) != f.State,
-		f.Tenant != "" && r.Tenant != f.Tenant,
-		f.Tool != "" && r.Tool != f.Tool,
+	case f.State != "" && r.State != f.State,
+		f.Tenant != "" && r.Scope.Tenant != f.Tenant,
+		f.Tool != "" && r.Scope.Tool != f.Tool,
 		f.SessionID != "" && (r.Step == nil || r.Step.SessionID != f.SessionID):
 		return false
 	}

@@ -19,7 +19,8 @@ func (s *Store) KeepsPrincipals() bool { return true }
 // approvalsBucket maps an approval id to the scope key of the record that
 // carries it (layout 3). The record is the truth: an entry is followed
 // only to a live record carrying that id, and leaves with the record
-// (deleteRecord) or when the approval is consumed.
+// (deleteRecord); a consumed approval stays on its record, and so does
+// its entry.
 var approvalsBucket = []byte("approvals")
 
 // storedApproval is a record's approval. Times are Unix nanoseconds.
@@ -124,10 +125,8 @@ func (t *txn) decideApproval(key []byte, r *storedRecord, req idempotency.ClaimR
 		}
 	}
 	// Approved, or pending under rules that now allow the call: it runs,
-	// as a first claim, and the approval is used up.
-	if err := t.approvals.Delete([]byte(r.Approval.ID)); err != nil {
-		return idempotency.Decision{}, false, fmt.Errorf("delete approval entry: %w", err)
-	}
+	// as a first claim, and the approval is used up. The record keeps it,
+	// and its index entry, as history (CONSUMED in the approval views).
 	// A human approved the call: it is charged whatever the budget's sum.
 	// A pending approval that rules now allowing the call consume is
 	// checked like a first claim.
@@ -137,7 +136,6 @@ func (t *txn) decideApproval(key []byte, r *storedRecord, req idempotency.ClaimR
 			return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, false, err
 		}
 	}
-	r.Approval = nil
 	decision, err := t.takeLease(key, r, req)
 	if err != nil {
 		return idempotency.Decision{}, false, err
@@ -186,13 +184,14 @@ func (t *txn) view(r *storedRecord) idempotency.Record {
 	return rec
 }
 
-// GetApproval returns the live record carrying approval id, or
-// idempotency.ErrNotFound.
+// GetApproval returns the live record carrying approval id, as
+// idempotency.ApprovalView shows it, or idempotency.ErrNotFound.
 func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record, error) {
-	return s.viewRecord(ctx, "get approval", func(t *txn) (*storedRecord, error) {
+	rec, err := s.viewRecord(ctx, "get approval", func(t *txn) (*storedRecord, error) {
 		_, r, err := t.approvalRecord(id)
 		return r, err
 	})
+	return idempotency.ApprovalView(rec), err
 }
 
 // ListApprovals lists the records carrying an approval through List's
@@ -224,7 +223,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 			answer = idempotency.ErrNotFound
 			return nil
 		}
-		if state := r.state(t.now); state != idempotency.StateAwaitingApproval {
+		if state := idempotency.ApprovalView(t.view(r)).State; state != idempotency.StateAwaitingApproval {
 			answer = idempotency.NotPending(state, r.Approval.toApproval())
 			return nil
 		}

@@ -23,8 +23,9 @@ func approvalEntries(t *testing.T, s *Store) int {
 }
 
 // TestApprovalEntriesLeaveWithTheirRecord: the id index never outlives
-// the record it points at — consumed, swept, or replaced after expiring
-// before the sweeper came.
+// the record it points at — swept, or replaced after expiring before the
+// sweeper came; a consumed approval keeps its entry while its record
+// lives (history).
 func TestApprovalEntriesLeaveWithTheirRecord(t *testing.T) {
 	clock := newFakeClock()
 	s := openTestStore(t, clock)
@@ -40,19 +41,19 @@ func TestApprovalEntriesLeaveWithTheirRecord(t *testing.T) {
 	}
 	consumed.Owner, consumed.ExecutionID = newID("owner"), newID("exec")
 	mustClaim(t, s, consumed, idempotency.OutcomeClaimed)
-	if n := approvalEntries(t, s); n != 0 {
-		t.Fatalf("%d entries after the approval was consumed, want 0", n)
+	if n := approvalEntries(t, s); n != 1 {
+		t.Fatalf("%d entries after the approval was consumed, want 1 (its record keeps it)", n)
 	}
 
 	replaced := approval(claimRequest("replaced", "fp", nil))
 	mustClaim(t, s, replaced, idempotency.OutcomeAwaitingApproval)
 	swept := approval(claimRequest("swept", "fp", nil))
 	mustClaim(t, s, swept, idempotency.OutcomeAwaitingApproval)
-	clock.Advance(time.Hour + replaced.ReplayTTL) // both records are dead now
+	clock.Advance(time.Hour + replaced.ReplayTTL) // all three records are dead now
 	replaced.Approval, replaced.Owner, replaced.ExecutionID = nil, newID("owner"), newID("exec")
 	mustClaim(t, s, replaced, idempotency.OutcomeClaimed)
-	if n := approvalEntries(t, s); n != 1 {
-		t.Fatalf("%d entries after an expired approval record was replaced, want 1 (the unswept one)", n)
+	if n := approvalEntries(t, s); n != 2 {
+		t.Fatalf("%d entries after an expired approval record was replaced, want 2 (the unswept ones)", n)
 	}
 	if _, err := s.Sweep(t.Context()); err != nil {
 		t.Fatal(err)

@@ -97,6 +97,9 @@ type storedRecord struct {
 	// Charges are the budget buckets the record holds a reservation in
 	// (layout 5), so releasing the record releases them.
 	Charges []string `json:"bg,omitempty"`
+	// Requester is the principal id of the call that wrote the record
+	// (absent in records written before it: none).
+	Requester string `json:"rq,omitempty"`
 }
 
 func (r *storedRecord) scope() idempotency.Scope {
@@ -146,6 +149,7 @@ func (r *storedRecord) toRecord() idempotency.Record {
 	}
 	rec.Reconciliation = r.Reconcile.toReconciliation()
 	rec.ResolvedBy = r.ResolvedBy
+	rec.Requester = r.Requester
 	return rec
 }
 

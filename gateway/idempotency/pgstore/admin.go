@@ -75,6 +75,7 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 		rec.Response = &idempotency.StoredResponse{Status: int(*r.status), ContentType: deref(r.contentType), Body: r.body}
 	}
 	rec.Approval = r.approval.approval(r.approvalUseUS)
+	rec.Requester = deref(r.approval.requester)
 	r.reconcile.apply(&rec)
 	return rec
 }
@@ -147,7 +148,11 @@ func (s *Store) list(ctx context.Context, filter idempotency.ListFilter, approva
 			rows.Close()
 			return idempotency.Page{}, fmt.Errorf("pgstore: list: %w", err)
 		}
-		page.Records = append(page.Records, r.record(false))
+		rec := r.record(false)
+		if approvalsOnly {
+			rec = idempotency.ApprovalView(rec)
+		}
+		page.Records = append(page.Records, rec)
 	}
 	if err := rows.Err(); err != nil {
 		return idempotency.Page{}, fmt.Errorf("pgstore: list: %w", err)
@@ -216,7 +221,8 @@ func (s *Store) listStatement(filter idempotency.ListFilter, approvalsOnly bool)
 	switch filter.State {
 	case "":
 	case idempotency.StateInProgress, idempotency.StateCompleted, idempotency.StateUnknown,
-		idempotency.StateAwaitingApproval, idempotency.StateApproved, idempotency.StateDenied, idempotency.StateExpired:
+		idempotency.StateAwaitingApproval, idempotency.StateApproved, idempotency.StateDenied, idempotency.StateExpired,
+		idempotency.StateConsumed:
 		// Literals, not parameters: only then can a generic plan use the
 		// partial index of the open states.
 		where = append(where, listState(filter.State))

@@ -154,10 +154,14 @@ type scannedApproval struct {
 	id, reason, approver, by, note *string
 	rule                           *int32
 	requested, expires, decided    *time.Time
+	requester, binding, claimedBy  *string
+	quorum                         *int32
+	approvedBy                     []string
 }
 
 func (a *scannedApproval) dest() []any {
-	return []any{&a.id, &a.rule, &a.reason, &a.approver, &a.requested, &a.expires, &a.by, &a.decided, &a.note}
+	return []any{&a.id, &a.rule, &a.reason, &a.approver, &a.requested, &a.expires, &a.by, &a.decided, &a.note,
+		&a.requester, &a.quorum, &a.binding, &a.approvedBy, &a.claimedBy}
 }
 
 // approval is the scanned approval, nil when the row carried none.
@@ -169,6 +173,8 @@ func (a *scannedApproval) approval(useUS *int64) *idempotency.Approval {
 		ID: *a.id, Rule: int(deref(a.rule)), Reason: deref(a.reason), Approver: idempotency.Approver(deref(a.approver)),
 		RequestedAt: deref(a.requested), ExpiresAt: deref(a.expires), UseWithin: time.Duration(deref(useUS)) * time.Microsecond,
 		DecidedBy: deref(a.by), DecidedAt: deref(a.decided), Note: deref(a.note),
+		Requester: deref(a.requester), Quorum: int(deref(a.quorum)), Binding: deref(a.binding),
+		ApprovedBy: a.approvedBy, ClaimedBy: deref(a.claimedBy),
 	}
 }
 
@@ -179,9 +185,11 @@ var approvalOutcomes = map[string]idempotency.Outcome{
 	"approval_expired":  idempotency.OutcomeApprovalExpired,
 }
 
-// GetApproval returns the live row carrying approval id (records_approval).
+// GetApproval returns the live row carrying approval id (records_approval),
+// as idempotency.ApprovalView shows it.
 func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record, error) {
-	return s.queryRecord(ctx, "get approval", s.sql.getApproval, id)
+	rec, err := s.queryRecord(ctx, "get approval", s.sql.getApproval, id)
+	return idempotency.ApprovalView(rec), err
 }
 
 // ListApprovals is List over the rows carrying an approval, newest first.
@@ -192,9 +200,10 @@ func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFi
 	return s.list(ctx, filter.ListFilter(), true)
 }
 
-// DecideApproval decides a pending approval with one UPDATE, which
-// re-checks the row's state under its lock: of two deciders, the second
-// finds it decided. A refusal reads the row again to say why.
+// DecideApproval decides a pending approval with decide_approval, which
+// locks the row and counts a quorum on it: of two deciders, the second
+// decides on the first one's row. A refusal reads the row again to say
+// why.
 func (s *Store) DecideApproval(ctx context.Context, id string, decision idempotency.ApprovalDecision) (idempotency.Record, error) {
 	if err := decision.Validate(); err != nil {
 		return idempotency.Record{}, fmt.Errorf("pgstore: decide approval: %w", err)
@@ -203,7 +212,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 		return idempotency.Record{}, fmt.Errorf("pgstore: decide approval: %w", err)
 	}
 	var r scannedRecord
-	err := s.pool.QueryRow(ctx, s.sql.decideApproval, id, decision.Approve, decision.By, decision.Note).Scan(r.dest()...)
+	err := s.pool.QueryRow(ctx, s.sql.decideApproval, id, decision.Approve, decision.By, decision.ClaimedBy, decision.Note).Scan(r.dest()...)
 	if err == nil {
 		return r.record(true), nil
 	}
@@ -222,19 +231,9 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 func approvalStatements(q func(string) string) (getApproval, decideApproval string) {
 	getApproval = q(`SELECT ` + recordColumns + ` FROM @.records r
 		WHERE r.approval_id = $1 AND r.expires_at > clock_timestamp()`)
-	// $1 id, $2 approve, $3 by, $4 note. Approved: usable for its
-	// use-within from now, and lives its replay TTL past that; denied:
-	// keeps its approval's expiry, and lives its replay TTL from now.
-	decideApproval = q(`WITH c AS (SELECT clock_timestamp() AS now)
-		UPDATE @.records r
-		SET state = CASE WHEN $2 THEN 'APPROVED' ELSE 'DENIED' END,
-			decided_by = $3, decision_note = $4, decided_at = c.now,
-			approval_expires_at = CASE WHEN $2 THEN c.now + r.approval_use_us * interval '1 microsecond' ELSE r.approval_expires_at END,
-			expires_at = c.now + (CASE WHEN $2 THEN r.approval_use_us ELSE 0 END + r.replay_us) * interval '1 microsecond'
-		FROM c
-		WHERE r.approval_id = $1 AND r.state = 'AWAITING_APPROVAL'
-			AND r.approval_expires_at > c.now AND r.expires_at > c.now
-		RETURNING ` + recordColumns)
+	// $1 id, $2 approve, $3 by, $4 claimed by, $5 note: decide_approval
+	// (principals.go) decides on the locked row, counting a quorum.
+	decideApproval = q(`SELECT ` + recordColumns + ` FROM @.decide_approval($1, $2, $3, $4, $5) r`)
 	return getApproval, decideApproval
 }
 
@@ -246,6 +245,8 @@ func listState(state idempotency.State) string {
 		return "r.state IN ('AWAITING_APPROVAL', 'APPROVED') AND r.approval_expires_at <= clock_timestamp()"
 	case idempotency.StateAwaitingApproval, idempotency.StateApproved:
 		return "r.state = '" + string(state) + "' AND r.approval_expires_at > clock_timestamp()"
+	case idempotency.StateConsumed: // a row that ran, still carrying its approval
+		return "r.state IN ('IN_PROGRESS', 'COMPLETED', 'UNKNOWN') AND r.approval_id IS NOT NULL"
 	}
 	return "r.state = '" + string(state) + "'"
 }

@@ -43,7 +43,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	args := append([]any{req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
 		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments)},
-		append(approvalArgs(req.Approval), effectArg(req.Effect))...)
+		append(append(approvalArgs(req.Approval), effectArg(req.Effect)), principalArgs(req)...)...)
 	dest := append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
 		append(append(approval.dest(), &useUS), holder.dest()...)...)
 	statement := s.sql.claim

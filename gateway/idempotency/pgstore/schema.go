@@ -117,6 +117,10 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// Version 10: budget reservations (budgets.go): the budget_charges
 	// table and the charge function; claim's signature is unchanged.
 	budgetsMigration,
+	// Version 11: approvals keep their principals (principals.go): the
+	// requester, quorum, binding, approved_by and claimed_by columns, a
+	// 23-argument claim and the decide_approval function.
+	principalsMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

@@ -30,9 +30,10 @@ func newStatements(schema string) statements {
 		getApproval: getApproval, decideApproval: decideApproval,
 		reconcile: newReconcileStatements(q),
 		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
-				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
+				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note,
+				a_requester, a_quorum, a_binding, a_approved_by, a_claimed_by, a_use_us,
 				by_effect, holder_state, h_key, h_session, h_step
-			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`),
+			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`),
 		// $1 bucket, $2 window start µs (the smallest bigint: the whole
 		// bucket). Held: rows whose record is not COMPLETED in the same
 		// life (or is gone, which may have acted).
@@ -41,13 +42,14 @@ func newStatements(schema string) statements {
 			FROM @.budget_charges g LEFT JOIN @.records r ON r.tenant = g.tenant AND r.tool = g.tool
 				AND r.idempotency_key = g.idempotency_key AND r.created_at = g.created_at
 			WHERE g.bucket = $1 AND g.charged_us >= $2`),
-		// The claim with budget charges ($21, JSON): charge() runs on
+		// The claim with budget charges ($24, JSON): charge() runs on
 		// claim()'s row in the same statement (budgets.go).
 		claimCharged: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
-				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note, a_use_us,
+				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note,
+				a_requester, a_quorum, a_binding, a_approved_by, a_claimed_by, a_use_us,
 				by_effect, holder_state, h_key, h_session, h_step,
-				@.charge(outcome, a_by IS NOT NULL, $1, $2, $3, $6, $21::jsonb)
-			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`),
+				@.charge(outcome, a_by IS NOT NULL, $1, $2, $3, $6, $24::jsonb)
+			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`),
 		// $6: the new lease in µs; the record then lives the claim's replay
 		// TTL past it, so an expired lease stays visible for takeover.
 		renew: q(`UPDATE @.records r
@@ -129,4 +131,5 @@ const recordColumns = `r.tenant, r.tool, r.idempotency_key,
 	r.fencing_token, r.created_at, r.lease_expires_at, r.expires_at, r.session_id, r.step_index,
 	r.status, r.content_type, r.body, r.canonical_arguments,
 	r.approval_id, r.approval_rule, r.approval_reason, r.approver, r.approval_requested_at,
-	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note, r.approval_use_us, ` + reconcileColumns
+	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note,
+	r.requester, r.approval_quorum, r.approval_binding, r.approved_by, r.claimed_by, r.approval_use_us, ` + reconcileColumns

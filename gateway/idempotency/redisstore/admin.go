@@ -105,6 +105,8 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 		expiry *redis.DurationCmd
 		// reconcile is the record's reconciliation (reconcile.go).
 		reconcile *redis.StringCmd
+		// history is the approval a claim consumed for it (approvals.go).
+		history *redis.StringCmd
 	}
 	out := make([]cmds, len(names))
 	if _, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -112,6 +114,7 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 			out[i].value = pipe.Get(ctx, name)
 			out[i].expiry = pipe.PExpireTime(ctx, name)
 			out[i].reconcile = pipe.Get(ctx, s.keys.reconcileKey(name))
+			out[i].history = pipe.Get(ctx, s.keys.history(name))
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -138,6 +141,9 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 			if err := applyReconciliation(&rec, raw); err != nil {
 				return nil, fmt.Errorf("record of %v: %w", scope, err)
 			}
+		}
+		if raw, err := out[i].history.Result(); err == nil {
+			applyHistory(&rec, raw)
 		}
 		if !withResponse {
 			rec.Response = nil

@@ -134,6 +134,7 @@ func (s *Store) listApprovalIndex(ctx context.Context, filter idempotency.Approv
 		}
 		for i, m := range members {
 			e := found[i]
+			e.record = idempotency.ApprovalView(e.record)
 			switch {
 			case !e.pointed && !missingLongEnough(m): // its pointer may be on its way
 				continue

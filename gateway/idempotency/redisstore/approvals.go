@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,11 @@ import (
 )
 
 var _ idempotency.Approvals = (*Store)(nil)
+
+// KeepsPrincipals: the store keeps approvals' requesters, quorums,
+// bindings and approvers, and approve.lua counts a quorum
+// (idempotency.PrincipalKeeper).
+func (s *Store) KeepsPrincipals() bool { return true }
 
 // An approval lives in its call's record (claim.lua: states 'A', 'Y',
 // 'N' and the APPROVAL block), so claiming, deciding and consuming it are
@@ -34,28 +40,64 @@ type approvalClaimArgs struct {
 	Approver  string `lua:"approver"`   // "operator" or "caller"
 	TimeoutMS int64  `lua:"timeout_ms"` // how long it may stay pending
 	UseMS     int64  `lua:"use_ms"`     // how long an approved call may wait
+	Requester string `lua:"requester"`  // the call's principal id, kept by a new record
+	Quorum    int64  `lua:"quorum"`     // distinct approvers needed (0 and 1: one)
+	Binding   string `lua:"binding"`    // the decide config's and definition's hash
 }
 
-func approvalClaimArgsOf(a *idempotency.ApprovalClaim) approvalClaimArgs {
+// approvalClaimArgsOf are req's decision arguments and its requester
+// (the approval's when the request names none), which a new record keeps.
+func approvalClaimArgsOf(req idempotency.ClaimRequest) approvalClaimArgs {
+	a := req.Approval
 	if a == nil {
-		return approvalClaimArgs{}
+		return approvalClaimArgs{Requester: req.Requester}
+	}
+	requester := req.Requester
+	if requester == "" {
+		requester = a.Requester
 	}
 	return approvalClaimArgs{
 		Approval: packID(a.ID), Rule: int64(a.Rule), Reason: a.Reason, Approver: string(a.Approver.OrDefault()),
 		TimeoutMS: millis(a.Timeout), UseMS: millis(a.UseWithin),
+		Requester: requester, Quorum: int64(a.Quorum), Binding: a.Binding,
 	}
 }
 
 // approveArgs are approve.lua's ARGV.
 type approveArgs struct {
-	ID      string `lua:"id"`      // packed approval id
-	Approve string `lua:"approve"` // "1" approve, "0" deny
-	By      string `lua:"by"`
-	Note    string `lua:"note"`
+	ID        string `lua:"id"`         // packed approval id
+	Approve   string `lua:"approve"`    // "1" approve, "0" deny
+	By        string `lua:"by"`         // the decider's principal id
+	ClaimedBy string `lua:"claimed_by"` // the name typed with the admin token
+	Note      string `lua:"note"`
 	stepArgs
 }
 
-func (a approveArgs) Argv() []any { return []any{a.ID, a.Approve, a.By, a.Note, a.StepHead, a.Tenant} }
+func (a approveArgs) Argv() []any {
+	return []any{a.ID, a.Approve, a.By, a.ClaimedBy, a.Note, a.StepHead, a.Tenant}
+}
+
+// history is the key beside the record named recordKey that keeps the
+// approval a claim consumed (claim.lua), in the record's slot.
+func (k keyLayout) history(recordKey string) string {
+	return k.prefix + "H" + strings.TrimPrefix(recordKey, k.prefix+"R")
+}
+
+// applyHistory puts the approval kept in the history value raw on rec, a
+// record that carries none of its own, when raw belongs to this record
+// (the same creation time): the approval a claim consumed for it.
+func applyHistory(rec *idempotency.Record, raw string) {
+	if rec.Approval != nil || rec.State.IsApproval() {
+		return
+	}
+	r := &reader{b: []byte(raw)}
+	if created := r.u64(); r.err != nil || created != rec.CreatedAt.UnixMicro() {
+		return
+	}
+	if a, err := decodeApprovalBlock(string(r.b)); err == nil {
+		rec.Approval = a
+	}
+}
 
 // approval returns the key of the approval index entry of id.
 func (k keyLayout) approval(id string) string {
@@ -79,6 +121,17 @@ func readApproval(r *reader) *idempotency.Approval {
 		a.DecidedAt = time.UnixMicro(decided)
 	}
 	a.Note = r.str(r.u16())
+	a.Requester = r.str(r.u16())
+	a.Quorum = r.u8()
+	a.Binding = r.str(r.u16())
+	list := &reader{b: r.take(int(r.u32()))}
+	for len(list.b) > 0 && list.err == nil {
+		a.ApprovedBy = append(a.ApprovedBy, list.str(list.u16()))
+	}
+	if list.err != nil && r.err == nil {
+		r.err = list.err
+	}
+	a.ClaimedBy = r.str(r.u16())
 	return a
 }
 
@@ -182,7 +235,7 @@ func (s *Store) GetApproval(ctx context.Context, id string) (idempotency.Record,
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: get approval: %w", err)
 	}
-	return f.record, nil
+	return idempotency.ApprovalView(f.record), nil
 }
 
 // ListApprovals walks the approval index sets (approvalindex.go), not
@@ -198,8 +251,9 @@ func (s *Store) ListApprovals(ctx context.Context, filter idempotency.ApprovalFi
 
 // DecideApproval finds the record through the index and decides with
 // approve.lua on the record alone, which checks the record still carries
-// the approval and is pending (Redis clock); a decided approval then
-// leaves the pending set (one more command, off the call path).
+// the approval and is pending (Redis clock) and counts a quorum; an
+// approval decided for good then leaves the pending set (one more
+// command, off the call path).
 func (s *Store) DecideApproval(ctx context.Context, id string, decision idempotency.ApprovalDecision) (idempotency.Record, error) {
 	if err := decision.Validate(); err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
@@ -211,8 +265,12 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 	}
+	if consumed := idempotency.ApprovalView(f.record); consumed.State == idempotency.StateConsumed {
+		return idempotency.Record{}, idempotency.NotPending(consumed.State, consumed.Approval)
+	}
 	cmds, err := s.eval(ctx, call(approveScript, []string{f.key},
-		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, Note: decision.Note, stepArgs: s.keys.stepArgs(f.record.Scope.Tenant)}))
+		approveArgs{ID: packID(id), Approve: flag(decision.Approve), By: decision.By, ClaimedBy: decision.ClaimedBy, Note: decision.Note,
+			stepArgs: s.keys.stepArgs(f.record.Scope.Tenant)}))
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 	}
@@ -230,7 +288,9 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 		if err != nil {
 			return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", err)
 		}
-		s.unindexPending(ctx, f.record.Approval)
+		if rec.State != idempotency.StateAwaitingApproval { // not waiting for more approvers
+			s.unindexPending(ctx, f.record.Approval)
+		}
 		return rec, nil
 	case reply[0] == "not_pending" && len(reply) == 2:
 		rec, err := recordOf(f.record.Scope, reply[1], time.Time{})
@@ -242,6 +302,10 @@ func (s *Store) DecideApproval(ctx context.Context, id string, decision idempote
 		}
 		return idempotency.Record{}, idempotency.NotPending(rec.State, rec.Approval)
 	case reply[0] == "not_found":
+		// Consumed since it was read: say so, as a read would now.
+		if current, err := s.approvalRecord(ctx, id); err == nil && idempotency.ApprovalView(current.record).State == idempotency.StateConsumed {
+			return idempotency.Record{}, idempotency.NotPending(idempotency.StateConsumed, current.record.Approval)
+		}
 		return idempotency.Record{}, idempotency.ErrNotFound
 	}
 	return idempotency.Record{}, fmt.Errorf("redisstore: decide approval: %w", errBadReply)

@@ -38,7 +38,7 @@ type claimArgs struct {
 // string or a large integer does not, and every call runs this script.
 func (a *claimArgs) Argv() []any {
 	return []any{&a.Fingerprint, &a.Exec, &a.Owner, &a.LockMS, &a.ReplayMS, &a.LeaseExpiry, &a.StepGuard, &a.Session, &a.Tool, a.Arguments,
-		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.StepIndex, &a.StepHead, &a.Tenant, &a.HolderOnly}
+		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.Requester, &a.Quorum, &a.Binding, &a.StepIndex, &a.StepHead, &a.Tenant, &a.HolderOnly}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.

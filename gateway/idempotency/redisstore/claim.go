@@ -77,7 +77,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 	if err := s.ready(ctx); err != nil {
 		return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 	}
-	keys := []string{record}
+	keys := []string{record, s.keys.history(record)}
 	args := &claimArgs{
 		Fingerprint: packID(req.Fingerprint),
 		Exec:        packID(req.ExecutionID),
@@ -89,7 +89,7 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		Tool:        req.Scope.Tool,
 		Arguments:   req.CanonicalArguments,
 		// The call's decision: approve writes a pending approval.
-		approvalClaimArgs: approvalClaimArgsOf(req.Approval),
+		approvalClaimArgs: approvalClaimArgsOf(req),
 		stepArgs:          s.keys.stepArgs(req.Scope.Tenant),
 		HolderOnly:        flag(holderOnly),
 	}

@@ -15,8 +15,8 @@ import (
 const (
 	// layoutHead is the header every record starts with: state,
 	// fingerprint, execution id, fencing token, created, step index, held,
-	// session.
-	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0"
+	// session, requester.
+	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0Hc0"
 	// layoutProgress follows the header of an IN_PROGRESS record: owner,
 	// lease end (µs), replay ms; the canonical arguments are the rest (an
 	// UNKNOWN record keeps them right after its header).
@@ -29,9 +29,16 @@ const (
 	layoutStep = ">Bc0"
 	// layoutApproval follows the header of a record in an approval state
 	// ('A', 'Y', 'N'): approval id, rule, reason, approver, requested,
-	// expires, use-within ms, replay ms, decided by, decided at, note; the
-	// canonical arguments are the rest.
-	layoutApproval = ">Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0"
+	// expires, use-within ms, replay ms, decided by, decided at, note,
+	// requester, quorum, binding, approved by (layoutApprover entries),
+	// claimed by; the canonical arguments are the rest.
+	layoutApproval = ">Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0"
+	// layoutHistory starts a record's history key: the record's creation
+	// time (µs); the consumed APPROVAL block is the rest.
+	layoutHistory = ">I8"
+	// layoutApprover is one entry of an approval's approved-by list, in
+	// the order they approved.
+	layoutApprover = ">Hc0"
 )
 
 // packed is a record value as claim.lua lays it out (one string).
@@ -43,12 +50,14 @@ type packed struct {
 	step     string // the step index, decimal ("" without a step)
 	held     bool
 	session  string
-	lease    int64 // µs, 'P' only
-	status   int   // 'C' only
-	ctype    string
-	body     []byte
-	args     []byte                // 'P', 'U' and approvals: the canonical arguments (the rest)
-	approval *idempotency.Approval // 'A', 'Y', 'N'
+	// requester is the principal id of the call that wrote the record.
+	requester string
+	lease     int64 // µs, 'P' only
+	status    int   // 'C' only
+	ctype     string
+	body      []byte
+	args      []byte                // 'P', 'U' and approvals: the canonical arguments (the rest)
+	approval  *idempotency.Approval // 'A', 'Y', 'N'
 }
 
 // reader walks a packed value; the first error sticks.
@@ -86,6 +95,14 @@ func (r *reader) u16() int {
 	return int(binary.BigEndian.Uint16(b))
 }
 
+func (r *reader) u32() uint32 {
+	b := r.take(4)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint32(b)
+}
+
 func (r *reader) u64() int64 {
 	b := r.take(8)
 	if b == nil {
@@ -108,6 +125,7 @@ func decodePacked(v string) (packed, error) {
 	p.step = r.str(r.u8())
 	p.held = r.u8() == 1
 	p.session = r.str(r.u16())
+	p.requester = r.str(r.u16())
 	switch p.state {
 	case 'P':
 		r.str(r.u8()) // owner
@@ -159,6 +177,7 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 	rec := idempotency.Record{
 		Scope: scope, State: packedStates[p.state], Fingerprint: fp, ExecutionID: exec,
 		FencingToken: p.fence, CreatedAt: time.UnixMicro(p.created), ExpiresAt: expires,
+		Requester: p.requester,
 	}
 	if p.step != "" {
 		n, err := strconv.ParseUint(p.step, 10, 64)

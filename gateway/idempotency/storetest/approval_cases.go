@@ -38,6 +38,7 @@ func approvalCases() []testCase {
 		{"ApprovalApproveRacesClaim", testApprovalApproveRacesClaim},
 		{"ApprovalConcurrentDecisions", testApprovalConcurrentDecisions},
 	}
+	cases = append(cases, approvalPrincipalCases()...)
 	for i, tc := range cases {
 		run := tc.run
 		cases[i].run = func(f *fixture) {
@@ -193,15 +194,17 @@ func testApprovalApprovedIsConsumed(f *fixture) {
 		f.t.Errorf("consuming claim = %+v approval %+v, want a first claim carrying alice's approval", d, d.Approval)
 	}
 	got := f.get(req.Scope)
-	if got.State != idempotency.StateInProgress || got.ExecutionID != run.ExecutionID || got.Approval != nil || got.FencingToken != d.Lease.FencingToken {
+	if got.State != idempotency.StateInProgress || got.ExecutionID != run.ExecutionID || got.FencingToken != d.Lease.FencingToken {
 		f.t.Fatalf("record after consuming = %+v, want IN_PROGRESS of %q", got, run.ExecutionID)
 	}
-	if _, err := f.approvals().GetApproval(f.ctx, a.ID); !errors.Is(err, idempotency.ErrNotFound) {
-		f.t.Errorf("GetApproval of a consumed approval = %v, want ErrNotFound", err)
-	}
+	// The approval stays on the record as history: CONSUMED.
+	f.expectConsumed(a.ID, "alice")
 	// An ordinary record from now on: in progress, then replayed.
 	f.expect(f.again(req), idempotency.OutcomeInProgress)
 	f.complete(d.Lease, jsonResponse(`{"refunded":2000}`), replayTTL)
+	f.expectConsumed(a.ID, "alice")
+	f.expectApprovals(idempotency.ApprovalFilter{State: idempotency.StateConsumed, Tool: "refund"}, a.ID)
+	f.expectApprovals(idempotency.ApprovalFilter{State: idempotency.StateApproved, Tool: "refund"})
 	replay := f.expect(f.again(req), idempotency.OutcomeReplay)
 	if replay.ExecutionID != run.ExecutionID || !sameResponse(replay.Response, jsonResponse(`{"refunded":2000}`)) {
 		f.t.Errorf("replay = %+v", replay)
@@ -228,12 +231,9 @@ func testApprovalAllowClaimsPending(f *fixture) {
 	run.Approval = nil
 	d := f.expect(run, idempotency.OutcomeClaimed)
 	f.checkLease(run, d)
-	if _, err := f.approvals().GetApproval(f.ctx, a.ID); !errors.Is(err, idempotency.ErrNotFound) {
-		f.t.Errorf("GetApproval of a pending approval an allowed call ran = %v, want ErrNotFound", err)
-	}
-	if _, err := f.approvals().DecideApproval(f.ctx, a.ID, idempotency.ApprovalDecision{Approve: true, By: "late"}); !errors.Is(err, idempotency.ErrNotFound) {
-		f.t.Errorf("DecideApproval of it = %v, want ErrNotFound", err)
-	}
+	// The pending approval the allowed call used up is history, with no
+	// decision.
+	f.expectConsumed(a.ID, "")
 }
 
 func testApprovalDenied(f *fixture) {
@@ -559,4 +559,20 @@ func testApprovalConcurrentDecisions(f *fixture) {
 			f.t.Errorf("operator-%d's refusal names %q, want operator-%d", i, np.DecidedBy, winner)
 		}
 	}
+}
+
+// expectConsumed requires approval id to show as CONSUMED wherever it is
+// read (GetApproval, a listing, a late decision's refusal), keeping its
+// approval data, decided by by ("" for none).
+func (f *fixture) expectConsumed(id, by string) {
+	f.t.Helper()
+	got := f.getApproval(id)
+	a := got.Approval
+	if got.State != idempotency.StateConsumed || a == nil || a.ID != id || a.DecidedBy != by || a.RequestedAt.IsZero() || a.ExpiresAt.IsZero() {
+		f.t.Fatalf("GetApproval of a consumed approval: %s %+v, want CONSUMED decided by %q", got.State, a, by)
+	}
+	if listed := f.listed(id); listed.State != idempotency.StateConsumed || listed.Approval.DecidedBy != by {
+		f.t.Fatalf("listed consumed approval: %s by %q", listed.State, listed.Approval.DecidedBy)
+	}
+	f.expectNotPending(id, idempotency.StateConsumed, by)
 }

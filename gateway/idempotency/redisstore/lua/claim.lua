@@ -32,6 +32,8 @@
 --   held      B    1 if the record holds that step's entry, whose name
 --                  held_step rebuilds from session and step index
 --   session   H c0 session id (packed; "" without a step; for the admin API)
+--   requester H c0 the principal id of the call that wrote the record
+--                  ("" for none); a takeover or consumption keeps it
 --   then for 'P': owner B c0, lease end I8 (µs), replay ms I8, then the
 --                 canonical arguments (the rest)
 --        for 'U': the canonical arguments (the rest)
@@ -39,18 +41,28 @@
 --        for 'A', 'Y', 'N': APPROVAL — approval id B c0 (packed), rule I8,
 --                 reason H c0, approver B c0, requested I8 (µs), expires
 --                 I8 (µs: pending, its timeout; approved, its use-within;
---                 denied, the decision), use-within ms I8, replay ms I8,
---                 decided by H c0, decided at I8 (µs, 0: not yet), note
---                 H c0; then the canonical arguments (the rest).
+--                 denied, kept from pending), use-within ms I8, replay ms
+--                 I8, decided by H c0, decided at I8 (µs, 0: not yet),
+--                 note H c0, requester H c0, quorum B, binding H c0,
+--                 approved by I4 c0 (the principals who approved so far,
+--                 in order, each H c0: APPROVER), claimed by H c0; then
+--                 the canonical arguments (the rest).
 --                 EXPIRED is not stored: 'A' or 'Y' past its expires.
 -- Tenant, tool and key are in the record's key name, not the value.
+--
+-- The history key (<prefix>H + the record's name after <prefix>R, so in
+-- its slot) holds the approval a claim consumed: HISTORY, the record's
+-- created µs, then the APPROVAL block as it was; it lives the record's
+-- first lease and twice its replay TTL, and is read only beside a record
+-- of the same creation time that carries no approval of its own.
 --
 -- The step key's value is the holder's execution id (B c0, packed) and
 -- tool. Every script that changes a record's life changes its held step
 -- key's the same way (and deletes it with the record), so a step key that
 -- exists belongs to a live record: no script reads the holder itself.
 local rec = KEYS[1]          -- the record
-local stepkey = KEYS[2]      -- the step entry (absent without a step)
+local history = KEYS[2]      -- the record's consumed approval (HISTORY), beside it
+local stepkey = KEYS[3]      -- the step entry (absent without a step)
 local fp = ARGV[1]           -- fingerprint (packed)
 local exec = ARGV[2]         -- execution id of a new claim (packed)
 local owner = ARGV[3]        -- owner token of a new claim (packed)
@@ -67,14 +79,18 @@ local reason = ARGV[13]                 -- its reason
 local approver = ARGV[14]               -- "operator" | "caller"
 local timeout_ms = tonumber(ARGV[15])   -- how long the approval may stay pending
 local use_ms = tonumber(ARGV[16])       -- how long an approved call may wait to run
-local step_index = ARGV[17]  -- the step index, decimal ("" without a step)
-local step_head = ARGV[18]   -- what every step key name starts with: <prefix>S{
-local tenant = ARGV[19]      -- the record's tenant (its step key's tag hashes it)
-local holder_only = ARGV[20] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+local requester = ARGV[17]              -- the call's principal id, kept by a new record
+local quorum = tonumber(ARGV[18])       -- distinct approvers needed (0 and 1: one)
+local binding = ARGV[19]                -- hash of the tool's decide config and definition
+local step_index = ARGV[20]  -- the step index, decimal ("" without a step)
+local step_head = ARGV[21]   -- what every step key name starts with: <prefix>S{
+local tenant = ARGV[22]      -- the record's tenant (its step key's tag hashes it)
+local holder_only = ARGV[23] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 local STEP = '>Bc0'
-local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
+local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
+local HISTORY = '>I8'
 --#include held_step
 
 local v
@@ -89,18 +105,18 @@ local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function in_progress(e, fence, created, index, held, sess, lease_end)
-  return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #index, index, held, #sess, sess)
+local function in_progress(e, fence, created, index, held, sess, who, lease_end)
+  return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #index, index, held, #sess, sess, #who, who)
     .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms) .. args
 end
 local ttl_ms = lock_ms + replay_ms
 
 if v then
-  local state, rfp, rexec, rfence, rcreated, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
+  local state, rfp, rexec, rfence, rcreated, rindex, rheld, rsession, rrequester, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
   if state == 'A' or state == 'Y' or state == 'N' then
-    local _, _, _, _, _, aexp, _, _, _, _, _, q = struct.unpack(APPROVAL, v, p)
+    local _, _, _, _, _, aexp, _, _, _, _, _, _, _, _, _, _, q = struct.unpack(APPROVAL, v, p)
     local block = string.sub(v, p, q - 1)
     if state == 'N' then return {'approval_denied', block} end
     local now = clock()
@@ -111,8 +127,12 @@ if v then
     -- Approved, or pending under rules that now allow the call: it runs,
     -- as a first claim of the record, and the approval is used up.
     local fence = math.max(rfence + 1, now)
-    redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
+    redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, now + lock_ms * 1000), 'PX', ttl_ms)
     if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
+    -- The approval stays as history beside the record (CONSUMED), tied to
+    -- the record's creation time, which a takeover keeps and a new record
+    -- of the scope does not.
+    redis.call('SET', history, struct.pack(HISTORY, rcreated) .. block, 'PX', ttl_ms + replay_ms)
     return {'consumed', int(fence), block}
   end
   local rowner, rlease, _, q = struct.unpack(PROGRESS, v, p)
@@ -127,7 +147,7 @@ if v then
     return {'unknown', rexec}
   end
   local fence = math.max(rfence + 1, now)
-  redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, now + lock_ms * 1000), 'PX', ttl_ms)
+  redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, now + lock_ms * 1000), 'PX', ttl_ms)
   -- The step now names the new execution.
   if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
   return -fence
@@ -145,12 +165,13 @@ if approval ~= '' then
   -- The rules say approve: the call waits for a decision, nothing runs.
   local life = timeout_ms + replay_ms
   local block = struct.pack(APPROVAL, #approval, approval, rule, #reason, reason, #approver, approver,
-    now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '')
+    now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '', #requester, requester, quorum,
+    #binding, binding, 0, '', 0, '')
   redis.call('SET', rec, struct.pack(HEAD, 'A', #fp, fp, #exec, exec, 0, now, #step_index, step_index,
-    bind and 1 or 0, #session, session) .. block .. args, 'PX', life)
+    bind and 1 or 0, #session, session, #requester, requester) .. block .. args, 'PX', life)
   if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', life) end
   return {'awaiting_approval', exec, block}
 end
-redis.call('SET', rec, in_progress(exec, now, now, step_index, bind and 1 or 0, session, now + lock_ms * 1000), 'PX', ttl_ms)
+redis.call('SET', rec, in_progress(exec, now, now, step_index, bind and 1 or 0, session, requester, now + lock_ms * 1000), 'PX', ttl_ms)
 if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
 return now
