@@ -1,23 +1,15 @@
 package gatewaycmd
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/toolgateway/toolgateway/internal/redistest"
-	"github.com/toolgateway/toolgateway/keyderive"
 )
 
 // TestBudgetHolderKilled runs the real gateway program with two refund
@@ -29,25 +21,10 @@ import (
 // refund's retry takes its record over and runs it again without being
 // charged twice. What the upstream paid, counted once per key (the rerun
 // contract: the upstream deduplicates on the key), stays within each
-// budget. On the embedded store and on Redis.
+// budget. On the embedded store, Redis and PostgreSQL.
 func TestBudgetHolderKilled(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
-	stores := map[string]func(dir string) string{
-		"embedded": func(dir string) string { return "  path: " + filepath.Join(dir, "gw.db") + "\n" },
-		"redis": func(string) string {
-			addr, prefix := redistest.Addr(t), redistest.Prefix("budkill")
-			t.Cleanup(func() {
-				c := redis.NewClient(&redis.Options{Addr: addr})
-				redistest.CleanPrefix(context.Background(), c, prefix)
-				_ = c.Close()
-			})
-			return "  redis_url: redis://" + addr + "/0\n  key_prefix: \"" + prefix + "\"\n"
-		},
-	}
-	for name, store := range stores {
+	bin := buildGateway(t)
+	for name, storeSection := range killTestStores("budkill") {
 		t.Run(name, func(t *testing.T) {
 			var (
 				mu   sync.Mutex
@@ -82,7 +59,7 @@ func TestBudgetHolderKilled(t *testing.T) {
 				return "  - name: " + name + "\n    http:\n      url: " + up.URL + "/" + name + "\n    lease_expiry: " + expiry +
 					"\n    charges:\n      - budget: " + budget + "\n        cost: \"args.amount\"\n"
 			}
-			yaml := "listen: " + addr + "\nstore:\n" + store(dir) + "idempotency:\n  lock_ttl: 3s\ntools:\n" +
+			yaml := "listen: " + addr + "\n" + storeSection(t) + "idempotency:\n  lock_ttl: 3s\ntools:\n" +
 				tool("refund-unknown", "unknown", "u") + tool("refund-rerun", "rerun", "r") +
 				"budgets:\n  - {name: u, limit: 100, window: {rolling: 24h}, scope: tenant}\n" +
 				"  - {name: r, limit: 100, window: {calendar: day}, scope: tenant}\n"
@@ -167,26 +144,9 @@ func TestBudgetHolderKilled(t *testing.T) {
 	}
 }
 
-// budgetCall calls tool with derived key headers (step 0 of the tool's
-// own session named session), answering at once.
+// budgetCall calls tool at step 0 of the tool's own session named
+// session, answering at once.
 func budgetCall(t *testing.T, addr, tool, session, args string) reply {
 	t.Helper()
-	session = tool + "-" + session
-	key, err := keyderive.Key(session, 0, tool, []byte(args))
-	if err != nil {
-		t.Error(err)
-		return reply{}
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Agent-Session-Id", session)
-	req.Header.Set("Agent-Step-Index", "0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return reply{} // the killed holder's call
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: body}
+	return quickCall(t, addr, tool+"-"+session, 0, tool, args)
 }
