@@ -17,6 +17,7 @@ type AdminBudget struct {
 	Budget      string  `json:"budget"`
 	Tenant      string  `json:"tenant"`
 	Tool        string  `json:"tool,omitempty"`
+	Requester   string  `json:"requester,omitempty"`
 	WindowStart string  `json:"window_start"`
 	ResetsAt    string  `json:"resets_at"`
 	Limit       float64 `json:"limit"`
@@ -25,8 +26,9 @@ type AdminBudget struct {
 	Remaining   float64 `json:"remaining"`
 }
 
-// handleAdminBudgets answers GET /admin/v1/budgets?tenant=T: the tenant's
-// current window of every configured budget (docs/budgets.md).
+// handleAdminBudgets answers GET /admin/v1/budgets?tenant=T[&requester=P]:
+// the tenant's current window of every configured budget, P's window of a
+// requester budget (docs/budgets.md).
 func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 	tenant := r.URL.Query().Get("tenant")
 	if tenant == "" {
@@ -40,14 +42,14 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	out := []AdminBudget{}
-	for _, c := range s.Budgets().Windows(tenant, now) {
+	for _, c := range s.Budgets().Windows(tenant, r.URL.Query().Get("requester"), now) {
 		u, err := keeper.BudgetUsage(r.Context(), c.Bucket, c.Since, c.Rolling)
 		if err != nil {
 			s.Logger().ErrorContext(r.Context(), "admin: budget usage failed", "budget", c.Budget, "error", err)
 			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 			return
 		}
-		out = append(out, AdminBudget{Budget: c.Budget, Tenant: tenant, Tool: c.Tool,
+		out = append(out, AdminBudget{Budget: c.Budget, Tenant: tenant, Tool: c.Tool, Requester: c.Requester,
 			WindowStart: c.Since.UTC().Format(time.RFC3339), ResetsAt: c.ResetsAt.UTC().Format(time.RFC3339),
 			Limit: budgets.Amount(c.Limit), Used: budgets.Amount(u.Reserved - u.Held), Held: budgets.Amount(u.Held),
 			Remaining: budgets.Amount(c.Limit - u.Reserved)})
