@@ -339,10 +339,10 @@ type Current struct {
 	Tool string
 	// Requester is set for a requester budget: whose window it is.
 	Requester string
-	Bucket   string
-	Since    time.Time
-	ResetsAt time.Time
-	Rolling  bool
+	Bucket    string
+	Since     time.Time
+	ResetsAt  time.Time
+	Rolling   bool
 	// Limit is in millionths, as the store keeps amounts.
 	Limit int64
 }
