@@ -328,6 +328,14 @@ func (s *Set) ResetsAt(name string, now time.Time) time.Time {
 	return end
 }
 
+// Limit is the named budget's limit in store units (0 for no such budget).
+func (s *Set) Limit(name string) int64 {
+	if s == nil || s.budgets[name] == nil {
+		return 0
+	}
+	return s.budgets[name].limit
+}
+
 // Amount turns store units into the configured unit.
 func Amount(units int64) float64 { return float64(units) / Unit }
 

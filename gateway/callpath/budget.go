@@ -34,6 +34,7 @@ func (s *Engine) budget(ctx context.Context, st *callState) bool {
 		return st.end(problemResult(NewProblem(wire.CodeToolFailed, "the tool's budget cost failed: "+err.Error())))
 	}
 	st.charges, st.budgets = charges, s.budgetView(ctx, st)
+	s.metrics.budgets.remember(st.call.Tenant, st.call.Requester.ID)
 	return false
 }
 

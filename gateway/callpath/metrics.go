@@ -38,6 +38,8 @@ type metrics struct {
 	recordsPublished map[idempotency.State]map[string]float64
 	// abandonedPublished are the labels of the last gateway_records_abandoned.
 	abandonedPublished map[string]float64
+	// budgets are the budget gauges (budgetsgauge.go).
+	budgets *budgetGauges
 	// receiptsUnwritten counts the receipts given up on (receipt.go).
 	receiptsUnwritten prometheus.Counter
 	// receiptsRecovered counts the receipts the recovery sweep appended
@@ -63,6 +65,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 	m := &metrics{
 		gatherer:         gath,
 		recordsPublished: make(map[idempotency.State]map[string]float64),
+		budgets:          newBudgetGauges(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_requests_total",
 			Help: "Tool calls and tool API requests by door (rest, mcp), tool and outcome.",
@@ -135,7 +138,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 // register registers m's collectors, the build info and the
 // notifier's counters with reg, and pre-creates the per-tool series.
 func (m *metrics) register(reg prometheus.Registerer, registry *tools.Registry, notifier ApprovalNotifier) error {
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered}, m.budgets.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("gateway: register metrics: %w", err)
 		}
