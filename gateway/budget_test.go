@@ -60,9 +60,13 @@ func withBudgets(set *budgets.Set) harnessOption {
 // what remains of it, and when it resets), and the remaining the store
 // reports is the limit minus what was paid.
 func TestBudgetRaceAcrossReplicas(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachStore(t, func(t *testing.T, kind storeKind) { budgetRace(t, kind, newStore(t, kind)) })
+}
+
+// budgetRace is TestBudgetRaceAcrossReplicas on store (of kind).
+func budgetRace(t *testing.T, kind storeKind, store idempotency.Store) {
+	{
 		tool, paid := refundTool()
-		store := newStore(t, kind)
 		set := refundBudget(t, 1000)
 		var replicas []*harness
 		for range 3 {
@@ -125,7 +129,7 @@ func TestBudgetRaceAcrossReplicas(t *testing.T) {
 			t.Fatalf("a refusal said %v remained, but %v is left after paying %d", minRemaining, left, paid.Load()/100)
 		}
 		t.Logf("%s: %d executed (paid %d), %d refused", kind, executed, paid.Load()/100, refused)
-	})
+	}
 }
 
 // TestBudgetSettles: a refund's reservation follows its record. An
@@ -136,7 +140,13 @@ func TestBudgetRaceAcrossReplicas(t *testing.T) {
 // UNKNOWN refund resolved as executed stays counted; a replay charges
 // nothing. Counted at the upstream: what it paid never exceeds the limit.
 func TestBudgetSettles(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachStore(t, func(t *testing.T, kind storeKind) { budgetSettles(t, kind) })
+}
+
+// budgetSettles is TestBudgetSettles on a store of kind (opts may give
+// the store).
+func budgetSettles(t *testing.T, kind storeKind, opts ...harnessOption) {
+	{
 		tool, paid := refundTool()
 		pay := tool.behave
 		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
@@ -149,8 +159,8 @@ func TestBudgetSettles(t *testing.T) {
 			}
 			return pay(ctx, req)
 		}
-		h := newHarness(t, kind, []tools.Tool{tool}, withBudgets(refundBudget(t, 100)), withAdmin("adm"),
-			withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
+		h := newHarness(t, kind, []tools.Tool{tool}, append([]harnessOption{withBudgets(refundBudget(t, 100)), withAdmin("adm"),
+			withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown})}, opts...)...)
 		refund := func(session, args string) response {
 			return h.do(callSpec{tool: "refund", session: session, step: 1, args: args})
 		}
@@ -220,7 +230,7 @@ func TestBudgetSettles(t *testing.T) {
 		if got := paid.Load(); got != (60+40+30+30)*100 {
 			t.Fatalf("the upstream paid %d cents", got)
 		}
-	})
+	}
 }
 
 // TestBudgetWindowRollover: claims of two windows race on one store —
