@@ -279,4 +279,6 @@ type reconcileDropArgs struct {
 	Split string `lua:"split"` // flag: on Redis Cluster, the caller drops the budget entries (evalRelease)
 }
 
-func (a reconcileDropArgs) Argv() []any { return []any{a.Owner, a.Fence, a.StepHead, a.Tenant, a.Split} }
+func (a reconcileDropArgs) Argv() []any {
+	return []any{a.Owner, a.Fence, a.StepHead, a.Tenant, a.Split}
+}
