@@ -125,7 +125,10 @@ func (s *Store) reserveInBuckets(ctx context.Context, in *budgetIntent, force bo
 		c.Force = flag(force)
 		calls[i] = call(budgetReserveScript, []string{in.buckets[i]}, c)
 	}
-	cmds := redisscript.Run(ctx, s.client, nil, calls...)
+	cmds, err := s.evalEachReplicated(ctx, calls)
+	if err != nil {
+		return nil, fmt.Errorf("budget reserve: %w", err)
+	}
 	var over *idempotency.BudgetExceeded
 	for i, cmd := range cmds {
 		reply, err := cmd.StringSlice()
@@ -147,6 +150,33 @@ func (s *Store) reserveInBuckets(ctx context.Context, in *budgetIntent, force bo
 		}
 	}
 	return over, nil
+}
+
+// evalEachReplicated runs calls, each on its own key's slot: in one
+// pipeline, or with WaitReplicas set one by one, each followed by WAIT on
+// its master's connection, so that a fail-over of a bucket's slot cannot
+// lose an entry the claim then runs on. An answer from too few replicas
+// is ErrNotReplicated (the caller gives the claim back).
+func (s *Store) evalEachReplicated(ctx context.Context, calls []redisscript.Call) ([]*redis.Cmd, error) {
+	if s.wait.replicas == 0 {
+		return redisscript.Run(ctx, s.client, nil, calls...), nil
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		node, err := s.masterFor(ctx, c.Keys[0])
+		if err != nil {
+			return nil, err
+		}
+		cmd, acked, err := evalThenWait(ctx, node, c, s.wait)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.wait.check(acked); err != nil {
+			return nil, err
+		}
+		cmds[i] = cmd
+	}
+	return cmds, nil
 }
 
 // budgetOfBucket is the budget's name in a bucket key: the bucket starts
