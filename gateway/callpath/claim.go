@@ -63,6 +63,7 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 			return st.refuse(p)
 		}
 		st.lease, st.leaveSlot = d.Lease, leaveSlot
+		s.budgetReserved(st, d.TakenOver) // budgetreceipts.go
 		if d.Approval != nil {
 			s.log.InfoContext(ctx, "approved call consumed its approval", "tool", name, "approval_id", d.Approval.ID,
 				"approved_by", d.Approval.DecidedBy, "execution_id", d.Lease.ExecutionID)

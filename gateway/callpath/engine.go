@@ -269,6 +269,7 @@ func New(opts Options) (*Engine, error) {
 		limiter: opts.Limiter,
 	}
 	s.settings.Store(live)
+	s.store.(*instrumentedStore).settled = s.budgetSettled // budgetreceipts.go
 	outbox, _ := opts.Store.(idempotency.ReceiptOutbox)
 	s.receipts = newReceiptWriter(receiptWriterConfig{store: opts.Receipts, retention: opts.ReceiptRetention,
 		outbox: outbox, recoverAfter: opts.ReceiptRecoverAfter,

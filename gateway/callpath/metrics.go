@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -225,6 +226,9 @@ type instrumentedStore struct {
 	// operation first ran, as without the cache.
 	opsMu sync.RWMutex
 	ops   map[string]prometheus.Observer
+	// settled hears of each lease with budget charges that Complete or
+	// Release settled (budgetreceipts.go); nil: nobody listens.
+	settled func(idempotency.Lease, receipts.Event)
 }
 
 func instrumentStore(s idempotency.Store, m *metrics) idempotency.Store {
@@ -283,6 +287,9 @@ func (s *instrumentedStore) Complete(ctx context.Context, l idempotency.Lease, r
 	start := time.Now()
 	err := s.Store.Complete(ctx, l, resp, ttl)
 	s.observe("complete", start, err)
+	if err == nil && len(l.Charges) > 0 && s.settled != nil {
+		s.settled(l, receipts.EventBudgetCommitted)
+	}
 	return err
 }
 
@@ -297,6 +304,9 @@ func (s *instrumentedStore) Release(ctx context.Context, l idempotency.Lease) er
 	start := time.Now()
 	err := s.Store.Release(ctx, l)
 	s.observe("release", start, err)
+	if err == nil && len(l.Charges) > 0 && s.settled != nil {
+		s.settled(l, receipts.EventBudgetReleased)
+	}
 	return err
 }
 
