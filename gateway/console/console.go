@@ -212,6 +212,7 @@ func (c *Console) routes() http.Handler {
 		r.Get(Base+"/receipts", c.handleReceipts)
 		r.Get(Base+"/receipts/{tenant}/{seq}", c.handleReceipt)
 		r.Get(Base+"/tools", c.handleTools)
+		r.Get(Base+"/budgets", c.handleBudgets)
 	})
 	return r
 }
