@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,15 +15,7 @@ import (
 // refund, 60 held by an UNKNOWN one, 0 remaining of 100, and when the
 // window resets.
 func TestConsoleBudgetCard(t *testing.T) {
-	tool, _ := refundTool()
-	pay := tool.behave
-	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-		if string(req.Arguments) == `{"amount":60}` { // it paid, the answer was lost
-			_, _ = pay(ctx, req)
-			return nil, fmt.Errorf("connection reset: %w", tools.ErrOutcomeUncertain)
-		}
-		return pay(ctx, req)
-	}
+	tool := refundLosingAnswerOf(`{"amount":60}`)
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withBudgets(refundBudget(t, 100)), withAdmin("adm"),
 		withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 	if r := h.do(callSpec{tool: "refund", session: "a", step: 1, args: `{"amount":40}`}); r.status != http.StatusOK {

@@ -20,15 +20,7 @@ import (
 // tenant through the UNKNOWN record). On every store.
 func TestBudgetGauges(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool, _ := refundTool()
-		pay := tool.behave
-		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-			if string(req.Arguments) == `{"amount":60}` { // it paid, the answer was lost
-				_, _ = pay(ctx, req)
-				return nil, fmt.Errorf("connection reset: %w", tools.ErrOutcomeUncertain)
-			}
-			return pay(ctx, req)
-		}
+		tool := refundLosingAnswerOf(`{"amount":60}`)
 		store := newStore(t, kind)
 		sampled := func(o *gateway.Options) { o.RecordsSampleInterval = 50 * time.Millisecond }
 		replica := func() *harness {
@@ -48,6 +40,21 @@ func TestBudgetGauges(t *testing.T) {
 			t.Logf("replica %d: used 40, held 60, remaining 0", i+1)
 		}
 	})
+}
+
+// refundLosingAnswerOf is refundTool whose call with args pays and then
+// loses its answer (the connection reset): its outcome is UNKNOWN.
+func refundLosingAnswerOf(args string) *testTool {
+	tool, _ := refundTool()
+	pay := tool.behave
+	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+		if string(req.Arguments) == args {
+			_, _ = pay(ctx, req)
+			return nil, fmt.Errorf("connection reset: %w", tools.ErrOutcomeUncertain)
+		}
+		return pay(ctx, req)
+	}
+	return tool
 }
 
 // budgetGauge is the value of the budget gauge name for refunds-daily

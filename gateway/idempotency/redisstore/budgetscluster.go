@@ -259,25 +259,19 @@ func (s *Store) SweepBudgets(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: sweep budgets: %w", err)
 	}
-	dropped := 0
-	for _, node := range nodes {
-		var cursor uint64
-		for {
-			names, next, err := node.Scan(ctx, cursor, s.keys.budgetPattern(), sweepCount).Result()
+	dropped, err := scanEach(ctx, nodes, s.keys.budgetPattern(), func(ctx context.Context, _ *redis.Client, buckets []string) (int, error) {
+		n := 0
+		for _, bucket := range buckets {
+			dropped, err := s.sweepBucket(ctx, bucket)
+			n += dropped
 			if err != nil {
-				return dropped, fmt.Errorf("redisstore: sweep budgets: scan: %w", err)
-			}
-			for _, bucket := range names {
-				n, err := s.sweepBucket(ctx, bucket)
-				dropped += n
-				if err != nil {
-					return dropped, fmt.Errorf("redisstore: sweep budgets: %w", err)
-				}
-			}
-			if cursor = next; cursor == 0 {
-				break
+				return n, err
 			}
 		}
+		return n, nil
+	})
+	if err != nil {
+		return dropped, fmt.Errorf("redisstore: sweep budgets: %w", err)
 	}
 	return dropped, nil
 }

@@ -25,13 +25,11 @@ local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since 
 local force = ARGV[4] == '1' -- charge whatever the sums (an approved call)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
+--#include owned_life
 --#include bucket_charge
 
-local v = redis.call('GET', rec)
-if not v or string.byte(v, 1) ~= 80 then return {'none'} end -- 80: 'P'
-local _, _, _, _, rcreated, _, _, _, p = struct.unpack(HEAD, v)
-if struct.unpack(PROGRESS, v, p) ~= owner then return {'none'} end
-local life = string.format('%d', rcreated)
+local life = owned_life(rec, owner)
+if not life then return {'none'} end
 local field = rec .. '|' .. life
 for _, v in ipairs(redis.call('HVALS', charged)) do
   if v == life then return {'reserved'} end -- charged already in this life

@@ -22,12 +22,10 @@ local head = ARGV[2]      -- what every bucket key name starts with: <prefix>B{
 local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
 local PROGRESS = '>Bc0I8I8'
+--#include owned_life
 
-local v = redis.call('GET', rec)
-if not v or string.byte(v, 1) ~= 80 then return {'none'} end -- 80: 'P'
-local _, _, _, _, rcreated, _, _, _, p = struct.unpack(HEAD, v)
-if struct.unpack(PROGRESS, v, p) ~= owner then return {'none'} end
-local life = string.format('%d', rcreated)
+local life = owned_life(rec, owner)
+if not life then return {'none'} end
 local out = {'life', life}
 local all = redis.call('HGETALL', charged)
 for j = 1, #all, 2 do
