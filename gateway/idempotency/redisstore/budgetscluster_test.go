@@ -108,3 +108,35 @@ func TestBudgetCrashBetweenStepsOnCluster(t *testing.T) {
 		t.Fatalf("reserved %d, want the completed 60", n)
 	}
 }
+
+// TestBudgetAddsNoRoundTrip: on a single Redis a claim that charges a
+// budget costs the round trips of one that does not (budget.lua rides in
+// the claim's pipeline), and so does the release of a charged claim
+// (its reservation goes in release.lua).
+func TestBudgetAddsNoRoundTrip(t *testing.T) {
+	client := testClient(t)
+	counter := &roundTrips{}
+	client.AddHook(counter)
+	s := New(client, Options{Prefix: uniquePrefix(t, client)})
+	ctx := t.Context()
+	costs := map[bool][2]int64{}
+	for _, charged := range []bool{false, true, false, true} { // the first two load the scripts
+		req := refundClaim("k-"+strconv.FormatBool(charged)+strconv.Itoa(len(costs)), 10)
+		if !charged {
+			req.Charges = nil
+		}
+		var d idempotency.Decision
+		claim := counter.cost(t, func() (err error) { d, err = s.Claim(ctx, req); return err })
+		if d.Outcome != idempotency.OutcomeClaimed {
+			t.Fatalf("claim: %v", d.Outcome)
+		}
+		release := counter.cost(t, func() error { return s.Release(ctx, d.Lease) })
+		costs[charged] = [2]int64{int64(claim), int64(release)}
+	}
+	if costs[true] != costs[false] || costs[true][0] != 1 {
+		t.Fatalf("round trips (claim, release): charged %v, not charged %v; want the same, one claim", costs[true], costs[false])
+	}
+	if u, err := s.BudgetUsage(ctx, "refunds|t:acme|w:day", time.Time{}, false); err != nil || u.Reserved != 0 {
+		t.Fatalf("after the releases: %+v %v, want nothing reserved", u, err)
+	}
+}
