@@ -7,9 +7,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/keyderive"
 )
 
 // TestBudgetHolderKilled runs the real gateway program with two refund
@@ -21,7 +25,9 @@ import (
 // refund's retry takes its record over and runs it again without being
 // charged twice. What the upstream paid, counted once per key (the rerun
 // contract: the upstream deduplicates on the key), stays within each
-// budget. On the embedded store, Redis and PostgreSQL.
+// budget. The operator then resolves the UNKNOWN refund as paid: both
+// budgets report 100 used, nothing held. On the embedded store, Redis and
+// PostgreSQL.
 func TestBudgetHolderKilled(t *testing.T) {
 	bin := buildGateway(t)
 	for name, storeSection := range killTestStores("budkill") {
@@ -59,7 +65,7 @@ func TestBudgetHolderKilled(t *testing.T) {
 				return "  - name: " + name + "\n    http:\n      url: " + up.URL + "/" + name + "\n    lease_expiry: " + expiry +
 					"\n    charges:\n      - budget: " + budget + "\n        cost: \"args.amount\"\n"
 			}
-			yaml := "listen: " + addr + "\n" + storeSection(t) + "idempotency:\n  lock_ttl: 3s\ntools:\n" +
+			yaml := "listen: " + addr + "\n" + storeSection(t) + "admin:\n  token_sha256: " + tokenHash(budgetAdmin) + "\nidempotency:\n  lock_ttl: 3s\ntools:\n" +
 				tool("refund-unknown", "unknown", "u") + tool("refund-rerun", "rerun", "r") +
 				"budgets:\n  - {name: u, limit: 100, window: {rolling: 24h}, scope: tenant}\n" +
 				"  - {name: r, limit: 100, window: {calendar: day}, scope: tenant}\n"
@@ -129,6 +135,28 @@ func TestBudgetHolderKilled(t *testing.T) {
 					t.Fatalf("%s: the 40 left: %d %s", tool, r.status, r.body)
 				}
 			}
+			// The operator finds the UNKNOWN refund paid and resolves it so:
+			// its 60 is committed, nothing held any more.
+			key, _ := keyderive.Key("refund-unknown-holder", 0, "refund-unknown", []byte(`{"amount":60}`))
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/admin/v1/records/anonymous/refund-unknown/"+key+"/resolve",
+				strings.NewReader(`{"status":200,"body":{"ok":true}}`))
+			req.Header.Set("Authorization", "Bearer "+budgetAdmin)
+			req.Header.Set("Content-Type", "application/json")
+			if r := do(t, req); r.status != http.StatusOK {
+				t.Fatalf("resolve the UNKNOWN refund: %d %s", r.status, r.body)
+			}
+			req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/admin/v1/budgets?tenant=anonymous", nil)
+			req.Header.Set("Authorization", "Bearer "+budgetAdmin)
+			r := do(t, req)
+			var usage struct{ Budgets []gateway.AdminBudget }
+			if err := json.Unmarshal(r.body, &usage); err != nil || len(usage.Budgets) != 2 {
+				t.Fatalf("admin budgets: %d %s", r.status, r.body)
+			}
+			for _, b := range usage.Budgets {
+				if b.Used != 100 || b.Held != 0 || b.Remaining != 0 {
+					t.Errorf("budget %s after the settling: %+v, want 100 used, nothing held", b.Budget, b)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			for path, byKey := range paid {
@@ -143,6 +171,9 @@ func TestBudgetHolderKilled(t *testing.T) {
 		})
 	}
 }
+
+// budgetAdmin is the admin token of TestBudgetHolderKilled.
+const budgetAdmin = "budget-kill-admin"
 
 // budgetCall calls tool at step 0 of the tool's own session named
 // session, answering at once.
