@@ -558,7 +558,9 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	tool := "tools:\n  - name: open-ticket\n    http:\n      url: " + upstream.URL + "\n"
 	// The healthy one reconciles the tool, so the reconcile series exist.
 	reconciled := tool + "    reconcile:\n      http: {url: " + upstream.URL + "}\n"
-	healthy := startGateway(t, "store:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+"\n"+reconciled, map[string]string{})
+	// ... and charges a budget, so the budget gauges exist.
+	charged := reconciled + "    charges: [{budget: tickets, cost: \"1\"}]\nbudgets:\n  - {name: tickets, limit: 100, window: {calendar: day}, scope: tenant}\n"
+	healthy := startGateway(t, "store:\n  path: "+filepath.Join(t.TempDir(), "gw.db")+"\n"+charged, map[string]string{})
 	down := startGateway(t, "store:\n  redis_url: redis://"+closedAddr(t)+"/0?dial_timeout=200ms&max_retries=-1\n"+tool, map[string]string{})
 
 	exported := map[string]bool{}

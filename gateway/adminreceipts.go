@@ -42,7 +42,8 @@ type receiptsQuery struct {
 var receiptEvents = []receipts.Event{receipts.EventExecuted, receipts.EventDenied, receipts.EventApprovalRequested,
 	receipts.EventApprovalGranted, receipts.EventApprovalDenied, receipts.EventApprovalExpired,
 	receipts.EventEffectConflict, receipts.EventMadeUnknown, receipts.EventResolved, receipts.EventDeleted,
-	receipts.EventToolPinned, receipts.EventToolAccepted}
+	receipts.EventToolPinned, receipts.EventToolAccepted,
+	receipts.EventBudgetReserved, receipts.EventBudgetCommitted, receipts.EventBudgetReleased}
 
 // parseReceiptsQuery reads the query; its error names what is wrong.
 func parseReceiptsQuery(q url.Values) (receiptsQuery, error) {

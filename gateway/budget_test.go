@@ -60,72 +60,74 @@ func withBudgets(set *budgets.Set) harnessOption {
 // what remains of it, and when it resets), and the remaining the store
 // reports is the limit minus what was paid.
 func TestBudgetRaceAcrossReplicas(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool, paid := refundTool()
-		store := newStore(t, kind)
-		set := refundBudget(t, 1000)
-		var replicas []*harness
-		for range 3 {
-			replicas = append(replicas, newHarness(t, kind, []tools.Tool{tool}, withStore(store), withBudgets(set)))
-		}
-		const calls = 64
-		var (
-			wg                sync.WaitGroup
-			mu                sync.Mutex
-			executed, refused int
-			requestedCents    int64
-			minRemaining      = 1e18
-		)
-		for i := range calls {
-			amount := 20 + (i*37)%71 // 20 … 90: about 3 500 asked in all
-			requestedCents += int64(amount) * 100
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				h := replicas[i%len(replicas)]
-				r, err := h.try(callSpec{tool: "refund", session: fmt.Sprintf("race-%d", i), step: 1, args: fmt.Sprintf(`{"amount":%d}`, amount)})
-				if err != nil {
-					t.Errorf("call %d: %v", i, err)
-					return
+	forEachStore(t, func(t *testing.T, kind storeKind) { budgetRace(t, kind, newStore(t, kind)) })
+}
+
+// budgetRace is TestBudgetRaceAcrossReplicas on store (of kind).
+func budgetRace(t *testing.T, kind storeKind, store idempotency.Store) {
+	tool, paid := refundTool()
+	set := refundBudget(t, 1000)
+	var replicas []*harness
+	for range 3 {
+		replicas = append(replicas, newHarness(t, kind, []tools.Tool{tool}, withStore(store), withBudgets(set)))
+	}
+	const calls = 64
+	var (
+		wg                sync.WaitGroup
+		mu                sync.Mutex
+		executed, refused int
+		requestedCents    int64
+		minRemaining      = 1e18
+	)
+	for i := range calls {
+		amount := 20 + (i*37)%71 // 20 … 90: about 3 500 asked in all
+		requestedCents += int64(amount) * 100
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := replicas[i%len(replicas)]
+			r, err := h.try(callSpec{tool: "refund", session: fmt.Sprintf("race-%d", i), step: 1, args: fmt.Sprintf(`{"amount":%d}`, amount)})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch r.status {
+			case http.StatusOK:
+				executed++
+			case http.StatusForbidden:
+				p := r.problem(t)
+				if p["code"] != wire.CodeBudgetExceeded || p["budget"] != "refunds-daily" || p["retryable"] != false || p["resets_at"] == nil {
+					t.Errorf("call %d: refusal %v", i, p)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				switch r.status {
-				case http.StatusOK:
-					executed++
-				case http.StatusForbidden:
-					p := r.problem(t)
-					if p["code"] != wire.CodeBudgetExceeded || p["budget"] != "refunds-daily" || p["retryable"] != false || p["resets_at"] == nil {
-						t.Errorf("call %d: refusal %v", i, p)
-					}
-					remaining, _ := p["remaining"].(float64)
-					if remaining < 0 || remaining >= float64(amount) {
-						t.Errorf("call %d of %d refused with %v remaining", i, amount, remaining)
-					}
-					minRemaining = min(minRemaining, remaining)
-					refused++
-				default:
-					t.Errorf("call %d: %d %s", i, r.status, r.body)
+				remaining, _ := p["remaining"].(float64)
+				if remaining < 0 || remaining >= float64(amount) {
+					t.Errorf("call %d of %d refused with %v remaining", i, amount, remaining)
 				}
-			}()
-		}
-		wg.Wait()
-		if got := paid.Load(); got > 1000*100 {
-			t.Fatalf("the upstream paid %d.%02d, over the limit of 1000", got/100, got%100)
-		}
-		if executed+refused != calls || refused == 0 || executed == 0 {
-			t.Fatalf("%d executed, %d refused of %d (asked %d in all)", executed, refused, calls, requestedCents/100)
-		}
-		if got := int(tool.total.Load()); got != executed {
-			t.Fatalf("the upstream ran %d times, %d calls answered 200", got, executed)
-		}
-		// Nothing leaked: what is left after the race is the limit
-		// minus what the upstream paid.
-		if left := 1000 - float64(paid.Load())/100; minRemaining < left {
-			t.Fatalf("a refusal said %v remained, but %v is left after paying %d", minRemaining, left, paid.Load()/100)
-		}
-		t.Logf("%s: %d executed (paid %d), %d refused", kind, executed, paid.Load()/100, refused)
-	})
+				minRemaining = min(minRemaining, remaining)
+				refused++
+			default:
+				t.Errorf("call %d: %d %s", i, r.status, r.body)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := paid.Load(); got > 1000*100 {
+		t.Fatalf("the upstream paid %d.%02d, over the limit of 1000", got/100, got%100)
+	}
+	if executed+refused != calls || refused == 0 || executed == 0 {
+		t.Fatalf("%d executed, %d refused of %d (asked %d in all)", executed, refused, calls, requestedCents/100)
+	}
+	if got := int(tool.total.Load()); got != executed {
+		t.Fatalf("the upstream ran %d times, %d calls answered 200", got, executed)
+	}
+	// Nothing leaked: what is left after the race is the limit
+	// minus what the upstream paid.
+	if left := 1000 - float64(paid.Load())/100; minRemaining < left {
+		t.Fatalf("a refusal said %v remained, but %v is left after paying %d", minRemaining, left, paid.Load()/100)
+	}
+	t.Logf("%s: %d executed (paid %d), %d refused", kind, executed, paid.Load()/100, refused)
 }
 
 // TestBudgetSettles: a refund's reservation follows its record. An
@@ -136,91 +138,95 @@ func TestBudgetRaceAcrossReplicas(t *testing.T) {
 // UNKNOWN refund resolved as executed stays counted; a replay charges
 // nothing. Counted at the upstream: what it paid never exceeds the limit.
 func TestBudgetSettles(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
-		tool, paid := refundTool()
-		pay := tool.behave
-		tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
-			switch string(req.Arguments) {
-			case `{"amount":60,"note":"lost"}`, `{"amount":30,"note":"lost"}`: // it paid, the answer was lost
-				_, _ = pay(ctx, req)
-				return nil, fmt.Errorf("connection reset: %w", tools.ErrOutcomeUncertain)
-			case `{"amount":40,"note":"refused"}`: // the upstream refused it: nothing paid
-				return nil, fmt.Errorf("invalid params: %w", errors.Join(tools.ErrUpstreamRejected, tools.ErrNotExecuted))
-			}
-			return pay(ctx, req)
-		}
-		h := newHarness(t, kind, []tools.Tool{tool}, withBudgets(refundBudget(t, 100)), withAdmin("adm"),
-			withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))
-		refund := func(session, args string) response {
-			return h.do(callSpec{tool: "refund", session: session, step: 1, args: args})
-		}
-		exceeded := func(r response, remaining float64) {
-			t.Helper()
-			p := wantContractProblem(t, r, http.StatusForbidden, wire.CodeBudgetExceeded, false)
-			if p["remaining"] != remaining {
-				t.Fatalf("remaining %v, want %v", p["remaining"], remaining)
-			}
-		}
+	forEachStore(t, func(t *testing.T, kind storeKind) { budgetSettles(t, kind) })
+}
 
-		// 60 paid, answer lost: UNKNOWN, held.
-		wantProblem(t, refund("lost", `{"amount":60,"note":"lost"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
-		wantProblem(t, refund("lost", `{"amount":60,"note":"lost"}`), http.StatusConflict, wire.CodeOutcomeUnknown)
-		exceeded(refund("a", `{"amount":50}`), 40)
-		// The upstream refuses 40: released at once, so 40 still remains.
-		wantProblem(t, refund("refused", `{"amount":40,"note":"refused"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
-		exceeded(refund("b", `{"amount":41}`), 40)
-		if r := refund("c", `{"amount":40}`); r.status != http.StatusOK {
-			t.Fatalf("40 of the 40 left: %d %s", r.status, r.body)
+// budgetSettles is TestBudgetSettles on a store of kind (opts may give
+// the store).
+func budgetSettles(t *testing.T, kind storeKind, opts ...harnessOption) {
+	tool, paid := refundTool()
+	pay := tool.behave
+	tool.behave = func(ctx context.Context, req *tools.Request) (*tools.Response, error) {
+		switch string(req.Arguments) {
+		case `{"amount":60,"note":"lost"}`, `{"amount":30,"note":"lost"}`: // it paid, the answer was lost
+			_, _ = pay(ctx, req)
+			return nil, fmt.Errorf("connection reset: %w", tools.ErrOutcomeUncertain)
+		case `{"amount":40,"note":"refused"}`: // the upstream refused it: nothing paid
+			return nil, fmt.Errorf("invalid params: %w", errors.Join(tools.ErrUpstreamRejected, tools.ErrNotExecuted))
 		}
-		// A replay charges nothing.
-		if r := refund("c", `{"amount":40}`); r.status != http.StatusOK || r.header.Get(wire.HeaderReplayed) != "true" {
-			t.Fatalf("replay: %d %v", r.status, r.header)
+		return pay(ctx, req)
+	}
+	h := newHarness(t, kind, []tools.Tool{tool}, append([]harnessOption{withBudgets(refundBudget(t, 100)), withAdmin("adm"),
+		withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown})}, opts...)...)
+	refund := func(session, args string) response {
+		return h.do(callSpec{tool: "refund", session: session, step: 1, args: args})
+	}
+	exceeded := func(r response, remaining float64) {
+		t.Helper()
+		p := wantContractProblem(t, r, http.StatusForbidden, wire.CodeBudgetExceeded, false)
+		if p["remaining"] != remaining {
+			t.Fatalf("remaining %v, want %v", p["remaining"], remaining)
 		}
-		exceeded(refund("d", `{"amount":1}`), 0)
-		wantUsage := func(used, held float64) {
-			t.Helper()
-			r := h.get("/admin/v1/budgets?tenant="+gateway.AnonymousTenant, "adm")
-			var body struct {
-				Budgets []map[string]any `json:"budgets"`
-			}
-			if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusOK || len(body.Budgets) != 1 {
-				t.Fatalf("GET /admin/v1/budgets: %d %s", r.status, r.body)
-			}
-			b := body.Budgets[0]
-			if b["budget"] != "refunds-daily" || b["limit"] != 100.0 || b["used"] != used || b["held"] != held || b["remaining"] != 100-used-held || b["resets_at"] == nil {
-				t.Fatalf("budget usage %v, want used %v held %v", b, used, held)
-			}
-		}
-		wantUsage(40, 60) // the UNKNOWN 60 held, the completed 40 used
+	}
 
-		// The operator finds the 60 was not paid after all (in this story)
-		// and deletes the record: its 60 is released.
-		key := derivedKey(t, "lost", 1, "refund", `{"amount":60,"note":"lost"}`)
-		if r := h.send(http.MethodDelete, "/admin/v1/records/anonymous/refund/"+key, "adm"); r.status != http.StatusNoContent {
-			t.Fatalf("delete: %d %s", r.status, r.body)
+	// 60 paid, answer lost: UNKNOWN, held.
+	wantProblem(t, refund("lost", `{"amount":60,"note":"lost"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
+	wantProblem(t, refund("lost", `{"amount":60,"note":"lost"}`), http.StatusConflict, wire.CodeOutcomeUnknown)
+	exceeded(refund("a", `{"amount":50}`), 40)
+	// The upstream refuses 40: released at once, so 40 still remains.
+	wantProblem(t, refund("refused", `{"amount":40,"note":"refused"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
+	exceeded(refund("b", `{"amount":41}`), 40)
+	if r := refund("c", `{"amount":40}`); r.status != http.StatusOK {
+		t.Fatalf("40 of the 40 left: %d %s", r.status, r.body)
+	}
+	// A replay charges nothing.
+	if r := refund("c", `{"amount":40}`); r.status != http.StatusOK || r.header.Get(wire.HeaderReplayed) != "true" {
+		t.Fatalf("replay: %d %v", r.status, r.header)
+	}
+	exceeded(refund("d", `{"amount":1}`), 0)
+	wantUsage := func(used, held float64) {
+		t.Helper()
+		r := h.get("/admin/v1/budgets?tenant="+gateway.AnonymousTenant, "adm")
+		var body struct {
+			Budgets []map[string]any `json:"budgets"`
 		}
-		// 30 paid with the answer lost, resolved by the operator as
-		// executed: it stays counted.
-		wantProblem(t, refund("lost30", `{"amount":30,"note":"lost"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
-		key30 := derivedKey(t, "lost30", 1, "refund", `{"amount":30,"note":"lost"}`)
-		if r := adminPost(t, h, "/admin/v1/records/anonymous/refund/"+key30+"/resolve", "adm", `{"status":200,"body":{"refunded":30}}`); r.status != http.StatusOK {
-			t.Fatalf("resolve: %d %s", r.status, r.body)
+		if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusOK || len(body.Budgets) != 1 {
+			t.Fatalf("GET /admin/v1/budgets: %d %s", r.status, r.body)
 		}
-		exceeded(refund("e", `{"amount":31}`), 30)
-		if r := refund("f", `{"amount":30}`); r.status != http.StatusOK {
-			t.Fatalf("30 of the 30 left: %d %s", r.status, r.body)
+		b := body.Budgets[0]
+		if b["budget"] != "refunds-daily" || b["limit"] != 100.0 || b["used"] != used || b["held"] != held || b["remaining"] != 100-used-held || b["resets_at"] == nil {
+			t.Fatalf("budget usage %v, want used %v held %v", b, used, held)
 		}
-		wantUsage(100, 0)
-		if r := h.get("/admin/v1/budgets", "adm"); r.status != http.StatusBadRequest {
-			t.Fatalf("without a tenant: %d %s", r.status, r.body)
-		}
-		// Paid: 60 (lost, deleted: the story's operator was wrong about
-		// the upstream, which this test's upstream counts honestly), 40,
-		// 30, 30. The budget saw 40 + 30 + 30 = 100.
-		if got := paid.Load(); got != (60+40+30+30)*100 {
-			t.Fatalf("the upstream paid %d cents", got)
-		}
-	})
+	}
+	wantUsage(40, 60) // the UNKNOWN 60 held, the completed 40 used
+
+	// The operator finds the 60 was not paid after all (in this story)
+	// and deletes the record: its 60 is released.
+	key := derivedKey(t, "lost", 1, "refund", `{"amount":60,"note":"lost"}`)
+	if r := h.send(http.MethodDelete, "/admin/v1/records/anonymous/refund/"+key, "adm"); r.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	// 30 paid with the answer lost, resolved by the operator as
+	// executed: it stays counted.
+	wantProblem(t, refund("lost30", `{"amount":30,"note":"lost"}`), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
+	key30 := derivedKey(t, "lost30", 1, "refund", `{"amount":30,"note":"lost"}`)
+	if r := adminPost(t, h, "/admin/v1/records/anonymous/refund/"+key30+"/resolve", "adm", `{"status":200,"body":{"refunded":30}}`); r.status != http.StatusOK {
+		t.Fatalf("resolve: %d %s", r.status, r.body)
+	}
+	exceeded(refund("e", `{"amount":31}`), 30)
+	if r := refund("f", `{"amount":30}`); r.status != http.StatusOK {
+		t.Fatalf("30 of the 30 left: %d %s", r.status, r.body)
+	}
+	wantUsage(100, 0)
+	if r := h.get("/admin/v1/budgets", "adm"); r.status != http.StatusBadRequest {
+		t.Fatalf("without a tenant: %d %s", r.status, r.body)
+	}
+	// Paid: 60 (lost, deleted: the story's operator was wrong about
+	// the upstream, which this test's upstream counts honestly), 40,
+	// 30, 30. The budget saw 40 + 30 + 30 = 100.
+	if got := paid.Load(); got != (60+40+30+30)*100 {
+		t.Fatalf("the upstream paid %d cents", got)
+	}
 }
 
 // TestBudgetWindowRollover: claims of two windows race on one store —

@@ -27,7 +27,10 @@ var errConsoleUnsupported = errors.New("gateway: the idempotency store cannot li
 // resolve validation (the admin API's) and its counters.
 type consoleBackend struct{ s *Server }
 
-var _ console.Backend = consoleBackend{}
+var (
+	_ console.Backend        = consoleBackend{}
+	_ console.BudgetsBackend = consoleBackend{}
+)
 
 // mountConsole serves the operator console at /console/ on the admin
 // listener; called only when an admin token is configured.
@@ -301,6 +304,27 @@ func (b consoleBackend) AcceptTool(ctx context.Context, tool, sha256, by string)
 		b.s.Logger().InfoContext(ctx, "tool accepted", "tool", tool, "sha256", status.Pinned, "by", by, "via", "console")
 	}
 	return status, err
+}
+
+// Budgets reads tenant's budget windows as the admin API does ("": the
+// tenant of calls without auth); a store that keeps no budgets shows none.
+func (b consoleBackend) Budgets(ctx context.Context, tenant, requester string) ([]console.BudgetCard, error) {
+	if tenant == "" {
+		tenant = AnonymousTenant
+	}
+	windows, err := b.s.BudgetWindows(ctx, tenant, requester)
+	if errors.Is(err, errBudgetsUnkept) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cards := make([]console.BudgetCard, len(windows))
+	for i, w := range windows {
+		cards[i] = console.BudgetCard{Budget: w.Budget, Tool: w.Tool, Requester: w.Requester, WindowStart: w.WindowStart,
+			ResetsAt: w.ResetsAt, Limit: w.Limit, Used: w.Used, Held: w.Held, Remaining: w.Remaining}
+	}
+	return cards, nil
 }
 
 // leaseExpiryName is the policy's name, the default spelled out.

@@ -34,8 +34,9 @@ const (
 	ScopeTenant Scope = "tenant"
 	// ScopeTenantTool: one sum per tenant and tool.
 	ScopeTenantTool Scope = "tenant_tool"
-	// ScopeRequester: one sum per authenticated caller (tenant and the
-	// caller's identity within it).
+	// ScopeRequester: one sum per caller: tenant and the call's
+	// principal id (gateway/principal); the calls of a tenant that carry
+	// no principal (no auth) share one sum.
 	ScopeRequester Scope = "requester"
 )
 
@@ -104,8 +105,7 @@ type compiledCharge struct {
 // naming the budget or the tool and charge: a name that is not
 // [A-Za-z0-9_.-] (up to 64), a duplicate, a negative or too large limit,
 // a window that is neither a calendar day/hour nor a positive rolling
-// duration, an unknown time zone, an unknown scope, scope requester (it
-// needs the principals, which come later), a charge of an unknown budget
+// duration, an unknown time zone, an unknown scope, a charge of an unknown budget
 // or the same budget twice, and a cost that does not compile or is not a
 // number.
 func New(budgets []Budget, charges map[string][]Charge) (*Set, error) {
@@ -186,11 +186,9 @@ func compile(b Budget) (*compiled, error) {
 		return nil, fmt.Errorf("budget %q: window: want {calendar: day|hour, time_zone: ...} or {rolling: <duration>}, got calendar %q", b.Name, w.Calendar)
 	}
 	switch b.Scope {
-	case ScopeTenant, ScopeTenantTool:
-	case ScopeRequester:
-		return nil, fmt.Errorf("budget %q: scope requester needs the caller's principal, which this version does not have yet: use tenant or tenant_tool", b.Name)
+	case ScopeTenant, ScopeTenantTool, ScopeRequester:
 	default:
-		return nil, fmt.Errorf("budget %q: scope %q: want tenant or tenant_tool", b.Name, b.Scope)
+		return nil, fmt.Errorf("budget %q: scope %q: want tenant, tenant_tool or requester", b.Name, b.Scope)
 	}
 	return c, nil
 }
@@ -217,6 +215,9 @@ func (s *Set) Names() []string {
 // Call is what a charge's cost and scope are computed from.
 type Call struct {
 	Tool, Tenant string
+	// Requester is the call's principal id ("" without one): the scope
+	// of a requester budget.
+	Requester string
 	// Arguments are the canonical (JCS) arguments.
 	Arguments []byte
 	// Now is the reservation's time: it picks the window.
@@ -301,6 +302,10 @@ func (b *compiled) bucket(c Call, since time.Time) string {
 		sb.WriteString("|tool:")
 		sb.WriteString(c.Tool)
 	}
+	if b.Scope == ScopeRequester {
+		sb.WriteString("|p:")
+		sb.WriteString(c.Requester)
+	}
 	if b.rolling == 0 {
 		sb.WriteString("|w:")
 		sb.WriteString(since.Format("2006-01-02T15"))
@@ -323,6 +328,14 @@ func (s *Set) ResetsAt(name string, now time.Time) time.Time {
 	return end
 }
 
+// Limit is the named budget's limit in store units (0 for no such budget).
+func (s *Set) Limit(name string) int64 {
+	if s == nil || s.budgets[name] == nil {
+		return 0
+	}
+	return s.budgets[name].limit
+}
+
 // Amount turns store units into the configured unit.
 func Amount(units int64) float64 { return float64(units) / Unit }
 
@@ -331,26 +344,33 @@ func Amount(units int64) float64 { return float64(units) / Unit }
 type Current struct {
 	Budget string
 	// Tool is set for a tenant_tool budget (one window per charging tool).
-	Tool     string
-	Bucket   string
-	Since    time.Time
-	ResetsAt time.Time
-	Rolling  bool
+	Tool string
+	// Requester is set for a requester budget: whose window it is.
+	Requester string
+	Bucket    string
+	Since     time.Time
+	ResetsAt  time.Time
+	Rolling   bool
 	// Limit is in millionths, as the store keeps amounts.
 	Limit int64
 }
 
 // Windows lists the current windows of tenant's budgets at now: one per
-// budget scoped by tenant, one per charging tool of a tenant_tool budget;
-// sorted by budget, then tool.
-func (s *Set) Windows(tenant string, now time.Time) []Current {
+// budget scoped by tenant, one per charging tool of a tenant_tool budget,
+// and for a requester budget the window of requester (a principal id; ""
+// is the calls without one); sorted by budget, then tool.
+func (s *Set) Windows(tenant, requester string, now time.Time) []Current {
 	if s == nil {
 		return nil
 	}
 	var out []Current
 	add := func(b *compiled, tool string) {
 		since, end := b.window(now)
-		out = append(out, Current{Budget: b.Name, Tool: tool, Bucket: b.bucket(Call{Tool: tool, Tenant: tenant}, since),
+		who := ""
+		if b.Scope == ScopeRequester {
+			who = requester
+		}
+		out = append(out, Current{Budget: b.Name, Tool: tool, Requester: who, Bucket: b.bucket(Call{Tool: tool, Tenant: tenant, Requester: requester}, since),
 			Since: since, ResetsAt: end, Rolling: b.rolling > 0, Limit: b.limit})
 	}
 	for _, b := range s.budgets {

@@ -32,7 +32,6 @@ func TestNewRefuses(t *testing.T) {
 		"bad zone":          {[]budgets.Budget{{Name: "a", Limit: 1, Scope: "tenant", Window: budgets.Window{Calendar: "day", TimeZone: "Mars/Olympus"}}}, nil, "time_zone"},
 		"rolling and tz":    {[]budgets.Budget{{Name: "a", Limit: 1, Scope: "tenant", Window: budgets.Window{Rolling: "24h", TimeZone: "UTC"}}}, nil, "rolling takes no"},
 		"rolling too short": {[]budgets.Budget{{Name: "a", Limit: 1, Scope: "tenant", Window: budgets.Window{Rolling: "5ms"}}}, nil, "at least 1s"},
-		"requester":         {[]budgets.Budget{{Name: "a", Limit: 1, Scope: "requester", Window: budgets.Window{Calendar: "day"}}}, nil, "principal"},
 		"unknown scope":     {[]budgets.Budget{{Name: "a", Limit: 1, Scope: "session", Window: budgets.Window{Calendar: "day"}}}, nil, "scope \"session\""},
 		"unknown budget":    {nil, ok, "no budget named"},
 		"charged twice":     {[]budgets.Budget{daily("refunds-daily")}, map[string][]budgets.Charge{"refund": {ok["refund"][0], ok["refund"][0]}}, "charged twice"},
@@ -92,5 +91,32 @@ func TestEvaluate(t *testing.T) {
 		if !errors.Is(err, budgets.ErrCost) {
 			t.Errorf("%s: %v, want ErrCost", args, err)
 		}
+	}
+}
+
+// TestRequesterScope: a requester budget keeps one bucket per principal of
+// a tenant (the calls without one share a bucket), and Windows names the
+// requester's window.
+func TestRequesterScope(t *testing.T) {
+	set, err := budgets.New([]budgets.Budget{{Name: "per-person", Limit: 10, Scope: budgets.ScopeRequester, Window: budgets.Window{Calendar: "day"}}},
+		map[string][]budgets.Charge{"send": {{Budget: "per-person", Cost: "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	bucket := func(requester string) string {
+		got, err := set.Evaluate(context.Background(), budgets.Call{Tool: "send", Tenant: "acme", Requester: requester, Arguments: []byte(`{}`), Now: now})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%v %v", got, err)
+		}
+		return got[0].Bucket
+	}
+	ann, bob, nobody := bucket("oidc:idp.example/ann"), bucket("oidc:idp.example/bob"), bucket("")
+	if ann != "per-person|t:acme|p:oidc:idp.example/ann|w:2026-12-07T00" || ann == bob || nobody == ann || nobody == bob {
+		t.Fatalf("buckets ann %q, bob %q, without a principal %q", ann, bob, nobody)
+	}
+	w := set.Windows("acme", "oidc:idp.example/ann", now)
+	if len(w) != 1 || w[0].Bucket != ann || w[0].Requester != "oidc:idp.example/ann" {
+		t.Fatalf("windows %+v", w)
 	}
 }

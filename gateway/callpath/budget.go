@@ -26,7 +26,7 @@ func (s *Engine) budget(ctx context.Context, st *callState) bool {
 	if k, ok := s.opts.Store.(idempotency.BudgetKeeper); !ok || !k.KeepsBudgets() {
 		return st.end(storeUnavailable("this idempotency store does not keep budgets; the tool was not run"))
 	}
-	charges, err := set.Evaluate(ctx, budgets.Call{Tool: st.call.Entry.Spec.Name, Tenant: st.call.Tenant, Arguments: st.canonical, Now: time.Now()})
+	charges, err := set.Evaluate(ctx, budgets.Call{Tool: st.call.Entry.Spec.Name, Tenant: st.call.Tenant, Requester: st.call.Requester.ID, Arguments: st.canonical, Now: time.Now()})
 	if err != nil {
 		if errors.Is(err, budgets.ErrCost) {
 			return st.refuse(NewProblem(wire.CodeInvalidArguments, "the tool's budget cost cannot be computed from the arguments: "+err.Error()))
@@ -34,6 +34,7 @@ func (s *Engine) budget(ctx context.Context, st *callState) bool {
 		return st.end(problemResult(NewProblem(wire.CodeToolFailed, "the tool's budget cost failed: "+err.Error())))
 	}
 	st.charges, st.budgets = charges, s.budgetView(ctx, st)
+	s.metrics.budgets.remember(st.call.Tenant, st.call.Requester.ID)
 	return false
 }
 

@@ -66,6 +66,7 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 		if d.Approval == nil && !d.TakenOver {
 			s.countDecision(st) // decide.go: counted once, at its fresh claim
 		}
+		s.budgetReserved(st, d.TakenOver) // budgetreceipts.go
 		if d.Approval != nil {
 			s.log.InfoContext(ctx, "approved call consumed its approval", "tool", name, "approval_id", d.Approval.ID,
 				"approved_by", d.Approval.DecidedBy, "execution_id", d.Lease.ExecutionID)

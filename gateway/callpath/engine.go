@@ -249,7 +249,7 @@ func New(opts Options) (*Engine, error) {
 		}
 	}
 	if k, ok := opts.Store.(idempotency.BudgetKeeper); opts.Budgets.Any() && (!ok || !k.KeepsBudgets()) {
-		return nil, errors.New("gateway: budgets: this idempotency store does not keep budgets (Redis Cluster does not yet: docs/budgets.md); use a single Redis, PostgreSQL or the embedded store, or remove the tools' charges")
+		return nil, errors.New("gateway: budgets: this idempotency store does not keep budgets (docs/budgets.md); use Redis, PostgreSQL or the embedded store, or remove the tools' charges")
 	}
 	txStore, _ := opts.Store.(idempotency.TxStore)
 	if err := checkTransactional(opts.Tools, txStore != nil); err != nil {
@@ -269,6 +269,7 @@ func New(opts Options) (*Engine, error) {
 		limiter: opts.Limiter,
 	}
 	s.settings.Store(live)
+	s.store.(*instrumentedStore).settled = s.budgetSettled // budgetreceipts.go
 	outbox, _ := opts.Store.(idempotency.ReceiptOutbox)
 	s.receipts = newReceiptWriter(receiptWriterConfig{store: opts.Receipts, retention: opts.ReceiptRetention,
 		outbox: outbox, recoverAfter: opts.ReceiptRecoverAfter,

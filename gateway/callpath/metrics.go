@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -41,6 +42,8 @@ type metrics struct {
 	recordsPublished map[idempotency.State]map[string]float64
 	// abandonedPublished are the labels of the last gateway_records_abandoned.
 	abandonedPublished map[string]float64
+	// budgets are the budget gauges (budgetsgauge.go).
+	budgets *budgetGauges
 	// receiptsUnwritten counts the receipts given up on (receipt.go).
 	receiptsUnwritten prometheus.Counter
 	// receiptsRecovered counts the receipts the recovery sweep appended
@@ -66,6 +69,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 	m := &metrics{
 		gatherer:         gath,
 		recordsPublished: make(map[idempotency.State]map[string]float64),
+		budgets:          newBudgetGauges(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_requests_total",
 			Help: "Tool calls and tool API requests by door (rest, mcp), tool and outcome.",
@@ -142,7 +146,7 @@ func newMetrics(reg prometheus.Registerer, gath prometheus.Gatherer, registry *t
 // register registers m's collectors, the build info and the
 // notifier's counters with reg, and pre-creates the per-tool series.
 func (m *metrics) register(reg prometheus.Registerer, registry *tools.Registry, notifier ApprovalNotifier) error {
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.executions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.storeOps, m.storeErrors, m.leasesLost, m.takeovers, m.inFlight, m.unrecorded, m.rateLimited, m.decisions, m.executions, m.records, m.recordsTruncated, m.recordsAbandoned, m.receiptsUnwritten, m.receiptsRecovered}, m.budgets.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("gateway: register metrics: %w", err)
 		}
@@ -263,6 +267,9 @@ type instrumentedStore struct {
 	// operation first ran, as without the cache.
 	opsMu sync.RWMutex
 	ops   map[string]prometheus.Observer
+	// settled hears of each lease with budget charges that Complete or
+	// Release settled (budgetreceipts.go); nil: nobody listens.
+	settled func(idempotency.Lease, receipts.Event)
 }
 
 func instrumentStore(s idempotency.Store, m *metrics) idempotency.Store {
@@ -321,6 +328,9 @@ func (s *instrumentedStore) Complete(ctx context.Context, l idempotency.Lease, r
 	start := time.Now()
 	err := s.Store.Complete(ctx, l, resp, ttl)
 	s.observe("complete", start, err)
+	if err == nil && len(l.Charges) > 0 && s.settled != nil {
+		s.settled(l, receipts.EventBudgetCommitted)
+	}
 	return err
 }
 
@@ -335,6 +345,9 @@ func (s *instrumentedStore) Release(ctx context.Context, l idempotency.Lease) er
 	start := time.Now()
 	err := s.Store.Release(ctx, l)
 	s.observe("release", start, err)
+	if err == nil && len(l.Charges) > 0 && s.settled != nil {
+		s.settled(l, receipts.EventBudgetReleased)
+	}
 	return err
 }
 

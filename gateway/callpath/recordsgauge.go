@@ -59,6 +59,7 @@ func (s *Engine) startRecordsSampler(interval time.Duration) (stop func()) {
 			// hangs never stacks samples up.
 			sampleCtx, cancelSample := context.WithTimeout(ctx, interval)
 			s.sampleRecords(sampleCtx)
+			s.sampleBudgets(sampleCtx)
 			cancelSample()
 			select {
 			case <-ctx.Done():

@@ -253,6 +253,7 @@ func (c *Console) routes() http.Handler {
 		r.Get(Base+"/tools", c.handleTools)
 		r.Get(Base+"/tools/{tool}", c.handleToolChange)
 		r.Post(Base+"/tools/{tool}/accept", c.handleAcceptTool)
+		r.Get(Base+"/budgets", c.handleBudgets)
 	})
 	return r
 }

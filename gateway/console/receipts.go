@@ -35,6 +35,7 @@ var allEvents = []receipts.Event{
 	receipts.EventExecuted, receipts.EventDenied, receipts.EventApprovalRequested, receipts.EventApprovalGranted,
 	receipts.EventApprovalDenied, receipts.EventApprovalExpired, receipts.EventEffectConflict, receipts.EventMadeUnknown,
 	receipts.EventResolved, receipts.EventDeleted,
+	receipts.EventBudgetReserved, receipts.EventBudgetCommitted, receipts.EventBudgetReleased,
 }
 
 // headProbePages bounds how far past the verified head the timeline looks

@@ -13,13 +13,14 @@ import (
 	"github.com/toolgateway/toolgateway/gateway"
 )
 
-const budgetsUsage = "budgets -tenant T"
+const budgetsUsage = "budgets -tenant T [-requester PRINCIPAL]"
 
 // budgets is `gateway admin budgets -tenant T`: the tenant's current
-// window of every budget, used, held and remaining (GET /admin/v1/budgets).
+// window of every budget (of -requester's for a requester budget), used, held and remaining (GET /admin/v1/budgets).
 func (c *adminClient) budgets(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("budgets", flag.ContinueOnError)
 	tenant := fs.String("tenant", "", "the tenant whose budgets to show (required)")
+	requester := fs.String("requester", "", "the principal whose window of a requester budget to show (default: the calls without one)")
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
 	if _, err := c.parseInterleaved(fs, args, 0, budgetsUsage); err != nil {
 		return err
@@ -27,7 +28,11 @@ func (c *adminClient) budgets(ctx context.Context, args []string) error {
 	if *tenant == "" {
 		return fmt.Errorf("admin budgets: -tenant is required (usage: gateway admin %s)", budgetsUsage)
 	}
-	raw, err := c.do(ctx, http.MethodGet, "/admin/v1/budgets?tenant="+url.QueryEscape(*tenant), nil)
+	query := url.Values{"tenant": {*tenant}}
+	if *requester != "" {
+		query.Set("requester", *requester)
+	}
+	raw, err := c.do(ctx, http.MethodGet, "/admin/v1/budgets?"+query.Encode(), nil)
 	if err != nil {
 		return fmt.Errorf("admin budgets: %w", err)
 	}

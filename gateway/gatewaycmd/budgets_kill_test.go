@@ -1,22 +1,18 @@
 package gatewaycmd
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/toolgateway/toolgateway/internal/redistest"
+	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
 
@@ -29,25 +25,12 @@ import (
 // refund's retry takes its record over and runs it again without being
 // charged twice. What the upstream paid, counted once per key (the rerun
 // contract: the upstream deduplicates on the key), stays within each
-// budget. On the embedded store and on Redis.
+// budget. The operator then resolves the UNKNOWN refund as paid: both
+// budgets report 100 used, nothing held. On the embedded store, Redis and
+// PostgreSQL.
 func TestBudgetHolderKilled(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
-	stores := map[string]func(dir string) string{
-		"embedded": func(dir string) string { return "  path: " + filepath.Join(dir, "gw.db") + "\n" },
-		"redis": func(string) string {
-			addr, prefix := redistest.Addr(t), redistest.Prefix("budkill")
-			t.Cleanup(func() {
-				c := redis.NewClient(&redis.Options{Addr: addr})
-				redistest.CleanPrefix(context.Background(), c, prefix)
-				_ = c.Close()
-			})
-			return "  redis_url: redis://" + addr + "/0\n  key_prefix: \"" + prefix + "\"\n"
-		},
-	}
-	for name, store := range stores {
+	bin := buildGateway(t)
+	for name, storeSection := range killTestStores("budkill") {
 		t.Run(name, func(t *testing.T) {
 			var (
 				mu   sync.Mutex
@@ -82,7 +65,7 @@ func TestBudgetHolderKilled(t *testing.T) {
 				return "  - name: " + name + "\n    http:\n      url: " + up.URL + "/" + name + "\n    lease_expiry: " + expiry +
 					"\n    charges:\n      - budget: " + budget + "\n        cost: \"args.amount\"\n"
 			}
-			yaml := "listen: " + addr + "\nstore:\n" + store(dir) + "idempotency:\n  lock_ttl: 3s\ntools:\n" +
+			yaml := "listen: " + addr + "\n" + storeSection(t) + "admin:\n  token_sha256: " + tokenHash(budgetAdmin) + "\nidempotency:\n  lock_ttl: 3s\ntools:\n" +
 				tool("refund-unknown", "unknown", "u") + tool("refund-rerun", "rerun", "r") +
 				"budgets:\n  - {name: u, limit: 100, window: {rolling: 24h}, scope: tenant}\n" +
 				"  - {name: r, limit: 100, window: {calendar: day}, scope: tenant}\n"
@@ -152,6 +135,28 @@ func TestBudgetHolderKilled(t *testing.T) {
 					t.Fatalf("%s: the 40 left: %d %s", tool, r.status, r.body)
 				}
 			}
+			// The operator finds the UNKNOWN refund paid and resolves it so:
+			// its 60 is committed, nothing held any more.
+			key, _ := keyderive.Key("refund-unknown-holder", 0, "refund-unknown", []byte(`{"amount":60}`))
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/admin/v1/records/anonymous/refund-unknown/"+key+"/resolve",
+				strings.NewReader(`{"status":200,"body":{"ok":true}}`))
+			req.Header.Set("Authorization", "Bearer "+budgetAdmin)
+			req.Header.Set("Content-Type", "application/json")
+			if r := do(t, req); r.status != http.StatusOK {
+				t.Fatalf("resolve the UNKNOWN refund: %d %s", r.status, r.body)
+			}
+			req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/admin/v1/budgets?tenant=anonymous", nil)
+			req.Header.Set("Authorization", "Bearer "+budgetAdmin)
+			r := do(t, req)
+			var usage struct{ Budgets []gateway.AdminBudget }
+			if err := json.Unmarshal(r.body, &usage); err != nil || len(usage.Budgets) != 2 {
+				t.Fatalf("admin budgets: %d %s", r.status, r.body)
+			}
+			for _, b := range usage.Budgets {
+				if b.Used != 100 || b.Held != 0 || b.Remaining != 0 {
+					t.Errorf("budget %s after the settling: %+v, want 100 used, nothing held", b.Budget, b)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			for path, byKey := range paid {
@@ -167,26 +172,12 @@ func TestBudgetHolderKilled(t *testing.T) {
 	}
 }
 
-// budgetCall calls tool with derived key headers (step 0 of the tool's
-// own session named session), answering at once.
+// budgetAdmin is the admin token of TestBudgetHolderKilled.
+const budgetAdmin = "budget-kill-admin"
+
+// budgetCall calls tool at step 0 of the tool's own session named
+// session, answering at once.
 func budgetCall(t *testing.T, addr, tool, session, args string) reply {
 	t.Helper()
-	session = tool + "-" + session
-	key, err := keyderive.Key(session, 0, tool, []byte(args))
-	if err != nil {
-		t.Error(err)
-		return reply{}
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Agent-Session-Id", session)
-	req.Header.Set("Agent-Step-Index", "0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return reply{} // the killed holder's call
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: body}
+	return quickCall(t, addr, tool+"-"+session, 0, tool, args)
 }

@@ -30,10 +30,7 @@ import (
 // signs and anchors the chain's head at its next receipt, and `receipts
 // verify -dial` passes the chain with its checkpoint and anchor.
 func TestCheckpointingSurvivesKill9(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
+	bin := buildGateway(t)
 	tsa := tsatest.Start(t, "kill test CA")
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	var held atomic.Bool

@@ -95,10 +95,7 @@ func freeAddr(t *testing.T) string {
 // (lease_expiry: rerun) with a higher fencing token, and a later retry
 // replays that execution.
 func TestMCPGatewayKilledMidCall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
+	bin := buildGateway(t)
 	up := newMCPUpstream(t)
 	addr := freeAddr(t)
 	dir := t.TempDir()

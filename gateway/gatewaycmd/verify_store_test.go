@@ -41,33 +41,6 @@ func exampleWithStore(t *testing.T, store string) string {
 	return writeConfig(t, strings.Join(out, "\n"))
 }
 
-// withoutCharges rewrites the config at path without its tools'
-// charges: blocks (the lines indented under a "    charges:" line).
-func withoutCharges(t *testing.T, path string) string {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	inCharges := false
-	for _, line := range strings.Split(string(raw), "\n") {
-		switch {
-		case line == "    charges:":
-			inCharges = true
-			continue
-		case inCharges && strings.HasPrefix(line, "      "):
-			continue
-		}
-		inCharges = false
-		out = append(out, line)
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // assertVerifyPassedOn checks a verify run passed, that the guarantees ran
 // (charge-card's replay and receipt, the store's layout line passed) and on which store kind.
 func assertVerifyPassedOn(t *testing.T, results []VerifyResult, err error, kind string) {
@@ -161,10 +134,6 @@ func TestVerifyStoreConfiguredOnRedisClusterLeavesNoKey(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	prefix := redistest.Prefix("verifycluster")
 	path := exampleWithStore(t, "  cluster_addrs: ["+strings.Join(cluster.Addrs(), ", ")+"]\n  key_prefix: \""+prefix+"\"\n")
-	// Budgets are not kept on Redis Cluster yet (a gateway with charges
-	// refuses to start there: docs/budgets.md), so the example runs here
-	// without its tool's charges.
-	path = withoutCharges(t, path)
 	client := cluster.Client()
 	keysOnMasters := func() int {
 		var n atomic.Int64 // ForEachMaster calls the masters at once

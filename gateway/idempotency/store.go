@@ -340,6 +340,9 @@ type Lease struct {
 	// keeps the reservation apart from the record (Redis), so that
 	// Release removes it with the record.
 	Effect *Effect
+	// Charges are the budget charges of the lease's call, set by the
+	// gateway for its receipts (the stores neither read nor write it).
+	Charges []Charge
 }
 
 // StepHolder names the call that holds a step (for step_conflict).

@@ -27,10 +27,12 @@ func canonical(dst []byte, r Receipt) (out []byte, ok bool) {
 		return dst, false
 	}
 	// Members in JCS order (by UTF-16 code units; all names are ASCII):
-	// by, claimed_by, decision, definition, event, execution_id, key,
+	// amount, budget, by, claimed_by, decision, definition, event, execution_id, key,
 	// note, observe, policy, prev, requester, rule, seq, session, status,
 	// step, tenant, time, tool.
 	w := canonicalWriter{b: append(dst, '{')}
+	w.optional("amount", r.Amount)
+	w.optional("budget", r.Budget)
 	w.optional("by", r.By)
 	w.optional("claimed_by", r.ClaimedBy)
 	w.optional("decision", r.Decision)

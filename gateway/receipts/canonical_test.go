@@ -48,6 +48,7 @@ func randomReceipt(rng *rand.Rand) Receipt {
 		Rule: randomString(rng), Policy: randomString(rng), By: randomString(rng),
 		Observe: randomString(rng), Definition: randomString(rng), Prev: randomString(rng),
 		Requester: randomString(rng), ClaimedBy: randomString(rng), Note: randomString(rng),
+		Budget: randomString(rng), Amount: randomString(rng),
 	}
 }
 
@@ -87,7 +88,7 @@ func FuzzCanonical(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string, seq int64, status int, nanos int64) {
 		r := Receipt{Seq: seq, Time: time.Unix(0, nanos).UTC(), Tenant: a, Event: Event(b), Tool: a + b,
 			Key: b, Session: a, Step: b, ExecutionID: a, Status: status, Decision: b, Rule: a, Policy: b,
-			By: a, Observe: b, Definition: a + a, Prev: a, Requester: b, ClaimedBy: a, Note: b}
+			By: a, Observe: b, Definition: a + a, Prev: a, Requester: b, ClaimedBy: a, Note: b, Budget: b, Amount: a}
 		got, ok := canonical(nil, r)
 		if !ok {
 			return

@@ -50,6 +50,15 @@ const (
 	// EventToolAccepted: an operator ([Receipt.By]) accepted a changed
 	// tool's new definition ([Receipt.Definition]).
 	EventToolAccepted Event = "tool_accepted"
+	// EventBudgetReserved: a claimed call reserved [Receipt.Amount] of
+	// budget [Receipt.Budget] (one receipt per budget it charges).
+	EventBudgetReserved Event = "budget_reserved"
+	// EventBudgetCommitted: the call's record completed; its amount stays
+	// counted in its window.
+	EventBudgetCommitted Event = "budget_committed"
+	// EventBudgetReleased: the call provably did not act; its amount was
+	// given back.
+	EventBudgetReleased Event = "budget_released"
 )
 
 // ToolsChain is the chain of the tool pin events: a pin is the gateway's,
@@ -112,6 +121,10 @@ type Receipt struct {
 	// Observe is, in observe mode, the decision an enforced gateway would
 	// have taken (the call ran as allowed).
 	Observe string `json:"observe,omitempty"`
+	// Budget and Amount are, for a budget event, the budget's name and
+	// the amount in its unit (a decimal, e.g. "90.5").
+	Budget string `json:"budget,omitempty"`
+	Amount string `json:"amount,omitempty"`
 	// Prev is the previous receipt's Hash in this tenant's chain.
 	Prev string `json:"prev"`
 	// Hash is the SHA-256 (hex) of the JCS of the receipt without hash.

@@ -51,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	}
 	deleted := 0
 	for _, f := range found {
-		ok, err := s.evalInt(ctx, call(deleteScript, []string{f.key, s.keys.charged(f.key)}, deleteArgs{s.keys.stepArgs(scope.Tenant)}))
+		ok, err := s.evalRelease(ctx, call(deleteScript, []string{f.key, s.keys.charged(f.key)}, deleteArgs{s.keys.stepArgs(scope.Tenant), flag(s.keys.sessionSlots)}))
 		if err != nil {
 			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}

@@ -94,9 +94,10 @@ func (a markUnknownArgs) Argv() []any {
 type releaseArgs struct {
 	ownerCheck
 	stepArgs
+	Split string `lua:"split"` // flag: on Redis Cluster, the caller drops the budget entries (evalRelease)
 }
 
-func (a releaseArgs) Argv() []any { return []any{a.Owner, a.Fence, a.StepHead, a.Tenant} }
+func (a releaseArgs) Argv() []any { return []any{a.Owner, a.Fence, a.StepHead, a.Tenant, a.Split} }
 
 // resolveArgs are resolve.lua's ARGV.
 type resolveArgs struct {
@@ -130,9 +131,10 @@ func (a layoutArgs) Argv() []any { return []any{a.Version} }
 // key name is the scope check).
 type deleteArgs struct {
 	stepArgs
+	Split string `lua:"split"` // flag: on Redis Cluster, the caller drops the budget entries (evalRelease)
 }
 
-func (a deleteArgs) Argv() []any { return []any{a.StepHead, a.Tenant} }
+func (a deleteArgs) Argv() []any { return []any{a.StepHead, a.Tenant, a.Split} }
 
 // flag is a boolean as the scripts read it.
 func flag(b bool) string {

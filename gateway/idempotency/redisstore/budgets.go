@@ -14,10 +14,11 @@ import (
 )
 
 // KeepsBudgets reports whether Claim honours idempotency.ClaimRequest.Charges:
-// on a single Redis, where budget.lua runs in the claim's pipeline and
-// reads the record and any bucket; not on Redis Cluster, where a bucket
-// lives in a slot of its own (docs/budgets.md says how it will be done).
-func (s *Store) KeepsBudgets() bool { return !s.keys.sessionSlots }
+// always. On a single Redis budget.lua runs in the claim's pipeline and
+// reads the record and any bucket; on Redis Cluster, where a bucket lives
+// in a slot of its own, the reservation takes steps whose failures are
+// recovered (budgetscluster.go).
+func (s *Store) KeepsBudgets() bool { return true }
 
 var _ idempotency.BudgetKeeper = (*Store)(nil)
 
@@ -112,6 +113,13 @@ func budgetReply(req idempotency.ClaimRequest, reply []string) (*idempotency.Bud
 // pending approval goes with it) and answers budget_exceeded.
 func (s *Store) settleBudget(ctx context.Context, req idempotency.ClaimRequest, c recordClaim, over *idempotency.BudgetExceeded) (idempotency.Decision, error) {
 	if c.consumed != "" && c.d.Approval != nil && c.d.Approval.DecidedBy != "" {
+		if c.intent != nil { // Redis Cluster
+			if _, err := s.reserveInBuckets(ctx, c.intent, true); err != nil {
+				_ = s.Release(ctx, c.d.Lease)
+				return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: charge the approved call: %w", req.Scope, err)
+			}
+			return c.d, nil
+		}
 		bc, err := s.budgetCall(req, c.record, true)
 		if err != nil {
 			return idempotency.Decision{}, err

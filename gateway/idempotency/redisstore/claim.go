@@ -19,10 +19,15 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := validateClaim(req); err != nil {
 		return idempotency.Decision{}, err
 	}
-	if len(req.Charges) > 0 && !s.KeepsBudgets() {
-		return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, idempotency.ErrBudgetsUnsupported)
-	}
 	c, err := s.claimRecord(ctx, req)
+	if err == nil && c.intent != nil { // Redis Cluster: the buckets' step (budgetscluster.go)
+		if c.over, err = s.reserveInBuckets(ctx, c.intent, false); err != nil {
+			// Give the claim back, so it is not left to expire (and turn
+			// UNKNOWN) without ever having run.
+			_ = s.Release(ctx, c.d.Lease)
+			return idempotency.Decision{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
+		}
+	}
 	if err == nil && c.over != nil {
 		if c.d, err = s.settleBudget(ctx, req, c, c.over); err != nil || c.d.Outcome == idempotency.OutcomeBudgetExceeded {
 			return c.d, err
@@ -59,6 +64,10 @@ type recordClaim struct {
 	// over is the budget budget.lua found the claim's charges would
 	// overspend (budgets.go); nil when reserved or nothing to charge.
 	over *idempotency.BudgetExceeded
+	// intent is, on Redis Cluster, the charges budget_intent.lua named
+	// for the record the request now owns, to reserve in their buckets
+	// (budgetscluster.go); nil: nothing to charge.
+	intent *budgetIntent
 }
 
 // claimRecord is the record's claim: one script, and the record's key name
@@ -108,6 +117,9 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 	charging := len(req.Charges) > 0 && !holderOnly
 	if charging { // in the same pipeline: no round trip of its own
 		bc, err := s.budgetCall(req, record, false)
+		if s.keys.sessionSlots {
+			bc, err = s.budgetIntentCall(req, record)
+		}
 		if err != nil {
 			return recordClaim{}, fmt.Errorf("redisstore: claim %v: %w", req.Scope, err)
 		}
@@ -146,7 +158,10 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 	c := recordClaim{d: d, record: record, consumed: consumed, newPending: newPending}
 	if charging {
 		reply, err := cmds[len(cmds)-1].StringSlice()
-		if err == nil {
+		switch {
+		case err == nil && s.keys.sessionSlots:
+			c.intent, err = intentReply(record, reply)
+		case err == nil:
 			c.over, err = budgetReply(req, reply)
 		}
 		if err != nil {

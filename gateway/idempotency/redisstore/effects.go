@@ -270,25 +270,35 @@ func (s *Store) SweepEffects(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: sweep effects: %w", err)
 	}
-	removed := 0
+	removed, err := scanEach(ctx, nodes, s.keys.effectPattern(), s.sweepBatch)
+	if err != nil {
+		return removed, fmt.Errorf("redisstore: sweep effects: %w", err)
+	}
+	return removed, nil
+}
+
+// scanEach SCANs every node for pattern (sweepCount a round trip) and
+// hands each batch of names to batch, summing what it counts.
+func scanEach(ctx context.Context, nodes []*redis.Client, pattern string, batch func(context.Context, *redis.Client, []string) (int, error)) (int, error) {
+	total := 0
 	for _, node := range nodes {
 		var cursor uint64
 		for {
-			names, next, err := node.Scan(ctx, cursor, s.keys.effectPattern(), sweepCount).Result()
+			names, next, err := node.Scan(ctx, cursor, pattern, sweepCount).Result()
 			if err != nil {
-				return removed, fmt.Errorf("redisstore: sweep effects: scan: %w", err)
+				return total, fmt.Errorf("scan: %w", err)
 			}
-			n, err := s.sweepBatch(ctx, node, names)
-			removed += n
+			n, err := batch(ctx, node, names)
+			total += n
 			if err != nil {
-				return removed, fmt.Errorf("redisstore: sweep effects: %w", err)
+				return total, err
 			}
 			if cursor = next; cursor == 0 {
 				break
 			}
 		}
 	}
-	return removed, nil
+	return total, nil
 }
 
 // sweepBatch removes the stale reservations among names (keys of node).

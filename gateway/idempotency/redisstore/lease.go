@@ -113,7 +113,7 @@ func (s *Store) Release(ctx context.Context, lease idempotency.Lease) error {
 		return ownedResult("release", lease, 0, err)
 	}
 	rec := s.keys.record(lease.Scope, lease.Step)
-	ok, err := s.evalInt(ctx, call(releaseScript, []string{rec, s.keys.charged(rec)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant)}))
+	ok, err := s.evalRelease(ctx, call(releaseScript, []string{rec, s.keys.charged(rec)}, releaseArgs{ownerOf(lease), s.keys.stepArgs(lease.Scope.Tenant), flag(s.keys.sessionSlots)}))
 	if err == nil && ok == 1 && lease.Effect != nil {
 		// The record is released either way: a reservation left behind
 		// names a record that is gone, counts for nothing, and the next

@@ -213,8 +213,8 @@ func (s *Store) DropReconciled(ctx context.Context, scope idempotency.Scope, own
 	if err != nil {
 		return leaseLostIfMissing(err)
 	}
-	ok, err := s.evalInt(ctx, call(reconcileDropScript, []string{key, s.keys.reconcileKey(key), s.keys.charged(key)},
-		reconcileDropArgs{Owner: owner, Fence: strconv.FormatInt(fencingToken, 10), stepArgs: s.keys.stepArgs(scope.Tenant)}))
+	ok, err := s.evalRelease(ctx, call(reconcileDropScript, []string{key, s.keys.reconcileKey(key), s.keys.charged(key)},
+		reconcileDropArgs{Owner: owner, Fence: strconv.FormatInt(fencingToken, 10), stepArgs: s.keys.stepArgs(scope.Tenant), Split: flag(s.keys.sessionSlots)}))
 	if err != nil {
 		return fmt.Errorf("redisstore: drop reconciled %v: %w", scope, err)
 	}
@@ -276,6 +276,9 @@ type reconcileDropArgs struct {
 	Owner string `lua:"owner"`
 	Fence string `lua:"fence"`
 	stepArgs
+	Split string `lua:"split"` // flag: on Redis Cluster, the caller drops the budget entries (evalRelease)
 }
 
-func (a reconcileDropArgs) Argv() []any { return []any{a.Owner, a.Fence, a.StepHead, a.Tenant} }
+func (a reconcileDropArgs) Argv() []any {
+	return []any{a.Owner, a.Fence, a.StepHead, a.Tenant, a.Split}
+}

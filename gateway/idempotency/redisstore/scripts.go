@@ -32,4 +32,8 @@ var (
 	restoreScript     = redisscript.MustLoad(luaFiles, "restore")
 	withdrawScript    = redisscript.MustLoad(luaFiles, "withdraw")
 	budgetScript      = redisscript.MustLoad(luaFiles, "budget")
+	// On Redis Cluster (budgetscluster.go).
+	budgetIntentScript    = redisscript.MustLoad(luaFiles, "budget_intent")
+	budgetReserveScript   = redisscript.MustLoad(luaFiles, "budget_reserve")
+	budgetUnreserveScript = redisscript.MustLoad(luaFiles, "budget_unreserve")
 )

@@ -31,6 +31,9 @@ var scriptArgTypes = map[string]redisscript.Args{
 	"restore":            restoreArgs{},
 	"withdraw":           withdrawArgs{},
 	"budget":             budgetArgs{},
+	"budget_intent":      budgetIntentArgs{},
+	"budget_reserve":     budgetReserveArgs{},
+	"budget_unreserve":   budgetUnreserveArgs{},
 }
 
 // scriptTexts are the embedded scripts by name.

@@ -90,6 +90,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	})
 	s.sweeper = idempotency.StartSweeper(opts.EffectSweepInterval, DefaultEffectSweepInterval, func(ctx context.Context) {
 		_, _ = s.SweepEffects(ctx) // a failed sweep is tried again at the next tick
+		_, _ = s.SweepBudgets(ctx)
 	})
 	return s
 }

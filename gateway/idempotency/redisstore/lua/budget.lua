@@ -25,12 +25,11 @@ local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since 
 local force = ARGV[4] == '1' -- charge whatever the sums (an approved call)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
 local PROGRESS = '>Bc0I8I8'
+--#include owned_life
+--#include bucket_charge
 
-local v = redis.call('GET', rec)
-if not v or string.byte(v, 1) ~= 80 then return {'none'} end -- 80: 'P'
-local _, _, _, _, rcreated, _, _, _, _, p = struct.unpack(HEAD, v)
-if struct.unpack(PROGRESS, v, p) ~= owner then return {'none'} end
-local life = string.format('%d', rcreated)
+local life = owned_life(rec, owner)
+if not life then return {'none'} end
 local field = rec .. '|' .. life
 for _, v in ipairs(redis.call('HVALS', charged)) do
   if v == life then return {'reserved'} end -- charged already in this life
@@ -44,35 +43,13 @@ for c in string.gmatch(charges, '[^\30]+') do
 end
 for i, c in ipairs(list) do
   if not force then
-    local sum = 0
-    if c.since < 0 then
-      sum = tonumber(redis.call('HGET', c.key, '=') or '0')
-    else
-      local all = redis.call('HGETALL', c.key)
-      for j = 1, #all, 2 do
-        local ecost, eat = string.match(all[j + 1], '^(%d+):(%d+)$')
-        if all[j] ~= '=' and tonumber(eat) >= c.since then sum = sum + tonumber(ecost) end
-      end
-    end
+    local sum = bucket_sum(c.key, c.since)
     if c.cost > c.limit - sum then return {'exceeded', string.format('%d', i), string.format('%d', c.limit - sum)} end
   end
 end
 for _, c in ipairs(list) do
-  do
-    if c.since >= 0 then
-      -- A rolling bucket drops entries of windows long past as it is
-      -- written (a calendar bucket expires whole).
-      local all = redis.call('HGETALL', c.key)
-      for j = 1, #all, 2 do
-        local eat = tonumber(string.match(all[j + 1], ':(%d+)$'))
-        if eat and eat < c.since - c.retain * 1000 then redis.call('HDEL', c.key, all[j]) end
-      end
-    end
-    redis.call('HSET', c.key, field, string.format('%d:%d', c.cost, c.at))
-    redis.call('HINCRBY', c.key, '=', c.cost)
-    if redis.call('PTTL', c.key) < c.retain then redis.call('PEXPIRE', c.key, c.retain) end
-    redis.call('HSET', charged, c.key, life)
-    if redis.call('PTTL', charged) < c.retain then redis.call('PEXPIRE', charged, c.retain) end
-  end
+  bucket_add(c.key, field, c.cost, c.at, c.since, c.retain)
+  redis.call('HSET', charged, c.key, life)
+  if redis.call('PTTL', charged) < c.retain then redis.call('PEXPIRE', charged, c.retain) end
 end
 return {'reserved'}

@@ -3,7 +3,8 @@
 -- under the fencing token and the reconciler holds its reconcile lease
 -- (see reconcile_claim.lua).
 --
--- Returns 1, or 0 if the lease is lost. Layout: see claim.lua.
+-- Returns 1 ({1, entry, bucket...} when the caller is to drop the
+-- entry from those buckets: split), or 0 if the lease is lost. Layout: see claim.lua.
 local rec = KEYS[1]     -- the record
 local rq = KEYS[2]      -- its reconciliation
 local charged = KEYS[3] -- its charged budget buckets (budget.lua)
@@ -11,6 +12,7 @@ local owner = ARGV[1]   -- the reconciler
 local fence = ARGV[2]   -- the record's fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]  -- the record's tenant (its step key's tag hashes it)
+local split = ARGV[5] == '1' -- Redis Cluster: the buckets are released by the caller (release_charges)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
 --#include held_step
 --#include release_charges
@@ -24,6 +26,7 @@ if not raw then return 0 end
 local st = cjson.decode(raw)
 if st.f ~= fence or st.o ~= owner then return 0 end
 redis.call('DEL', rec, rq)
-release_charges(charged, rcreated)
+local freed = release_charges(charged, rcreated, split)
 if rheld == 1 then redis.call('DEL', held_step(rsession, rindex)) end
+if #freed > 0 then return {1, rec .. '|' .. string.format('%d', rcreated), unpack(freed)} end
 return 1

@@ -1,13 +1,15 @@
 -- release: delete the record and free its step, if the caller still owns
 -- it (a retry then runs the tool again).
 --
--- Returns 1, or 0 if the lease is lost. Layout: see claim.lua.
+-- Returns 1 ({1, entry, bucket...} when the caller is to drop the
+-- entry from those buckets: split), or 0 if the lease is lost. Layout: see claim.lua.
 local rec = KEYS[1]    -- the record
 local charged = KEYS[2] -- its charged budget buckets (budget.lua)
 local owner = ARGV[1]  -- owner token (packed)
 local fence = ARGV[2]  -- fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4] -- the record's tenant (its step key's tag hashes it)
+local split = ARGV[5] == '1' -- Redis Cluster: the buckets are released by the caller (release_charges)
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 --#include held_step
@@ -19,6 +21,7 @@ local _, _, _, rfence, rcreated, rindex, rheld, rsession, _, p = struct.unpack(H
 local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('DEL', rec)
-release_charges(charged, rcreated)
+local freed = release_charges(charged, rcreated, split)
 if rheld == 1 then redis.call('DEL', held_step(rsession, rindex)) end
+if #freed > 0 then return {1, rec .. '|' .. string.format('%d', rcreated), unpack(freed)} end
 return 1
