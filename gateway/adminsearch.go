@@ -89,6 +89,7 @@ func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 		ExpiresAt:      rec.ExpiresAt.UTC().Format(time.RFC3339),
 		ResolvedBy:     rec.ResolvedBy,
 		Reconciliation: toAdminReconciliation(rec.Reconciliation),
+		Identity:       idempotency.IdentityOfRecord(rec),
 	}
 	if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() {
 		out.LeaseExpiresAt = rec.LeaseExpiresAt.UTC().Format(time.RFC3339)

@@ -173,6 +173,7 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 		Approval:           st.approval,
 		Effect:             st.effect,
 		Charges:            st.charges,
+		Identity:           recordIdentity(st.id),
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

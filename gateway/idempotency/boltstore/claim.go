@@ -91,6 +91,7 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 		Key:         req.Scope.Key,
 		Fingerprint: req.Fingerprint,
 		CreatedAt:   t.now.UnixNano(),
+		Identity:    req.Identity,
 	}
 	if req.Step != nil {
 		r.Step = &storedStep{SessionID: req.Step.SessionID, Index: req.Step.Index}

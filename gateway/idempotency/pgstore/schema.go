@@ -117,6 +117,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// Version 10: budget reservations (budgets.go): the budget_charges
 	// table and the charge function; claim's signature is unchanged.
 	budgetsMigration,
+	// Version 11: the records' identity column (identity.go); claim's
+	// signature is unchanged.
+	identityMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.
