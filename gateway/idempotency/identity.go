@@ -28,7 +28,7 @@ type RecordIdentity struct {
 // The kinds of RecordIdentity.
 const (
 	RecordIdentityGateway     = wire.MetaIdentityGateway
-	RecordIdentityHost        = "host"
+	RecordIdentityHost        = wire.RecordIdentityHost
 	RecordIdentityFingerprint = wire.MetaIdentityFingerprint
 )
 
