@@ -34,6 +34,10 @@ type AdminRecord struct {
 	// one (and the store kept it).
 	SessionID string  `json:"session_id,omitempty"`
 	StepIndex *uint64 `json:"step_index,omitempty"`
+	// Identity says which identity keyed the call: the gateway's own
+	// (session and step, or a key), a host's call id, or a fingerprint
+	// with its person and dedupe window.
+	Identity idempotency.RecordIdentity `json:"identity"`
 	// UpstreamKey is the Idempotency-Key the upstream saw for this call:
 	// SHA-256(tenant ":" tool ":" key), what an upstream's own logs hold.
 	UpstreamKey string `json:"upstream_key"`

@@ -101,7 +101,7 @@ func TestContractAdminRecords(t *testing.T) {
 			withPolicy("pay", tools.Policy{ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 		unblock := sync.OnceFunc(func() { close(release) })
 		t.Cleanup(unblock)
-		members := "created_at,execution_id,expires_at,fencing_token,fingerprint,key,response_status,session_id,state,step_index,tenant,tool,upstream_key"
+		members := "created_at,execution_id,expires_at,fencing_token,fingerprint,identity,key,response_status,session_id,state,step_index,tenant,tool,upstream_key"
 
 		// COMPLETED.
 		r := h.do(callSpec{tool: "done", session: "adm", step: 1, args: `{"a":1}`})
@@ -123,6 +123,9 @@ func TestContractAdminRecords(t *testing.T) {
 		// Operator context: the step, the key the upstream saw; a COMPLETED
 		// record keeps no arguments, even when asked for them.
 		wantString(t, rec, "session_id", "adm")
+		if string(rec["identity"]) != `{"kind":"gateway"}` {
+			t.Fatalf("identity %s, want the gateway's own", rec["identity"])
+		}
 		if string(rec["step_index"]) != "1" {
 			t.Fatalf("step_index %s, want 1", rec["step_index"])
 		}

@@ -90,6 +90,7 @@ func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 		ResolvedBy:     rec.ResolvedBy,
 		Requester:      rec.Requester,
 		Reconciliation: toAdminReconciliation(rec.Reconciliation),
+		Identity:       idempotency.IdentityOfRecord(rec),
 	}
 	if rec.State == idempotency.StateInProgress && !rec.LeaseExpiresAt.IsZero() {
 		out.LeaseExpiresAt = rec.LeaseExpiresAt.UTC().Format(time.RFC3339)

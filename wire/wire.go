@@ -154,6 +154,11 @@ const (
 	MetaIdentityFingerprint = "fingerprint"
 )
 
+// RecordIdentityHost is the kind of a record's identity (the admin API's
+// record member "identity") when a host's per-call id keyed its call;
+// the other kinds are MetaIdentityGateway and MetaIdentityFingerprint.
+const RecordIdentityHost = "host"
+
 // FingerprintSessionPrefix prefixes the session of a fingerprint-keyed
 // call: "fp:" + the caller's principal.
 const FingerprintSessionPrefix = "fp:"

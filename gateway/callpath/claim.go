@@ -179,6 +179,7 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 		Effect:             st.effect,
 		Charges:            st.charges,
 		Requester:          st.call.Requester.ID,
+		Identity:           recordIdentity(st.id),
 	}
 	if st.call.Entry.Spec.Transactional {
 		req.LeaseExpiry = idempotency.LeaseExpiryRerun // see txcall.go

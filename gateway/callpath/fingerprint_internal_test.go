@@ -45,3 +45,21 @@ func TestFingerprintKey(t *testing.T) {
 		t.Errorf("identity label %q", IdentityLabel(id))
 	}
 }
+
+// TestRecordIdentity: what a claim asks the store to keep: nothing for
+// the gateway's own identity, the member and id of a host call id, the
+// person and the window of a fingerprint.
+func TestRecordIdentity(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 40, 12, 0, time.UTC)
+	for id, want := range map[*Identity]string{
+		{SessionID: "run-7", StepIndex: 3, HasStep: true}:                      "",
+		{HostMeta: "claudecode/toolUseId", HostCallID: "toolu_01"}:             `{"kind":"host","host_meta":"claudecode/toolUseId","host_call_id":"toolu_01"}`,
+		ptr(FingerprintIdentity("host-user:op.example:ada", 24*time.Hour, at)): `{"kind":"fingerprint","principal":"host-user:op.example:ada","window_start":"2026-12-07T00:00:00Z","window":"24h0m0s"}`,
+	} {
+		if got := recordIdentity(*id); got != want {
+			t.Errorf("%+v: %s, want %s", *id, got, want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -360,7 +361,7 @@ func FingerprintIdentity(principal string, window time.Duration, now time.Time) 
 		n := now.UnixNano()
 		start = time.Unix(0, n-n%int64(window)).UTC()
 	}
-	return Identity{FingerprintPrincipal: principal, WindowStart: start}
+	return Identity{FingerprintPrincipal: principal, WindowStart: start, Window: window}
 }
 
 // fingerprintKey is the key of a fingerprint-keyed call: lowercase hex
@@ -373,6 +374,24 @@ func fingerprintKey(principal, tool string, canonical []byte, windowStart time.T
 	h.Write(canonical)
 	h.Write([]byte(":" + strconv.FormatInt(windowStart.Unix(), 10)))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// recordIdentity is the JSON of id's idempotency.RecordIdentity, for the
+// claim: "" for the gateway's own identity, the common case, which the
+// record's session and step already say (no bytes stored for it).
+func recordIdentity(id Identity) string {
+	var out idempotency.RecordIdentity
+	switch {
+	case id.FingerprintPrincipal != "":
+		out = idempotency.RecordIdentity{Kind: idempotency.RecordIdentityFingerprint, Principal: id.FingerprintPrincipal,
+			WindowStart: id.WindowStart.UTC().Format(time.RFC3339), Window: id.Window.String()}
+	case id.HostMeta != "":
+		out = idempotency.RecordIdentity{Kind: idempotency.RecordIdentityHost, HostMeta: id.HostMeta, HostCallID: id.HostCallID}
+	default:
+		return ""
+	}
+	raw, _ := json.Marshal(out) // strings only: it cannot fail
+	return string(raw)
 }
 
 // IdentityLabel is the value of _meta "io.github.toolgateway/identity"

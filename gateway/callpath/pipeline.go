@@ -85,6 +85,8 @@ type Identity struct {
 	// of the dedupe window the call fell in (identity.go).
 	FingerprintPrincipal string
 	WindowStart          time.Time
+	// Window is the length of the dedupe window WindowStart starts.
+	Window time.Duration
 }
 
 // Call is one tool call as an adapter hands it to Engine.Call.

@@ -19,8 +19,10 @@ import (
 // the idempotency key: the record is named by its execution id.
 type recordView struct {
 	ExecutionID, Tool, Tenant, State, Session, Step string
-	CreatedAt, LeaseExpiresAt                       time.Time
-	Arguments                                       []byte
+	// Identity says which identity keyed the call (idempotency.RecordIdentity).
+	Identity                  string
+	CreatedAt, LeaseExpiresAt time.Time
+	Arguments                 []byte
 	// Reconciled is how many times reconciliation asked the tool's owner;
 	// Attempts its latest answers, oldest first.
 	Reconciled int
@@ -60,7 +62,7 @@ type resolveView struct {
 func toRecordView(rec idempotency.Record) recordView {
 	v := recordView{ExecutionID: rec.ExecutionID, Tool: rec.Scope.Tool, Tenant: rec.Scope.Tenant, State: string(rec.State),
 		CreatedAt: rec.CreatedAt, LeaseExpiresAt: rec.LeaseExpiresAt, Arguments: rec.CanonicalArguments,
-		Response: rec.Response, ResolvedBy: rec.ResolvedBy}
+		Response: rec.Response, ResolvedBy: rec.ResolvedBy, Identity: idempotency.IdentityOfRecord(rec).String()}
 	if rec.Scope.Key != "" {
 		v.KeyHash = receipts.KeyHash(rec.Scope.Key)
 	}

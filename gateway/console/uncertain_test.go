@@ -87,3 +87,24 @@ func TestUncertainShowsReconciliationAttempts(t *testing.T) {
 		t.Fatalf("record page: the attempts, their detail as text:\n%s", page)
 	}
 }
+
+// TestRecordPageShowsIdentity: a record's page says which identity keyed
+// its call: a fingerprint with its person and window, as the store kept it.
+func TestRecordPageShowsIdentity(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser(t)
+	f.signIn(t, c, "alice", adminToken, "/console/uncertain")
+	req := idempotency.ClaimRequest{
+		Scope: idempotency.Scope{Tenant: "acme", Tool: "refund", Key: "fp-key"}, Fingerprint: strings.Repeat("a", 64),
+		Step: &idempotency.Step{SessionID: "fp:host-user:op.example:ada"}, StepBoundKey: true,
+		ExecutionID: "exec-fp", Owner: "gw", LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
+		Identity: `{"kind":"fingerprint","principal":"host-user:op.example:ada","window_start":"2026-12-07T00:00:00Z","window":"24h0m0s"}`,
+	}
+	if d, err := f.store.Claim(context.Background(), req); err != nil || d.Outcome != idempotency.OutcomeClaimed {
+		t.Fatalf("claim: %v %v", d.Outcome, err)
+	}
+	_, page := get(t, c, f.srv.URL+"/console/uncertain/exec-fp")
+	if want := `<dd class="who" id="record-identity">fingerprint host-user:op.example:ada (window 24h0m0s from 2026-12-07T00:00:00Z)</dd>`; !strings.Contains(page, want) {
+		t.Fatalf("the record page lacks %s:\n%s", want, page)
+	}
+}

@@ -436,6 +436,9 @@ func (c *adminClient) printRecord(raw []byte, asJSON bool) error {
 	if r.StepIndex != nil {
 		line("step_index", strconv.FormatUint(*r.StepIndex, 10))
 	}
+	if r.Identity.Kind != "" {
+		line("identity", r.Identity.String())
+	}
 	line("upstream_key", r.UpstreamKey)
 	if r.CanonicalArguments != nil {
 		line("arguments", *r.CanonicalArguments)

@@ -202,7 +202,7 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 			fields[f[0]] = f[1]
 		}
 	}
-	for name, want := range map[string]string{"session_id": "sess", "step_index": "2",
+	for name, want := range map[string]string{"session_id": "sess", "step_index": "2", "identity": "gateway",
 		"upstream_key": tools.ScopedKey(gateway.AnonymousTenant, echoName, key), "arguments": string(canonical)} {
 		if fields[name] != want {
 			t.Fatalf("exec shows %s %q, want %q:\n%s", name, fields[name], want, shown)

@@ -77,6 +77,11 @@ type Config struct {
 	// receiptsSigningPEM is TOOLGATEWAY_RECEIPTS_SIGNING_KEY: the
 	// checkpoints' signing key itself, over receipts.signing_key's file.
 	receiptsSigningPEM string
+	// mcpLive holds the MCP endpoint's reloadable options
+	// (mcp.identityless and the dedupe windows): serverOptions mounts the
+	// endpoint with it, and the reloader of the config the gateway
+	// started with replaces them.
+	mcpLive *mcpserver.Reloadable
 	// consoleSessionKeyEnv is the value of TOOLGATEWAY_CONSOLE_SESSION_KEY.
 	consoleSessionKeyEnv string
 }

@@ -1,6 +1,7 @@
 package gatewaycmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -83,11 +85,13 @@ func TestIdentitylessCallsRunOncePerPerson(t *testing.T) {
 		// Only the embedded store keeps an approval's requester so far (the
 		// approvals work brings it to Redis and PostgreSQL).
 		keepsRequester := name == "embedded"
-		t.Run(name, func(t *testing.T) { identitylessCallsRunOnce(t, bin, storeSection(t), keepsRequester) })
+		// Redis keeps no record identity yet (its session says the person).
+		keepsIdentity := name != "redis"
+		t.Run(name, func(t *testing.T) { identitylessCallsRunOnce(t, bin, storeSection(t), keepsRequester, keepsIdentity) })
 	}
 }
 
-func identitylessCallsRunOnce(t *testing.T, bin, storeSection string, keepsRequester bool) {
+func identitylessCallsRunOnce(t *testing.T, bin, storeSection string, keepsRequester, keepsIdentity bool) {
 	p := oidctest.Start(t, oidcAudience)
 	up := newPathCounter(t, 300*time.Millisecond)
 	addr := freeAddr(t)
@@ -200,6 +204,25 @@ tools:
 	list.Header.Set("Authorization", "Bearer "+adminToken)
 	if r := do(t, list); r.status != http.StatusOK || strings.Count(string(r.body), `"session_id":"`+session+`"`) != 1 {
 		t.Fatalf("bob's records: %d %s; want one, with session %s", r.status, r.body, session)
+	} else if identity := `"identity":{"kind":"fingerprint","principal":"host-user:` + issuerHost + `:bob"`; !strings.Contains(string(r.body), identity) ||
+		(keepsIdentity && !strings.Contains(string(r.body), `"window":"24h0m0s"}`)) {
+		// The record says which identity keyed it; the stores that keep it
+		// say the window too (Redis shows what the session says).
+		t.Fatalf("bob's record: %s; want %s (with the 24h window: %v)", r.body, identity, keepsIdentity)
+	}
+
+	// `gateway admin exec` shows it on its identity line.
+	var shown bytes.Buffer
+	env := func(name string) string {
+		if name == envAdminToken {
+			return adminToken
+		}
+		return ""
+	}
+	execID, _ := first.Meta[wire.MetaExecutionID].(string)
+	if err := RunIO(context.Background(), []string{"gateway", "admin", "-url", "http://" + addr, "exec", execID}, env, strings.NewReader(""), &shown); err != nil ||
+		!regexp.MustCompile(`(?m)^identity +fingerprint host-user:`+regexp.QuoteMeta(issuerHost)+`:ada`).MatchString(shown.String()) {
+		t.Fatalf("gateway admin exec: %v\n%s", err, shown.String())
 	}
 
 	// A static token names no person: refused, nothing runs.

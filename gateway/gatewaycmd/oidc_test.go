@@ -180,7 +180,7 @@ func TestOIDCOverMCPAndKeyRotation(t *testing.T) {
 // mcpAccepts reports whether the gateway at addr accepts token for an MCP
 // session (initialize only: no tool runs).
 func mcpAccepts(addr, token string) bool {
-	cs, err := connectMCPWithToken(addr, token)
+	cs, err := connectMCPWithToken(addr, token, nil)
 	if err != nil {
 		return false
 	}
@@ -190,7 +190,14 @@ func mcpAccepts(addr, token string) bool {
 
 func mcpClientWithToken(t *testing.T, addr, token string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := connectMCPWithToken(addr, token)
+	return mcpClientWithTokenOptions(t, addr, token, nil)
+}
+
+// mcpClientWithTokenOptions is mcpClientWithToken with the client's
+// options (an elicitation handler).
+func mcpClientWithTokenOptions(t *testing.T, addr, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := connectMCPWithToken(addr, token, opts)
 	if err != nil {
 		t.Fatalf("connect the MCP client: %v", err)
 	}
@@ -199,13 +206,13 @@ func mcpClientWithToken(t *testing.T, addr, token string) *mcp.ClientSession {
 }
 
 // connectMCPWithToken opens an MCP session with the go-sdk client, token
-// in every request.
-func connectMCPWithToken(addr, token string) (*mcp.ClientSession, error) {
+// in every request, with the client's opts (nil: none).
+func connectMCPWithToken(addr, token string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport(token)}
 	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client, MaxRetries: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return mcp.NewClient(&mcp.Implementation{Name: "gatewaycmd-oidc-test", Version: "1"}, nil).Connect(ctx, transport, nil)
+	return mcp.NewClient(&mcp.Implementation{Name: "gatewaycmd-oidc-test", Version: "1"}, opts).Connect(ctx, transport, nil)
 }
 
 // bearerTransport adds the token to every request.

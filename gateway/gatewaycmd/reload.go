@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -21,8 +22,9 @@ import (
 // Reloadable: auth.tenants (names, tokens, rate, burst, max_in_flight),
 // admin.token_sha256 (a rotation), the console's session keys (the
 // console.session_key_file read again), tools (added, removed, changed; their
-// decide rules included), mode, approvals.timeout and use_within,
-// idempotency.replay_ttl, log_level, drain_timeout, and the TLS
+// decide rules, identityless and dedupe_window included), mode,
+// approvals.timeout and use_within, idempotency.replay_ttl,
+// mcp.identityless and mcp.dedupe_window, log_level, drain_timeout, and the TLS
 // certificate (the same files, read again). Everything else is
 // fixed for the process's life: a change to it refuses the whole reload
 // (fixedChanges lists which fields).
@@ -62,6 +64,8 @@ type reloader struct {
 	registry *tools.Registry
 	// cert is the served TLS pair (nil without TLS); a reload re-reads it.
 	cert *servedCert
+	// mcp holds the MCP endpoint's reloadable options.
+	mcp *mcpserver.Reloadable
 
 	// cfg and applied are what serves now.
 	cfg     *Config
@@ -95,6 +99,13 @@ func (r *reloader) reload() {
 		return
 	}
 	opts, err := next.serverOptions(r.plugins)
+	if err != nil {
+		refuse("invalid config", "error", err.Error())
+		return
+	}
+	// Checked by serverOptions already; the running endpoint takes them
+	// with the tools (below).
+	mcpNext, err := next.mcpOptions()
 	if err != nil {
 		refuse("invalid config", "error", err.Error())
 		return
@@ -137,7 +148,12 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
+	// The identityless handling goes in with the tools, so a new tool's
+	// first call is keyed as configured.
+	mcpCur, _ := r.cfg.mcpOptions() // serving now, so valid
+	r.mcp.Reload(mcpNext)
 	if err := r.registry.ReplaceAdded(opts.Tools); err != nil {
+		r.mcp.Reload(mcpCur)
 		if rerr := r.gw.Reload(r.applied); rerr != nil {
 			r.log.Error("config reload: restoring the running settings failed", "error", rerr.Error())
 		}
@@ -185,7 +201,10 @@ func fixedChanges(cur, next *Config) []string {
 	idemCur.ReplayTTL, idemNext.ReplayTTL = 0, 0 // reloadable
 	out = append(out, fieldChanges("idempotency", idemCur, idemNext)...)
 	out = append(out, fieldChanges("tracing", cur.Tracing, next.Tracing)...)
-	out = append(out, fieldChanges("mcp", cur.MCP, next.MCP)...)
+	mcpCur, mcpNext := cur.MCP, next.MCP
+	mcpCur.Identityless, mcpNext.Identityless = "", "" // reloadable
+	mcpCur.DedupeWindow, mcpNext.DedupeWindow = 0, 0   // reloadable
+	out = append(out, fieldChanges("mcp", mcpCur, mcpNext)...)
 	if !reflect.DeepEqual(cur.MCPServers, next.MCPServers) {
 		out = append(out, "mcp_servers")
 	}
@@ -251,6 +270,12 @@ func (r *reloader) changes(next *Config, opts gateway.Options) []string {
 	}
 	if cur.Approvals.UseWithin != next.Approvals.UseWithin {
 		out = append(out, "approvals.use_within")
+	}
+	if cur.MCP.Identityless != next.MCP.Identityless {
+		out = append(out, "mcp.identityless")
+	}
+	if cur.MCP.DedupeWindow != next.MCP.DedupeWindow {
+		out = append(out, "mcp.dedupe_window")
 	}
 	out = append(out, fieldChanges("admin", cur.Admin, next.Admin)...)
 	if !reflect.DeepEqual(r.applied.ConsoleSessionKeys, opts.ConsoleSessionKeys) {

@@ -313,7 +313,7 @@ func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal
 		}()
 	}
 	rl := &reloader{path: st.path, getenv: getenv, log: log, level: st.level, plugins: st.plugins,
-		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts)}
+		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts), mcp: cfg.mcpLive}
 serving:
 	for {
 		select {
@@ -393,6 +393,8 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 	if err != nil {
 		return gateway.Options{}, err
 	}
+	c.mcpLive = new(mcpserver.Reloadable)
+	mcpOpts.Reloadable = c.mcpLive
 	decisions, decideMode, approvals, err := c.buildDecisions()
 	if err != nil {
 		return gateway.Options{}, err

@@ -135,6 +135,11 @@ type ClaimRequest struct {
 	// Store.Claim). Nil claims no effect. A store that cannot keep
 	// effects refuses such a claim with ErrEffectsUnsupported.
 	Effect *Effect
+	// Identity is which identity keyed the call, as the call path
+	// describes it (JSON text, a few hundred bytes at most): kept with the
+	// record the claim writes, for its whole life, and shown to
+	// operators. "" keeps none.
+	Identity string
 	// Charges are the budget reservations the call takes (see Charge):
 	// all or none. Nil charges nothing, and costs nothing more. A store
 	// that cannot keep budgets refuses such a claim with
@@ -418,6 +423,15 @@ type Record struct {
 	// Requester is the principal id of the call that wrote the record
 	// (ClaimRequest.Requester), "" when it named none.
 	Requester string
+	// Identity is the claim's Identity ("" when it had none).
+	Identity string
+}
+
+// IdentityKeeper is implemented by a store that keeps each record's
+// Identity (ClaimRequest.Identity): the embedded store and PostgreSQL.
+// Another store's records have none; their session says what it can.
+type IdentityKeeper interface {
+	KeepsIdentity() bool
 }
 
 // MaxListLimit is the largest page Admin.List returns.

@@ -55,6 +55,10 @@ type Options struct {
 	// ToolIdentityless overrides Identityless per tool name
 	// (tools[].identityless, tools[].dedupe_window).
 	ToolIdentityless map[string]Identityless
+	// Reloadable, when set, lets a configuration reload change
+	// Identityless and ToolIdentityless of the mounted endpoint (its
+	// Reload); nil keeps them for the endpoint's life.
+	Reloadable *Reloadable
 	// ConsoleBaseURL, when set, makes the result of a call waiting for an
 	// approval link the console's page of that approval
 	// (approvals.notify.console_base_url).
@@ -108,6 +112,8 @@ func (o Options) inProgressWait() time.Duration {
 type endpoint struct {
 	gw   *callpath.Engine
 	opts Options
+	// reloadable holds the options a reload may change (never nil).
+	reloadable *Reloadable
 
 	mu      sync.Mutex
 	entries []*tools.Entry
@@ -125,7 +131,12 @@ func Mount(o Options) callpath.Mount {
 		if o.Disabled {
 			return
 		}
-		e := &endpoint{gw: gw, opts: o}
+		reloadable := o.Reloadable
+		if reloadable == nil {
+			reloadable = new(Reloadable)
+		}
+		reloadable.Reload(o)
+		e := &endpoint{gw: gw, opts: o, reloadable: reloadable}
 		sdk := mcp.NewStreamableHTTPHandler(e.serverFor, &mcp.StreamableHTTPOptions{
 			Stateless: true,
 			// One JSON response per POST: a tools/call has exactly one

@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,11 +58,35 @@ type Identityless struct {
 	Window time.Duration
 }
 
-// identityless returns the handling of entry's calls without identity:
+// identitylessPolicies are the reloadable handling of calls without
+// identity: the endpoint's default and each tool's own.
+type identitylessPolicies struct {
+	endpoint Identityless
+	tools    map[string]Identityless
+}
+
+// Reloadable holds what of a mounted endpoint's Options a configuration
+// reload may change: Identityless and ToolIdentityless (mcp.identityless,
+// mcp.dedupe_window, tools[].identityless, tools[].dedupe_window). Pass
+// one in Options.Reloadable and call Reload with the reloaded Options;
+// the next tools/call uses them (one in flight keeps the key it got).
+// The zero value is ready to use.
+type Reloadable struct {
+	policies atomic.Pointer[identitylessPolicies]
+}
+
+// Reload replaces the endpoint's handling of calls without identity by
+// o's, in one atomic step.
+func (r *Reloadable) Reload(o Options) {
+	r.policies.Store(&identitylessPolicies{endpoint: o.Identityless, tools: maps.Clone(o.ToolIdentityless)})
+}
+
+// policy returns the handling of entry's calls without identity:
 // the tool's own, else the endpoint's.
-func (o Options) identityless(entry *tools.Entry) Identityless {
-	out := o.Identityless
-	if own, ok := o.ToolIdentityless[entry.Spec.Name]; ok {
+func (r *Reloadable) policy(entry *tools.Entry) Identityless {
+	p := r.policies.Load()
+	out := p.endpoint
+	if own, ok := p.tools[entry.Spec.Name]; ok {
 		if own.Mode != "" {
 			out.Mode = own.Mode
 		}
@@ -83,7 +109,7 @@ func (e *endpoint) keyByFingerprint(ctx context.Context, c *callpath.Call) {
 	if !c.NoIdentity || c.Entry.Spec.ReadOnly {
 		return
 	}
-	policy := e.opts.identityless(c.Entry)
+	policy := e.reloadable.policy(c.Entry)
 	if policy.Mode != IdentitylessFingerprint {
 		return
 	}

@@ -92,6 +92,7 @@ func (t *txn) claim(req idempotency.ClaimRequest) (idempotency.Decision, bool, e
 		Fingerprint: req.Fingerprint,
 		CreatedAt:   t.now.UnixNano(),
 		Requester:   req.Requester,
+		Identity:    req.Identity,
 	}
 	if req.Step != nil {
 		r.Step = &storedStep{SessionID: req.Step.SessionID, Index: req.Step.Index}

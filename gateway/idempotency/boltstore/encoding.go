@@ -94,6 +94,8 @@ type storedRecord struct {
 	ResolvedBy string `json:"rb,omitempty"`
 	// Effect is the effect value the record holds (layout 4), "" for none.
 	Effect string `json:"ef,omitempty"`
+	// Identity is the claim's identity (idempotency.ClaimRequest.Identity).
+	Identity string `json:"id,omitempty"`
 	// Charges are the budget buckets the record holds a reservation in
 	// (layout 5), so releasing the record releases them.
 	Charges []string `json:"bg,omitempty"`
@@ -150,6 +152,7 @@ func (r *storedRecord) toRecord() idempotency.Record {
 	rec.Reconciliation = r.Reconcile.toReconciliation()
 	rec.ResolvedBy = r.ResolvedBy
 	rec.Requester = r.Requester
+	rec.Identity = r.Identity
 	return rec
 }
 
@@ -189,3 +192,6 @@ func decodeToken(value []byte) int64 {
 	}
 	return int64(binary.BigEndian.Uint64(value))
 }
+
+// KeepsIdentity: records keep their identity (idempotency.IdentityKeeper).
+func (s *Store) KeepsIdentity() bool { return true }

@@ -33,13 +33,14 @@ type scannedRecord struct {
 	approval                                           scannedApproval
 	approvalUseUS                                      *int64
 	reconcile                                          scannedReconciliation
+	identity                                           *string
 }
 
 func (r *scannedRecord) dest() []any {
 	dest := []any{&r.tenant, &r.tool, &r.key, &r.state, &r.fingerprint, &r.executionID,
 		&r.fencing, &r.createdAt, &r.leaseExpiresAt, &r.expiresAt, &r.sessionID, &r.stepIndex,
 		&r.status, &r.contentType, &r.body, &r.arguments}
-	return append(append(append(dest, r.approval.dest()...), &r.approvalUseUS), r.reconcile.dest()...)
+	return append(append(append(append(dest, r.approval.dest()...), &r.approvalUseUS), r.reconcile.dest()...), &r.identity)
 }
 
 func deref[T any](p *T) T {
@@ -77,6 +78,7 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 	rec.Approval = r.approval.approval(r.approvalUseUS)
 	rec.Requester = deref(r.approval.requester)
 	r.reconcile.apply(&rec)
+	rec.Identity = deref(r.identity)
 	return rec
 }
 

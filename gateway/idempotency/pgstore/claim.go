@@ -55,7 +55,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 		var charged *bool
 		statement, args, dest = s.sql.claimCharged, append(args, charges), append(dest, &charged)
 	}
-	err := s.pool.QueryRow(ctx, statement, args...).Scan(dest...)
+	err := s.queryClaim(ctx, req, statement, args, dest) // identity.go
 	if over := budgetExceeded(err); over != nil {
 		return idempotency.Decision{Outcome: idempotency.OutcomeBudgetExceeded, Budget: over}, nil
 	}

@@ -121,6 +121,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// requester, quorum, binding, approved_by and claimed_by columns, a
 	// 23-argument claim and the decide_approval function.
 	principalsMigration,
+	// Version 12: the records' identity column (identity.go); claim's
+	// signature is unchanged.
+	identityMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

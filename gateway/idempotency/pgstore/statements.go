@@ -18,6 +18,8 @@ type statements struct {
 	getApproval, decideApproval string
 	// Reconciler statements (reconcile.go).
 	reconcile reconcileStatements
+	// keepIdentity writes a claim's identity (identity.go).
+	keepIdentity string
 }
 
 func newStatements(schema string) statements {
@@ -28,7 +30,8 @@ func newStatements(schema string) statements {
 	getApproval, decideApproval := approvalStatements(q)
 	return statements{
 		getApproval: getApproval, decideApproval: decideApproval,
-		reconcile: newReconcileStatements(q),
+		reconcile:    newReconcileStatements(q),
+		keepIdentity: q(keepIdentity),
 		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
 				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note,
 				a_requester, a_quorum, a_binding, a_approved_by, a_claimed_by, a_use_us,
@@ -132,4 +135,4 @@ const recordColumns = `r.tenant, r.tool, r.idempotency_key,
 	r.status, r.content_type, r.body, r.canonical_arguments,
 	r.approval_id, r.approval_rule, r.approval_reason, r.approver, r.approval_requested_at,
 	r.approval_expires_at, r.decided_by, r.decided_at, r.decision_note,
-	r.requester, r.approval_quorum, r.approval_binding, r.approved_by, r.claimed_by, r.approval_use_us, ` + reconcileColumns
+	r.requester, r.approval_quorum, r.approval_binding, r.approved_by, r.claimed_by, r.approval_use_us, ` + reconcileColumns + `, ` + identityColumn

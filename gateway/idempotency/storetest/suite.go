@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	cases = append(cases, reconcileCases()...)
 	cases = append(cases, effectCases()...)
 	cases = append(cases, effectLifeCases()...)
+	cases = append(cases, identityCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

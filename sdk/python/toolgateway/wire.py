@@ -123,6 +123,10 @@ META_IDENTITY_HOST_PREFIX: Final = "host:"
 #: ... or, for a call without identity, its fingerprint (person, tool,
 #: arguments, dedupe window).
 META_IDENTITY_FINGERPRINT: Final = "fingerprint"
+#: The kind of a record's identity (the admin API's record member
+#: "identity") when a host's per-call id keyed the call; the other kinds
+#: are META_IDENTITY_GATEWAY and META_IDENTITY_FINGERPRINT.
+RECORD_IDENTITY_HOST: Final = "host"
 #: The prefix of a fingerprint-keyed call's session: "fp:" + the principal.
 FINGERPRINT_SESSION_PREFIX: Final = "fp:"
 

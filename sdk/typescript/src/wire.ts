@@ -187,6 +187,8 @@ export const MetaIdentityGateway = "gateway";
 export const MetaIdentityHostPrefix = "host:";
 /** The value of {@link MetaIdentity} when a call without identity was keyed on its fingerprint (person, tool, arguments, dedupe window). */
 export const MetaIdentityFingerprint = "fingerprint";
+/** The kind of a record's identity (the admin API's record member `identity`) when a host's call id keyed the call; the other kinds are {@link MetaIdentityGateway} and {@link MetaIdentityFingerprint}. */
+export const RecordIdentityHost = "host";
 /** The prefix of a fingerprint-keyed call's session: `"fp:"` + the caller's principal. */
 export const FingerprintSessionPrefix = "fp:";
 
