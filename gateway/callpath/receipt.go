@@ -289,11 +289,15 @@ func (w *receiptWriter) flush(ctx context.Context) error {
 }
 
 // receipt is the receipt stage: after the stages ended the call, it
-// enqueues the receipt of what happened, if it was consequential. It
+// enqueues the receipt of what happened, if it was consequential, after
+// that of a record the record stage left UNKNOWN (st.madeUnknown). It
 // never ends the call itself.
 func (s *Engine) receipt(st *callState) {
 	if s.receipts == nil {
 		return
+	}
+	if st.madeUnknown {
+		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, receipts.EventMadeUnknown))
 	}
 	res := &st.result
 	ran := st.exec.resp != nil || st.exec.err != nil // the tool was called under a claim
@@ -326,10 +330,13 @@ func (s *Engine) receipt(st *callState) {
 	s.receipts.enqueueWith(st.call.Tenant, r, ref)
 }
 
-// receiptOfCall enqueues the receipt of event for the call (receipts on).
-func (s *Engine) receiptOfCall(st *callState, event receipts.Event) {
-	if s.receipts != nil {
-		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, event))
+// receiptOfApproval is the receipt stage at each claim: the receipt of
+// the pending approval the claim just wrote (st.newApproval), enqueued
+// before the call waits for its decision, so it comes before the
+// decision's in the chain.
+func (s *Engine) receiptOfApproval(st *callState) {
+	if s.receipts != nil && st.newApproval != nil {
+		s.receipts.enqueue(st.call.Tenant, s.callReceipt(st, receipts.EventApprovalRequested))
 	}
 }
 
