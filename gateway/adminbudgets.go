@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -35,7 +36,7 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 	}
 	keeper, ok := s.opts.Store.(idempotency.BudgetKeeper)
 	if !ok || !keeper.KeepsBudgets() {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store does not keep budgets"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this idempotency store does not keep budgets"))
 		return
 	}
 	now := time.Now()
@@ -44,7 +45,7 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 		u, err := keeper.BudgetUsage(r.Context(), c.Bucket, c.Since, c.Rolling)
 		if err != nil {
 			s.Logger().ErrorContext(r.Context(), "admin: budget usage failed", "budget", c.Budget, "error", err)
-			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
+			callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 			return
 		}
 		out = append(out, AdminBudget{Budget: c.Budget, Tenant: tenant, Tool: c.Tool,

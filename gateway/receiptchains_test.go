@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -35,7 +35,7 @@ func TestConsoleShowsEachChainsVerification(t *testing.T) {
 	store := newStore(t, storeEmbedded)
 	rs := receiptsBeside(t, store)
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("pay")}, withStore(store), withAdmin("adm"),
-		func(o *gateway.Options) { o.Receipts = rs })
+		func(o *callpath.Options) { o.Receipts = rs })
 	ctx := context.Background()
 	for i := range 5 {
 		for _, tenant := range []string{"acme", "globex"} {

@@ -15,7 +15,7 @@ import (
 // Server is the gateway's HTTP handler: the engine and its routes.
 type Server struct {
 	*callpath.Engine
-	opts    Options
+	opts    callpath.Options
 	handler http.Handler
 	// opsHandler serves the operations endpoints (OperationsHandler).
 	opsHandler http.Handler
@@ -27,7 +27,7 @@ type Server struct {
 }
 
 // NewServer builds a Server from opts.
-func NewServer(opts Options) (*Server, error) {
+func NewServer(opts callpath.Options) (*Server, error) {
 	e, err := callpath.New(opts)
 	if err != nil {
 		return nil, err

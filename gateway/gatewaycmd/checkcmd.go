@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -158,7 +159,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 }
 
 // checkedTools lists the tools of opts with their effective policies.
-func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
+func checkedTools(cfg *Config, opts callpath.Options) []CheckedTool {
 	upstreams := map[string]string{}
 	for _, t := range cfg.Tools {
 		if t.HTTP != nil {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/pins"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
@@ -122,9 +122,9 @@ func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler 
 			next.ServeHTTP(w, r)
 			return
 		}
-		p := gateway.NewProblem(wire.CodeUpstreamUnavailable, "MCP servers not listed yet: "+strings.Join(waiting, ", ")).WithRetryAfter(1)
+		p := callpath.NewProblem(wire.CodeUpstreamUnavailable, "MCP servers not listed yet: "+strings.Join(waiting, ", ")).WithRetryAfter(1)
 		p.MCPServers = waiting
-		gateway.WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 	})
 }
 
@@ -132,7 +132,7 @@ func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler 
 // this module keeps pins) and leaves a receipt of each pin stored in
 // receiptStore's tools chain (nil: receipts off). It also hands the
 // gateway the pins for the admin API.
-func usePins(m *mcptool.Manager, store idempotency.Store, receiptStore receipts.Store, opts *gateway.Options, log *slog.Logger) {
+func usePins(m *mcptool.Manager, store idempotency.Store, receiptStore receipts.Store, opts *callpath.Options, log *slog.Logger) {
 	if m == nil {
 		return
 	}

@@ -4,7 +4,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -23,7 +23,7 @@ type startup struct {
 	plugins []tools.Tool
 	// opts are the gateway's options without store, limiter, logger and
 	// tracer.
-	opts  gateway.Options
+	opts  callpath.Options
 	store storeChoice
 	// mcp holds the MCP servers, checked and their stand-ins registered in
 	// opts.Tools, not started (nil without mcp_servers).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -65,12 +66,12 @@ type reloader struct {
 
 	// cfg and applied are what serves now.
 	cfg     *Config
-	applied gateway.Settings
+	applied callpath.Settings
 }
 
 // settingsOf is the part of opts that gateway.Server.Reload takes.
-func settingsOf(opts gateway.Options) gateway.Settings {
-	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
+func settingsOf(opts callpath.Options) callpath.Settings {
+	return callpath.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
 		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
 		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets}
 }
@@ -104,7 +105,7 @@ func (r *reloader) reload() {
 	}
 	// Auth and the admin API turned on or off: the gateway's one rule
 	// (gateway.Server.Reload refuses the same), named before anything applies.
-	if fixed := gateway.FixedChanges(r.applied, settingsOf(opts)); len(fixed) > 0 {
+	if fixed := callpath.FixedChanges(r.applied, settingsOf(opts)); len(fixed) > 0 {
 		refuse("fields that cannot change at run time differ (restart the gateway to change them)", "fields", fixed)
 		return
 	}
@@ -231,7 +232,7 @@ func fieldChanges(section string, a, b any) []string {
 
 // changes lists what the reload changes, by field and name; never a token
 // or a hash, only that it changed.
-func (r *reloader) changes(next *Config, opts gateway.Options) []string {
+func (r *reloader) changes(next *Config, opts callpath.Options) []string {
 	cur := r.cfg
 	var out []string
 	if cur.LogLevel != next.LogLevel {
