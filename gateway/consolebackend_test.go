@@ -157,8 +157,10 @@ func TestConsoleRefusesSessionsForgedFromTheConfig(t *testing.T) {
 	sum := sha256.Sum256([]byte("adm"))
 	for name, keys := range map[string][][]byte{"random key": nil, "key file": {console.NewSessionKey()}} {
 		t.Run(name, func(t *testing.T) {
-			h, tool := decideHarness(t, storeEmbedded, callpath.ApprovalSettings{}, withAdmin("adm"),
-				func(o *callpath.Options) { o.ConsoleSessionKeys = keys })
+			h, tool := decideHarness(t, storeEmbedded, callpath.ApprovalSettings{}, withAdmin("adm"))
+			if err := h.GW.ReloadConsoleKeys(keys); err != nil {
+				t.Fatal(err)
+			}
 			call := refund("s", 1, "500")
 			id := pendingID(t, h.Do(call))
 

@@ -78,9 +78,13 @@ func TestExampleConfigBuilds(t *testing.T) {
 	if opts.AdminTokenSHA256 == nil || *opts.AdminTokenSHA256 != sha256.Sum256([]byte(exampleAdminToken)) {
 		t.Error("admin.token_sha256 is not SHA-256 of the token its comment names")
 	}
-	if opts.ConsoleTokenSignInOff || opts.ConsoleSecureCookies || opts.ConsoleSessionKeys != nil {
+	consoleOpts, err := cfg.consoleOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if consoleOpts.TokenSignInOff || consoleOpts.SecureCookies || consoleOpts.SessionKeys != nil {
 		t.Errorf("console: token sign-in off %v, secure cookies %v, %d session keys; want the token sign-in and a random key",
-			opts.ConsoleTokenSignInOff, opts.ConsoleSecureCookies, len(opts.ConsoleSessionKeys))
+			consoleOpts.TokenSignInOff, consoleOpts.SecureCookies, len(consoleOpts.SessionKeys))
 	}
 
 	cases := []struct {

@@ -64,16 +64,17 @@ type reloader struct {
 	// cert is the served TLS pair (nil without TLS); a reload re-reads it.
 	cert *servedCert
 
-	// cfg and applied are what serves now.
-	cfg     *Config
-	applied callpath.Settings
+	// cfg, applied and consoleKeys are what serves now.
+	cfg         *Config
+	applied     callpath.Settings
+	consoleKeys [][]byte
 }
 
 // settingsOf is the part of opts that gateway.Server.Reload takes.
 func settingsOf(opts callpath.Options) callpath.Settings {
 	return callpath.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
 		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets}
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -100,6 +101,11 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
+	consoleOpts, err := next.consoleOptions()
+	if err != nil {
+		refuse("invalid config", "error", err.Error())
+		return
+	}
 	if opts.OIDC = keepRunningOIDC(r.applied.OIDC, opts.OIDC); opts.OIDC != r.applied.OIDC {
 		startOIDC(context.Background(), opts.OIDC)
 	}
@@ -116,7 +122,7 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
-	changed := r.changes(next, opts)
+	changed := r.changes(next, opts, consoleOpts.SessionKeys)
 
 	// Three atomic swaps, so no call meets a tool without its configured
 	// policy: first the running settings plus the policies of names that
@@ -154,7 +160,11 @@ func (r *reloader) reload() {
 	if r.cert != nil && pair != nil && r.cert.swap(pair) {
 		changed = append(changed, "tls certificate (files re-read)")
 	}
-	r.cfg, r.applied = next, final
+	if err := r.gw.ReloadConsoleKeys(consoleOpts.SessionKeys); err != nil {
+		// Not reached in practice: consoleOptions parsed the same keys.
+		r.log.Error("config reload: the new console session keys were refused; the old ones sign", "error", err.Error())
+	}
+	r.cfg, r.applied, r.consoleKeys = next, final, consoleOpts.SessionKeys
 	if len(changed) == 0 {
 		changed = []string{"nothing"}
 	}
@@ -232,7 +242,7 @@ func fieldChanges(section string, a, b any) []string {
 
 // changes lists what the reload changes, by field and name; never a token
 // or a hash, only that it changed.
-func (r *reloader) changes(next *Config, opts callpath.Options) []string {
+func (r *reloader) changes(next *Config, opts callpath.Options, consoleKeys [][]byte) []string {
 	cur := r.cfg
 	var out []string
 	if cur.LogLevel != next.LogLevel {
@@ -254,7 +264,7 @@ func (r *reloader) changes(next *Config, opts callpath.Options) []string {
 		out = append(out, "approvals.use_within")
 	}
 	out = append(out, fieldChanges("admin", cur.Admin, next.Admin)...)
-	if !reflect.DeepEqual(r.applied.ConsoleSessionKeys, opts.ConsoleSessionKeys) {
+	if !reflect.DeepEqual(r.consoleKeys, consoleKeys) {
 		out = append(out, "console session keys")
 	}
 	out = append(out, tenantChanges(tenantsOf(cur), tenantsOf(next))...)

@@ -244,7 +244,7 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 	// One registry for the gateway's series and the reconcile worker's.
 	metricsRegistry := newMetricsRegistry()
 	opts.Registerer, opts.Gatherer = metricsRegistry, metricsRegistry
-	gw, err := gateway.NewServer(opts)
+	gw, err := gateway.NewServer(opts, gateway.WithConsole(st.console))
 	if err != nil {
 		return b, err
 	}
@@ -314,7 +314,8 @@ func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal
 		}()
 	}
 	rl := &reloader{path: st.path, getenv: getenv, log: log, level: st.level, plugins: st.plugins,
-		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts)}
+		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts),
+		consoleKeys: st.console.SessionKeys}
 serving:
 	for {
 		select {
@@ -405,18 +406,6 @@ func (c *Config) serverOptions(plugins []tools.Tool) (callpath.Options, error) {
 	if err := c.checkReceipts(); err != nil {
 		return callpath.Options{}, err
 	}
-	consoleOIDC, err := c.consoleOIDC()
-	if err != nil {
-		return callpath.Options{}, err
-	}
-	consoleKeys, err := c.consoleSessionKeys()
-	if err != nil {
-		return callpath.Options{}, err
-	}
-	tokenSignIn, err := c.consoleTokenSignIn()
-	if err != nil {
-		return callpath.Options{}, err
-	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
 	if lockTTL != 0 && lockTTL < callpath.MinLockTTL {
 		return callpath.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, callpath.MinLockTTL)
@@ -442,10 +431,6 @@ func (c *Config) serverOptions(plugins []tools.Tool) (callpath.Options, error) {
 		Approvals:                approvals,
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),
 		ReceiptRecoverAfter:      time.Duration(c.Receipts.RecoverAfter),
-		ConsoleOIDC:              consoleOIDC,
-		ConsoleSessionKeys:       consoleKeys,
-		ConsoleSecureCookies:     c.Console.SecureCookies,
-		ConsoleTokenSignInOff:    !tokenSignIn,
 	}, nil
 }
 
