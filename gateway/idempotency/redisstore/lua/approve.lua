@@ -16,7 +16,7 @@ local by = ARGV[3]              -- who decided
 local note = ARGV[4]            -- the decider's note
 local step_head = ARGV[5]       -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[6]          -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+--#include record_layout
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
 --#include held_step
 

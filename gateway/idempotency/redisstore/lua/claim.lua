@@ -71,8 +71,7 @@ local step_index = ARGV[17]  -- the step index, decimal ("" without a step)
 local step_head = ARGV[18]   -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[19]      -- the record's tenant (its step key's tag hashes it)
 local holder_only = ARGV[20] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 local STEP = '>Bc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0'
 --#include held_step

@@ -11,7 +11,7 @@ local owner = ARGV[1]   -- the reconciler
 local fence = ARGV[2]   -- the record's fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]  -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
+--#include record_layout
 --#include held_step
 --#include release_charges
 

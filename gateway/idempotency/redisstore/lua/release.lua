@@ -8,16 +8,13 @@ local owner = ARGV[1]  -- owner token (packed)
 local fence = ARGV[2]  -- fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4] -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
+--#include owned_record
 --#include held_step
 --#include release_charges
 
-local v = redis.call('GET', rec)
-if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, rcreated, rindex, rheld, rsession, p = struct.unpack(HEAD, v)
-local rowner = struct.unpack(PROGRESS, v, p)
-if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
+local v, _, _, _, rcreated, rheld, rsession, rindex = owned_record()
+if not v then return 0 end -- not IN_PROGRESS, or the lease is lost
 redis.call('DEL', rec)
 release_charges(charged, rcreated)
 if rheld == 1 then redis.call('DEL', held_step(rsession, rindex)) end
