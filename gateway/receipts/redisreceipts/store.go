@@ -166,13 +166,9 @@ func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Chec
 	if err != nil {
 		return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
 	}
-	out := make([]receipts.Checkpoint, 0, len(lines))
-	for _, line := range lines {
-		c, err := receipts.DecodeCheckpoint([]byte(line))
-		if err != nil {
-			return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
-		}
-		out = append(out, c)
+	out, err := receipts.DecodeCheckpoints(lines)
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
 	}
 	return out, nil
 }
