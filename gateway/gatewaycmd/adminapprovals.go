@@ -161,11 +161,7 @@ func (c *adminClient) decide(ctx context.Context, args []string, approve bool) e
 // JSON).
 func (c *adminClient) printApproval(raw []byte, asJSON bool) error {
 	if asJSON {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("admin: the answer is not JSON: %w", err)
-		}
-		return writeIndented(c.stdout, v)
+		return c.writeAnswer(raw)
 	}
 	var a gateway.AdminApproval
 	if err := json.Unmarshal(raw, &a); err != nil {

@@ -383,11 +383,7 @@ func (c *adminClient) remove(ctx context.Context, args []string) error {
 // printRecord prints one record as aligned "field value" lines (or JSON).
 func (c *adminClient) printRecord(raw []byte, asJSON bool) error {
 	if asJSON {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("admin: the answer is not JSON: %w", err)
-		}
-		return writeIndented(c.stdout, v)
+		return c.writeAnswer(raw)
 	}
 	var r gateway.AdminRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -491,4 +487,13 @@ func (c *adminClient) writeListing(member string, items []json.RawMessage, next 
 		out["next_cursor"] = next
 	}
 	return writeIndented(c.stdout, out)
+}
+
+// writeAnswer writes one answer of the admin API as indented JSON.
+func (c *adminClient) writeAnswer(raw []byte) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("admin: the answer is not JSON: %w", err)
+	}
+	return writeIndented(c.stdout, v)
 }
