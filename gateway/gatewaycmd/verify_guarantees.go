@@ -88,6 +88,20 @@ func callCounting(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCa
 	return resp, n, err
 }
 
+// firstCall is a call of t with fresh arguments at step 1 of a new
+// session; not ok (and why) when t keeps no records or has no arguments
+// to make.
+func firstCall(ctx context.Context, env *verifyEnv, t *verifyTool) (c verifyCall, why string, ok bool) {
+	if why, ok := needsRecords(t); !ok {
+		return verifyCall{}, why, false
+	}
+	args, _, err := t.freshArgs(ctx, env)
+	if err != nil {
+		return verifyCall{}, err.Error(), false
+	}
+	return verifyCall{tool: t.name, session: env.session(), step: 1, args: args}, "", true
+}
+
 // callTwice sends a and then b, counting the tool's executions meanwhile.
 func callTwice(ctx context.Context, env *verifyEnv, t *verifyTool, a, b verifyCall) (ra, rb verifyResponse, n int64, err error) {
 	n, err = ran(t, func() (err error) {
@@ -118,14 +132,10 @@ func ranOnce(first verifyResponse, n int64, err error, what string) (verdict, de
 }
 
 func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	if why, ok := needsRecords(t); !ok {
+	c, why, ok := firstCall(ctx, env, t)
+	if !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(ctx, env)
-	if err != nil {
-		return verifyNA, err.Error()
-	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	first, second, n, err := callTwice(ctx, env, t, c, c)
 	if verdict, detail, ok := ranOnce(first, n, err, "two identical calls"); !ok {
 		return verdict, detail
@@ -137,15 +147,11 @@ func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 }
 
 func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	if why, ok := needsRecords(t); !ok {
+	const racers = 8
+	c, why, ok := firstCall(ctx, env, t)
+	if !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(ctx, env)
-	if err != nil {
-		return verifyNA, err.Error()
-	}
-	const racers = 8
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	var wg sync.WaitGroup
 	errs := make(chan error, racers)
 	answers := make(chan verifyResponse, racers)
