@@ -44,17 +44,18 @@ func (s *Engine) answer(ctx context.Context, st *callState) bool {
 		s.log.ErrorContext(ctx, "store claim failed", "tool", st.call.Entry.Spec.Name, "error", st.claimErr)
 		return st.end(storeUnavailable("the idempotency store is unreachable; the tool was not run"))
 	}
-	return s.answerDecision(ctx, st, st.decision)
+	return s.answerDecision(ctx, st)
 }
 
-// answerDecision acts on the store's decision d: take the claimed call on
+// answerDecision acts on the store's decision: take the claimed call on
 // to run, or end it with the replay, the duplicate in flight, the reused
 // key, the step conflict, the UNKNOWN record.
-func (s *Engine) answerDecision(ctx context.Context, st *callState, d idempotency.Decision) bool {
+func (s *Engine) answerDecision(ctx context.Context, st *callState) bool {
+	d := &st.decision
 	c, name := st.call, st.call.Entry.Spec.Name
 	switch d.Outcome {
 	case idempotency.OutcomeClaimed:
-		if stale(st, d) {
+		if stale(st, *d) {
 			// Approved under other rules or another definition of the
 			// tool: void. Releasing the claim removes the record, so the
 			// next call asks for a new approval under the rules of now.
@@ -99,7 +100,7 @@ func (s *Engine) answerDecision(ctx context.Context, st *callState, d idempotenc
 		p := NewProblem(wire.CodeOutcomeUnknown, "the outcome of this call is unknown (its gateway died or its tool gave no certain answer); an operator must check the side effect and resolve the record")
 		return st.end(Result{Kind: ResultUnknown, Problem: p, Label: labelOutcomeUnknown})
 	case idempotency.OutcomeAwaitingApproval, idempotency.OutcomeApprovalDenied, idempotency.OutcomeApprovalExpired:
-		st.approvalOutcome = &d // the approval stage answers it (decide.go)
+		st.approvalOutcome = d // the approval stage answers it (decide.go)
 		return false
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
