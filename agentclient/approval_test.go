@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
@@ -27,7 +28,7 @@ const approvalsAdminToken = "approvals-admin-token"
 // decidingGateway serves a real gateway whose echo tool has decide rules:
 // {"approver":"operator"} waits for an operator, {"approver":"caller"} for
 // the caller's own human, {"deny":true} is denied, anything else runs.
-func decidingGateway(t *testing.T, opts ...func(*gateway.Options)) (url string, set *builtin.Set) {
+func decidingGateway(t *testing.T, opts ...func(*callpath.Options)) (url string, set *builtin.Set) {
 	t.Helper()
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "gateway.db"), boltstore.Options{})
 	if err != nil {
@@ -49,7 +50,7 @@ func decidingGateway(t *testing.T, opts ...func(*gateway.Options)) (url string, 
 		t.Fatal(err)
 	}
 	adminSHA := sha256.Sum256([]byte(approvalsAdminToken))
-	options := gateway.Options{Store: store, Tools: registry, AdminTokenSHA256: &adminSHA,
+	options := callpath.Options{Store: store, Tools: registry, AdminTokenSHA256: &adminSHA,
 		Decisions: map[string]*decide.Policy{builtin.EchoName: policy}}
 	for _, opt := range opts {
 		opt(&options)
@@ -151,8 +152,8 @@ func TestSessionApproveAndDenyCallerApprovals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, set := decidingGateway(t, func(o *gateway.Options) {
-		o.Tenants = append(o.Tenants, gateway.Tenant{Name: "acme", TokenSHA256: sha256.Sum256([]byte(agentToken))})
+	base, set := decidingGateway(t, func(o *callpath.Options) {
+		o.Tenants = append(o.Tenants, callpath.Tenant{Name: "acme", TokenSHA256: sha256.Sum256([]byte(agentToken))})
 		o.OIDC = verifier
 	})
 	client := agentclient.New(base, agentclient.WithToken(agentToken), agentclient.WithPreferWait(0))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/agentclient"
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/tools"
@@ -55,7 +56,7 @@ func realGateway(t *testing.T, tool tools.Tool) string {
 	if err := registry.Add(tool); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.NewServer(gateway.Options{
+	gw, err := gateway.NewServer(callpath.Options{
 		Store: redisstore.New(client, redisstore.Options{Prefix: prefix}),
 		Tools: registry,
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
@@ -50,8 +51,8 @@ func runWithGateway(m *testing.M) int {
 	}
 	// /mcp is the MCP adapter's, mounted as the program mounts it (the
 	// examples include an MCP client's call).
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry,
-		Mounts: []gateway.Mount{mcpserver.Mount(mcpserver.Options{})}})
+	gw, err := gateway.NewServer(callpath.Options{Store: store, Tools: registry,
+		Mounts: []callpath.Mount{mcpserver.Mount(mcpserver.Options{})}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

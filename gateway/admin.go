@@ -86,7 +86,7 @@ func adminScope(r *http.Request, suffix string) (idempotency.Scope, bool) {
 func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r, "")
 	if !ok {
-		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	rec, err := s.Store().Get(r.Context(), scope)
@@ -106,7 +106,7 @@ func (s *Server) handleAdminGet(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r, "")
 	if !ok {
-		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	err := s.Store().Delete(r.Context(), scope)
@@ -124,14 +124,14 @@ func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err err
 	case err == nil:
 		return false
 	case errors.Is(err, idempotency.ErrNotFound):
-		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 	case errors.Is(err, idempotency.ErrNotResolvable):
-		WriteProblem(w, NewProblem(wire.CodeRecordNotResolvable, "only an UNKNOWN record, or an IN_PROGRESS one whose lease expired, can be resolved"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotResolvable, "only an UNKNOWN record, or an IN_PROGRESS one whose lease expired, can be resolved"))
 	case errors.Is(err, idempotency.ErrInvalidCursor):
-		WriteProblem(w, NewProblem(wire.CodeInvalidAdminRequest, "the cursor (or the filter) is not one this store serves: start again without a cursor"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidAdminRequest, "the cursor (or the filter) is not one this store serves: start again without a cursor"))
 	default:
 		s.Logger().ErrorContext(r.Context(), "admin: store failed", "error", err)
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 	}
 	return true
 }

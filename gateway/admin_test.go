@@ -16,7 +16,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -111,7 +111,7 @@ func TestContractAdminRecords(t *testing.T) {
 		if got := strings.Join(keysOf(t, mustRaw(t, rec)), ","); got != members {
 			t.Fatalf("COMPLETED record members %s, want %s", got, members)
 		}
-		wantString(t, rec, "tenant", gateway.AnonymousTenant)
+		wantString(t, rec, "tenant", callpath.AnonymousTenant)
 		wantString(t, rec, "tool", "done")
 		wantString(t, rec, "key", key)
 		wantString(t, rec, "state", "COMPLETED")
@@ -129,7 +129,7 @@ func TestContractAdminRecords(t *testing.T) {
 		if string(rec["step_index"]) != "1" {
 			t.Fatalf("step_index %s, want 1", rec["step_index"])
 		}
-		wantString(t, rec, "upstream_key", tools.ScopedKey(gateway.AnonymousTenant, "done", key))
+		wantString(t, rec, "upstream_key", tools.ScopedKey(callpath.AnonymousTenant, "done", key))
 		if _, rec := adminRecord(t, h, path+"?include=arguments", "adm"); rec["canonical_arguments"] != nil {
 			t.Fatalf("COMPLETED record has canonical_arguments %s", rec["canonical_arguments"])
 		}
@@ -163,7 +163,7 @@ func TestContractAdminRecords(t *testing.T) {
 		// UNKNOWN: a dead gateway's claim on a lease_expiry: unknown tool.
 		payKey := derivedKey(t, "adm", 3, "pay", `{}`)
 		_, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
-			Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: payKey},
+			Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: payKey},
 			Fingerprint: fingerprintOf(t, `{}`), Step: &idempotency.Step{SessionID: "adm", Index: 3}, StepGuard: true,
 			ExecutionID: ulid.Make().String(), Owner: "dead", LockTTL: 300 * time.Millisecond,
 			ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown,
@@ -185,7 +185,7 @@ func TestContractAdminRecords(t *testing.T) {
 		}
 		_, rec = adminRecord(t, h, payPath+"?include=arguments", "adm")
 		wantString(t, rec, "canonical_arguments", `{}`)
-		wantString(t, rec, "upstream_key", tools.ScopedKey(gateway.AnonymousTenant, "pay", payKey))
+		wantString(t, rec, "upstream_key", tools.ScopedKey(callpath.AnonymousTenant, "pay", payKey))
 
 		// Auth, delete, missing.
 		wantContractProblem(t, h.get(payPath, ""), 401, wire.CodeUnauthorized, false)
@@ -389,7 +389,7 @@ func TestAdminResolveEndToEnd(t *testing.T) {
 	// The gateway that ran the tool died before completing: its claim's
 	// lease runs out.
 	if _, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key},
+		Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: key},
 		Fingerprint: fingerprintOf(t, call.args), Step: &idempotency.Step{SessionID: "agent", Index: 4}, StepGuard: true,
 		StepBoundKey: true, ExecutionID: deadExec, Owner: "dead", LockTTL: 300 * time.Millisecond,
 		ReplayTTL: replayTTL, LeaseExpiry: idempotency.LeaseExpiryUnknown,
@@ -464,7 +464,7 @@ func TestAdminResolveBodies(t *testing.T) {
 	} {
 		key := fmt.Sprintf("%064d", i)
 		_, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
-			Scope: idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key}, Fingerprint: "f",
+			Scope: idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: key}, Fingerprint: "f",
 			ExecutionID: ulid.Make().String(), Owner: "dead", LockTTL: 300 * time.Millisecond, ReplayTTL: time.Hour,
 			LeaseExpiry: idempotency.LeaseExpiryUnknown,
 		})
@@ -476,7 +476,7 @@ func TestAdminResolveBodies(t *testing.T) {
 		if r.status != 200 || !strings.Contains(string(r.body), tc.show) {
 			t.Errorf("resolve %s: %d %s, want %s", tc.resolve, r.status, r.body, tc.show)
 		}
-		rec, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key})
+		rec, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: key})
 		if err != nil || rec.Response == nil || string(rec.Response.Body) != tc.replay {
 			t.Errorf("stored after %s: %+v %v", tc.resolve, rec.Response, err)
 		}

@@ -146,7 +146,7 @@ func toAdminApproval(rec idempotency.Record, withArguments bool) AdminApproval {
 func (s *Server) approvalStore(w http.ResponseWriter) (idempotency.Approvals, bool) {
 	a, ok := s.opts.Store.(idempotency.Approvals)
 	if !ok {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store keeps no approvals"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this idempotency store keeps no approvals"))
 	}
 	return a, ok
 }
@@ -233,7 +233,7 @@ func approvalID(r *http.Request) (string, bool) {
 
 // approvalNotFound answers 404 for an approval id no live record carries.
 func approvalNotFound(w http.ResponseWriter) {
-	WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no approval of that id (never requested, or its record was consumed, deleted or swept)"))
+	callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no approval of that id (never requested, or its record was consumed, deleted or swept)"))
 }
 
 // handleAdminApproval shows one approval with its canonical arguments.
@@ -268,7 +268,7 @@ func (s *Server) approvalError(w http.ResponseWriter, r *http.Request, err error
 	case errors.Is(err, idempotency.ErrNotFound):
 		approvalNotFound(w)
 	case errors.As(err, &notPending):
-		WriteProblem(w, approvalNotPending(notPending))
+		callpath.WriteProblem(w, approvalNotPending(notPending))
 	default:
 		return s.adminStoreError(w, r, err)
 	}
@@ -277,13 +277,13 @@ func (s *Server) approvalError(w http.ResponseWriter, r *http.Request, err error
 
 // approvalNotPending is the 409 of deciding an approval that is decided or
 // expired, saying who decided it and when.
-func approvalNotPending(e *idempotency.ApprovalNotPendingError) *Problem {
+func approvalNotPending(e *idempotency.ApprovalNotPendingError) *callpath.Problem {
 	state := approvalStateName(e.State)
 	detail := "the approval is " + state
 	if e.DecidedBy != "" {
 		detail += " by " + e.DecidedBy + " at " + adminTime(e.DecidedAt)
 	}
-	p := NewProblem(wire.CodeApprovalNotPending, detail)
+	p := callpath.NewProblem(wire.CodeApprovalNotPending, detail)
 	p.State, p.DecidedBy, p.DecidedAt = state, e.DecidedBy, adminTime(e.DecidedAt)
 	return p
 }
@@ -304,14 +304,14 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty
 	var in decisionRequest
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxDecisionBody))
 	if err != nil {
-		WriteProblem(w, NewProblem(wire.CodePayloadTooLarge, fmt.Sprintf("a decision is at most %d bytes", maxDecisionBody)))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodePayloadTooLarge, fmt.Sprintf("a decision is at most %d bytes", maxDecisionBody)))
 		return in, false
 	}
 	if len(raw) == 0 && allowEmpty {
 		return in, true
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSONMediaType(ct) {
-		WriteProblem(w, NewProblem(wire.CodeUnsupportedMediaType, "send the decision as application/json"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeUnsupportedMediaType, "send the decision as application/json"))
 		return in, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -321,7 +321,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty
 		if err != nil {
 			detail += ": " + err.Error()
 		}
-		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, detail))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidJSON, detail))
 		return in, false
 	}
 	return in, true
@@ -372,7 +372,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, id strin
 	rec, err := s.DecideApproval(r.Context(), id, decision)
 	var refused *callpath.DecisionRefused
 	if errors.As(err, &refused) {
-		WriteProblem(w, refused.Problem)
+		callpath.WriteProblem(w, refused.Problem)
 		return
 	}
 	if s.approvalError(w, r, err) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -41,10 +42,10 @@ func (s *Server) handleAdminBudgets(w http.ResponseWriter, r *http.Request) {
 	out, err := s.BudgetWindows(r.Context(), tenant, r.URL.Query().Get("requester"))
 	switch {
 	case errors.Is(err, errBudgetsUnkept):
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store does not keep budgets"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this idempotency store does not keep budgets"))
 	case err != nil:
 		s.Logger().ErrorContext(r.Context(), "admin: budget usage failed", "error", err)
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "the idempotency store is unreachable").WithRetryAfter(1))
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"budgets": out})
 	}

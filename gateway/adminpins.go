@@ -43,7 +43,7 @@ func (s *Server) pinKeeper(w http.ResponseWriter, r *http.Request, what string) 
 		return nil, false
 	}
 	if s.opts.Pins == nil {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway fronts no MCP server: no tool is pinned"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this gateway fronts no MCP server: no tool is pinned"))
 		return nil, false
 	}
 	return s.opts.Pins, true
@@ -57,7 +57,7 @@ func (s *Server) handleAdminTools(w http.ResponseWriter, r *http.Request) {
 	}
 	statuses, err := keeper.Statuses(r.Context())
 	if err != nil {
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "could not read the pins"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "could not read the pins"))
 		return
 	}
 	if statuses == nil {
@@ -78,9 +78,9 @@ func (s *Server) handleAdminTool(w http.ResponseWriter, r *http.Request) {
 	change, err := keeper.Change(r.Context(), tool)
 	switch {
 	case errors.Is(err, pins.ErrUnknownTool):
-		WriteProblem(w, NewProblem(wire.CodeToolNotFound, fmt.Sprintf("no MCP upstream tool %q is listed", tool)))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeToolNotFound, fmt.Sprintf("no MCP upstream tool %q is listed", tool)))
 	case err != nil:
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "could not read the pin"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "could not read the pin"))
 	default:
 		writeJSON(w, http.StatusOK, change)
 	}
@@ -101,14 +101,14 @@ func (s *Server) handleAdminAcceptTool(w http.ResponseWriter, r *http.Request) {
 	status, err := keeper.Accept(r.Context(), tool, in.SHA256, in.By)
 	switch {
 	case errors.Is(err, pins.ErrUnknownTool):
-		WriteProblem(w, NewProblem(wire.CodeToolNotFound, fmt.Sprintf("no MCP upstream tool %q is listed", tool)))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeToolNotFound, fmt.Sprintf("no MCP upstream tool %q is listed", tool)))
 	case errors.Is(err, pins.ErrFixedByConfig):
 		badAdminRequest(w, "the config fixes this tool's pin (mcp_servers[].pins): change it there")
 	case errors.Is(err, pins.ErrNotCurrent):
-		WriteProblem(w, NewProblem(wire.CodeToolChanged, "the server lists another definition than the one you named (it changed again): review GET /admin/v1/tools and accept that hash"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeToolChanged, "the server lists another definition than the one you named (it changed again): review GET /admin/v1/tools and accept that hash"))
 	case err != nil:
 		s.Logger().WarnContext(r.Context(), "accepting a tool failed", "tool", tool, "error", err)
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "could not store the pin"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "could not store the pin"))
 	default:
 		s.Logger().InfoContext(r.Context(), "tool accepted", "tool", tool, "sha256", status.Pinned, "by", in.By)
 		writeJSON(w, http.StatusOK, status)
@@ -120,12 +120,12 @@ func readAcceptRequest(w http.ResponseWriter, r *http.Request) (acceptRequest, b
 	in := acceptRequest{}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAcceptBody))
 	if err != nil {
-		WriteProblem(w, NewProblem(wire.CodePayloadTooLarge, fmt.Sprintf("an accept body is at most %d bytes", maxAcceptBody)))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodePayloadTooLarge, fmt.Sprintf("an accept body is at most %d bytes", maxAcceptBody)))
 		return in, false
 	}
 	if len(strings.TrimSpace(string(raw))) > 0 {
 		if ct := r.Header.Get("Content-Type"); !isJSONMediaType(ct) {
-			WriteProblem(w, NewProblem(wire.CodeUnsupportedMediaType, "send the body as application/json"))
+			callpath.WriteProblem(w, callpath.NewProblem(wire.CodeUnsupportedMediaType, "send the body as application/json"))
 			return in, false
 		}
 		dec := json.NewDecoder(strings.NewReader(string(raw)))

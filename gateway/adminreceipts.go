@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -117,7 +118,7 @@ func eventList() string {
 // handleAdminReceipts answers one page of receipts.
 func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 	if s.ReceiptStore() == nil {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
 		return
 	}
 	q, err := parseReceiptsQuery(r.URL.Query())
@@ -128,7 +129,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 	page, cursor, err := s.receiptsPage(r.Context(), q)
 	if err != nil {
 		s.Logger().ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
 		return
 	}
 	var body []byte
@@ -136,7 +137,7 @@ func (s *Server) handleAdminReceipts(w http.ResponseWriter, r *http.Request) {
 		line, err := receipts.Encode(rc)
 		if err != nil {
 			s.Logger().ErrorContext(r.Context(), "admin: receipt not encodable", "tenant", rc.Tenant, "seq", rc.Seq, "error", err)
-			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "a stored receipt could not be encoded"))
+			callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "a stored receipt could not be encoded"))
 			return
 		}
 		body = append(append(body, line...), '\n')

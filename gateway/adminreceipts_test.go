@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
@@ -38,7 +38,7 @@ func TestAdminReceiptsFiltersAndPages(t *testing.T) {
 		}
 	}
 	gatewaytest.WantProblem(t, h.Do(refund("a", 9, "50000")), http.StatusForbidden, wire.CodeCallDenied)
-	all := chainOf(t, rs, gateway.AnonymousTenant, 6)
+	all := chainOf(t, rs, callpath.AnonymousTenant, 6)
 
 	r := h.Send(http.MethodGet, "/admin/v1/receipts?event=denied", "tok-admin")
 	if got := receiptLines(t, r.Body); r.Status != 200 || r.Header.Get("Content-Type") != "application/jsonl" || len(got) != 1 || got[0].Event != receipts.EventDenied {

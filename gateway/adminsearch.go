@@ -114,7 +114,7 @@ func toAdminRecord(rec idempotency.Record, include adminInclude) AdminRecord {
 
 // badAdminRequest answers 400 invalid_admin_request.
 func badAdminRequest(w http.ResponseWriter, detail string) {
-	WriteProblem(w, NewProblem(wire.CodeInvalidAdminRequest, detail))
+	callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidAdminRequest, detail))
 }
 
 // parseInclude reads ?include=: response, arguments, or both (comma
@@ -148,7 +148,7 @@ func parseInclude(w http.ResponseWriter, r *http.Request) (include adminInclude,
 // has none.
 func (s *Server) searchable(w http.ResponseWriter) (idempotency.Admin, bool) {
 	if s.AdminStore() == nil {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this idempotency store cannot search or resolve records"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this idempotency store cannot search or resolve records"))
 		return nil, false
 	}
 	return s.AdminStore(), true
@@ -216,7 +216,7 @@ func (s *Server) handleAdminExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "execution_id")
 	if id == "" || len(id) > maxExecutionIDLen || !printableASCII(id) {
-		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record of that execution id"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record of that execution id"))
 		return
 	}
 	admin, ok := s.searchable(w)
@@ -225,7 +225,7 @@ func (s *Server) handleAdminExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := admin.FindExecution(r.Context(), id)
 	if errors.Is(err, idempotency.ErrNotFound) {
-		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record of that execution id"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record of that execution id"))
 		return
 	}
 	if s.adminStoreError(w, r, err) {
@@ -300,7 +300,7 @@ func (in resolveRequest) storedResponse() (idempotency.StoredResponse, error) {
 func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	scope, ok := adminScope(r, "/resolve")
 	if !ok {
-		WriteProblem(w, NewProblem(wire.CodeRecordNotFound, "no record under that path"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
 	if len(r.URL.Query()) > 0 {
@@ -308,12 +308,12 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSONMediaType(ct) {
-		WriteProblem(w, NewProblem(wire.CodeUnsupportedMediaType, "send the resolution as application/json"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeUnsupportedMediaType, "send the resolution as application/json"))
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
-		WriteProblem(w, NewProblem(wire.CodePayloadTooLarge, "the resolution is larger than max_body_bytes"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodePayloadTooLarge, "the resolution is larger than max_body_bytes"))
 		return
 	}
 	var in resolveRequest
@@ -324,7 +324,7 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			detail += ": " + err.Error()
 		}
-		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, detail))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidJSON, detail))
 		return
 	}
 	resp, err := in.storedResponse()

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
@@ -49,7 +48,7 @@ func trustHarnessOn(t *testing.T, kind storeKind, rules []decide.Rule) (*gateway
 	t.Helper()
 	tool := gatewaytest.NewTool("refund")
 	h := gatewaytest.New(t, kind, []tools.Tool{tool},
-		withDecisions(compileRules(t, "refund", rules), decide.ModeEnforce, gateway.ApprovalSettings{}),
+		withDecisions(compileRules(t, "refund", rules), decide.ModeEnforce, callpath.ApprovalSettings{}),
 		gatewaytest.WithTenants(map[string]string{"acme": acmeToken}), withAdmin(adminToken))
 	return h, tool
 }
@@ -270,9 +269,9 @@ func TestReloadVoidsAnApproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		changed := compileRules(t, "refund", []decide.Rule{{Decision: decide.Approve, Reason: "refunds need two of finance"}})
-		tenants := []gateway.Tenant{{Name: "acme", TokenSHA256: sha256.Sum256([]byte(acmeToken))}}
+		tenants := []callpath.Tenant{{Name: "acme", TokenSHA256: sha256.Sum256([]byte(acmeToken))}}
 		admin := sha256.Sum256([]byte(adminToken))
-		if err := h.GW.Reload(gateway.Settings{Decisions: changed, Tenants: tenants, AdminTokenSHA256: &admin}); err != nil {
+		if err := h.GW.Reload(callpath.Settings{Decisions: changed, Tenants: tenants, AdminTokenSHA256: &admin}); err != nil {
 			t.Fatal(err)
 		}
 		p := gatewaytest.WantProblem(t, h.Do(c), http.StatusForbidden, wire.CodeApprovalStale)
@@ -309,9 +308,9 @@ func TestCallerApprovalByAPersonRunsOnce(t *testing.T) {
 	}
 	tool := gatewaytest.NewTool("refund")
 	h := gatewaytest.New(t, gatewaytest.Embedded, []tools.Tool{tool},
-		withDecisions(compileRules(t, "refund", []decide.Rule{{Decision: decide.Approve, Approver: decide.Caller}}), decide.ModeEnforce, gateway.ApprovalSettings{}),
+		withDecisions(compileRules(t, "refund", []decide.Rule{{Decision: decide.Approve, Approver: decide.Caller}}), decide.ModeEnforce, callpath.ApprovalSettings{}),
 		gatewaytest.WithTenants(map[string]string{"acme": acmeToken}), withAdmin(adminToken),
-		func(o *gateway.Options) { o.OIDC = verifier })
+		func(o *callpath.Options) { o.OIDC = verifier })
 	// The agent asks with its static token; the person answers with the
 	// provider's token (what an MCP host holds for its signed-in user).
 	c := acmeRefund("person", 1, "300")

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
 	"github.com/toolgateway/toolgateway/wire"
@@ -196,20 +197,20 @@ func TestNewServerRefusesUnenforceableTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := newStore(t, storeEmbedded)
-	tenant := func(name, token string) gateway.Tenant {
-		return gateway.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token))}
+	tenant := func(name, token string) callpath.Tenant {
+		return callpath.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token))}
 	}
 	admin := sha256.Sum256([]byte("tok-a"))
-	cases := map[string]gateway.Options{
-		"empty name":             {Tenants: []gateway.Tenant{tenant("", "t")}},
-		"colon in name":          {Tenants: []gateway.Tenant{tenant("a:b", "t")}},
-		"brace in name":          {Tenants: []gateway.Tenant{tenant("a{b}", "t")}},
-		"newline in name":        {Tenants: []gateway.Tenant{tenant("acme\n", "t")}},
-		"upper case name":        {Tenants: []gateway.Tenant{tenant("Acme", "t")}},
-		"name too long":          {Tenants: []gateway.Tenant{tenant(strings.Repeat("a", 65), "t")}},
-		"same name twice":        {Tenants: []gateway.Tenant{tenant("acme", "t1"), tenant("acme", "t2")}},
-		"same token twice":       {Tenants: []gateway.Tenant{tenant("acme", "t"), tenant("globex", "t")}},
-		"admin token = a tenant": {Tenants: []gateway.Tenant{tenant("acme", "tok-a")}, AdminTokenSHA256: &admin},
+	cases := map[string]callpath.Options{
+		"empty name":             {Tenants: []callpath.Tenant{tenant("", "t")}},
+		"colon in name":          {Tenants: []callpath.Tenant{tenant("a:b", "t")}},
+		"brace in name":          {Tenants: []callpath.Tenant{tenant("a{b}", "t")}},
+		"newline in name":        {Tenants: []callpath.Tenant{tenant("acme\n", "t")}},
+		"upper case name":        {Tenants: []callpath.Tenant{tenant("Acme", "t")}},
+		"name too long":          {Tenants: []callpath.Tenant{tenant(strings.Repeat("a", 65), "t")}},
+		"same name twice":        {Tenants: []callpath.Tenant{tenant("acme", "t1"), tenant("acme", "t2")}},
+		"same token twice":       {Tenants: []callpath.Tenant{tenant("acme", "t"), tenant("globex", "t")}},
+		"admin token = a tenant": {Tenants: []callpath.Tenant{tenant("acme", "tok-a")}, AdminTokenSHA256: &admin},
 	}
 	for name, o := range cases {
 		o.Store, o.Tools = store, registry
@@ -219,7 +220,7 @@ func TestNewServerRefusesUnenforceableTenants(t *testing.T) {
 			t.Errorf("%s: NewServer accepted it", name)
 		}
 	}
-	ok := gateway.Options{Store: store, Tools: registry, Tenants: []gateway.Tenant{tenant("acme", "t1"), tenant("globex_2", "t2")}, AdminTokenSHA256: &admin}
+	ok := callpath.Options{Store: store, Tools: registry, Tenants: []callpath.Tenant{tenant("acme", "t1"), tenant("globex_2", "t2")}, AdminTokenSHA256: &admin}
 	reg := prometheus.NewRegistry()
 	ok.Registerer, ok.Gatherer = reg, reg
 	if _, err := gateway.NewServer(ok); err != nil {
@@ -387,19 +388,19 @@ func TestPreviousTokensAreTokens(t *testing.T) {
 	}
 	store := newStore(t, storeEmbedded)
 	hash := func(token string) *[sha256.Size]byte { h := sha256.Sum256([]byte(token)); return &h }
-	tenant := func(name, token, previous string) gateway.Tenant {
-		t := gateway.Tenant{Name: name, TokenSHA256: *hash(token)}
+	tenant := func(name, token, previous string) callpath.Tenant {
+		t := callpath.Tenant{Name: name, TokenSHA256: *hash(token)}
 		if previous != "" {
 			t.PreviousTokenSHA256 = hash(previous)
 		}
 		return t
 	}
-	cases := map[string]gateway.Options{
-		"previous = own token":               {Tenants: []gateway.Tenant{tenant("acme", "t", "t")}},
-		"previous = other tenant's token":    {Tenants: []gateway.Tenant{tenant("acme", "t1", "t2"), tenant("globex", "t2", "")}},
-		"previous = other tenant's previous": {Tenants: []gateway.Tenant{tenant("acme", "t1", "old"), tenant("globex", "t2", "old")}},
-		"previous = admin's token":           {Tenants: []gateway.Tenant{tenant("acme", "t1", "adm")}, AdminTokenSHA256: hash("adm")},
-		"admin previous = a tenant's token":  {Tenants: []gateway.Tenant{tenant("acme", "t1", "")}, AdminTokenSHA256: hash("adm"), AdminPreviousTokenSHA256: hash("t1")},
+	cases := map[string]callpath.Options{
+		"previous = own token":               {Tenants: []callpath.Tenant{tenant("acme", "t", "t")}},
+		"previous = other tenant's token":    {Tenants: []callpath.Tenant{tenant("acme", "t1", "t2"), tenant("globex", "t2", "")}},
+		"previous = other tenant's previous": {Tenants: []callpath.Tenant{tenant("acme", "t1", "old"), tenant("globex", "t2", "old")}},
+		"previous = admin's token":           {Tenants: []callpath.Tenant{tenant("acme", "t1", "adm")}, AdminTokenSHA256: hash("adm")},
+		"admin previous = a tenant's token":  {Tenants: []callpath.Tenant{tenant("acme", "t1", "")}, AdminTokenSHA256: hash("adm"), AdminPreviousTokenSHA256: hash("t1")},
 		"admin previous = admin's token":     {AdminTokenSHA256: hash("adm"), AdminPreviousTokenSHA256: hash("adm")},
 		"admin previous without a current":   {AdminPreviousTokenSHA256: hash("adm")},
 	}
@@ -412,8 +413,8 @@ func TestPreviousTokensAreTokens(t *testing.T) {
 		}
 	}
 
-	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")}, func(o *gateway.Options) {
-		o.Tenants = []gateway.Tenant{tenant("acme", "new", "old"), tenant("globex", "g", "")}
+	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("provision")}, func(o *callpath.Options) {
+		o.Tenants = []callpath.Tenant{tenant("acme", "new", "old"), tenant("globex", "g", "")}
 	})
 	for step, token := range []string{"new", "old"} {
 		r := h.do(callSpec{tool: "provision", session: "rot", step: uint64(step), args: `{}`, token: token})
@@ -426,7 +427,7 @@ func TestPreviousTokensAreTokens(t *testing.T) {
 	if r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("acme's old token did not reach acme's record: %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
 	}
-	if err := h.gw.Reload(gateway.Settings{Tenants: []gateway.Tenant{tenant("acme", "new", ""), tenant("globex", "g", "")}}); err != nil {
+	if err := h.gw.Reload(callpath.Settings{Tenants: []callpath.Tenant{tenant("acme", "new", ""), tenant("globex", "g", "")}}); err != nil {
 		t.Fatal(err)
 	}
 	if r := h.do(callSpec{tool: "provision", session: "rot", step: 2, args: `{}`, token: "old"}); r.status != http.StatusUnauthorized {

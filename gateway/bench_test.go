@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
@@ -93,7 +94,7 @@ func benchGateway(b *testing.B, store idempotency.Store, accessLog, traced, deci
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := gateway.Options{
+	opts := callpath.Options{
 		Store: store, Tools: reg, ReplayTTL: 10 * time.Minute,
 		Logger: logger, Receipts: rs,
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -22,7 +22,7 @@ func TestBudgetGauges(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := refundLosingAnswerOf(`{"amount":60}`)
 		store := newStore(t, kind)
-		sampled := func(o *gateway.Options) { o.RecordsSampleInterval = 50 * time.Millisecond }
+		sampled := func(o *callpath.Options) { o.RecordsSampleInterval = 50 * time.Millisecond }
 		replica := func() *harness {
 			return newHarness(t, kind, []tools.Tool{tool}, withStore(store), withBudgets(refundBudget(t, 100)), withAdmin("adm"), sampled,
 				withPolicy("refund", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}))

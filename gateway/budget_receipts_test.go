@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
@@ -34,13 +34,13 @@ func TestBudgetReceipts(t *testing.T) {
 		store := newStore(t, kind)
 		rs := receiptsBeside(t, store)
 		h := newHarness(t, kind, []tools.Tool{tool}, withStore(store), withBudgets(refundBudget(t, 100)),
-			func(o *gateway.Options) { o.Receipts = rs })
+			func(o *callpath.Options) { o.Receipts = rs })
 		if r := h.do(callSpec{tool: "refund", session: "a", step: 1, args: `{"amount":60}`}); r.status != http.StatusOK {
 			t.Fatalf("60: %d %s", r.status, r.body)
 		}
 		wantProblem(t, h.do(callSpec{tool: "refund", session: "b", step: 1, args: `{"amount":40}`}), http.StatusBadGateway, wire.CodeUpstreamUnreachable)
 		wantProblem(t, h.do(callSpec{tool: "refund", session: "c", step: 1, args: `{"amount":50}`}), http.StatusForbidden, wire.CodeBudgetExceeded)
-		chain := chainOf(t, rs, gateway.AnonymousTenant, 6) // and two executed
+		chain := chainOf(t, rs, callpath.AnonymousTenant, 6) // and two executed
 		var got []string
 		for _, r := range chain {
 			if r.Budget != "" {

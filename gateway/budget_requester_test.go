@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 	"github.com/toolgateway/toolgateway/internal/oidctest"
@@ -36,7 +37,7 @@ func TestBudgetPerRequester(t *testing.T) {
 	tool, paid := refundTool()
 	h := gatewaytest.New(t, gatewaytest.Embedded, []tools.Tool{tool}, withBudgets(set),
 		gatewaytest.WithTenants(map[string]string{"acme": acmeToken}), withAdmin(adminToken),
-		func(o *gateway.Options) { o.OIDC = verifier })
+		func(o *callpath.Options) { o.OIDC = verifier })
 	person := op.Token(t)
 	refund := func(token, session, amount string) gatewaytest.Response {
 		return h.Do(gatewaytest.Call{Tool: "refund", Session: session, Step: 1, Args: `{"amount":` + amount + `}`, Token: token})

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
@@ -51,7 +51,7 @@ func refundBudget(t testing.TB, limit float64) *budgets.Set {
 }
 
 func withBudgets(set *budgets.Set) harnessOption {
-	return func(o *gateway.Options) { o.Budgets = set }
+	return func(o *callpath.Options) { o.Budgets = set }
 }
 
 // TestBudgetRaceAcrossReplicas: 64 refunds from 3 gateway replicas on one
@@ -186,7 +186,7 @@ func budgetSettles(t *testing.T, kind storeKind, opts ...harnessOption) {
 	exceeded(refund("d", `{"amount":1}`), 0)
 	wantUsage := func(used, held float64) {
 		t.Helper()
-		r := h.get("/admin/v1/budgets?tenant="+gateway.AnonymousTenant, "adm")
+		r := h.get("/admin/v1/budgets?tenant="+callpath.AnonymousTenant, "adm")
 		var body struct {
 			Budgets []map[string]any `json:"budgets"`
 		}
@@ -327,7 +327,7 @@ func TestBudgetRuleAsksFinance(t *testing.T) {
 			{Decision: decide.Allow},
 		})
 		h := newHarness(t, kind, []tools.Tool{tool}, withBudgets(refundBudget(t, 100)), withAdmin("adm"),
-			withDecisions(rules, decide.ModeEnforce, gateway.ApprovalSettings{}))
+			withDecisions(rules, decide.ModeEnforce, callpath.ApprovalSettings{}))
 		if r := h.do(callSpec{tool: "refund", session: "s", step: 1, args: `{"amount":80}`}); r.status != http.StatusOK {
 			t.Fatalf("80 of 100: %d %s", r.status, r.body)
 		}
@@ -343,7 +343,7 @@ func TestBudgetRuleAsksFinance(t *testing.T) {
 		if got := paid.Load(); got != 130*100 {
 			t.Fatalf("the upstream paid %d cents, want 130.00 (80, and 50 approved over the limit)", got)
 		}
-		r := h.get("/admin/v1/budgets?tenant="+gateway.AnonymousTenant, "adm")
+		r := h.get("/admin/v1/budgets?tenant="+callpath.AnonymousTenant, "adm")
 		if !strings.Contains(string(r.body), `"used":130`) || !strings.Contains(string(r.body), `"remaining":-30`) {
 			t.Fatalf("budget after the approved call: %s", r.body)
 		}

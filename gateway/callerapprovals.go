@@ -25,13 +25,13 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 		approve = true
 	case "deny":
 	default:
-		WriteProblem(w, NewProblem(wire.CodeNotFound, "no such endpoint: decide with …/approve or …/deny"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeNotFound, "no such endpoint: decide with …/approve or …/deny"))
 		return
 	}
 	if r.Method != http.MethodPost {
-		p := NewProblem(wire.CodeMethodNotAllowed, "decide an approval with POST")
+		p := callpath.NewProblem(wire.CodeMethodNotAllowed, "decide an approval with POST")
 		p.WithAllow(http.MethodPost)
-		WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 		return
 	}
 	id, ok := approvalID(r)
@@ -44,11 +44,11 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.By != "" {
-		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, `send only "note": the decision's "by" is the token's principal`))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidJSON, `send only "note": the decision's "by" is the token's principal`))
 		return
 	}
 	if err := idempotency.CheckNote(approve, in.Note); err != nil {
-		WriteProblem(w, NewProblem(wire.CodeInvalidJSON, err.Error()))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidJSON, err.Error()))
 		return
 	}
 	store, ok := s.approvalStore(w)
@@ -62,10 +62,10 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 	tenant := callpath.TenantFrom(r.Context())
 	switch {
 	case rec.Scope.Tenant != tenant:
-		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "this approval belongs to another tenant"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeApprovalNotYours, "this approval belongs to another tenant"))
 		return
 	case rec.Approval == nil || rec.Approval.Approver.OrDefault() != idempotency.ApproverCaller:
-		WriteProblem(w, NewProblem(wire.CodeApprovalNotYours, "an operator decides this approval (its rule's approver is operator)"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeApprovalNotYours, "an operator decides this approval (its rule's approver is operator)"))
 		return
 	}
 	// The approval id names one record for good (the scope and the

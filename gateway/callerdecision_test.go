@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -22,7 +22,7 @@ func TestDecideCallerApproval(t *testing.T) {
 		theirs := requestApproval(t, h.store, "globex", "refund", "s1", 1, `{"amount":2000}`, idempotency.ApproverCaller)
 
 		for _, a := range []pendingApproval{operators, theirs} {
-			if err := h.gw.DecideCallerApproval(t.Context(), "acme", a.id, true, "via MCP elicitation"); !errors.Is(err, gateway.ErrNotCallersApproval) {
+			if err := h.gw.DecideCallerApproval(t.Context(), "acme", a.id, true, "via MCP elicitation"); !errors.Is(err, callpath.ErrNotCallersApproval) {
 				t.Fatalf("%s/%d: %v, want ErrNotCallersApproval", a.tenant, a.step, err)
 			}
 			if rec := storedApproval(t, h.store, a.id); rec.State != idempotency.StateAwaitingApproval {

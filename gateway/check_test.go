@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -221,21 +221,21 @@ func TestCallPathIdentityOrderAndUnkeyed(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	entry, _ := h.tools.Lookup("provision")
-	missing := &gateway.Problem{Code: wire.CodeAgentSessionMissing, Status: 400}
-	call := func(args string, allow bool) gateway.Result {
-		return h.gw.Call(context.Background(), &gateway.Call{
-			API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+	missing := &callpath.Problem{Code: wire.CodeAgentSessionMissing, Status: 400}
+	call := func(args string, allow bool) callpath.Result {
+		return h.gw.Call(context.Background(), &callpath.Call{
+			API: callpath.APIMCP, Tenant: callpath.AnonymousTenant, Entry: entry, Arguments: []byte(args),
 			IdentityProblem: missing, NoIdentity: true, AllowUnkeyed: allow,
 		})
 	}
 	if res := call(`{"a":`, false); res.Problem == nil || res.Problem.Code != wire.CodeInvalidJSON {
 		t.Fatalf("bad JSON and no identity: %+v, want invalid_json first", res)
 	}
-	if res := call(`{}`, false); res.Kind != gateway.ResultProblem || res.Problem != missing {
+	if res := call(`{}`, false); res.Kind != callpath.ResultProblem || res.Problem != missing {
 		t.Fatalf("no identity: %+v, want the door's problem", res)
 	}
 	for range 2 {
-		if res := call(`{}`, true); res.Kind != gateway.ResultUnkeyed || res.ExecutionID != "" || res.Status != 200 {
+		if res := call(`{}`, true); res.Kind != callpath.ResultUnkeyed || res.ExecutionID != "" || res.Status != 200 {
 			t.Fatalf("allowed unkeyed call: %+v", res)
 		}
 	}

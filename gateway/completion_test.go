@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
@@ -82,7 +82,7 @@ func TestCompletionOutlivesAStoreOutage(t *testing.T) {
 			}
 			t.Logf("store down %v", time.Since(down).Round(100*time.Millisecond))
 
-			scope := idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "provision", Key: derivedKey(t, "outage", 1, "provision", `{}`)}
+			scope := idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "provision", Key: derivedKey(t, "outage", 1, "provision", `{}`)}
 			var rec idempotency.Record
 			eventually(t, 30*time.Second, "the completion to land after the restart", func() bool {
 				var err error
@@ -118,7 +118,7 @@ type ownerBlockedStore struct {
 func (s *ownerBlockedStore) isOwner(ctx context.Context) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := gateway.RequestIDFrom(ctx)
+	id := callpath.RequestIDFrom(ctx)
 	if s.owner == "" {
 		s.owner = id
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/wire"
@@ -114,9 +114,9 @@ func TestConsoleApprovalPageShowsTheRuleText(t *testing.T) {
 	}
 
 	changed := compileRules(t, "refund", []decide.Rule{{When: "args.amount > 2000", Decision: decide.Approve}, {Decision: decide.Allow}})
-	tenants := []gateway.Tenant{{Name: "acme", TokenSHA256: sha256.Sum256([]byte(acmeToken))}}
+	tenants := []callpath.Tenant{{Name: "acme", TokenSHA256: sha256.Sum256([]byte(acmeToken))}}
 	admin := sha256.Sum256([]byte(adminToken))
-	if err := h.GW.Reload(gateway.Settings{Decisions: changed, Tenants: tenants, AdminTokenSHA256: &admin}); err != nil {
+	if err := h.GW.Reload(callpath.Settings{Decisions: changed, Tenants: tenants, AdminTokenSHA256: &admin}); err != nil {
 		t.Fatal(err)
 	}
 	page = read(c.Get(h.Srv.URL + "/console/approvals/" + id))

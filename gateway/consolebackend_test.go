@@ -17,7 +17,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
@@ -72,7 +72,7 @@ func TestConsoleResolvesThroughTheAdminValidation(t *testing.T) {
 	key := derivedKey(t, "agent", 1, "pay", call.args)
 	deadExec := ulid.Make().String()
 	if _, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key},
+		Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: key},
 		Fingerprint: fingerprintOf(t, call.args), Step: &idempotency.Step{SessionID: "agent", Index: 1}, StepGuard: true,
 		StepBoundKey: true, ExecutionID: deadExec, Owner: "dead", LockTTL: 300 * time.Millisecond,
 		ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown, CanonicalArguments: []byte(`{"amount":5,"memo":"<script>alert(1)</script>"}`),
@@ -107,7 +107,7 @@ func TestConsoleResolvesThroughTheAdminValidation(t *testing.T) {
 			t.Errorf("resolve %v: %d, want 400", bad, resp.StatusCode)
 		}
 	}
-	if rec, _ := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key}); rec.State != idempotency.StateUnknown {
+	if rec, _ := h.store.Get(context.Background(), idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: key}); rec.State != idempotency.StateUnknown {
 		t.Fatalf("a bad resolution changed the record: %s", rec.State)
 	}
 	resp, err := c.PostForm(resolve, url.Values{"csrf": {csrf}, "outcome": {"committed"}, "status": {"201"}, "content_type": {"application/json"}, "body": {`{"charged": true}`}})
@@ -157,8 +157,10 @@ func TestConsoleRefusesSessionsForgedFromTheConfig(t *testing.T) {
 	sum := sha256.Sum256([]byte("adm"))
 	for name, keys := range map[string][][]byte{"random key": nil, "key file": {console.NewSessionKey()}} {
 		t.Run(name, func(t *testing.T) {
-			h, tool := decideHarness(t, storeEmbedded, gateway.ApprovalSettings{}, withAdmin("adm"),
-				func(o *gateway.Options) { o.ConsoleSessionKeys = keys })
+			h, tool := decideHarness(t, storeEmbedded, callpath.ApprovalSettings{}, withAdmin("adm"))
+			if err := h.GW.ReloadConsoleKeys(keys); err != nil {
+				t.Fatal(err)
+			}
 			call := refund("s", 1, "500")
 			id := pendingID(t, h.Do(call))
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -44,7 +44,7 @@ func TestConsoleToolsCountExecutionsOncePerCall(t *testing.T) {
 			return tools.JSON(200, map[string]any{"ok": true})
 		}
 		h := newHarness(t, storeEmbedded, []tools.Tool{refundTool}, withAdmin("adm"),
-			withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, gateway.ApprovalSettings{}),
+			withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, callpath.ApprovalSettings{}),
 			withPolicy("refund", tools.Policy{ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown}))
 		calls := []struct {
 			call   gatewaytest.Call
@@ -80,7 +80,7 @@ func TestConsoleToolsCountExecutionsOncePerCall(t *testing.T) {
 	t.Run("observed", func(t *testing.T) {
 		refundTool := newTestTool("refund")
 		h := newHarness(t, storeEmbedded, []tools.Tool{refundTool}, withAdmin("adm"),
-			withDecisions(compileRules(t, "refund", refundRules), decide.ModeObserve, gateway.ApprovalSettings{}))
+			withDecisions(compileRules(t, "refund", refundRules), decide.ModeObserve, callpath.ApprovalSettings{}))
 		for i, amount := range []string{"50", "500", "50000"} {
 			for range 2 { // each call and its retry, which replays
 				if r := h.Do(refund("o", uint64(i+1), amount)); r.Status != http.StatusOK {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -43,12 +43,12 @@ func compileRules(t testing.TB, tool string, rules []decide.Rule) map[string]*de
 }
 
 // withDecisions configures the decide rules, mode and approval windows.
-func withDecisions(d map[string]*decide.Policy, mode decide.Mode, a gateway.ApprovalSettings) gatewaytest.Option {
-	return func(o *gateway.Options) { o.Decisions, o.Mode, o.Approvals = d, mode, a }
+func withDecisions(d map[string]*decide.Policy, mode decide.Mode, a callpath.ApprovalSettings) gatewaytest.Option {
+	return func(o *callpath.Options) { o.Decisions, o.Mode, o.Approvals = d, mode, a }
 }
 
 // decideHarness serves a counting "refund" tool with refundRules.
-func decideHarness(t *testing.T, kind storeKind, a gateway.ApprovalSettings, opts ...gatewaytest.Option) (*gatewaytest.Harness, *gatewaytest.Tool) {
+func decideHarness(t *testing.T, kind storeKind, a callpath.ApprovalSettings, opts ...gatewaytest.Option) (*gatewaytest.Harness, *gatewaytest.Tool) {
 	tool := gatewaytest.NewTool("refund")
 	opts = append([]gatewaytest.Option{withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, a)}, opts...)
 	return gatewaytest.New(t, kind, []tools.Tool{tool}, opts...), tool
@@ -89,7 +89,7 @@ func decideApproval(t testing.TB, h *gatewaytest.Harness, id string, approve boo
 
 func TestDecideAllowDenyApprove(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
+		h, tool := decideHarness(t, kind, callpath.ApprovalSettings{})
 		if r := h.Do(refund("s", 1, "50")); r.Status != http.StatusOK {
 			t.Fatalf("allowed call: %d %s", r.Status, r.Body)
 		}
@@ -136,7 +136,7 @@ func TestDecideAllowDenyApprove(t *testing.T) {
 
 func TestApprovalSingleUseUnderConcurrency(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
+		h, tool := decideHarness(t, kind, callpath.ApprovalSettings{})
 		c := refund("c", 1, "700")
 		decideApproval(t, h, pendingID(t, h.Do(c)), true, "")
 		var wg sync.WaitGroup
@@ -159,7 +159,7 @@ func TestApprovalSingleUseUnderConcurrency(t *testing.T) {
 
 func TestApprovalDeniedAndExpired(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{Timeout: 400 * time.Millisecond, UseWithin: 400 * time.Millisecond})
+		h, tool := decideHarness(t, kind, callpath.ApprovalSettings{Timeout: 400 * time.Millisecond, UseWithin: 400 * time.Millisecond})
 		denied := refund("d", 1, "300")
 		decideApproval(t, h, pendingID(t, h.Do(denied)), false, "not this customer")
 		for range 2 {
@@ -186,7 +186,7 @@ func TestApprovalDeniedAndExpired(t *testing.T) {
 
 func TestReloadedRuleDeniesAnApprovedCall(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
+		h, tool := decideHarness(t, kind, callpath.ApprovalSettings{})
 		c := refund("r", 1, "800")
 		id := pendingID(t, h.Do(c))
 		decideApproval(t, h, id, true, "")
@@ -194,7 +194,7 @@ func TestReloadedRuleDeniesAnApprovedCall(t *testing.T) {
 			{When: "args.amount <= 100", Decision: decide.Allow},
 			{Decision: decide.Deny, Reason: "refunds frozen"},
 		})
-		if err := h.GW.Reload(gateway.Settings{Decisions: stricter}); err != nil {
+		if err := h.GW.Reload(callpath.Settings{Decisions: stricter}); err != nil {
 			t.Fatal(err)
 		}
 		p := gatewaytest.WantProblem(t, h.Do(c), http.StatusForbidden, wire.CodeCallDenied)
@@ -214,7 +214,7 @@ func TestReloadedRuleDeniesAnApprovedCall(t *testing.T) {
 
 func TestPreferWaitRunsOnceApproved(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
+		h, tool := decideHarness(t, kind, callpath.ApprovalSettings{})
 		c := refund("w", 1, "600")
 		id := pendingID(t, h.Do(c))
 		// wait=N alone does not wait for a human: approval_pending at once.
@@ -243,7 +243,7 @@ func TestObserveModeRunsEverything(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := gatewaytest.NewTool("refund")
 		h := gatewaytest.New(t, kind, []tools.Tool{tool},
-			withDecisions(compileRules(t, "refund", refundRules), decide.ModeObserve, gateway.ApprovalSettings{}))
+			withDecisions(compileRules(t, "refund", refundRules), decide.ModeObserve, callpath.ApprovalSettings{}))
 		for i, amount := range []string{"50", "500", "50000"} {
 			if r := h.Do(refund("o", uint64(i+1), amount)); r.Status != http.StatusOK {
 				t.Fatalf("observe mode, amount %s: %d %s", amount, r.Status, r.Body)
@@ -284,7 +284,7 @@ func (n *recordingNotifier) Stats() notify.Stats {
 
 func TestNewPendingApprovalNotifiedOnce(t *testing.T) {
 	n := &recordingNotifier{}
-	h, _ := decideHarness(t, storeEmbedded, gateway.ApprovalSettings{}, func(o *gateway.Options) { o.Notifier = n })
+	h, _ := decideHarness(t, storeEmbedded, callpath.ApprovalSettings{}, func(o *callpath.Options) { o.Notifier = n })
 	c := refund("n", 7, "250")
 	id := pendingID(t, h.Do(c))
 	pendingID(t, h.Do(c))
@@ -334,7 +334,7 @@ func TestDecideFailsClosed(t *testing.T) {
 	for name, p := range compileRules(t, "lookup", []decide.Rule{{Decision: decide.Approve}}) {
 		d[name] = p
 	}
-	h := gatewaytest.New(t, storeEmbedded, []tools.Tool{broken, lookup}, withDecisions(d, decide.ModeEnforce, gateway.ApprovalSettings{}))
+	h := gatewaytest.New(t, storeEmbedded, []tools.Tool{broken, lookup}, withDecisions(d, decide.ModeEnforce, callpath.ApprovalSettings{}))
 	p := gatewaytest.WantProblem(t, h.Do(gatewaytest.Call{Tool: "broken", Session: "f", Step: 1, Args: `{"amount":1}`}), http.StatusForbidden, wire.CodeCallDenied)
 	if p["reason"] != "the decide rule could not be evaluated" {
 		t.Fatalf("reason = %v", p["reason"])
@@ -354,7 +354,7 @@ func TestApprovalsOnRedisCluster(t *testing.T) {
 	client := cluster.Client()
 	t.Cleanup(func() { _ = client.Close() })
 	store := redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("decide")})
-	h, tool := decideHarness(t, gatewaytest.Redis, gateway.ApprovalSettings{}, func(o *gateway.Options) { o.Store = store })
+	h, tool := decideHarness(t, gatewaytest.Redis, callpath.ApprovalSettings{}, func(o *callpath.Options) { o.Store = store })
 	c500 := refund("cl", 1, "500")
 	id := pendingID(t, h.Do(c500))
 	decideApproval(t, h, id, true, "")
@@ -384,7 +384,7 @@ func TestApprovalsOnRedisCluster(t *testing.T) {
 // store.
 func TestEffectKeyApprovalAskedOnceAcrossSessions(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		h, tool := decideHarness(t, kind, gateway.ApprovalSettings{},
+		h, tool := decideHarness(t, kind, callpath.ApprovalSettings{},
 			gatewaytest.WithPolicy("refund", tools.Policy{EffectKey: "refund:{/txn_id}"}))
 		call := func(session string) gatewaytest.Call {
 			return gatewaytest.Call{Tool: "refund", Session: session, Step: 1, Args: `{"amount":500,"txn_id":"t-9"}`}
@@ -423,15 +423,15 @@ func TestEffectKeyApprovalAskedOnceAcrossSessions(t *testing.T) {
 // ran once at the tool. The same on every store.
 func TestEffectKeyApprovedLoserKeepsItsApproval(t *testing.T) {
 	gatewaytest.ForEachStore(t, func(t *testing.T, kind storeKind) {
-		before, tool := decideHarness(t, kind, gateway.ApprovalSettings{})
+		before, tool := decideHarness(t, kind, callpath.ApprovalSettings{})
 		call := func(session string) gatewaytest.Call {
 			return gatewaytest.Call{Tool: "refund", Session: session, Step: 1, Args: `{"amount":500,"txn_id":"t-7"}`}
 		}
 		first, second := pendingID(t, before.Do(call("s0"))), pendingID(t, before.Do(call("s1")))
 		decideApproval(t, before, first, true, "")
 		decideApproval(t, before, second, true, "")
-		after, afterTool := decideHarness(t, kind, gateway.ApprovalSettings{},
-			gatewaytest.WithPolicy("refund", tools.Policy{EffectKey: "refund:{/txn_id}"}), func(o *gateway.Options) { o.Store = before.Store })
+		after, afterTool := decideHarness(t, kind, callpath.ApprovalSettings{},
+			gatewaytest.WithPolicy("refund", tools.Policy{EffectKey: "refund:{/txn_id}"}), func(o *callpath.Options) { o.Store = before.Store })
 		if r := after.Do(call("s0")); r.Status != http.StatusOK {
 			t.Fatalf("first approved call: %d %s", r.Status, r.Body)
 		}

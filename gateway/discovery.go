@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -20,9 +21,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	case "anthropic":
 		doc = tools.AnthropicList(entries)
 	default:
-		p := NewProblem(wire.CodeInvalidArguments, "format must be native, openai or anthropic")
+		p := callpath.NewProblem(wire.CodeInvalidArguments, "format must be native, openai or anthropic")
 		p.Errors = []wire.Violation{{Location: "", Message: "unknown format"}}
-		WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 		return
 	}
 	writeJSON(w, http.StatusOK, doc)
@@ -36,7 +37,7 @@ func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request, entry *t
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		WriteProblem(w, NewProblem(wire.CodeToolFailed, "could not encode the response"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeToolFailed, "could not encode the response"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
@@ -54,7 +54,7 @@ func TestPreferWaitEndsWithDrain(t *testing.T) {
 	}
 	// Another replica holds the call.
 	if _, err := h.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "review-wait", Key: key},
+		Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "review-wait", Key: key},
 		Fingerprint: keyderive.Fingerprint(canonical), Step: &idempotency.Step{SessionID: "s", Index: 1}, StepGuard: true,
 		ExecutionID: "other-exec", Owner: "other-replica", LockTTL: 30 * time.Second, ReplayTTL: time.Hour,
 		LeaseExpiry: idempotency.LeaseExpiryRerun,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/tools"
@@ -31,7 +32,7 @@ func TestCompileEffectKeyRefusesMalformedTemplates(t *testing.T) {
 		"refund:{/a}{/b}}extra": "closes no",
 	}
 	for template, want := range bad {
-		_, err := gateway.CompileEffectKey(template)
+		_, err := callpath.CompileEffectKey(template)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("CompileEffectKey(%q) = %v, want an error saying %q", template, err, want)
 		}
@@ -53,7 +54,7 @@ func TestEffectKeyValueOnCanonicalArguments(t *testing.T) {
 		{"{/s/x}", `{"s":"str"}`, "", "/s/x"},
 	}
 	for _, c := range cases {
-		k, err := gateway.CompileEffectKey(c.template)
+		k, err := callpath.CompileEffectKey(c.template)
 		if err != nil {
 			t.Fatalf("CompileEffectKey(%q): %v", c.template, err)
 		}
@@ -215,7 +216,7 @@ func BenchmarkEffectKey(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				gw, err := gateway.NewServer(gateway.Options{Store: stores[storeName](b), Tools: reg, ReplayTTL: 10 * time.Minute,
+				gw, err := gateway.NewServer(callpath.Options{Store: stores[storeName](b), Tools: reg, ReplayTTL: 10 * time.Minute,
 					Logger: slog.New(slog.DiscardHandler), Policies: map[string]tools.Policy{benchToolName: {EffectKey: effectKey}}})
 				if err != nil {
 					b.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
@@ -110,7 +111,7 @@ type harness struct {
 type harnessOption = gatewaytest.Option
 
 func withLockTTL(d time.Duration) harnessOption {
-	return func(o *gateway.Options) { o.LockTTL = d }
+	return func(o *callpath.Options) { o.LockTTL = d }
 }
 
 func withPolicy(tool string, p tools.Policy) harnessOption {
@@ -122,27 +123,27 @@ func withTenants(tokens map[string]string) harnessOption {
 }
 
 func withAdmin(token string) harnessOption {
-	return func(o *gateway.Options) {
+	return func(o *callpath.Options) {
 		sum := sha256.Sum256([]byte(token))
 		o.AdminTokenSHA256 = &sum
 	}
 }
 
-func withKeyMode(m gateway.KeyMode) harnessOption {
-	return func(o *gateway.Options) { o.KeyMode = m }
+func withKeyMode(m callpath.KeyMode) harnessOption {
+	return func(o *callpath.Options) { o.KeyMode = m }
 }
 
 func withMaxBody(n int64) harnessOption {
-	return func(o *gateway.Options) { o.MaxBodyBytes = n }
+	return func(o *callpath.Options) { o.MaxBodyBytes = n }
 }
 
 func withStore(s idempotency.Store) harnessOption {
-	return func(o *gateway.Options) { o.Store = s }
+	return func(o *callpath.Options) { o.Store = s }
 }
 
 func newHarness(t testing.TB, kind storeKind, toolset []tools.Tool, opts ...harnessOption) *harness {
 	t.Helper()
-	mountMCP := func(o *gateway.Options) { o.Mounts = []gateway.Mount{mcpserver.Mount(mcpserver.Options{})} }
+	mountMCP := func(o *callpath.Options) { o.Mounts = []callpath.Mount{mcpserver.Mount(mcpserver.Options{})} }
 	h := gatewaytest.New(t, kind, toolset, append([]harnessOption{mountMCP}, opts...)...)
 	return &harness{Harness: h, t: t, gw: h.GW, srv: h.Srv, store: h.Store, client: h.Client, reg: h.Reg, tools: h.Tools}
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
@@ -284,7 +284,7 @@ func TestHostileRequestsAreRefusedAndStoreNothing(t *testing.T) {
 			}
 			// An oversized body is refused once the limit is crossed, not
 			// read to its end.
-			if tc.status == 413 && counted.n.Load() > gateway.DefaultMaxBodyBytes+64<<10 {
+			if tc.status == 413 && counted.n.Load() > callpath.DefaultMaxBodyBytes+64<<10 {
 				t.Fatalf("read %d bytes of an oversized body", counted.n.Load())
 			}
 		})
@@ -442,7 +442,7 @@ func TestRawWireHostileRequests(t *testing.T) {
 			withKey + "Agent-Session-Id: s\r\nAgent-Step-Index: 1\r\nContent-Length: 10485760\r\n\r\n{\"s\":\"" + strings.Repeat("x", 1024), 413, wire.CodePayloadTooLarge},
 		{"chunked body over the cap, then silence", "POST /api/tools/v1/provision HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n" +
 			withKey + "Agent-Session-Id: s\r\nAgent-Step-Index: 1\r\nTransfer-Encoding: chunked\r\n\r\n" +
-			fmt.Sprintf("%x\r\n", gateway.DefaultMaxBodyBytes+16) + strings.Repeat("x", gateway.DefaultMaxBodyBytes+16) + "\r\n", 413, wire.CodePayloadTooLarge},
+			fmt.Sprintf("%x\r\n", callpath.DefaultMaxBodyBytes+16) + strings.Repeat("x", callpath.DefaultMaxBodyBytes+16) + "\r\n", 413, wire.CodePayloadTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
 )
@@ -107,8 +107,8 @@ func TestHTTPUpstreamTool(t *testing.T) {
 			}
 			want := map[string]string{
 				"Content-Type":      "application/json",
-				"Idempotency-Key":   scopedKey(gateway.AnonymousTenant, "up-ok", key), // of the unwrapped key
-				"Tool-Tenant":       gateway.AnonymousTenant,
+				"Idempotency-Key":   scopedKey(callpath.AnonymousTenant, "up-ok", key), // of the unwrapped key
+				"Tool-Tenant":       callpath.AnonymousTenant,
 				"Agent-Session-Id":  "up",
 				"Agent-Step-Index":  "7",
 				"Tool-Execution-Id": first.header.Get("Tool-Execution-Id"),

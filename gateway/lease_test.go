@@ -11,7 +11,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -136,7 +136,7 @@ func TestLostLeaseCancelsTheToolAndNeverOverwrites(t *testing.T) {
 		go func() { done <- h.do(c) }()
 		eventually(t, 30*time.Second, "the tool to start", func() bool { return tool.total.Load() == 1 })
 		key := derivedKey(t, "lost", 1, "slow", `{}`)
-		if err := h.store.Delete(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); err != nil {
+		if err := h.store.Delete(context.Background(), idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "slow", Key: key}); err != nil {
 			t.Fatalf("delete under the running tool: %v", err)
 		}
 		select {
@@ -145,7 +145,7 @@ func TestLostLeaseCancelsTheToolAndNeverOverwrites(t *testing.T) {
 			t.Fatal("the tool's context was not cancelled after the lease was lost")
 		}
 		<-done
-		if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "slow", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
+		if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "slow", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
 			t.Fatalf("the old owner wrote its outcome after losing the lease: %v", err)
 		}
 		if lost := metricValue(t, h, "gateway_leases_lost_total", "slow"); lost != 1 {
@@ -166,7 +166,7 @@ func TestAbandonedClaimIsTakenOverOrBecomesUnknown(t *testing.T) {
 		abandon := func(tool, args string, lastTTL time.Duration) idempotency.Lease {
 			key := derivedKey(t, "crash-"+tool, 1, tool, args)
 			d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
-				Scope: idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: tool, Key: key}, Fingerprint: fingerprintOf(t, args),
+				Scope: idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: tool, Key: key}, Fingerprint: fingerprintOf(t, args),
 				Step: &idempotency.Step{SessionID: "crash-" + tool, Index: 1}, StepGuard: true,
 				ExecutionID: ulid.Make().String(), Owner: "dead-gateway", LockTTL: lastTTL,
 				ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryRerun,

@@ -46,3 +46,19 @@ func TestLeavesImportNoGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineImportsNoSurface pins the engine below its surfaces: the call
+// path imports neither the gateway root nor a door nor the console, whose
+// settings are the console's own (docs/architecture.md).
+func TestEngineImportsNoSurface(t *testing.T) {
+	const m = deptest.Module
+	deps, err := deptest.Deps(t.Context(), m+"/gateway/callpath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, surface := range []string{m + "/gateway", m + "/gateway/console", m + "/gateway/mcpserver", m + "/gateway/gatewaycmd"} {
+		if slices.Contains(deps, surface) {
+			t.Errorf("gateway/callpath depends on %s", surface)
+		}
+	}
+}

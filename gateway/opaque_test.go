@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -14,7 +14,7 @@ import (
 func TestOpaqueModeKeyReuse(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := newTestTool("charge")
-		h := newHarness(t, kind, []tools.Tool{tool}, withKeyMode(gateway.KeyModeOpaque))
+		h := newHarness(t, kind, []tools.Tool{tool}, withKeyMode(callpath.KeyModeOpaque))
 		quoted := h.do(callSpec{tool: "charge", args: `{"amount":10}`, key: `"order-17/charge"`})
 		if quoted.status != 200 {
 			t.Fatalf("quoted key: %d %s", quoted.status, quoted.body)
@@ -50,7 +50,7 @@ func TestOpaqueModeKeyReuse(t *testing.T) {
 func TestOpaqueKeysAreScopedByTenant(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := newTestTool("charge")
-		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(twoTenants), withKeyMode(gateway.KeyModeOpaque))
+		h := newHarness(t, kind, []tools.Tool{tool}, withTenants(twoTenants), withKeyMode(callpath.KeyModeOpaque))
 		a := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":100}`, token: "tok-acme"})
 		wantProblem(t, h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-acme"}), 422, wire.CodeIdempotencyKeyReused)
 		g := h.do(callSpec{tool: "charge", key: "order-1", args: `{"cents":999}`, token: "tok-globex"})
@@ -78,7 +78,7 @@ func TestOpaqueModeKeysAndAgentHeaders(t *testing.T) {
 		mu.Unlock()
 		return tools.JSON(200, map[string]any{"exec": req.ExecutionID})
 	}
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withKeyMode(gateway.KeyModeOpaque), withAdmin("adm"))
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withKeyMode(callpath.KeyModeOpaque), withAdmin("adm"))
 	call := func(key string, headers map[string]string, args string) response {
 		return h.do(callSpec{tool: "op", args: args, key: key, headers: headers})
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -18,22 +18,22 @@ func TestCallPathServesAnotherDoor(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool})
 	entry, _ := h.tools.Lookup("provision")
 	args := `{"size":1}`
-	res := h.gw.Call(context.Background(), &gateway.Call{
-		API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
-		Identity: gateway.Identity{SessionID: "door", StepIndex: 3, HasStep: true},
+	res := h.gw.Call(context.Background(), &callpath.Call{
+		API: callpath.APIMCP, Tenant: callpath.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+		Identity: callpath.Identity{SessionID: "door", StepIndex: 3, HasStep: true},
 	})
-	if res.Kind != gateway.ResultExecuted || res.Status != 200 || res.ExecutionID == "" || res.Replayed {
+	if res.Kind != callpath.ResultExecuted || res.Status != 200 || res.ExecutionID == "" || res.Replayed {
 		t.Fatalf("first call: %+v", res)
 	}
 	rest := h.do(callSpec{tool: "provision", session: "door", step: 3, args: args})
 	if rest.status != 200 || rest.header.Get(wire.HeaderReplayed) != "true" || rest.header.Get(wire.HeaderExecutionID) != res.ExecutionID {
 		t.Fatalf("REST retry: %d %v", rest.status, rest.header)
 	}
-	again := h.gw.Call(context.Background(), &gateway.Call{
-		API: gateway.APIMCP, Tenant: gateway.AnonymousTenant, Entry: entry, Arguments: []byte(args),
-		Identity: gateway.Identity{SessionID: "door", StepIndex: 3, HasStep: true},
+	again := h.gw.Call(context.Background(), &callpath.Call{
+		API: callpath.APIMCP, Tenant: callpath.AnonymousTenant, Entry: entry, Arguments: []byte(args),
+		Identity: callpath.Identity{SessionID: "door", StepIndex: 3, HasStep: true},
 	})
-	if again.Kind != gateway.ResultReplayed || !again.Replayed || string(again.Body) != string(res.Body) {
+	if again.Kind != callpath.ResultReplayed || !again.Replayed || string(again.Body) != string(res.Body) {
 		t.Fatalf("second call: %+v", again)
 	}
 	if n := tool.runs(derivedKey(t, "door", 3, "provision", args)); n != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
@@ -30,8 +31,8 @@ const (
 )
 
 // withTenantLimits sets the limits of a tenant added by withTenants before it.
-func withTenantLimits(name string, l gateway.TenantLimits) harnessOption {
-	return func(o *gateway.Options) {
+func withTenantLimits(name string, l callpath.TenantLimits) harnessOption {
+	return func(o *callpath.Options) {
 		for i := range o.Tenants {
 			if o.Tenants[i].Name == name {
 				o.Tenants[i].Limits = l
@@ -41,14 +42,14 @@ func withTenantLimits(name string, l gateway.TenantLimits) harnessOption {
 }
 
 func withLimiter(b ratelimit.Backend) harnessOption {
-	return func(o *gateway.Options) { o.Limiter = b }
+	return func(o *callpath.Options) { o.Limiter = b }
 }
 
 // replicas builds gateways that share one store and one limiter, as the
 // replicas of a deployment do: two on Redis (limits in Redis), two on
 // PostgreSQL (each its own pool on one schema, limits in its tables), one
 // on the embedded store (limits in process).
-func replicas(t *testing.T, kind storeKind, toolset []tools.Tool, limits gateway.TenantLimits) []*harness {
+func replicas(t *testing.T, kind storeKind, toolset []tools.Tool, limits callpath.TenantLimits) []*harness {
 	t.Helper()
 	opts := []harnessOption{withTenants(map[string]string{limitedTenant: limitedToken}), withTenantLimits(limitedTenant, limits)}
 	switch kind {
@@ -113,7 +114,7 @@ func TestRateLimitIsSharedByReplicas(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		const burst, calls = 7, 30
 		tool := newTestTool("provision")
-		limits := gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 60, Period: time.Hour, Burst: burst}}
+		limits := callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 60, Period: time.Hour, Burst: burst}}
 		hs := replicas(t, kind, []tools.Tool{tool}, limits)
 
 		var wg sync.WaitGroup
@@ -164,7 +165,7 @@ func TestRateLimitIsSharedByReplicas(t *testing.T) {
 func TestRateLimitCountsReplays(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := newTestTool("provision")
-		limits := gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}}
+		limits := callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 3, Period: time.Hour, Burst: 3}}
 		hs := replicas(t, kind, []tools.Tool{tool}, limits)
 		call := callSpec{tool: "provision", session: "replays", step: 0, args: `{"x":1}`, token: limitedToken}
 		for i := range 3 {
@@ -185,7 +186,7 @@ func TestRateLimitCountsReplays(t *testing.T) {
 func TestRateLimitComesAfterTheRequestChecks(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		tool := newTestTool("provision")
-		hs := replicas(t, kind, []tools.Tool{tool}, gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}})
+		hs := replicas(t, kind, []tools.Tool{tool}, callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}})
 		bad := callSpec{tool: "provision", session: "checks", step: 0, args: `{"x":1}`, key: "0000000000000000000000000000000000000000000000000000000000000000", token: limitedToken}
 		for range 3 {
 			wantProblem(t, hs[0].do(bad), http.StatusUnprocessableEntity, wire.CodeIdempotencyKeyMismatch)
@@ -219,7 +220,7 @@ func TestMaxInFlight(t *testing.T) {
 			}
 			return tools.JSON(200, map[string]any{"step": req.StepIndex})
 		}
-		hs := replicas(t, kind, []tools.Tool{tool}, gateway.TenantLimits{MaxInFlight: maxInFlight})
+		hs := replicas(t, kind, []tools.Tool{tool}, callpath.TenantLimits{MaxInFlight: maxInFlight})
 		unblock := sync.OnceFunc(func() { close(release) })
 		t.Cleanup(unblock)
 		call := func(step uint64) callSpec {
@@ -282,7 +283,7 @@ func TestMaxInFlight(t *testing.T) {
 func TestRateLimitIsPerTenant(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, withTenants(twoTenants),
-		withTenantLimits("acme", gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}}))
+		withTenantLimits("acme", callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}}))
 	for i := range 3 {
 		tok := "tok-globex"
 		r := h.do(callSpec{tool: "provision", session: "per-tenant", step: uint64(i), args: `{}`, token: tok})
@@ -302,13 +303,13 @@ func TestNewServerRefusesBadLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []gateway.TenantLimits{
+	for _, l := range []callpath.TenantLimits{
 		{MaxInFlight: -1},
 		{Rate: ratelimit.Limit{Rate: 10, Period: time.Second}},
 		{Rate: ratelimit.Limit{Rate: 10, Burst: 1}},
 	} {
-		_, err := gateway.NewServer(gateway.Options{Store: newStore(t, storeEmbedded), Tools: reg,
-			Tenants: []gateway.Tenant{{Name: "acme", Limits: l}}})
+		_, err := gateway.NewServer(callpath.Options{Store: newStore(t, storeEmbedded), Tools: reg,
+			Tenants: []callpath.Tenant{{Name: "acme", Limits: l}}})
 		if err == nil {
 			t.Errorf("limits %+v accepted", l)
 		}
@@ -330,10 +331,10 @@ func TestLimiterDownIsAStoreError(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	for _, c := range []struct {
 		op     string
-		limits gateway.TenantLimits
+		limits callpath.TenantLimits
 	}{
-		{"rate_limit", gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 10, Period: time.Second, Burst: 10}}},
-		{"in_flight", gateway.TenantLimits{MaxInFlight: 1}},
+		{"rate_limit", callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 10, Period: time.Second, Burst: 10}}},
+		{"in_flight", callpath.TenantLimits{MaxInFlight: 1}},
 	} {
 		t.Run(c.op, func(t *testing.T) {
 			tool := newTestTool("provision")
@@ -382,7 +383,7 @@ func TestMCPRateLimited(t *testing.T) {
 	tool := newTestTool("provision")
 	h := newHarness(t, storeEmbedded, []tools.Tool{tool},
 		withTenants(map[string]string{limitedTenant: limitedToken}),
-		withTenantLimits(limitedTenant, gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1}}))
+		withTenantLimits(limitedTenant, callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1}}))
 	cs := h.mcpSession(mcpClientOptions{Token: limitedToken})
 
 	res, err := mcpCall(t, cs, "provision", `{}`, identityMeta("rl", 0))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -73,8 +73,8 @@ func receiptsHarness(t *testing.T, kind storeKind) (*gatewaytest.Harness, *gatew
 	rs := receiptsBeside(t, store)
 	tool := gatewaytest.NewTool("refund")
 	h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), withAdmin("tok-admin"),
-		withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, gateway.ApprovalSettings{}),
-		func(o *gateway.Options) { o.Receipts = rs })
+		withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, callpath.ApprovalSettings{}),
+		func(o *callpath.Options) { o.Receipts = rs })
 	return h, tool, rs
 }
 
@@ -133,7 +133,7 @@ func TestReceiptsOfEveryEvent(t *testing.T) {
 		if r := h.Send(http.MethodDelete, "/admin/v1/records/anonymous/refund/"+key, "tok-admin"); r.Status != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", r.Status, r.Body)
 		}
-		chain := chainOf(t, rs, gateway.AnonymousTenant, 6)
+		chain := chainOf(t, rs, callpath.AnonymousTenant, 6)
 		var events []string
 		for _, r := range chain {
 			events = append(events, string(r.Event))
@@ -179,7 +179,7 @@ func TestReceiptsDrainFlushes(t *testing.T) {
 	if err := h.GW.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	page, _, err := rs.List(context.Background(), receipts.Filter{Tenant: gateway.AnonymousTenant, Limit: 100})
+	page, _, err := rs.List(context.Background(), receipts.Filter{Tenant: callpath.AnonymousTenant, Limit: 100})
 	if err != nil || len(page) != 20 {
 		t.Fatalf("after drain: %d receipts, %v", len(page), err)
 	}
@@ -224,7 +224,7 @@ func TestReceiptsTwoGatewaysOneStore(t *testing.T) {
 					own = open()
 				}
 				gws[i] = gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), withTenants(tenants),
-					func(o *gateway.Options) { o.Receipts = own })
+					func(o *callpath.Options) { o.Receipts = own })
 			}
 			var wg sync.WaitGroup
 			for n := range 80 {
@@ -293,8 +293,8 @@ func TestReceiptsOfUncertainAndResolved(t *testing.T) {
 	refundTool := gatewaytest.NewTool("refund")
 	h := gatewaytest.New(t, storeEmbedded, []tools.Tool{pay, refundTool}, withStore(store), withAdmin("tok-admin"),
 		withPolicy("pay", tools.Policy{LeaseExpiry: tools.LeaseExpiryUnknown}),
-		withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, gateway.ApprovalSettings{}),
-		func(o *gateway.Options) { o.Receipts = rs })
+		withDecisions(compileRules(t, "refund", refundRules), decide.ModeEnforce, callpath.ApprovalSettings{}),
+		func(o *callpath.Options) { o.Receipts = rs })
 	c := gatewaytest.Call{Tool: "pay", Session: "u", Step: 1, Args: `{"x":1}`}
 	gatewaytest.WantProblem(t, h.Do(c), http.StatusInternalServerError, wire.CodeToolFailed)
 	if r := adminPostAs(t, h, "/admin/v1/records/anonymous/pay/"+keyOf(t, c)+"/resolve", `{"status":200}`); r.Status != http.StatusOK {
@@ -307,7 +307,7 @@ func TestReceiptsOfUncertainAndResolved(t *testing.T) {
 	if r := adminPostAs(t, h, "/admin/v1/approvals/"+id+"/deny", `{"by":"finance-ops","note":"not now"}`); r.Status != http.StatusOK {
 		t.Fatalf("deny: %d %s", r.Status, r.Body)
 	}
-	chain := chainOf(t, rs, gateway.AnonymousTenant, 6)
+	chain := chainOf(t, rs, callpath.AnonymousTenant, 6)
 	var events []string
 	for _, r := range chain {
 		events = append(events, string(r.Event)+":"+strconv.Itoa(r.Status)+":"+r.By)
@@ -326,7 +326,7 @@ func TestReceiptOfAnEffectConflict(t *testing.T) {
 		store := newStore(t, kind)
 		rs := receiptsBeside(t, store)
 		tool := gatewaytest.NewTool("refund")
-		h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), func(o *gateway.Options) {
+		h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), func(o *callpath.Options) {
 			o.Receipts = rs
 			o.Policies = map[string]tools.Policy{"refund": {EffectKey: "refund:{/txn_id}"}}
 		})
@@ -335,7 +335,7 @@ func TestReceiptOfAnEffectConflict(t *testing.T) {
 		}
 		gatewaytest.WantProblem(t, h.Do(gatewaytest.Call{Tool: "refund", Session: "s2", Step: 0, Args: `{"amount":6,"txn_id":"t-9"}`}),
 			http.StatusConflict, wire.CodeEffectConflict)
-		chain := chainOf(t, rs, gateway.AnonymousTenant, 2)
+		chain := chainOf(t, rs, callpath.AnonymousTenant, 2)
 		if len(chain) != 2 || chain[0].Event != receipts.EventExecuted || chain[1].Event != receipts.EventEffectConflict || chain[1].Session != "s2" {
 			t.Fatalf("receipts %+v, want executed then effect_conflict (session s2)", chain)
 		}

@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/internal/tsatest"
@@ -38,7 +38,7 @@ func TestConsoleShowsEachChainsVerification(t *testing.T) {
 	store := newStore(t, storeEmbedded)
 	rs := receiptsBeside(t, store)
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("pay")}, withStore(store), withAdmin("adm"),
-		func(o *gateway.Options) { o.Receipts = rs })
+		func(o *callpath.Options) { o.Receipts = rs })
 	ctx := context.Background()
 	for i := range 5 {
 		for _, tenant := range []string{"acme", "globex"} {
@@ -95,7 +95,7 @@ func TestConsoleVerifiesAgainstTheLastCheckpoint(t *testing.T) {
 	keys := receipts.KeySet{}
 	keys.Add(key.Public())
 	h := newHarness(t, storeEmbedded, []tools.Tool{newTestTool("pay")}, withStore(store), withAdmin("adm"),
-		func(o *gateway.Options) { o.Receipts, o.ReceiptKeys = rs, keys })
+		func(o *callpath.Options) { o.Receipts, o.ReceiptKeys = rs, keys })
 	ctx := context.Background()
 	for i := range 5 {
 		for _, tenant := range []string{"acme", "globex"} {

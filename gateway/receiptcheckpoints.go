@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -15,7 +16,7 @@ import (
 // handleReceiptKeys answers the JWKS of the checkpoints' keys.
 func (s *Server) handleReceiptKeys(w http.ResponseWriter, _ *http.Request) {
 	if len(s.opts.ReceiptKeys) == 0 {
-		WriteProblem(w, NewProblem(wire.CodeNotFound, "no receipts signing key is configured"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeNotFound, "no receipts signing key is configured"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/jwk-set+json")
@@ -27,7 +28,7 @@ func (s *Server) handleReceiptKeys(w http.ResponseWriter, _ *http.Request) {
 // the export's checkpoint lines (what `receipts verify -checkpoints` reads).
 func (s *Server) handleAdminCheckpoints(w http.ResponseWriter, r *http.Request) {
 	if s.ReceiptStore() == nil {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this gateway keeps no receipts (receipts.enabled is false)"))
 		return
 	}
 	tenant := r.URL.Query().Get("tenant")
@@ -38,7 +39,7 @@ func (s *Server) handleAdminCheckpoints(w http.ResponseWriter, r *http.Request) 
 	checkpoints, err := s.opts.Receipts.Checkpoints(r.Context(), tenant)
 	if err != nil {
 		s.Logger().ErrorContext(r.Context(), "admin: receipts store failed", "error", err)
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "the receipts store is unreachable").WithRetryAfter(1))
 		return
 	}
 	writeCheckpoints(w, checkpoints)
@@ -48,18 +49,18 @@ func (s *Server) handleAdminCheckpoints(w http.ResponseWriter, r *http.Request) 
 // chain without it) now and answers the chains' latest checkpoints.
 func (s *Server) handleAdminCheckpointNow(w http.ResponseWriter, r *http.Request) {
 	if s.opts.ReceiptCheckpoints == nil {
-		WriteProblem(w, NewProblem(wire.CodeAdminUnsupported, "this gateway signs no checkpoints (no receipts.signing_key)"))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeAdminUnsupported, "this gateway signs no checkpoints (no receipts.signing_key)"))
 		return
 	}
 	checkpoints, err := s.opts.ReceiptCheckpoints.Now(r.Context(), r.URL.Query().Get("tenant"))
 	switch {
 	case errors.Is(err, receipts.ErrChainDiverged):
 		s.Logger().ErrorContext(r.Context(), "admin: receipt chain diverged from its checkpoint", "error", err)
-		WriteProblem(w, NewProblem(wire.CodeChainDiverged, err.Error()))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeChainDiverged, err.Error()))
 		return
 	case err != nil:
 		s.Logger().ErrorContext(r.Context(), "admin: checkpoint failed", "error", err)
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "the checkpoint could not be signed and stored").WithRetryAfter(1))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "the checkpoint could not be signed and stored").WithRetryAfter(1))
 		return
 	}
 	writeCheckpoints(w, checkpoints)
@@ -71,7 +72,7 @@ func writeCheckpoints(w http.ResponseWriter, checkpoints []receipts.Checkpoint) 
 	for _, c := range checkpoints {
 		line, err := json.Marshal(receipts.CheckpointLine{Checkpoint: c})
 		if err != nil { // strings, an int and a time
-			WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, "a stored checkpoint could not be encoded"))
+			callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, "a stored checkpoint could not be encoded"))
 			return
 		}
 		body = append(append(body, line...), '\n')

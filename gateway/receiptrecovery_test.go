@@ -25,7 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
@@ -464,7 +464,7 @@ func TestReceiptRecoveredFromTheOutbox(t *testing.T) {
 		store := outboxStore(t, kind)
 		rs := receiptsBeside(t, store)
 		outbox := store.(idempotency.ReceiptOutbox)
-		scope := idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "refund", Key: "dead-gateway-key"}
+		scope := idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "refund", Key: "dead-gateway-key"}
 		d, err := store.Claim(t.Context(), idempotency.ClaimRequest{Scope: scope, Fingerprint: strings.Repeat("a", 64),
 			Step: &idempotency.Step{SessionID: "s", Index: 7}, ExecutionID: "01JDEADGATEWAYEXECUTION000", Owner: "dead",
 			LockTTL: time.Minute, ReplayTTL: time.Hour})
@@ -475,10 +475,10 @@ func TestReceiptRecoveredFromTheOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		tool := gatewaytest.NewTool("refund")
-		h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), func(o *gateway.Options) {
+		h := gatewaytest.New(t, kind, []tools.Tool{tool}, withStore(store), func(o *callpath.Options) {
 			o.Receipts, o.ReceiptRecoverAfter = rs, 200*time.Millisecond
 		})
-		chain := chainOf(t, rs, gateway.AnonymousTenant, 1)
+		chain := chainOf(t, rs, callpath.AnonymousTenant, 1)
 		got := chain[0]
 		if got.Event != receipts.EventExecuted || got.ExecutionID != d.Lease.ExecutionID || got.Status != 201 ||
 			got.Key != receipts.KeyHash(scope.Key) || got.Session != "s" || got.Step != "7" || got.Tool != "refund" {
@@ -488,13 +488,13 @@ func TestReceiptRecoveredFromTheOutbox(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("call: %d %s", r.Status, r.Body)
 		}
-		chainOf(t, rs, gateway.AnonymousTenant, 2)
+		chainOf(t, rs, callpath.AnonymousTenant, 2)
 		gatewaytest.Eventually(t, 10*time.Second, "outbox cleared", func() bool {
 			pending, err := outbox.PendingReceipts(t.Context(), time.Now().Add(time.Hour), 10)
 			return err == nil && len(pending) == 0
 		})
 		time.Sleep(500 * time.Millisecond) // sweeps run meanwhile: nothing is appended twice
-		chain = chainOf(t, rs, gateway.AnonymousTenant, 2)
+		chain = chainOf(t, rs, callpath.AnonymousTenant, 2)
 		if len(chain) != 2 || chain[1].ExecutionID != r.Header.Get(wire.HeaderExecutionID) || tool.Total.Load() != 1 {
 			t.Fatalf("chain %+v after the call (tool ran %d times), want the recovered receipt and the call's", chain, tool.Total.Load())
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/agentclient"
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/internal/dropupstream"
 	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
@@ -65,7 +65,7 @@ func (u *slowUpstream) ran(t *testing.T, session string, step uint64, tool, args
 	t.Helper()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.runs[keyderive.ScopedKey(gateway.AnonymousTenant, tool, derivedKey(t, session, step, tool, args))]
+	return u.runs[keyderive.ScopedKey(callpath.AnonymousTenant, tool, derivedKey(t, session, step, tool, args))]
 }
 
 // httpTool is an HTTP upstream tool on url.
@@ -269,7 +269,7 @@ func TestConnectionLostAfterTheRequestWasWritten(t *testing.T) {
 	h := newHarness(t, storeEmbedded, []tools.Tool{httpTool(t, "pay", up.URL(), client), httpTool(t, "provision", up.URL(), client)},
 		withAdmin("adm"), withPolicy("pay", tools.Policy{LeaseExpiry: tools.LeaseExpiryUnknown}))
 	received := func(session string, step uint64, tool string) int {
-		return up.Received(keyderive.ScopedKey(gateway.AnonymousTenant, tool, derivedKey(t, session, step, tool, `{}`)))
+		return up.Received(keyderive.ScopedKey(callpath.AnonymousTenant, tool, derivedKey(t, session, step, tool, `{}`)))
 	}
 
 	for _, c := range []struct {
@@ -328,7 +328,7 @@ func TestOversizedResultOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 	ran := func(tool string) int {
 		mu.Lock()
 		defer mu.Unlock()
-		return runs[keyderive.ScopedKey(gateway.AnonymousTenant, tool, derivedKey(t, tool, 0, tool, `{}`))]
+		return runs[keyderive.ScopedKey(callpath.AnonymousTenant, tool, derivedKey(t, tool, 0, tool, `{}`))]
 	}
 	for _, c := range []struct {
 		tool      string

@@ -8,8 +8,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -27,12 +27,12 @@ func TestRecordsGauge(t *testing.T) {
 			pay, other := newTestTool("pay"), newTestTool("other")
 			h := newHarness(t, kind, []tools.Tool{pay, other}, withAdmin("adm"), withLockTTL(300*time.Millisecond),
 				withPolicy("pay", tools.Policy{LeaseExpiry: idempotency.LeaseExpiryUnknown}),
-				func(o *gateway.Options) { o.RecordsSampleInterval = 50 * time.Millisecond })
+				func(o *callpath.Options) { o.RecordsSampleInterval = 50 * time.Millisecond })
 			ctx := context.Background()
 			claim := func(key string, ttl time.Duration, owner string) idempotency.Decision {
 				t.Helper()
 				d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
-					Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: key},
+					Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: key},
 					Fingerprint: fingerprintOf(t, `{}`), ExecutionID: ulid.Make().String(), Owner: owner,
 					LockTTL: ttl, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
 				})
@@ -56,7 +56,7 @@ func TestRecordsGauge(t *testing.T) {
 			claim("k-running", time.Minute, "live")
 			// A call waiting for a human's approval.
 			if d, err := h.store.Claim(ctx, idempotency.ClaimRequest{
-				Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: "k-pending"},
+				Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: "k-pending"},
 				Fingerprint: fingerprintOf(t, `{}`), ExecutionID: ulid.Make().String(), Owner: "asker",
 				LockTTL: time.Minute, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
 				Approval: &idempotency.ApprovalClaim{ID: ulid.Make().String(), Timeout: time.Hour, UseWithin: time.Hour},
@@ -80,11 +80,11 @@ func TestRecordsGauge(t *testing.T) {
 
 			// The operator resolves it: the gauge comes back to 0.
 			admin := h.store.(idempotency.Admin)
-			if _, err := admin.Resolve(ctx, idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: "k-unknown"},
+			if _, err := admin.Resolve(ctx, idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: "k-unknown"},
 				idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := admin.Resolve(ctx, idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: "k-abandoned"},
+			if _, err := admin.Resolve(ctx, idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: "k-abandoned"},
 				idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}, time.Hour); err != nil {
 				t.Fatal(err)
 			}

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
-func tenant(name, token string, limits gateway.TenantLimits) gateway.Tenant {
-	return gateway.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token)), Limits: limits}
+func tenant(name, token string, limits callpath.TenantLimits) callpath.Tenant {
+	return callpath.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token)), Limits: limits}
 }
 
 // Reload swaps tenants, the admin token, limits and policies at once, and
@@ -32,9 +32,9 @@ func TestServerReloadSwapsSettingsOrChangesNothing(t *testing.T) {
 	}
 
 	admin2 := sha256.Sum256([]byte("admin-2"))
-	set := gateway.Settings{
-		Tenants: []gateway.Tenant{
-			tenant("beta", "beta-token", gateway.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}}),
+	set := callpath.Settings{
+		Tenants: []callpath.Tenant{
+			tenant("beta", "beta-token", callpath.TenantLimits{Rate: ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}}),
 		},
 		AdminTokenSHA256: &admin2,
 		Policies:         map[string]tools.Policy{"reload-hang": {Timeout: 50 * time.Millisecond}},
@@ -58,7 +58,7 @@ func TestServerReloadSwapsSettingsOrChangesNothing(t *testing.T) {
 	}
 
 	// The tenant loses its rate; the hang tool's new timeout applies.
-	set.Tenants = []gateway.Tenant{tenant("beta", "beta-token", gateway.TenantLimits{})}
+	set.Tenants = []callpath.Tenant{tenant("beta", "beta-token", callpath.TenantLimits{})}
 	if err := h.gw.Reload(set); err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +66,14 @@ func TestServerReloadSwapsSettingsOrChangesNothing(t *testing.T) {
 
 	refused := []struct {
 		name string
-		set  gateway.Settings
+		set  callpath.Settings
 		want string
 	}{
-		{"auth off", gateway.Settings{AdminTokenSHA256: &admin2}, "auth cannot be turned on or off"},
-		{"admin off", gateway.Settings{Tenants: set.Tenants}, "admin API cannot be enabled or disabled"},
-		{"shared token", gateway.Settings{AdminTokenSHA256: &admin2, Tenants: []gateway.Tenant{
-			tenant("a", "same", gateway.TenantLimits{}), tenant("b", "same", gateway.TenantLimits{})}}, "same token"},
-		{"bad lease expiry", gateway.Settings{AdminTokenSHA256: &admin2, Tenants: set.Tenants,
+		{"auth off", callpath.Settings{AdminTokenSHA256: &admin2}, "auth cannot be turned on or off"},
+		{"admin off", callpath.Settings{Tenants: set.Tenants}, "admin API cannot be enabled or disabled"},
+		{"shared token", callpath.Settings{AdminTokenSHA256: &admin2, Tenants: []callpath.Tenant{
+			tenant("a", "same", callpath.TenantLimits{}), tenant("b", "same", callpath.TenantLimits{})}}, "same token"},
+		{"bad lease expiry", callpath.Settings{AdminTokenSHA256: &admin2, Tenants: set.Tenants,
 			Policies: map[string]tools.Policy{"reload-echo": {LeaseExpiry: "never"}}}, "reload-echo"},
 	}
 	for _, c := range refused {

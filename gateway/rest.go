@@ -29,9 +29,9 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		entry, ok = s.Tools().Retired(chi.URLParam(r, "tool"))
 	}
 	if !ok {
-		p := NewProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
+		p := callpath.NewProblem(wire.CodeToolNotFound, "no tool of that name; GET /api/tools/v1 lists them")
 		callpath.MarkProblem(r.Context(), "", p)
-		WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 		return
 	}
 	switch r.Method {
@@ -41,10 +41,10 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		callpath.MarkTool(r.Context(), entry.Spec.Name)
 		s.handleDescribe(w, r, entry)
 	default:
-		p := NewProblem(wire.CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
+		p := callpath.NewProblem(wire.CodeMethodNotAllowed, "call a tool with POST, describe it with GET")
 		callpath.MarkProblem(r.Context(), entry.Spec.Name, p)
 		p.WithAllow("GET, HEAD, POST")
-		WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 	}
 }
 
@@ -54,12 +54,12 @@ const toolRoute = "/api/tools/v1/{tool}"
 // handleCall runs the HTTP-only checks, then the call path.
 func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools.Entry) {
 	ctx := r.Context()
-	fail := func(p *Problem) {
+	fail := func(p *callpath.Problem) {
 		callpath.MarkProblem(ctx, entry.Spec.Name, p)
-		WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 	}
 	if !callpath.IsJSONRequest(r.Header) {
-		fail(NewProblem(wire.CodeUnsupportedMediaType, "send the arguments as application/json"))
+		fail(callpath.NewProblem(wire.CodeUnsupportedMediaType, "send the arguments as application/json"))
 		return
 	}
 	body, p := s.readBody(w, r)
@@ -71,15 +71,15 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 		}
 		return
 	}
-	c := &Call{
-		API:       APIREST,
+	c := &callpath.Call{
+		API:       callpath.APIREST,
 		Tenant:    callpath.TenantFrom(ctx),
 		Entry:     entry,
 		Arguments: body,
 		Received:  callpath.RequestStart(ctx),
 	}
-	callpath.ReadIdentity(c, callpath.IdentitySource{API: APIREST, Header: r.Header}, s.opts.KeyMode)
-	wait := callpath.PreferWait(r.Header, MaxPreferWait)
+	callpath.ReadIdentity(c, callpath.IdentitySource{API: callpath.APIREST, Header: r.Header}, s.opts.KeyMode)
+	wait := callpath.PreferWait(r.Header, callpath.MaxPreferWait)
 	c.Wait = time.Duration(wait) * time.Second
 	c.WaitForApproval = callpath.PreferApproval(r.Header)
 	res := s.Call(ctx, c)
@@ -96,12 +96,12 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, entry *tools
 // writeResult renders a call's Result as HTTP: the tool's answer unchanged
 // or a problem, with Idempotent-Replayed and Tool-Execution-Id whenever the
 // call reached a claim.
-func writeResult(w http.ResponseWriter, res Result) {
+func writeResult(w http.ResponseWriter, res callpath.Result) {
 	if res.Problem != nil {
 		if res.ExecutionID != "" {
 			setExecutionHeaders(w.Header(), res.Replayed, res.ExecutionID)
 		}
-		WriteProblem(w, res.Problem)
+		callpath.WriteProblem(w, res.Problem)
 		return
 	}
 	h := w.Header()
@@ -174,10 +174,10 @@ func setExecutionHeaders(h http.Header, replayed bool, executionID string) {
 
 // readBody reads at most MaxBodyBytes; a larger body is refused as soon as
 // the limit is crossed, without reading the rest.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Problem) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *callpath.Problem) {
 	limit := s.opts.MaxBodyBytes
-	tooLarge := func() *Problem {
-		return NewProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
+	tooLarge := func() *callpath.Problem {
+		return callpath.NewProblem(wire.CodePayloadTooLarge, "the arguments may be at most "+strconv.FormatInt(limit, 10)+" bytes")
 	}
 	if r.ContentLength > limit {
 		return nil, tooLarge()
@@ -202,7 +202,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Prob
 			if errors.As(err, &maxErr) {
 				return nil, tooLarge()
 			}
-			return nil, NewProblem(wire.CodeInvalidJSON, "the request body could not be read")
+			return nil, callpath.NewProblem(wire.CodeInvalidJSON, "the request body could not be read")
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -23,10 +24,10 @@ func TestHotHeaderNamesAreCanonical(t *testing.T) {
 // a header written from a shared value must not change it for the next
 // response.
 func TestSharedHeaderValuesStayConstant(t *testing.T) {
-	for _, res := range []Result{
-		{Kind: ResultReplayed, Status: 200, ContentType: "application/json", Body: []byte(`{"ok":true}`), ExecutionID: "01J8ZK4Q7XKZ3V9W6T2R5M0ABC", Replayed: true},
-		{Kind: ResultExecuted, Status: 201, ContentType: "application/json", Body: []byte(`{}`), ExecutionID: "01J8ZK4Q7XKZ3V9W6T2R5M0ABD"},
-		{Kind: ResultReadOnly, Status: 200, ContentType: "text/plain", Body: []byte(`hi`)},
+	for _, res := range []callpath.Result{
+		{Kind: callpath.ResultReplayed, Status: 200, ContentType: "application/json", Body: []byte(`{"ok":true}`), ExecutionID: "01J8ZK4Q7XKZ3V9W6T2R5M0ABC", Replayed: true},
+		{Kind: callpath.ResultExecuted, Status: 201, ContentType: "application/json", Body: []byte(`{}`), ExecutionID: "01J8ZK4Q7XKZ3V9W6T2R5M0ABD"},
+		{Kind: callpath.ResultReadOnly, Status: 200, ContentType: "text/plain", Body: []byte(`hi`)},
 	} {
 		rec := httptest.NewRecorder()
 		writeResult(rec, res)

@@ -26,7 +26,7 @@ import (
 // Options.SeparateOperations) the operations endpoints; auth guards the
 // tool API only.
 func (s *Server) routes() http.Handler {
-	var mounts []Mount
+	var mounts []callpath.Mount
 	if !s.opts.SeparateOperations {
 		mounts = s.operationsMounts()
 	}
@@ -42,7 +42,7 @@ func (s *Server) operationsRoutes() http.Handler {
 
 // router is a router with the middleware every endpoint has and mounts
 // attached, in order.
-func (s *Server) router(mounts []Mount) http.Handler {
+func (s *Server) router(mounts []callpath.Mount) http.Handler {
 	r := s.NewRouter()
 	for _, mount := range mounts {
 		mount(s.Engine, r)
@@ -53,8 +53,8 @@ func (s *Server) router(mounts []Mount) http.Handler {
 // operationsMounts are what operators and orchestrators use: health,
 // readiness, metrics and (with an admin token) the admin API and the
 // operator console.
-func (s *Server) operationsMounts() []Mount {
-	mounts := []Mount{asMount(s.mountHealth)}
+func (s *Server) operationsMounts() []callpath.Mount {
+	mounts := []callpath.Mount{asMount(s.mountHealth)}
 	if s.opts.AdminTokenSHA256 != nil {
 		mounts = append(mounts, asMount(s.mountAdminAPI), asMount(s.mountConsole))
 	}
@@ -63,7 +63,7 @@ func (s *Server) operationsMounts() []Mount {
 
 // asMount is a surface of the Server as a Mount: the Server already holds
 // the engine the Mount is handed.
-func asMount(mount func(r chi.Router)) Mount {
+func asMount(mount func(r chi.Router)) callpath.Mount {
 	return func(_ *callpath.Engine, r chi.Router) { mount(r) }
 }
 
@@ -76,9 +76,9 @@ func (s *Server) mountREST(r chi.Router) {
 		r.Head("/", s.handleList)
 		// The mount point answers every method to chi, so name its own.
 		r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-			p := NewProblem(wire.CodeMethodNotAllowed, "list the tools with GET")
+			p := callpath.NewProblem(wire.CodeMethodNotAllowed, "list the tools with GET")
 			p.WithAllow("GET, HEAD")
-			WriteProblem(w, p)
+			callpath.WriteProblem(w, p)
 		})
 		// A caller deciding its approvals; "approvals" is a reserved tool
 		// name (tools.ReservedName), so this path is never a tool's.
@@ -160,7 +160,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &layoutErr) {
 			detail = layoutErr.Error()
 		}
-		WriteProblem(w, NewProblem(wire.CodeStoreUnavailable, detail).WithRetryAfter(1))
+		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeStoreUnavailable, detail).WithRetryAfter(1))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
@@ -56,7 +56,7 @@ func TestReadOnlyToolsIgnoreKeyHeaders(t *testing.T) {
 	}
 	key := derivedKey(t, "ro", 1, "lookup", `{}`)
 	h.do(callSpec{tool: "lookup", session: "ro", step: 1, args: `{}`})
-	if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "lookup", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
+	if _, err := h.store.Get(context.Background(), idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "lookup", Key: key}); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("a read-only call stored something: %v", err)
 	}
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
 	"github.com/toolgateway/toolgateway/internal/testutil"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -24,7 +24,7 @@ import (
 )
 
 func withLogger(l *slog.Logger) harnessOption {
-	return func(o *gateway.Options) { o.Logger = l }
+	return func(o *callpath.Options) { o.Logger = l }
 }
 
 // marker returns a unique string that cannot appear anywhere by chance.

@@ -15,7 +15,7 @@ import (
 // Server is the gateway's HTTP handler: the engine and its routes.
 type Server struct {
 	*callpath.Engine
-	opts    Options
+	opts    callpath.Options
 	handler http.Handler
 	// opsHandler serves the operations endpoints (OperationsHandler).
 	opsHandler http.Handler
@@ -24,15 +24,30 @@ type Server struct {
 	// chains is how far the console verified each tenant's receipt chain
 	// (receiptchains.go).
 	chains chainChecks
+	// console and consoleKeys are the console's settings (WithConsole)
+	// and its session keys now (ReloadConsoleKeys).
+	console     ConsoleOptions
+	consoleKeys atomic.Pointer[[][]byte]
 }
 
-// NewServer builds a Server from opts.
-func NewServer(opts Options) (*Server, error) {
+// A ServerOption configures what the Server serves beside the engine
+// (WithConsole).
+type ServerOption func(*Server) error
+
+// NewServer builds a Server from opts, its engine's, and with, the
+// Server's own.
+func NewServer(opts callpath.Options, with ...ServerOption) (*Server, error) {
+	s := &Server{}
+	for _, o := range with { // first: a refusal leaves no engine running
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
 	e, err := callpath.New(opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Engine: e, opts: e.Options()}
+	s.Engine, s.opts = e, e.Options()
 	s.handler = s.routes()
 	s.opsHandler = s.operationsRoutes()
 	return s, nil

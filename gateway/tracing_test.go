@@ -23,7 +23,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/internal/mcptest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
@@ -90,7 +90,7 @@ func TestTracingReachesCollectorAndUpstream(t *testing.T) {
 	}
 	const token = "tok-secret-acme-7f3a"
 	h := newHarness(t, storeRedis, []tools.Tool{tool}, withTenants(map[string]string{"acme": token}),
-		func(o *gateway.Options) { o.TracerProvider = tp })
+		func(o *callpath.Options) { o.TracerProvider = tp })
 
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	args := `{"secret_argument":"arg-value-9c1d"}`
@@ -179,7 +179,7 @@ func TestMCPTracing(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	var mgr *mcptool.Manager
-	h := newHarness(t, storeEmbedded, nil, func(o *gateway.Options) {
+	h := newHarness(t, storeEmbedded, nil, func(o *callpath.Options) {
 		o.TracerProvider = tp
 		mgr, err = mcptool.NewManager(o.Tools, []mcptool.ServerConfig{{Name: "tickets", URL: upHTTP.URL, Prefix: "t_", RecordIsError: true}},
 			mcptool.Options{Logger: slog.New(slog.DiscardHandler)})

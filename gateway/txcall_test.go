@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
@@ -189,7 +190,7 @@ func TestTransactionalToolNeedsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	_, err = gateway.NewServer(gateway.Options{Store: store, Tools: registry})
+	_, err = gateway.NewServer(callpath.Options{Store: store, Tools: registry})
 	if err == nil || !strings.Contains(err.Error(), `"place-order"`) || !strings.Contains(err.Error(), "PostgreSQL") {
 		t.Fatalf("NewServer with a transactional tool on the embedded store: %v; want an error naming the tool and the store it needs", err)
 	}

@@ -6,43 +6,56 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/budgets"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
 // claim is the claim stage: one atomic store decision for the checked
-// call (a duplicate of a call in flight may wait for its outcome). A
-// claimed call goes on to run with the claim's lease and an in-flight
-// slot; a record's approval (pending, denied, expired) goes on to the
-// approval stage in st.approvalOutcome; every other decision ends the call
-// (replay, in progress, reused key, step conflict, UNKNOWN;
-// store_unavailable when the store cannot decide). A call with no record
-// passes by.
-func (s *Engine) claim(ctx context.Context, st *callState) bool {
-	if st.unprotected != 0 {
-		return false // nothing to claim: run.go runs it as it is
+// call, in st.decision (st.claimErr when the store could not decide),
+// and st.newApproval when it wrote a pending approval. The pipeline runs
+// it again at each poll of a call that waits (wait.go); the answer stage
+// acts on the last decision. A call with no record passes by.
+func (s *Engine) claim(ctx context.Context, st *callState) {
+	// On a context detached from the client: a client that hangs up while
+	// its claim is on the wire must not leave a claimed record that nobody
+	// runs (for a lease_expiry: unknown tool it would turn UNKNOWN without
+	// the tool ever running).
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
+	defer cancel()
+	req := s.claimRequest(st)
+	s.settlePending(ctx, req.Scope)
+	st.decision, st.claimErr = s.store.Claim(claimCtx, req)
+	st.newApproval = nil
+	if st.claimErr == nil && isNewApproval(req, st.decision) {
+		st.newApproval = st.decision.Approval // notify.go and receipt.go tell of it
 	}
-	decideCtx, endDecide := s.childSpan(ctx, "store decision")
-	d, err := s.storeDecision(decideCtx, st)
-	endDecide(err)
-	if st.deniedWhileWaiting != nil {
-		return st.refuse(st.deniedWhileWaiting)
-	}
-	if err != nil {
-		s.log.ErrorContext(ctx, "store claim failed", "tool", st.call.Entry.Spec.Name, "error", err)
-		return st.end(storeUnavailable("the idempotency store is unreachable; the tool was not run"))
-	}
-	return s.answer(ctx, st, d)
 }
 
-// answer acts on the store's decision: take the claimed call on to run, or
-// end it with the replay, the duplicate in flight, the reused key, the
-// step conflict, the UNKNOWN record.
-func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decision) bool {
+// answer is the answer stage: it acts on the claim's last store decision
+// (claimed: on to run with the claim's lease and an in-flight slot; a
+// record's approval pending, denied or expired: on to the approval stage
+// in st.approvalOutcome; replay, in progress, reused key, step conflict,
+// UNKNOWN: the call ends; store_unavailable when the store could not
+// decide). A call with no record passes by.
+func (s *Engine) answer(ctx context.Context, st *callState) bool {
+	if st.unprotected != 0 {
+		return false // nothing was claimed: run.go runs it as it is
+	}
+	if st.claimErr != nil {
+		s.log.ErrorContext(ctx, "store claim failed", "tool", st.call.Entry.Spec.Name, "error", st.claimErr)
+		return st.end(storeUnavailable("the idempotency store is unreachable; the tool was not run"))
+	}
+	return s.answerDecision(ctx, st)
+}
+
+// answerDecision acts on the store's decision: take the claimed call on
+// to run, or end it with the replay, the duplicate in flight, the reused
+// key, the step conflict, the UNKNOWN record.
+func (s *Engine) answerDecision(ctx context.Context, st *callState) bool {
+	d := &st.decision
 	c, name := st.call, st.call.Entry.Spec.Name
 	switch d.Outcome {
 	case idempotency.OutcomeClaimed:
-		if stale(st, d) {
+		if stale(st, *d) {
 			// Approved under other rules or another definition of the
 			// tool: void. Releasing the claim removes the record, so the
 			// next call asks for a new approval under the rules of now.
@@ -64,7 +77,7 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 		}
 		st.lease, st.leaveSlot = d.Lease, leaveSlot
 		if d.Approval == nil && !d.TakenOver {
-			s.countDecision(st) // decide.go: counted once, at its fresh claim
+			s.metrics.countDecision(st) // counted once, at its fresh claim
 		}
 		s.budgetReserved(st, d.TakenOver) // budgetreceipts.go
 		if d.Approval != nil {
@@ -91,7 +104,10 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 		p := NewProblem(wire.CodeOutcomeUnknown, "the outcome of this call is unknown (its gateway died or its tool gave no certain answer); an operator must check the side effect and resolve the record")
 		return st.end(Result{Kind: ResultUnknown, Problem: p, Label: labelOutcomeUnknown})
 	case idempotency.OutcomeAwaitingApproval, idempotency.OutcomeApprovalDenied, idempotency.OutcomeApprovalExpired:
-		st.approvalOutcome = &d // the approval stage answers it (decide.go)
+		if st.newApproval != nil {
+			s.metrics.countDecision(st) // counted once, at its new approval
+		}
+		st.approvalOutcome = d // the approval stage answers it (decide.go)
 		return false
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())
@@ -128,36 +144,6 @@ func storeUnavailable(detail string) Result {
 // remaining lease is only an upper bound (a live owner renews it and may
 // finish any moment), so a client should not be sent away for all of it.
 const maxInProgressRetryAfter = 5
-
-// storeDecision asks the store, in one atomic step, what to do with the
-// call; a duplicate of a call in flight waits up to Call.Wait for its
-// outcome (and st.waited says it did).
-func (s *Engine) storeDecision(ctx context.Context, st *callState) (idempotency.Decision, error) {
-	d, err := s.claimOnce(ctx, st)
-	if err == nil && waitable(st.call, d.Outcome) && st.call.Wait > 0 {
-		d, err = s.awaitDuplicate(ctx, st, st.call.Wait, d)
-		st.waited = true
-	}
-	return d, err
-}
-
-// claimOnce runs one store decision on a context detached from the client:
-// a client that hangs up while its claim is on the wire must not leave a
-// claimed record that nobody runs (for a lease_expiry: unknown tool it would
-// turn UNKNOWN without the tool ever running).
-func (s *Engine) claimOnce(ctx context.Context, st *callState) (idempotency.Decision, error) {
-	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCallTimeout)
-	defer cancel()
-	req := s.claimRequest(st)
-	s.settlePending(ctx, req.Scope)
-	d, err := s.store.Claim(claimCtx, req)
-	if err == nil && isNewApproval(req, d) {
-		s.countDecision(st)                                  // decide.go: counted once, at its new approval
-		s.notifyPending(ctx, st, d.Approval)                 // decide.go
-		s.receiptOfCall(st, receipts.EventApprovalRequested) // receipt.go
-	}
-	return d, err
-}
 
 // claimRequest builds the store request with a fresh execution id (used
 // only if the claim succeeds).
@@ -203,54 +189,6 @@ func (s *Engine) claimRequest(st *callState) idempotency.ClaimRequest {
 		req.StepGuard, req.StepBoundKey = true, true
 	}
 	return req
-}
-
-// waitable says whether c's wait waits on outcome: a duplicate in flight
-// (for its outcome), or a pending approval when the caller opted in
-// (Call.WaitForApproval: REST's Prefer: wait=N, approval; for its
-// decision, and if approved, to run the call). Without the opt-in a
-// pending approval answers at once: SDKs send Prefer: wait=N for
-// duplicates that finish in seconds, and a human answers in minutes.
-func waitable(c *Call, o idempotency.Outcome) bool {
-	return o == idempotency.OutcomeInProgress || (o == idempotency.OutcomeAwaitingApproval && c.WaitForApproval)
-}
-
-// awaitDuplicate polls the store until the running call finishes, its lease
-// expires (and this request takes over), its pending approval is decided,
-// ctx ends or wait passes. Polling
-// keeps replicas independent of any pub/sub channel and costs one round
-// trip per poll.
-func (s *Engine) awaitDuplicate(ctx context.Context, st *callState, wait time.Duration, last idempotency.Decision) (idempotency.Decision, error) {
-	deadline := time.Now().Add(wait)
-	delay := 20 * time.Millisecond
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return last, nil
-		}
-		timer.Reset(min(delay, left))
-		select {
-		case <-ctx.Done():
-			return last, nil
-		case <-s.waitCtx.Done(): // shutting down: answer "in progress", take nothing over
-			return last, nil
-		case <-timer.C:
-		}
-		// The rules of now decide each claim that may consume an
-		// approval: a rule that denies meanwhile wins (decide.go).
-		if st.deniedWhileWaiting = s.decideAgain(ctx, st); st.deniedWhileWaiting != nil {
-			return last, nil
-		}
-		d, err := s.claimOnce(ctx, st)
-		if err != nil || !waitable(st.call, d.Outcome) {
-			return d, err
-		}
-		last = d
-		delay = min(delay*2, 250*time.Millisecond)
-	}
 }
 
 // budgetExceeded is the refusal of a call whose charge would take a

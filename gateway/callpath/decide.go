@@ -6,7 +6,6 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/notify"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -40,13 +39,6 @@ func (a ApprovalSettings) withDefaults() ApprovalSettings {
 	return a
 }
 
-// ApprovalNotifier is told of each new pending approval (a
-// [notify.Notifier]); Notify must not block the call.
-type ApprovalNotifier interface {
-	Notify(p notify.Pending) error
-	Stats() notify.Stats
-}
-
 // The outcome labels of the decide stage's answers.
 const (
 	labelDenied          = "denied"
@@ -60,21 +52,24 @@ const (
 const approvalRetryAfter = 30
 
 // decide is the decide stage: it ends the call with a deny, or passes it
-// on (st.approval set when its rules ask for an approval).
+// on (st.approval set when its rules ask for an approval). At each poll
+// of a call that waits (st.waited, wait.go) it decides again under the
+// settings of now, before the claim that could consume an approval,
+// without counting it a second time: a rule that denies meanwhile wins.
 func (s *Engine) decide(ctx context.Context, st *callState) bool {
 	live := s.settings.Load()
-	if len(live.decisions) == 0 {
-		return false
-	}
 	policy := live.decisions[st.call.Entry.Spec.Name]
-	if policy.Rules() == 0 {
+	switch {
+	case st.waited && !st.decided: // no rules when the call came: none now
+		return false
+	case !st.waited && policy.Rules() == 0:
 		return false
 	}
 	p := s.decideWith(ctx, st, live, policy)
 	if p != nil || st.unprotected != 0 {
 		// A refusal is stored nowhere and a call without a record runs
-		// each time: each is counted as it arrives.
-		s.countDecision(st)
+		// each time: each is counted as it arrives (once per call).
+		s.metrics.countDecision(st)
 	}
 	if p != nil {
 		return st.refuse(p)
@@ -82,33 +77,8 @@ func (s *Engine) decide(ctx context.Context, st *callState) bool {
 	return false
 }
 
-// countDecision counts the call's verdict in gateway_decisions_total,
-// once per call. A call with a record is counted where the store makes it
-// new — its fresh claim (allowed, or run in observe mode) or its new
-// approval — so a retry that replays, finds its approval pending, or
-// consumes it is not counted again; a denied call and one without a
-// record, which the store never keeps, as they arrive (decide).
-func (s *Engine) countDecision(st *callState) {
-	if st.verdict == nil || st.decisionCounted {
-		return
-	}
-	st.decisionCounted = true
-	s.metrics.decisions.WithLabelValues(st.call.Entry.Spec.Name, string(st.verdict.Decision), enforcedLabel(st.verdict.Enforced())).Inc()
-}
-
-// decideAgain takes the call's decision again under the settings of now
-// (a Prefer: wait poll, before each claim that could consume an
-// approval), without counting it a second time; it returns the refusal
-// of a call its rules now deny.
-func (s *Engine) decideAgain(ctx context.Context, st *callState) *Problem {
-	if !st.decided {
-		return nil
-	}
-	live := s.settings.Load()
-	return s.decideWith(ctx, st, live, live.decisions[st.call.Entry.Spec.Name])
-}
-
-// decideWith evaluates policy for the call (countDecision counts it).
+// decideWith evaluates policy for the call (metrics.go's countDecision
+// counts it, once per call).
 func (s *Engine) decideWith(ctx context.Context, st *callState, live *settings, policy *decide.Policy) *Problem {
 	c := st.call
 	name := c.Entry.Spec.Name
@@ -205,26 +175,6 @@ func (s *Engine) approval(ctx context.Context, st *callState) bool {
 // the stored id).
 func isNewApproval(req idempotency.ClaimRequest, d idempotency.Decision) bool {
 	return d.Outcome == idempotency.OutcomeAwaitingApproval && req.Approval != nil && d.Approval != nil && d.Approval.ID == req.Approval.ID
-}
-
-// notifyPending pushes a new pending approval to the notifier, if any; it
-// only enqueues, and a notification dropped is logged, not an error of
-// the call (the admin API lists every pending approval anyway).
-func (s *Engine) notifyPending(ctx context.Context, st *callState, a *idempotency.Approval) {
-	if s.opts.Notifier == nil {
-		return
-	}
-	pending := notify.Pending{
-		ApprovalID: a.ID, Tool: st.call.Entry.Spec.Name, Tenant: st.call.Tenant,
-		CanonicalArguments: st.canonical, Rule: a.Rule, Reason: a.Reason,
-		RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
-	}
-	if st.id.HasStep {
-		pending.Session, pending.Step, pending.HasStep = st.id.SessionID, st.id.StepIndex, true
-	}
-	if err := s.opts.Notifier.Notify(pending); err != nil {
-		s.log.WarnContext(ctx, "approval notification not sent", "tool", pending.Tool, "approval_id", a.ID, "error", err)
-	}
 }
 
 // orString is s, or def when s is empty.

@@ -23,7 +23,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgateway/toolgateway/gateway/budgets"
-	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/pins"
@@ -142,22 +141,6 @@ type Options struct {
 	// recovery sweep appends (0: 2 minutes; receiptrecovery.go). The
 	// store keeps an outbox when it implements idempotency.ReceiptOutbox.
 	ReceiptRecoverAfter time.Duration
-	// ConsoleOIDC, when set, lets operators sign in to the console through
-	// the identity provider beside the admin token; a change needs a
-	// restart.
-	ConsoleOIDC *console.OIDC
-	// ConsoleSessionKeys sign the console's sessions and CSRF tokens
-	// (console.Options.SessionKeys): the first signs, all verify, each at
-	// least console.MinSessionKeyBytes long. None: a random key per
-	// process, so sessions end at a restart and other replicas refuse them
-	// (a warning is logged when the console is served so).
-	ConsoleSessionKeys [][]byte
-	// ConsoleSecureCookies marks the console's cookies Secure on plain
-	// HTTP too, for TLS terminated in front of the gateway.
-	ConsoleSecureCookies bool
-	// ConsoleTokenSignInOff turns the console's admin-token sign-in off
-	// (sign-in through ConsoleOIDC only).
-	ConsoleTokenSignInOff bool
 
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a private registry
@@ -236,7 +219,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
 		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets})
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets})
 	if err != nil {
 		return nil, err
 	}

@@ -387,3 +387,18 @@ func (c notificationsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(notificationsDesc, prometheus.CounterValue, float64(v.n), v.result)
 	}
 }
+
+// countDecision counts the call's verdict in gateway_decisions_total,
+// once per call. A call with a record is counted where the store makes it
+// new — its fresh claim (allowed, or run in observe mode) or its new
+// approval (claim.go's answer stage) — so a retry that replays, finds its
+// approval pending, or consumes it is not counted again; a denied call
+// and one without a record, which the store never keeps, as they arrive
+// (decide.go).
+func (m *metrics) countDecision(st *callState) {
+	if st.verdict == nil || st.decisionCounted {
+		return
+	}
+	st.decisionCounted = true
+	m.decisions.WithLabelValues(st.call.Entry.Spec.Name, string(st.verdict.Decision), enforcedLabel(st.verdict.Enforced())).Inc()
+}

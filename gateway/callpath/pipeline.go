@@ -26,9 +26,13 @@ import (
 //	decide: the tool's decide rules (they see the budgets the call
 //	        charges): allow, approve (the claim writes or consumes the
 //	        approval), deny (decide.go)
-//	claim:  one atomic store decision (run, replay, in progress, reused,
-//	        step conflict, unknown), with an optional wait for a duplicate
-//	        (claim.go)
+//	claim:  one atomic store decision (claim.go), and, when it wrote a
+//	        pending approval, its notification (notify.go) and receipt
+//	        (receipt.go); a call that waits for a duplicate in flight or
+//	        an approval's decision polls (wait.go): decide and claim run
+//	        again at each poll
+//	answer: the claim's last decision: run, replay, in progress, reused,
+//	        step conflict, unknown (claim.go)
 //	approval: a record whose approval is pending, denied or expired, as
 //	        the claim found it (decide.go)
 //	run:    the tool, detached from the client, under a renewed, fenced
@@ -37,14 +41,15 @@ import (
 //	        outcome of a lease_expiry: unknown tool; release (everything
 //	        else) (record.go)
 //	receipt: after whichever stage ended the call, its consequential event
-//	        (executed, denied, approval expired) handed to the receipt
-//	        writer, never waited for (receipt.go)
+//	        (executed, denied, approval expired; a record made UNKNOWN
+//	        before it) handed to the receipt writer, never waited for
+//	        (receipt.go)
 //
 // A stage learns what earlier stages found from the call state
-// (callState), never by calling them; the ties left (the claim's wait
-// asks decide.go again, and a new approval is notified and receipted as
-// the claim writes it, before any wait) are listed in
-// docs/architecture.md. The call path returns a Result the adapter
+// (callState), never by calling them: the claim leaves a new approval in
+// callState.newApproval for notify and receipt, the record stage leaves
+// callState.madeUnknown for the receipt, and a poll's decide reads
+// callState.waited. The call path returns a Result the adapter
 // renders (an HTTP response, or an MCP CallToolResult / JSON-RPC
 // error). Nothing here knows about
 // http.ResponseWriter. Drain accounting, metrics, the request's log fields
@@ -220,8 +225,8 @@ func (s *Engine) call(ctx context.Context, c *Call) Result {
 	case s.check(ctx, &st): // check.go: I-JSON, identity, key, schema, availability, rate
 	case s.effect(ctx, &st): // effect.go: the effect key's value, held by the claim
 	case s.budget(ctx, &st): // budget.go: the call's budget charges, reserved by the claim
-	case s.decide(ctx, &st): // decide.go: the tool's rules (which see its budgets): allow, approve, deny
-	case s.claim(ctx, &st): // claim.go: the one atomic store decision
+	case s.decideAndClaim(ctx, &st): // decide.go, claim.go, wait.go: rules, store decision, polls
+	case s.answer(ctx, &st): // claim.go: the claim's last decision
 	case s.approval(ctx, &st): // decide.go: a record's approval, pending, denied or expired
 	case s.run(ctx, &st): // run.go: the tool, under the claim's lease
 	case s.record(ctx, &st): // record.go: the outcome, for replay or not
@@ -229,6 +234,34 @@ func (s *Engine) call(ctx context.Context, c *Call) Result {
 	s.receipt(&st) // receipt.go: the event's receipt, enqueued
 	st.result.Waited = st.waited
 	return st.result
+}
+
+// decideAndClaim runs decide (decide.go) and, for a call with a record,
+// the claim (claim.go) with what it tells of a new approval (notify.go,
+// receipt.go); while the call waits (wait.go) it runs them again at each
+// poll, so the rules of now decide each claim that may consume an
+// approval. It ends the call only with decide's deny.
+func (s *Engine) decideAndClaim(ctx context.Context, st *callState) bool {
+	if s.decide(ctx, st) {
+		return true
+	}
+	if st.unprotected != 0 {
+		return false // nothing to claim: run.go runs it as it is
+	}
+	ctx, endSpan := s.childSpan(ctx, "store decision")
+	for {
+		s.claim(ctx, st)
+		s.notify(ctx, st)
+		s.receiptOfApproval(st)
+		if !s.wait(ctx, st) {
+			endSpan(st.claimErr)
+			return false
+		}
+		if s.decide(ctx, st) {
+			endSpan(nil)
+			return true
+		}
+	}
 }
 
 // callState is one call on its way through the stages: what a stage found
@@ -261,29 +294,38 @@ type callState struct {
 	// verdict is the decision taken (nil: no rules), for the receipt.
 	verdict *decide.Verdict
 	// decisionCounted: gateway_decisions_total counted the call's verdict
-	// (once per call: decide.go's countDecision).
+	// (once per call: metrics.go's countDecision).
 	decisionCounted bool
-	// deniedWhileWaiting is the refusal of a call whose rules came to
-	// deny it while it waited (Prefer: wait) for its approval.
-	deniedWhileWaiting *Problem
 
 	// Set by budget: the charges the claim reserves, and the budgets as
 	// decide's rules see them (nil: none).
 	charges []idempotency.Charge
 	budgets func() map[string]decide.Budget
 
-	// Set by claim: the claim's lease, the in-flight slot it holds, and
-	// whether the call waited for a duplicate in flight; or the store's
-	// decision when the record's approval answers the call (pending,
-	// denied, expired), for the approval stage.
+	// Set by claim, at each poll: the store's decision (or why there is
+	// none), and the pending approval it wrote (nil: none), which notify
+	// and receipt tell of.
+	decision    idempotency.Decision
+	claimErr    error
+	newApproval *idempotency.Approval
+	// Set by wait: whether the call waited for a duplicate in flight or an
+	// approval's decision, and when it polls again.
+	waited bool
+	wait   waiting
+
+	// Set by answer: the claim's lease and the in-flight slot it holds; or
+	// the store's decision when the record's approval answers the call
+	// (pending, denied, expired), for the approval stage.
 	lease           idempotency.Lease
 	leaveSlot       func()
-	waited          bool
 	approvalOutcome *idempotency.Decision
 
 	// Set by run: the tool's answer and what holds the claim until record
 	// has written the outcome.
 	exec execution
+	// Set by record: the record was left UNKNOWN, which the receipt tells
+	// before the execution.
+	madeUnknown bool
 }
 
 // end ends the call with res; a stage returns its value.

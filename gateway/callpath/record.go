@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
-	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -91,7 +90,7 @@ func (s *Engine) leaveUnknown(ctx, storeCtx context.Context, st *callState, p *P
 	x, lease, name := &st.exec, st.lease, st.call.Entry.Spec.Name
 	s.metrics.countExecution(name, executionUnknown, nil)
 	s.markUnknown(storeCtx, name, lease, x.keeper, st.policy.ReplayTTL)
-	s.receiptOfCall(st, receipts.EventMadeUnknown) // receipt.go
+	st.madeUnknown = true // receipt.go receipts it
 	s.log.ErrorContext(ctx, "tool outcome uncertain; the record is left UNKNOWN for an operator (lease_expiry: unknown)",
 		"tool", name, "execution_id", lease.ExecutionID, "code", p.Code, "error", cause)
 	p.Detail = "the tool gave no certain outcome (" + what + ") and may have acted; its policy is lease_expiry: unknown, " +

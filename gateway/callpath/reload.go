@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/budgets"
-	"github.com/toolgateway/toolgateway/gateway/console"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -54,10 +53,6 @@ type Settings struct {
 	Mode decide.Mode
 	// Approvals replaces Options.Approvals.
 	Approvals ApprovalSettings
-	// ConsoleSessionKeys replaces Options.ConsoleSessionKeys (the key
-	// file read again): sessions signed by a key no longer listed end.
-	// None: the process's random key.
-	ConsoleSessionKeys [][]byte
 }
 
 // settings is one immutable snapshot of the reloadable state. The call path
@@ -90,9 +85,6 @@ type settings struct {
 	effectKeys map[string]*EffectKey
 	// budgets are the budgets and the tools' charges (budget.go).
 	budgets *budgets.Set
-	// consoleKeys are the console's session keys (none: the Server's
-	// random one).
-	consoleKeys [][]byte
 }
 
 // authOn reports whether callers must authenticate: static tenants, an
@@ -128,11 +120,6 @@ func newSettings(set Settings) (*settings, error) {
 	if set.Approvals.Timeout < 0 || set.Approvals.UseWithin < 0 {
 		return nil, fmt.Errorf("gateway: approvals timeout %v and use-within %v must not be negative", set.Approvals.Timeout, set.Approvals.UseWithin)
 	}
-	for i, key := range set.ConsoleSessionKeys {
-		if len(key) < console.MinSessionKeyBytes {
-			return nil, fmt.Errorf("gateway: console session key %d: %d bytes, want at least %d", i+1, len(key), console.MinSessionKeyBytes)
-		}
-	}
 	var admin []*[sha256.Size]byte
 	for _, h := range []*[sha256.Size]byte{set.AdminTokenSHA256, set.AdminPreviousTokenSHA256} {
 		if h != nil {
@@ -155,9 +142,6 @@ func newSettings(set Settings) (*settings, error) {
 	}
 	live.effectKeys = effectKeys
 	live.providerLimits = set.ProviderLimits
-	for _, key := range set.ConsoleSessionKeys {
-		live.consoleKeys = append(live.consoleKeys, slices.Clone(key))
-	}
 	return live, nil
 }
 

@@ -71,11 +71,6 @@ func (s *Engine) Decisions(tool string) (*decide.Policy, decide.Mode) {
 // current one, and the previous one during a rotation.
 func (s *Engine) AdminTokenHashes() []*[sha256.Size]byte { return s.settings.Load().admin }
 
-// ConsoleSessionKeys returns the keys that sign the console's sessions
-// now (the first signs, all verify); none: the console signs with a
-// random key of its process.
-func (s *Engine) ConsoleSessionKeys() [][]byte { return s.settings.Load().consoleKeys }
-
 // Gatherer returns the registry /metrics serves.
 func (s *Engine) Gatherer() prometheus.Gatherer { return s.metrics.gatherer }
 

@@ -56,35 +56,12 @@ func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	if *limit != 0 {
 		q.Set("limit", strconv.Itoa(*limit))
 	}
-	var (
-		approvals []json.RawMessage
-		next      string
-	)
-	for {
-		raw, err := c.do(ctx, http.MethodGet, "/admin/v1/approvals?"+q.Encode(), nil)
-		if err != nil {
-			return fmt.Errorf("admin approvals: %w", err)
-		}
-		var page struct {
-			Approvals  []json.RawMessage `json:"approvals"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return fmt.Errorf("admin approvals: the answer is not a listing: %w", err)
-		}
-		approvals = append(approvals, page.Approvals...)
-		next = page.NextCursor
-		if !*all || next == "" {
-			break
-		}
-		q.Set("cursor", next)
+	approvals, next, err := c.listPages(ctx, "/admin/v1/approvals", "approvals", q, *all)
+	if err != nil {
+		return fmt.Errorf("admin approvals: %w", err)
 	}
 	if *asJSON {
-		out := map[string]any{"approvals": approvals}
-		if next != "" {
-			out["next_cursor"] = next
-		}
-		return writeIndented(c.stdout, out)
+		return c.writeListing("approvals", approvals, next)
 	}
 	return c.approvalTable(approvals, next)
 }
@@ -184,11 +161,7 @@ func (c *adminClient) decide(ctx context.Context, args []string, approve bool) e
 // JSON).
 func (c *adminClient) printApproval(raw []byte, asJSON bool) error {
 	if asJSON {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("admin: the answer is not JSON: %w", err)
-		}
-		return writeIndented(c.stdout, v)
+		return c.writeAnswer(raw)
 	}
 	var a gateway.AdminApproval
 	if err := json.Unmarshal(raw, &a); err != nil {

@@ -238,35 +238,12 @@ func (c *adminClient) list(ctx context.Context, args []string) error {
 	if *limit != 0 {
 		q.Set("limit", strconv.Itoa(*limit))
 	}
-	var (
-		records []json.RawMessage
-		next    string
-	)
-	for pages := 0; ; pages++ {
-		raw, err := c.do(ctx, http.MethodGet, "/admin/v1/records?"+q.Encode(), nil)
-		if err != nil {
-			return fmt.Errorf("admin list: %w", err)
-		}
-		var page struct {
-			Records    []json.RawMessage `json:"records"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return fmt.Errorf("admin list: the answer is not a listing: %w", err)
-		}
-		records = append(records, page.Records...)
-		next = page.NextCursor
-		if !*all || next == "" {
-			break
-		}
-		q.Set("cursor", next)
+	records, next, err := c.listPages(ctx, "/admin/v1/records", "records", q, *all)
+	if err != nil {
+		return fmt.Errorf("admin list: %w", err)
 	}
 	if *asJSON {
-		out := map[string]any{"records": records}
-		if next != "" {
-			out["next_cursor"] = next
-		}
-		return writeIndented(c.stdout, out)
+		return c.writeListing("records", records, next)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tTENANT\tTOOL\tKEY\tEXECUTION ID\tCREATED\tEXPIRES")
@@ -406,11 +383,7 @@ func (c *adminClient) remove(ctx context.Context, args []string) error {
 // printRecord prints one record as aligned "field value" lines (or JSON).
 func (c *adminClient) printRecord(raw []byte, asJSON bool) error {
 	if asJSON {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("admin: the answer is not JSON: %w", err)
-		}
-		return writeIndented(c.stdout, v)
+		return c.writeAnswer(raw)
 	}
 	var r gateway.AdminRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -477,4 +450,53 @@ func writeReport(w io.Writer, asJSON bool, report textReport) error {
 		return writeIndented(w, report)
 	}
 	return report.writeText(w)
+}
+
+// listPages gets one page of the admin API's listing at path (its items
+// under member), or with all every page, following next_cursor; next is
+// the cursor of the page after the last one got ("" at the end).
+func (c *adminClient) listPages(ctx context.Context, path, member string, q url.Values, all bool) (items []json.RawMessage, next string, err error) {
+	for {
+		raw, err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil)
+		if err != nil {
+			return nil, "", err
+		}
+		var page map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, "", fmt.Errorf("the answer is not a listing: %w", err)
+		}
+		var got []json.RawMessage
+		next = ""
+		for name, into := range map[string]any{member: &got, "next_cursor": &next} {
+			if value, ok := page[name]; ok {
+				if err := json.Unmarshal(value, into); err != nil {
+					return nil, "", fmt.Errorf("the answer is not a listing: %w", err)
+				}
+			}
+		}
+		items = append(items, got...)
+		if !all || next == "" {
+			return items, next, nil
+		}
+		q.Set("cursor", next)
+	}
+}
+
+// writeListing writes a listing as JSON: its items under member, and the
+// cursor of the next page when there is one.
+func (c *adminClient) writeListing(member string, items []json.RawMessage, next string) error {
+	out := map[string]any{member: items}
+	if next != "" {
+		out["next_cursor"] = next
+	}
+	return writeIndented(c.stdout, out)
+}
+
+// writeAnswer writes one answer of the admin API as indented JSON.
+func (c *adminClient) writeAnswer(raw []byte) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("admin: the answer is not JSON: %w", err)
+	}
+	return writeIndented(c.stdout, v)
 }

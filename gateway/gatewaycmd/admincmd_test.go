@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -80,7 +81,7 @@ func newAdminFixture(t *testing.T) *adminFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.NewServer(gateway.Options{
+	gw, err := gateway.NewServer(callpath.Options{
 		Store: store, Tools: reg, AdminTokenSHA256: &sum, Budgets: set,
 		Policies: map[string]tools.Policy{echoName: {LeaseExpiry: idempotency.LeaseExpiryUnknown, ReplayTTL: 2 * time.Hour}},
 	})
@@ -153,7 +154,7 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 	canonical, _ := keyderive.Canonicalize([]byte(args))
 	dead := ulid.Make().String()
 	if _, err := f.store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: echoName, Key: key},
+		Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: echoName, Key: key},
 		Fingerprint: keyderive.Fingerprint(canonical), Step: &idempotency.Step{SessionID: "sess", Index: 2},
 		StepGuard: true, StepBoundKey: true, ExecutionID: dead, Owner: "dead",
 		LockTTL: 300 * time.Millisecond, ReplayTTL: time.Hour, LeaseExpiry: idempotency.LeaseExpiryUnknown,
@@ -203,7 +204,7 @@ func TestAdminCommandResolvesUnknown(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"session_id": "sess", "step_index": "2", "identity": "gateway",
-		"upstream_key": tools.ScopedKey(gateway.AnonymousTenant, echoName, key), "arguments": string(canonical)} {
+		"upstream_key": tools.ScopedKey(callpath.AnonymousTenant, echoName, key), "arguments": string(canonical)} {
 		if fields[name] != want {
 			t.Fatalf("exec shows %s %q, want %q:\n%s", name, fields[name], want, shown)
 		}
@@ -315,13 +316,13 @@ func TestAdminCommandBudgets(t *testing.T) {
 	if resp := f.call("b", 0, `{"x":1}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("echo: %d", resp.StatusCode)
 	}
-	out := f.mustAdmin("budgets", "-tenant", gateway.AnonymousTenant)
+	out := f.mustAdmin("budgets", "-tenant", callpath.AnonymousTenant)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "BUDGET") || !strings.Contains(lines[1], "echo-daily") ||
 		!strings.HasSuffix(strings.Join(strings.Fields(lines[1])[4:], " "), "1000 1 0 999") {
 		t.Fatalf("admin budgets:\n%s", out)
 	}
-	if out := f.mustAdmin("budgets", "-tenant", gateway.AnonymousTenant, "-json"); !strings.Contains(out, `"used": 1`) {
+	if out := f.mustAdmin("budgets", "-tenant", callpath.AnonymousTenant, "-json"); !strings.Contains(out, `"used": 1`) {
 		t.Fatalf("admin budgets -json:\n%s", out)
 	}
 	if _, err := f.admin("budgets"); err == nil || !strings.Contains(err.Error(), "-tenant is required") {

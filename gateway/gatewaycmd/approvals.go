@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/notify"
 )
@@ -43,8 +43,8 @@ type NotifyConfig struct {
 
 // buildDecisions compiles every tool's decide rules and reads mode and
 // the approvals section.
-func (c *Config) buildDecisions() (map[string]*decide.Policy, decide.Mode, gateway.ApprovalSettings, error) {
-	var approvals gateway.ApprovalSettings
+func (c *Config) buildDecisions() (map[string]*decide.Policy, decide.Mode, callpath.ApprovalSettings, error) {
+	var approvals callpath.ApprovalSettings
 	mode, err := decide.ParseMode(c.Mode)
 	if err != nil {
 		return nil, "", approvals, fmt.Errorf("mode: %w", err)
@@ -75,7 +75,7 @@ func (c *Config) buildDecisions() (map[string]*decide.Policy, decide.Mode, gatew
 	if err != nil {
 		return nil, "", approvals, err
 	}
-	approvals = gateway.ApprovalSettings{Timeout: time.Duration(c.Approvals.Timeout), UseWithin: time.Duration(c.Approvals.UseWithin)}
+	approvals = callpath.ApprovalSettings{Timeout: time.Duration(c.Approvals.Timeout), UseWithin: time.Duration(c.Approvals.UseWithin)}
 	if err := c.checkNotify(); err != nil {
 		return nil, "", approvals, err
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
@@ -154,9 +154,9 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 }
 
 // buildAuth converts the auth and admin sections; the rules on tenants are
-// gateway.ValidateAuth's, this only decodes the hashes and adds the path.
-func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
-	var tenants []gateway.Tenant
+// callpath.ValidateAuth's, this only decodes the hashes and adds the path.
+func (c *Config) buildAuth() ([]callpath.Tenant, *adminHashes, error) {
+	var tenants []callpath.Tenant
 	if c.Auth != nil {
 		if len(c.Auth.Tenants) == 0 && c.Auth.OIDC == nil {
 			return nil, nil, errors.New("auth.tenants: list at least one tenant, or configure auth.oidc, or remove auth")
@@ -174,7 +174,7 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			tenants = append(tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sum, PreviousTokenSHA256: previous, Limits: limits})
+			tenants = append(tenants, callpath.Tenant{Name: t.Name, TokenSHA256: sum, PreviousTokenSHA256: previous, Limits: limits})
 		}
 	}
 	admin, err := optionalHash("admin.token_sha256", c.Admin.TokenSHA256)
@@ -185,7 +185,7 @@ func (c *Config) buildAuth() ([]gateway.Tenant, *adminHashes, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := gateway.ValidateAuth(tenants, admin, adminPrevious); err != nil {
+	if err := callpath.ValidateAuth(tenants, admin, adminPrevious); err != nil {
 		if strings.HasPrefix(err.Error(), "tenants[") {
 			return nil, nil, fmt.Errorf("auth.%w", err)
 		}
@@ -227,9 +227,9 @@ func optionalHash(field, s string) (*[32]byte, error) {
 
 // limits converts the tenant's rate, burst and max_in_flight; field is the
 // tenant's path in the file, e.g. auth.tenants[2]. The rules on their
-// values are gateway.ValidateAuth's (buildAuth calls it).
-func (t LimitsConfig) limits(field string) (gateway.TenantLimits, error) {
-	var limits gateway.TenantLimits
+// values are callpath.ValidateAuth's (buildAuth calls it).
+func (t LimitsConfig) limits(field string) (callpath.TenantLimits, error) {
+	var limits callpath.TenantLimits
 	if t.Rate == "" && t.Burst != 0 {
 		return limits, fmt.Errorf("%s.burst: %d without a rate: give rate too (e.g. rate: 100/s)", field, t.Burst)
 	}
@@ -239,7 +239,7 @@ func (t LimitsConfig) limits(field string) (gateway.TenantLimits, error) {
 			return limits, fmt.Errorf("%s.rate: %w", field, err)
 		}
 		if t.Burst != 0 {
-			rate.Burst = t.Burst // gateway.ValidateAuth refuses one below 1
+			rate.Burst = t.Burst // callpath.ValidateAuth refuses one below 1
 		}
 		limits.Rate = rate
 	}

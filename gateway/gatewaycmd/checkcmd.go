@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/httptool"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -150,7 +151,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 	}
 	report.Tools = checkedTools(cfg, opts)
 	report.Warnings = append(effectKeyWarnings(opts), st.cfg.missingSecrets...)
-	if opts.AdminTokenSHA256 != nil && len(opts.ConsoleSessionKeys) == 0 {
+	if opts.AdminTokenSHA256 != nil && len(st.console.SessionKeys) == 0 {
 		report.Warnings = append(report.Warnings, "console: no session key (console.session_key_file or "+gateway.ConsoleSessionKeyEnv+
 			"): each process signs console sessions with a random key, so they end at a restart and other replicas refuse them")
 	}
@@ -158,7 +159,7 @@ func check(ctx context.Context, path string, getenv func(string) string, dial bo
 }
 
 // checkedTools lists the tools of opts with their effective policies.
-func checkedTools(cfg *Config, opts gateway.Options) []CheckedTool {
+func checkedTools(cfg *Config, opts callpath.Options) []CheckedTool {
 	upstreams := map[string]string{}
 	for _, t := range cfg.Tools {
 		if t.HTTP != nil {

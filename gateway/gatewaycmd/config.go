@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
@@ -472,7 +473,7 @@ func (c *Config) withDefaults() {
 		c.Store.Path = "data/gateway.db"
 	}
 	if c.Idempotency.KeyMode == "" {
-		c.Idempotency.KeyMode = string(gateway.KeyModeDerived)
+		c.Idempotency.KeyMode = string(callpath.KeyModeDerived)
 	}
 }
 

@@ -30,6 +30,24 @@ type ConsoleConfig struct {
 	TokenSignIn *bool `yaml:"token_sign_in"`
 }
 
+// consoleOptions are the console's settings from the console section
+// (and its key file or variable).
+func (c *Config) consoleOptions() (gateway.ConsoleOptions, error) {
+	oidc, err := c.consoleOIDC()
+	if err != nil {
+		return gateway.ConsoleOptions{}, err
+	}
+	keys, err := c.consoleSessionKeys()
+	if err != nil {
+		return gateway.ConsoleOptions{}, err
+	}
+	tokenSignIn, err := c.consoleTokenSignIn()
+	if err != nil {
+		return gateway.ConsoleOptions{}, err
+	}
+	return gateway.ConsoleOptions{OIDC: oidc, SessionKeys: keys, SecureCookies: c.Console.SecureCookies, TokenSignInOff: !tokenSignIn}, nil
+}
+
 // consoleSessionKeys reads the console's session keys from
 // console.session_key_file or TOOLGATEWAY_CONSOLE_SESSION_KEY (nil when
 // neither is set). A reload reads the file again.

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
-// checkEffectKey refuses a malformed effect_key (gateway.CompileEffectKey
+// checkEffectKey refuses a malformed effect_key (callpath.CompileEffectKey
 // says what is wrong) and one on a read-only tool, which stores nothing
 // to hold it.
 func checkEffectKey(t ToolEntry) error {
@@ -20,14 +20,14 @@ func checkEffectKey(t ToolEntry) error {
 	if t.ReadOnly != nil && *t.ReadOnly {
 		return errors.New("a read_only tool stores nothing, so it cannot hold an effect key; remove one of them")
 	}
-	_, err := gateway.CompileEffectKey(t.EffectKey)
+	_, err := callpath.CompileEffectKey(t.EffectKey)
 	return err
 }
 
 // effectKeyWarnings names each effect_key pointer whose member the tool's
 // input schema does not require: a call without it is refused with
 // invalid_arguments at run time, which the schema could have said first.
-func effectKeyWarnings(opts gateway.Options) []string {
+func effectKeyWarnings(opts callpath.Options) []string {
 	gatewayDefaults := tools.Policy{Timeout: opts.ToolTimeout, ReplayTTL: opts.ReplayTTL}
 	var out []string
 	for _, e := range opts.Tools.Entries() {
@@ -35,7 +35,7 @@ func effectKeyWarnings(opts gateway.Options) []string {
 		if p.EffectKey == "" || e.Spec.ReadOnly {
 			continue
 		}
-		k, err := gateway.CompileEffectKey(p.EffectKey)
+		k, err := callpath.CompileEffectKey(p.EffectKey)
 		if err != nil {
 			continue // refused before check gets here
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/budgets"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/tools"
@@ -30,7 +31,7 @@ const (
 // loadExample loads the documented example the way Run does, with an empty
 // environment, and converts it into server options. Building the options
 // never contacts the store, so no Redis is needed.
-func loadExample(t *testing.T) (*Config, gateway.Options) {
+func loadExample(t *testing.T) (*Config, callpath.Options) {
 	t.Helper()
 	cfg, err := LoadConfig(exampleConfigPath)
 	if err != nil {
@@ -54,7 +55,7 @@ func TestExampleConfigBuilds(t *testing.T) {
 	if !strings.HasPrefix(cfg.Store.RedisURL, "redis://") || len(cfg.Store.ClusterAddrs) != 0 {
 		t.Errorf("store: want a single Redis URL, got %+v", cfg.Store)
 	}
-	if opts.KeyMode != gateway.KeyModeDerived || opts.LockTTL != 30*time.Second ||
+	if opts.KeyMode != callpath.KeyModeDerived || opts.LockTTL != 30*time.Second ||
 		opts.ReplayTTL != 24*time.Hour || opts.MaxBodyBytes != 1<<20 || opts.StepGuardOff {
 		t.Errorf("idempotency settings: %+v", opts)
 	}
@@ -77,9 +78,13 @@ func TestExampleConfigBuilds(t *testing.T) {
 	if opts.AdminTokenSHA256 == nil || *opts.AdminTokenSHA256 != sha256.Sum256([]byte(exampleAdminToken)) {
 		t.Error("admin.token_sha256 is not SHA-256 of the token its comment names")
 	}
-	if opts.ConsoleTokenSignInOff || opts.ConsoleSecureCookies || opts.ConsoleSessionKeys != nil {
+	consoleOpts, err := cfg.consoleOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if consoleOpts.TokenSignInOff || consoleOpts.SecureCookies || consoleOpts.SessionKeys != nil {
 		t.Errorf("console: token sign-in off %v, secure cookies %v, %d session keys; want the token sign-in and a random key",
-			opts.ConsoleTokenSignInOff, opts.ConsoleSecureCookies, len(opts.ConsoleSessionKeys))
+			consoleOpts.TokenSignInOff, consoleOpts.SecureCookies, len(consoleOpts.SessionKeys))
 	}
 
 	cases := []struct {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/pins"
@@ -97,7 +97,7 @@ func (c *Config) addMCPToolPolicies(policies map[string]tools.Policy) error {
 			return fmt.Errorf("%s.lease_expiry: %w", field, err)
 		}
 		if s.EffectKey != "" {
-			if _, err := gateway.CompileEffectKey(s.EffectKey); err != nil {
+			if _, err := callpath.CompileEffectKey(s.EffectKey); err != nil {
 				return fmt.Errorf("%s.effect_key: %w", field, err)
 			}
 		}
@@ -183,9 +183,9 @@ func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler 
 			next.ServeHTTP(w, r)
 			return
 		}
-		p := gateway.NewProblem(wire.CodeUpstreamUnavailable, "MCP servers not listed yet: "+strings.Join(waiting, ", ")).WithRetryAfter(1)
+		p := callpath.NewProblem(wire.CodeUpstreamUnavailable, "MCP servers not listed yet: "+strings.Join(waiting, ", ")).WithRetryAfter(1)
 		p.MCPServers = waiting
-		gateway.WriteProblem(w, p)
+		callpath.WriteProblem(w, p)
 	})
 }
 
@@ -193,7 +193,7 @@ func readyzNamingMCPServers(next http.Handler, m *mcptool.Manager) http.Handler 
 // this module keeps pins) and leaves a receipt of each pin stored in
 // receiptStore's tools chain (nil: receipts off). It also hands the
 // gateway the pins for the admin API.
-func usePins(m *mcptool.Manager, store idempotency.Store, receiptStore receipts.Store, opts *gateway.Options, log *slog.Logger) {
+func usePins(m *mcptool.Manager, store idempotency.Store, receiptStore receipts.Store, opts *callpath.Options, log *slog.Logger) {
 	if m == nil {
 		return
 	}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/oidcauth"
 )
 
 // verifier is a as the gateway's TokenVerifier (nil stays an untyped nil,
 // so the gateway sees "no identity provider").
-func verifier(a *oidcauth.Authenticator) gateway.TokenVerifier {
+func verifier(a *oidcauth.Authenticator) callpath.TokenVerifier {
 	if a == nil {
 		return nil
 	}
@@ -21,7 +21,7 @@ func verifier(a *oidcauth.Authenticator) gateway.TokenVerifier {
 // startOIDC begins the identity provider's discovery in the background, so
 // the first token need not wait for it; an issuer that does not answer
 // does not stop start-up.
-func startOIDC(ctx context.Context, v gateway.TokenVerifier) {
+func startOIDC(ctx context.Context, v callpath.TokenVerifier) {
 	if a, ok := v.(*oidcauth.Authenticator); ok {
 		a.Start(ctx)
 	}
@@ -30,7 +30,7 @@ func startOIDC(ctx context.Context, v gateway.TokenVerifier) {
 // keepRunningOIDC returns the running verifier when a reload configures
 // the same provider, so its discovered keys and verified tokens are kept;
 // a changed provider is the new one.
-func keepRunningOIDC(running, next gateway.TokenVerifier) gateway.TokenVerifier {
+func keepRunningOIDC(running, next callpath.TokenVerifier) callpath.TokenVerifier {
 	cur, ok1 := running.(*oidcauth.Authenticator)
 	nxt, ok2 := next.(*oidcauth.Authenticator)
 	if ok1 && ok2 && sameOIDC(cur.Config(), nxt.Config()) {
@@ -46,7 +46,7 @@ func sameOIDC(a, b oidcauth.Config) bool {
 
 // dialOIDC fetches the issuer's discovery document and key set, for
 // `gateway check -dial`.
-func dialOIDC(ctx context.Context, v gateway.TokenVerifier) []DialResult {
+func dialOIDC(ctx context.Context, v callpath.TokenVerifier) []DialResult {
 	a, ok := v.(*oidcauth.Authenticator)
 	if !ok {
 		return nil

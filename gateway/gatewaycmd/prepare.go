@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -23,8 +24,10 @@ type startup struct {
 	plugins []tools.Tool
 	// opts are the gateway's options without store, limiter, logger and
 	// tracer.
-	opts  gateway.Options
-	store storeChoice
+	opts callpath.Options
+	// console are the console's settings (served with the admin API).
+	console gateway.ConsoleOptions
+	store   storeChoice
 	// mcp holds the MCP servers, checked and their stand-ins registered in
 	// opts.Tools, not started (nil without mcp_servers).
 	mcp *mcptool.Manager
@@ -63,6 +66,10 @@ func prepare(path string, getenv func(string) string, logOut io.Writer, secretsO
 	if err != nil {
 		return nil, err
 	}
+	consoleOpts, err := cfg.consoleOptions()
+	if err != nil {
+		return nil, err
+	}
 	mcpServers, err := cfg.buildMCP(opts.Tools, log, getenv)
 	if err != nil {
 		return nil, err
@@ -71,5 +78,5 @@ func prepare(path string, getenv func(string) string, logOut io.Writer, secretsO
 	if err != nil {
 		return nil, err
 	}
-	return &startup{path: path, cfg: cfg, level: level, log: log, plugins: plugins, opts: opts, store: store, mcp: mcpServers, reconcile: targets}, nil
+	return &startup{path: path, cfg: cfg, level: level, log: log, plugins: plugins, opts: opts, console: consoleOpts, store: store, mcp: mcpServers, reconcile: targets}, nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/gateway/ratelimit"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
@@ -19,7 +19,7 @@ func tenantConfig(extra string) string {
 // TestTenantLimitsConfig: rate, burst and max_in_flight become the
 // tenant's limits; each mistake is refused naming its field.
 func TestTenantLimitsConfig(t *testing.T) {
-	good := map[string]gateway.TenantLimits{
+	good := map[string]callpath.TenantLimits{
 		"      rate: 100/s\n":                       {Rate: ratelimit.Limit{Rate: 100, Period: time.Second, Burst: 100}},
 		"      rate: 30/m\n      burst: 5\n":        {Rate: ratelimit.Limit{Rate: 30, Period: time.Minute, Burst: 5}},
 		"      max_in_flight: 4\n":                  {MaxInFlight: 4},

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
@@ -52,7 +52,7 @@ const (
 // reconcileTargets checks every reconcile: section and returns the
 // worker's targets; errors name the field. Every store offers
 // reconciliation (idempotency.Reconciler).
-func (c *Config) reconcileTargets(opts gateway.Options) ([]reconcile.Target, error) {
+func (c *Config) reconcileTargets(opts callpath.Options) ([]reconcile.Target, error) {
 	var targets []reconcile.Target
 	var client *http.Client
 	httpAsker := func(field, url string) (reconcile.Asker, error) {
@@ -107,7 +107,7 @@ func (c *Config) reconcileTargets(opts gateway.Options) ([]reconcile.Target, err
 
 // mcpReconcileTargets are the targets of one mcp_servers: entry's
 // reconcile: section.
-func (c *Config) mcpReconcileTargets(field string, opts gateway.Options, s MCPServerEntry, httpAsker func(field, url string) (reconcile.Asker, error)) ([]reconcile.Target, error) {
+func (c *Config) mcpReconcileTargets(field string, opts callpath.Options, s MCPServerEntry, httpAsker func(field, url string) (reconcile.Asker, error)) ([]reconcile.Target, error) {
 	rc := s.Reconcile
 	var ask reconcile.Asker
 	switch {
@@ -152,7 +152,7 @@ func (c *Config) mcpReconcileTargets(field string, opts gateway.Options, s MCPSe
 }
 
 // reconcileTarget checks every and attempts and takes the tool's policy.
-func (c *Config) reconcileTarget(field string, opts gateway.Options, tool string, rc *ReconcileConfig, ask reconcile.Asker, maxBytes int64) (reconcile.Target, error) {
+func (c *Config) reconcileTarget(field string, opts callpath.Options, tool string, rc *ReconcileConfig, ask reconcile.Asker, maxBytes int64) (reconcile.Target, error) {
 	if !tools.ValidName(tool) {
 		return reconcile.Target{}, fmt.Errorf("%s: %q is not a tool name", field, tool)
 	}
@@ -177,13 +177,13 @@ func (c *Config) reconcileTarget(field string, opts gateway.Options, tool string
 	policy := opts.Policies[tool].Resolve(own, tools.Policy{Timeout: opts.ToolTimeout, ReplayTTL: opts.ReplayTTL})
 	return reconcile.Target{Tool: tool, Ask: ask, Every: every, Attempts: attempts, Timeout: policy.Timeout,
 		MaxResponseBytes: maxBytes, ReplayTTL: policy.ReplayTTL, Abandoned: policy.LeaseExpiry == tools.LeaseExpiryUnknown,
-		AbandonedAfter: cmp.Or(time.Duration(c.Idempotency.LockTTL), gateway.DefaultLockTTL)}, nil
+		AbandonedAfter: cmp.Or(time.Duration(c.Idempotency.LockTTL), callpath.DefaultLockTTL)}, nil
 }
 
 // startReconcile starts the reconcile worker on store when targets are
 // configured; stop ends it (a question in flight is cancelled: its record
 // stays UNKNOWN for the next scan of any replica).
-func startReconcile(targets []reconcile.Target, store idempotency.Store, reg prometheus.Registerer, log *slog.Logger, receipt gateway.ReceiptHook) (stop func(), err error) {
+func startReconcile(targets []reconcile.Target, store idempotency.Store, reg prometheus.Registerer, log *slog.Logger, receipt callpath.ReceiptHook) (stop func(), err error) {
 	if len(targets) == 0 {
 		return func() {}, nil
 	}
@@ -224,7 +224,7 @@ func toolReconciles(c *Config) map[string]ReconcileConfig {
 
 // resolvedReceipt leaves the `resolved` receipt (by reconcile) of a record
 // reconciliation completed or removed.
-func resolvedReceipt(receipt gateway.ReceiptHook) func(idempotency.Record, int) {
+func resolvedReceipt(receipt callpath.ReceiptHook) func(idempotency.Record, int) {
 	return func(rec idempotency.Record, status int) {
 		r := receipts.Receipt{Event: receipts.EventResolved, By: receipts.ByReconcile, Tool: rec.Scope.Tool,
 			Key: receipts.KeyHash(rec.Scope.Key), ExecutionID: rec.ExecutionID, Status: status}

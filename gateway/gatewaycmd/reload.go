@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -67,16 +68,17 @@ type reloader struct {
 	// mcp holds the MCP endpoint's reloadable options.
 	mcp *mcpserver.Reloadable
 
-	// cfg and applied are what serves now.
-	cfg     *Config
-	applied gateway.Settings
+	// cfg, applied and consoleKeys are what serves now.
+	cfg         *Config
+	applied     callpath.Settings
+	consoleKeys [][]byte
 }
 
 // settingsOf is the part of opts that gateway.Server.Reload takes.
-func settingsOf(opts gateway.Options) gateway.Settings {
-	return gateway.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
+func settingsOf(opts callpath.Options) callpath.Settings {
+	return callpath.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
 		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, ConsoleSessionKeys: opts.ConsoleSessionKeys, Budgets: opts.Budgets}
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -110,12 +112,17 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
+	consoleOpts, err := next.consoleOptions()
+	if err != nil {
+		refuse("invalid config", "error", err.Error())
+		return
+	}
 	if opts.OIDC = keepRunningOIDC(r.applied.OIDC, opts.OIDC); opts.OIDC != r.applied.OIDC {
 		startOIDC(context.Background(), opts.OIDC)
 	}
 	// Auth and the admin API turned on or off: the gateway's one rule
 	// (gateway.Server.Reload refuses the same), named before anything applies.
-	if fixed := gateway.FixedChanges(r.applied, settingsOf(opts)); len(fixed) > 0 {
+	if fixed := callpath.FixedChanges(r.applied, settingsOf(opts)); len(fixed) > 0 {
 		refuse("fields that cannot change at run time differ (restart the gateway to change them)", "fields", fixed)
 		return
 	}
@@ -126,7 +133,7 @@ func (r *reloader) reload() {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
-	changed := r.changes(next, opts)
+	changed := r.changes(next, opts, consoleOpts.SessionKeys)
 
 	// Three atomic swaps, so no call meets a tool without its configured
 	// policy: first the running settings plus the policies of names that
@@ -162,14 +169,18 @@ func (r *reloader) reload() {
 	}
 	if err := r.gw.Reload(final); err != nil {
 		// Not reached in practice: serverOptions ran the same checks on
-		// the tenants, and gateway.FixedChanges kept auth and admin as they were.
+		// the tenants, and callpath.FixedChanges kept auth and admin as they were.
 		r.log.Error("config reload: the new tenants and policies were refused; the new tools serve with the old ones", "error", err.Error())
 		return
 	}
 	if r.cert != nil && pair != nil && r.cert.swap(pair) {
 		changed = append(changed, "tls certificate (files re-read)")
 	}
-	r.cfg, r.applied = next, final
+	if err := r.gw.ReloadConsoleKeys(consoleOpts.SessionKeys); err != nil {
+		// Not reached in practice: consoleOptions parsed the same keys.
+		r.log.Error("config reload: the new console session keys were refused; the old ones sign", "error", err.Error())
+	}
+	r.cfg, r.applied, r.consoleKeys = next, final, consoleOpts.SessionKeys
 	if len(changed) == 0 {
 		changed = []string{"nothing"}
 	}
@@ -184,7 +195,7 @@ func (r *reloader) reload() {
 // cannot change while the gateway runs: the listener and its limits, TLS,
 // the store, the idempotency settings the records depend on, tracing, the
 // MCP endpoint and the MCP servers. Whether auth and the admin API are on
-// is the gateway's rule (gateway.FixedChanges), checked once the new
+// is the gateway's rule (callpath.FixedChanges), checked once the new
 // settings are built.
 func fixedChanges(cur, next *Config) []string {
 	var out []string
@@ -250,7 +261,7 @@ func fieldChanges(section string, a, b any) []string {
 
 // changes lists what the reload changes, by field and name; never a token
 // or a hash, only that it changed.
-func (r *reloader) changes(next *Config, opts gateway.Options) []string {
+func (r *reloader) changes(next *Config, opts callpath.Options, consoleKeys [][]byte) []string {
 	cur := r.cfg
 	var out []string
 	if cur.LogLevel != next.LogLevel {
@@ -278,7 +289,7 @@ func (r *reloader) changes(next *Config, opts gateway.Options) []string {
 		out = append(out, "mcp.dedupe_window")
 	}
 	out = append(out, fieldChanges("admin", cur.Admin, next.Admin)...)
-	if !reflect.DeepEqual(r.applied.ConsoleSessionKeys, opts.ConsoleSessionKeys) {
+	if !reflect.DeepEqual(r.consoleKeys, consoleKeys) {
 		out = append(out, "console session keys")
 	}
 	out = append(out, tenantChanges(tenantsOf(cur), tenantsOf(next))...)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway"
 	"github.com/toolgateway/toolgateway/gateway/buildinfo"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -147,7 +148,7 @@ Docs: docs/configuration.md
 // when it stops.
 type built struct {
 	gw         *gateway.Server
-	opts       gateway.Options
+	opts       callpath.Options
 	storeDesc  string
 	mcpServers *mcptool.Manager
 	// closers run in reverse order by close.
@@ -243,7 +244,7 @@ func (st *startup) build(ctx context.Context, getenv func(string) string) (*buil
 	// One registry for the gateway's series and the reconcile worker's.
 	metricsRegistry := newMetricsRegistry()
 	opts.Registerer, opts.Gatherer = metricsRegistry, metricsRegistry
-	gw, err := gateway.NewServer(opts)
+	gw, err := gateway.NewServer(opts, gateway.WithConsole(st.console))
 	if err != nil {
 		return b, err
 	}
@@ -313,7 +314,8 @@ func (st *startup) serve(ctx context.Context, b *built, reloads <-chan os.Signal
 		}()
 	}
 	rl := &reloader{path: st.path, getenv: getenv, log: log, level: st.level, plugins: st.plugins,
-		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts), mcp: cfg.mcpLive}
+		gw: gw, registry: opts.Tools, cert: cert, cfg: cfg, applied: settingsOf(opts), mcp: cfg.mcpLive,
+		consoleKeys: st.console.SessionKeys}
 serving:
 	for {
 		select {
@@ -358,71 +360,59 @@ func (c *Config) httpServer(handler http.Handler, log *slog.Logger) *http.Server
 	}
 }
 
-// serverOptions converts the config into gateway.Options (without the store).
-func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
+// serverOptions converts the config into callpath.Options (without the store).
+func (c *Config) serverOptions(plugins []tools.Tool) (callpath.Options, error) {
 	registry, policies, err := c.buildRegistry(plugins)
 	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
 	tenants, admin, err := c.buildAuth()
 	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
 	provider, err := c.buildOIDC()
 	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
-	var providerLimits gateway.TenantLimits
+	var providerLimits callpath.TenantLimits
 	if c.Auth != nil && c.Auth.OIDC != nil {
 		if providerLimits, err = c.Auth.OIDC.limits("auth.oidc"); err != nil {
-			return gateway.Options{}, err
+			return callpath.Options{}, err
 		}
 	}
-	mode := gateway.KeyMode(c.Idempotency.KeyMode)
+	mode := callpath.KeyMode(c.Idempotency.KeyMode)
 	if err := mode.Validate(); err != nil {
-		return gateway.Options{}, fmt.Errorf("idempotency.key_mode: %w", err)
+		return callpath.Options{}, fmt.Errorf("idempotency.key_mode: %w", err)
 	}
 	if c.Idempotency.MaxBodyBytes < 0 {
-		return gateway.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
+		return callpath.Options{}, fmt.Errorf("idempotency.max_body_bytes: %d: must be positive", c.Idempotency.MaxBodyBytes)
 	}
 	// Port 0 picks a free port for each, so only a fixed port can clash.
 	if _, port, _ := net.SplitHostPort(c.AdminListen); c.AdminListen == c.Listen && port != "0" && port != "" {
-		return gateway.Options{}, fmt.Errorf("admin_listen: %s is listen's address too: give the operations endpoints another one, or remove admin_listen", c.AdminListen)
+		return callpath.Options{}, fmt.Errorf("admin_listen: %s is listen's address too: give the operations endpoints another one, or remove admin_listen", c.AdminListen)
 	}
 	mcpOpts, err := c.mcpOptions()
 	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
 	c.mcpLive = new(mcpserver.Reloadable)
 	mcpOpts.Reloadable = c.mcpLive
 	decisions, decideMode, approvals, err := c.buildDecisions()
 	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
 	budgetSet, err := c.buildBudgets()
 	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
 	if err := c.checkReceipts(); err != nil {
-		return gateway.Options{}, err
-	}
-	consoleOIDC, err := c.consoleOIDC()
-	if err != nil {
-		return gateway.Options{}, err
-	}
-	consoleKeys, err := c.consoleSessionKeys()
-	if err != nil {
-		return gateway.Options{}, err
-	}
-	tokenSignIn, err := c.consoleTokenSignIn()
-	if err != nil {
-		return gateway.Options{}, err
+		return callpath.Options{}, err
 	}
 	lockTTL := time.Duration(c.Idempotency.LockTTL)
-	if lockTTL != 0 && lockTTL < gateway.MinLockTTL {
-		return gateway.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, gateway.MinLockTTL)
+	if lockTTL != 0 && lockTTL < callpath.MinLockTTL {
+		return callpath.Options{}, fmt.Errorf("idempotency.lock_ttl: %s: must be at least %v", lockTTL, callpath.MinLockTTL)
 	}
-	return gateway.Options{
+	return callpath.Options{
 		Tools:                    registry,
 		Policies:                 policies,
 		KeyMode:                  mode,
@@ -436,17 +426,13 @@ func (c *Config) serverOptions(plugins []tools.Tool) (gateway.Options, error) {
 		ProviderLimits:           providerLimits,
 		AdminTokenSHA256:         admin.current,
 		AdminPreviousTokenSHA256: admin.previous,
-		Mounts:                   []gateway.Mount{mcpserver.Mount(mcpOpts)},
+		Mounts:                   []callpath.Mount{mcpserver.Mount(mcpOpts)},
 		Decisions:                decisions,
 		Budgets:                  budgetSet,
 		Mode:                     decideMode,
 		Approvals:                approvals,
 		ReceiptRetention:         time.Duration(c.Receipts.Retention),
 		ReceiptRecoverAfter:      time.Duration(c.Receipts.RecoverAfter),
-		ConsoleOIDC:              consoleOIDC,
-		ConsoleSessionKeys:       consoleKeys,
-		ConsoleSecureCookies:     c.Console.SecureCookies,
-		ConsoleTokenSignInOff:    !tokenSignIn,
 	}, nil
 }
 

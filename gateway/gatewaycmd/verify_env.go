@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
@@ -71,7 +72,7 @@ type verifyEnv struct {
 	reconcile map[string]reconcile.Target
 	// receipts is nil when the config turns receipts off.
 	receipts receipts.Store
-	opts     gateway.Options
+	opts     callpath.Options
 	standIn  map[string]*standIn
 	// mcp serves the stand-ins of the tools MCP servers listed (nil
 	// without -mcp-list).
@@ -135,7 +136,7 @@ func newVerifyEnv(ctx context.Context, st *startup, space *scratchSpace, wrap wr
 		}
 		token := randomToken()
 		env.tenants = append(env.tenants, verifyTenant{name: t.Name, token: token})
-		o.Tenants = append(o.Tenants, gateway.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
+		o.Tenants = append(o.Tenants, callpath.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
 	}
 	// Nothing printed; the store's message of a refused call kept.
 	o.Logger = slog.New(logHandler{&env.refused})
@@ -177,7 +178,7 @@ func (env *verifyEnv) standInRegistry(ctx context.Context, st *startup) (*tools.
 
 // scratchServers serves a gateway for each of opts, each with its own
 // metrics registry (they share the store and the stand-ins).
-func scratchServers(opts ...gateway.Options) ([]*httptest.Server, error) {
+func scratchServers(opts ...callpath.Options) ([]*httptest.Server, error) {
 	gateways := make([]*gateway.Server, len(opts))
 	for i, o := range opts {
 		reg := prometheus.NewRegistry()

@@ -88,48 +88,70 @@ func callCounting(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCa
 	return resp, n, err
 }
 
-func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+// firstCall is a call of t with fresh arguments at step 1 of a new
+// session; not ok (and why) when t keeps no records or has no arguments
+// to make.
+func firstCall(ctx context.Context, env *verifyEnv, t *verifyTool) (c verifyCall, why string, ok bool) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return verifyCall{}, why, false
 	}
 	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return verifyCall{}, err.Error(), false
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
-	var first, second verifyResponse
-	n, err := ran(t, func() (err error) {
-		if first, err = env.call(ctx, c); err != nil {
+	return verifyCall{tool: t.name, session: env.session(), step: 1, args: args}, "", true
+}
+
+// callTwice sends a and then b, counting the tool's executions meanwhile.
+func callTwice(ctx context.Context, env *verifyEnv, t *verifyTool, a, b verifyCall) (ra, rb verifyResponse, n int64, err error) {
+	n, err = ran(t, func() (err error) {
+		if ra, err = env.call(ctx, a); err != nil {
 			return err
 		}
-		second, err = env.call(ctx, c)
+		rb, err = env.call(ctx, b)
 		return err
 	})
+	return ra, rb, n, err
+}
+
+// ranOnce judges the first of two calls (callTwice): ok when it answered
+// 200 and the tool ran once in all, else the verdict and its detail; what
+// names the two calls for a tool that ran more than once.
+func ranOnce(first verifyResponse, n int64, err error, what string) (verdict, detail string, ok bool) {
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return verifyFail, err.Error(), false
 	case n == 0 && first.status != http.StatusOK:
-		return verifyNA, "not exercised: the gateway refused the call (" + first.summary() + ")"
+		return verifyNA, "not exercised: the gateway refused the call (" + first.summary() + ")", false
 	case first.status != http.StatusOK:
-		return verifyFail, fmt.Sprintf("first call answered %d: %s", first.status, first.body)
+		return verifyFail, fmt.Sprintf("first call answered %d: %s", first.status, first.body), false
 	case n != 1:
-		return verifyFail, fmt.Sprintf("two identical calls ran the tool %d times", n)
-	case second.status != first.status || !bytes.Equal(second.body, first.body):
+		return verifyFail, fmt.Sprintf("%s ran the tool %d times", what, n), false
+	}
+	return "", "", true
+}
+
+func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+	c, why, ok := firstCall(ctx, env, t)
+	if !ok {
+		return verifyNA, why
+	}
+	first, second, n, err := callTwice(ctx, env, t, c, c)
+	if verdict, detail, ok := ranOnce(first, n, err, "two identical calls"); !ok {
+		return verdict, detail
+	}
+	if second.status != first.status || !bytes.Equal(second.body, first.body) {
 		return verifyFail, fmt.Sprintf("the replay answered %d %s, not the first answer", second.status, second.body)
 	}
 	return verifyPass, "2 identical calls, 1 execution, same answer"
 }
 
 func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	if why, ok := needsRecords(t); !ok {
+	const racers = 8
+	c, why, ok := firstCall(ctx, env, t)
+	if !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(ctx, env)
-	if err != nil {
-		return verifyNA, err.Error()
-	}
-	const racers = 8
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	var wg sync.WaitGroup
 	errs := make(chan error, racers)
 	answers := make(chan verifyResponse, racers)
@@ -312,24 +334,11 @@ func checkEffectKeyOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (str
 	}
 	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	again := verifyCall{tool: t.name, session: env.session(), step: 7, args: args}
-	var r1, r2 verifyResponse
-	n, err := ran(t, func() (err error) {
-		if r1, err = env.call(ctx, first); err != nil {
-			return err
-		}
-		r2, err = env.call(ctx, again)
-		return err
-	})
-	switch {
-	case err != nil:
-		return verifyFail, err.Error()
-	case n == 0 && r1.status != http.StatusOK:
-		return verifyNA, "not exercised: the gateway refused the call (" + r1.summary() + ")"
-	case r1.status != http.StatusOK:
-		return verifyFail, fmt.Sprintf("first call answered %d: %s", r1.status, r1.body)
-	case n != 1:
-		return verifyFail, fmt.Sprintf("the same effect in another session and step ran the tool %d times", n)
-	case r2.header.Get(wire.HeaderEffectKeyReplayed) != "true":
+	r1, r2, n, err := callTwice(ctx, env, t, first, again)
+	if verdict, detail, ok := ranOnce(r1, n, err, "the same effect in another session and step"); !ok {
+		return verdict, detail
+	}
+	if r2.header.Get(wire.HeaderEffectKeyReplayed) != "true" {
 		return verifyFail, fmt.Sprintf("the same effect in another session answered %d without %s: true", r2.status, wire.HeaderEffectKeyReplayed)
 	}
 	return verifyPass, "2 sessions, 2 steps, 1 execution, the second a replay"

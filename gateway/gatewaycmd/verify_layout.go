@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
@@ -93,7 +94,7 @@ func newerLayoutVerdict(ctx context.Context, env *verifyEnv, space *scratchSpace
 	}
 	reg := prometheus.NewRegistry()
 	policies := map[string]tools.Policy{t.name: env.opts.Policies[t.name]}
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, Policies: policies, KeyMode: env.opts.KeyMode,
+	gw, err := gateway.NewServer(callpath.Options{Store: store, Tools: registry, Policies: policies, KeyMode: env.opts.KeyMode,
 		Logger: slog.New(slog.DiscardHandler), Registerer: reg, Gatherer: reg})
 	if errors.Is(err, idempotency.ErrNewerLayout) {
 		return verifyPass, "refused at start: " + err.Error()

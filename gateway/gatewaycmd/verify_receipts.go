@@ -20,14 +20,10 @@ func checkReceiptAltered(ctx context.Context, env *verifyEnv, t *verifyTool) (st
 	if env.receipts == nil {
 		return verifyNA, "receipts are off (receipts.off: true)"
 	}
-	if why, ok := needsRecords(t); !ok {
+	c, why, ok := firstCall(ctx, env, t)
+	if !ok {
 		return verifyNA, why
 	}
-	args, _, err := t.freshArgs(ctx, env)
-	if err != nil {
-		return verifyNA, err.Error()
-	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
 	if _, err := env.call(ctx, c); err != nil {
 		return verifyFail, err.Error()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/tools"
 )
@@ -20,7 +21,7 @@ import (
 // (FuzzHandler, FuzzMCPHandler): the embedded store in f's temp dir, the
 // tools given, arguments up to 4 KiB, a private metrics registry, and
 // mounts (the MCP door, for its target).
-func FuzzGateway(f *testing.F, toolset []tools.Tool, mounts ...gateway.Mount) *gateway.Server {
+func FuzzGateway(f *testing.F, toolset []tools.Tool, mounts ...callpath.Mount) *gateway.Server {
 	f.Helper()
 	registry := tools.NewRegistry()
 	for _, tool := range toolset {
@@ -34,7 +35,7 @@ func FuzzGateway(f *testing.F, toolset []tools.Tool, mounts ...gateway.Mount) *g
 	}
 	f.Cleanup(func() { _ = store.Close() })
 	reg := prometheus.NewRegistry()
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry, MaxBodyBytes: 4096, Registerer: reg, Gatherer: reg,
+	gw, err := gateway.NewServer(callpath.Options{Store: store, Tools: registry, MaxBodyBytes: 4096, Registerer: reg, Gatherer: reg,
 		Mounts: mounts})
 	if err != nil {
 		f.Fatal(err)

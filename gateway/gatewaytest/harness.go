@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/keyderive"
@@ -33,7 +34,7 @@ type Harness struct {
 }
 
 // Option changes the gateway's options before the harness builds it.
-type Option func(*gateway.Options)
+type Option func(*callpath.Options)
 
 // New serves a gateway with toolset on a fresh store of kind (unless an
 // option sets Options.Store), closed when the test ends. A PostgreSQL
@@ -47,7 +48,7 @@ func New(t testing.TB, kind StoreKind, toolset []tools.Tool, opts ...Option) *Ha
 		}
 	}
 	reg := prometheus.NewRegistry()
-	o := gateway.Options{Tools: registry, Registerer: reg, Gatherer: reg}
+	o := callpath.Options{Tools: registry, Registerer: reg, Gatherer: reg}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -266,16 +267,16 @@ func MustJSON(t testing.TB, b []byte) map[string]any {
 
 // WithTenants turns bearer auth on: one tenant per name, with its token.
 func WithTenants(tokens map[string]string) Option {
-	return func(o *gateway.Options) {
+	return func(o *callpath.Options) {
 		for name, token := range tokens {
-			o.Tenants = append(o.Tenants, gateway.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token))})
+			o.Tenants = append(o.Tenants, callpath.Tenant{Name: name, TokenSHA256: sha256.Sum256([]byte(token))})
 		}
 	}
 }
 
 // WithPolicy configures the policy of tool.
 func WithPolicy(tool string, p tools.Policy) Option {
-	return func(o *gateway.Options) {
+	return func(o *callpath.Options) {
 		if o.Policies == nil {
 			o.Policies = map[string]tools.Policy{}
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
@@ -415,7 +415,7 @@ func TestMCPOutcomeUnknown(t *testing.T) {
 	}
 	// A gateway claims the call and dies: its lease runs out.
 	_, err = h.Store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:        idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: "pay", Key: derivedKey(t, "unknown", 0, "pay", args)},
+		Scope:        idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: "pay", Key: derivedKey(t, "unknown", 0, "pay", args)},
 		Fingerprint:  keyderive.Fingerprint(canonical),
 		StepGuard:    true,
 		StepBoundKey: true,

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -53,7 +53,7 @@ func TestCallerCanBeAsked(t *testing.T) {
 		if c.capabilities != "" {
 			meta[metaClientCapabilities] = json.RawMessage(c.capabilities)
 		}
-		if got := callerCanBeAsked(gateway.MultiRoundTrip{AcceptsInputRequests: c.accepts}, meta); got != c.want {
+		if got := callerCanBeAsked(callpath.MultiRoundTrip{AcceptsInputRequests: c.accepts}, meta); got != c.want {
 			t.Errorf("accepts %v, capabilities %s: %v, want %v", c.accepts, c.capabilities, got, c.want)
 		}
 	}
@@ -67,12 +67,12 @@ func TestApprovalContinuation(t *testing.T) {
 		approvalStatePrefix: "",
 		"upstream-state":    "",
 	} {
-		id, ok := approvalContinuation(gateway.MultiRoundTrip{Continuation: &tools.Continuation{RequestState: state}})
+		id, ok := approvalContinuation(callpath.MultiRoundTrip{Continuation: &tools.Continuation{RequestState: state}})
 		if id != want || ok != (want != "") {
 			t.Errorf("%q: %q %v, want %q", state, id, ok, want)
 		}
 	}
-	if _, ok := approvalContinuation(gateway.MultiRoundTrip{}); ok {
+	if _, ok := approvalContinuation(callpath.MultiRoundTrip{}); ok {
 		t.Error("a first round is no continuation")
 	}
 }

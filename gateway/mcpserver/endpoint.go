@@ -7,8 +7,8 @@
 // (fast.go) answers a plain tools/call as go-sdk v1.8.0 would without
 // its decoding, with what it copies of go-sdk kept in gosdk.go.
 //
-// The composition root mounts it: gateway.Options{Mounts:
-// []gateway.Mount{mcpserver.Mount(opts)}}.
+// The composition root mounts it: callpath.Options{Mounts:
+// []callpath.Mount{mcpserver.Mount(opts)}}.
 package mcpserver
 
 import (

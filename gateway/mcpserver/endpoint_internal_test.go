@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/wire"
 )
@@ -45,18 +45,18 @@ func TestMCPInProgressWait(t *testing.T) {
 // (WithRetryable) carries false both in _meta and in a JSON-RPC error's
 // data; upstream_unavailable is the retryable -32053.
 func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
-	c := &gateway.Call{Entry: &tools.Entry{Spec: tools.Spec{Name: "ship"}}, Arguments: []byte(`{}`)}
-	render := func(p *gateway.Problem) (*mcp.CallToolResult, error) {
-		return mcpRender(c, gateway.Result{Kind: gateway.ResultProblem, Problem: p, ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM"})
+	c := &callpath.Call{Entry: &tools.Entry{Spec: tools.Spec{Name: "ship"}}, Arguments: []byte(`{}`)}
+	render := func(p *callpath.Problem) (*mcp.CallToolResult, error) {
+		return mcpRender(c, callpath.Result{Kind: callpath.ResultProblem, Problem: p, ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM"})
 	}
 	for _, tc := range []struct {
-		p         *gateway.Problem
+		p         *callpath.Problem
 		retryable bool
 	}{
-		{gateway.NewProblem(wire.CodeUpstreamResponseTooLarge, "too large"), false},
-		{gateway.NewProblem(wire.CodeToolTimeout, "timed out"), true},
-		{gateway.NewProblem(wire.CodeToolTimeout, "timed out; the outcome is unknown").WithRetryable(false), false},
-		{gateway.NewProblem(wire.CodeUpstreamUnreachable, "lost").WithRetryable(false), false},
+		{callpath.NewProblem(wire.CodeUpstreamResponseTooLarge, "too large"), false},
+		{callpath.NewProblem(wire.CodeToolTimeout, "timed out"), true},
+		{callpath.NewProblem(wire.CodeToolTimeout, "timed out; the outcome is unknown").WithRetryable(false), false},
+		{callpath.NewProblem(wire.CodeUpstreamUnreachable, "lost").WithRetryable(false), false},
 	} {
 		res, err := render(tc.p)
 		if err != nil || !res.IsError {
@@ -70,12 +70,12 @@ func TestMCPRenderFollowsTheCodeTable(t *testing.T) {
 			t.Fatalf("%s: _meta %v lacks the execution and identity", tc.p.Code, res.Meta)
 		}
 	}
-	_, err := render(gateway.NewProblem(wire.CodeRequestInProgress, "running").WithRetryable(false))
+	_, err := render(callpath.NewProblem(wire.CodeRequestInProgress, "running").WithRetryable(false))
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != wire.RPCRequestInProgress || !strings.Contains(string(rpcErr.Data), `"retryable":false`) {
 		t.Fatalf("an overridden retryable in a JSON-RPC error: %v", err)
 	}
-	_, err = render(gateway.NewProblem(wire.CodeUpstreamUnavailable, "not listed").WithRetryAfter(1))
+	_, err = render(callpath.NewProblem(wire.CodeUpstreamUnavailable, "not listed").WithRetryAfter(1))
 	if !errors.As(err, &rpcErr) || rpcErr.Code != wire.RPCUpstreamUnavailable || !strings.Contains(string(rpcErr.Data), `"retryable":true`) {
 		t.Fatalf("upstream_unavailable: %v", err)
 	}

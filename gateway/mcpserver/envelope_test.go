@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/internal/mcptest"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
@@ -160,7 +160,7 @@ func TestMCPErrorsEchoAtMost256Bytes(t *testing.T) {
 func TestMCPArgumentsHaveTheRESTLimit(t *testing.T) {
 	const limit = 2048
 	tool := newTestTool("provision")
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, func(o *gateway.Options) { o.MaxBodyBytes = limit })
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, func(o *callpath.Options) { o.MaxBodyBytes = limit })
 	args := func(size int) string {
 		return `{"pad":"` + strings.Repeat("p", size-len(`{"pad":""}`)) + `"}`
 	}
@@ -214,7 +214,7 @@ func TestMCPToolOfUpstreamNotListedYet(t *testing.T) {
 		upHTTP.Close()
 	})
 	var mgr *mcptool.Manager
-	h := newHarness(t, storeEmbedded, nil, func(o *gateway.Options) {
+	h := newHarness(t, storeEmbedded, nil, func(o *callpath.Options) {
 		mgr, err = mcptool.NewManager(o.Tools, []mcptool.ServerConfig{
 			{Name: "listed", URL: upHTTP.URL, Prefix: "a_", Tools: []string{mcptest.ToolCreate}},
 			{Name: "prefixed", URL: upHTTP.URL, Prefix: "p_"},

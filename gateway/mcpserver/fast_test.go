@@ -27,6 +27,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
@@ -106,7 +107,7 @@ func newDiffGateway(t *testing.T, store idempotency.Store, mcp Options, policies
 }
 
 // newDiffGatewayWith is newDiffGateway with tune applied to the options.
-func newDiffGatewayWith(t *testing.T, tune func(*gateway.Options), store idempotency.Store, mcp Options, policies map[string]tools.Policy, ts ...tools.Tool) *diffGateway {
+func newDiffGatewayWith(t *testing.T, tune func(*callpath.Options), store idempotency.Store, mcp Options, policies map[string]tools.Policy, ts ...tools.Tool) *diffGateway {
 	t.Helper()
 	reg, err := tools.NewRegistryOf(ts...)
 	if err != nil {
@@ -116,8 +117,8 @@ func newDiffGatewayWith(t *testing.T, tune func(*gateway.Options), store idempot
 	mcp.fastPath = fast
 	mcp.InProgressWait = -1 // a running call answers -32001 at once
 	prom := prometheus.NewRegistry()
-	opts := gateway.Options{
-		Store: store, Tools: reg, Mounts: []gateway.Mount{Mount(mcp)},
+	opts := callpath.Options{
+		Store: store, Tools: reg, Mounts: []callpath.Mount{Mount(mcp)},
 		Policies:   policies,
 		Logger:     slog.New(slog.DiscardHandler),
 		Registerer: prom, Gatherer: prom,
@@ -403,7 +404,7 @@ func TestMCPFastPathAnswersAsGoSDK(t *testing.T) {
 		"default": g,
 		"unkeyed": newDiffGateway(t, newBoltStore(t), Options{AllowUnkeyed: true}, nil, echo),
 		// max_body_bytes 256: arguments over it are refused over MCP as over REST.
-		"small": newDiffGatewayWith(t, func(o *gateway.Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), Options{}, nil, look),
+		"small": newDiffGatewayWith(t, func(o *callpath.Options) { o.MaxBodyBytes = 256 }, newBoltStore(t), Options{}, nil, look),
 		"down":  newDiffGateway(t, redisstore.New(down, redisstore.Options{Prefix: "never:"}), Options{}, nil, echo),
 		// echo's calls wait for the caller's approval (approver: caller).
 		"approve": newDiffGatewayWith(t, callerApproves(t, "echo"), newBoltStore(t), Options{}, nil, echo),
@@ -586,7 +587,7 @@ func leaveUnknownRecord(t *testing.T, store idempotency.Store, session, tool, ar
 		t.Fatal(err)
 	}
 	if _, err := store.Claim(context.Background(), idempotency.ClaimRequest{
-		Scope:       idempotency.Scope{Tenant: gateway.AnonymousTenant, Tool: tool, Key: key},
+		Scope:       idempotency.Scope{Tenant: callpath.AnonymousTenant, Tool: tool, Key: key},
 		Fingerprint: keyderive.Fingerprint(canonical), StepGuard: true, StepBoundKey: true,
 		Step:        &idempotency.Step{SessionID: session, Index: 0},
 		ExecutionID: "01JD8ZK3V6Q3H1T9W3C0X5N7RM", Owner: "dead-gateway",
@@ -680,11 +681,11 @@ func TestMCPFastPathOff(t *testing.T) {
 
 // callerApproves makes every call of tool wait for its caller's approval
 // (a decide rule with approver: caller).
-func callerApproves(t *testing.T, tool string) func(*gateway.Options) {
+func callerApproves(t *testing.T, tool string) func(*callpath.Options) {
 	t.Helper()
 	p, err := decide.Compile(tool, []decide.Rule{{Decision: decide.Approve, Approver: decide.Caller, Reason: "the user says yes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(o *gateway.Options) { o.Decisions = map[string]*decide.Policy{tool: p} }
+	return func(o *callpath.Options) { o.Decisions = map[string]*decide.Policy{tool: p} }
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/gatewaytest"
 	"github.com/toolgateway/toolgateway/gateway/mcpserver"
 	"github.com/toolgateway/toolgateway/tools"
@@ -58,7 +58,7 @@ func newHarness(t testing.TB, kind gatewaytest.StoreKind, toolset []tools.Tool, 
 
 // withMCP mounts POST /mcp with o.
 func withMCP(o mcpserver.Options) harnessOption {
-	return func(g *gateway.Options) { g.Mounts = []gateway.Mount{mcpserver.Mount(o)} }
+	return func(g *callpath.Options) { g.Mounts = []callpath.Mount{mcpserver.Mount(o)} }
 }
 
 // resultMeta returns a member of the result's _meta.

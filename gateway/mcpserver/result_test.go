@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/tools"
@@ -26,7 +26,7 @@ func TestDecisionsRenderAsToolResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := newTestTool("wire")
-	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, func(o *gateway.Options) {
+	h := newHarness(t, storeEmbedded, []tools.Tool{tool}, func(o *callpath.Options) {
 		o.Decisions = map[string]*decide.Policy{"wire": p}
 	})
 	cs := h.MCPSession(mcpClientOptions{})

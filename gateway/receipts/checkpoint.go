@@ -216,11 +216,20 @@ func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 
 // DecodeCheckpoint reads a checkpoint written by [EncodeCheckpoint].
 func DecodeCheckpoint(line []byte) (Checkpoint, error) {
-	var c Checkpoint
-	if err := json.Unmarshal(line, &c); err != nil {
-		return c, fmt.Errorf("receipts: decode checkpoint: %w", err)
+	return decodeJSONLine[Checkpoint](line, "decode checkpoint")
+}
+
+// DecodeCheckpoints reads the checkpoints a store keeps as text, in order.
+func DecodeCheckpoints(lines []string) ([]Checkpoint, error) {
+	out := make([]Checkpoint, 0, len(lines))
+	for _, line := range lines {
+		c, err := DecodeCheckpoint([]byte(line))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
-	return c, nil
+	return out, nil
 }
 
 // sigEncoding is how a checkpoint writes its signature.

@@ -17,9 +17,15 @@ func Encode(r Receipt) ([]byte, error) {
 
 // Decode reads a receipt written by [Encode].
 func Decode(line []byte) (Receipt, error) {
-	var r Receipt
-	if err := json.Unmarshal(line, &r); err != nil {
-		return r, fmt.Errorf("receipts: decode: %w", err)
+	return decodeJSONLine[Receipt](line, "decode")
+}
+
+// decodeJSONLine reads one stored JSON line as a T; what names the step in
+// the error.
+func decodeJSONLine[T any](line []byte, what string) (T, error) {
+	var v T
+	if err := json.Unmarshal(line, &v); err != nil {
+		return v, fmt.Errorf("receipts: %s: %w", what, err)
 	}
-	return r, nil
+	return v, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
@@ -92,14 +93,14 @@ func (s *Servers) startReceiptGateways(cfg ServersConfig) error {
 // replicaOptions are the options of one more replica serving tl: a new
 // store (receiptOutbox as newStore's) with its round-trip counter, the
 // shared options, tl's registry.
-func (s *Servers) replicaOptions(cfg ServersConfig, receiptOutbox bool, tl ...tools.Tool) (gateway.Options, *RoundTrips, error) {
+func (s *Servers) replicaOptions(cfg ServersConfig, receiptOutbox bool, tl ...tools.Tool) (callpath.Options, *RoundTrips, error) {
 	store, counter, err := s.newStore(cfg, receiptOutbox)
 	if err != nil {
-		return gateway.Options{}, nil, err
+		return callpath.Options{}, nil, err
 	}
 	opts := s.gatewayOptions(cfg, store)
 	if opts.Tools, err = tools.NewRegistryOf(tl...); err != nil {
-		return gateway.Options{}, nil, fmt.Errorf("benchtool: registry: %w", err)
+		return callpath.Options{}, nil, fmt.Errorf("benchtool: registry: %w", err)
 	}
 	return opts, counter, nil
 }
@@ -129,17 +130,17 @@ func (s *Servers) newStore(cfg ServersConfig, receiptOutbox bool) (idempotency.S
 }
 
 // gatewayOptions are the options every benchmark gateway shares.
-func (s *Servers) gatewayOptions(cfg ServersConfig, store idempotency.Store) gateway.Options {
+func (s *Servers) gatewayOptions(cfg ServersConfig, store idempotency.Store) callpath.Options {
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.AccessLog {
 		logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	return gateway.Options{
+	return callpath.Options{
 		Store: store,
 		// Records outlive the run only briefly if Close never runs.
 		ReplayTTL: 10 * time.Minute,
 		Logger:    logger,
-		Mounts:    []gateway.Mount{mcpserver.Mount(mcpserver.Options{InProgressWait: cfg.MCPInProgressWait})},
+		Mounts:    []callpath.Mount{mcpserver.Mount(mcpserver.Options{InProgressWait: cfg.MCPInProgressWait})},
 		// The records gauge's sample (every 30 s, up to thousands of
 		// store reads over the records a run leaves) would land in
 		// whichever target runs at that moment: a periodic cost, not a
@@ -150,7 +151,7 @@ func (s *Servers) gatewayOptions(cfg ServersConfig, store idempotency.Store) gat
 
 // startGateway builds a gateway from opts, serves it and appends its URL
 // to urls.
-func (s *Servers) startGateway(opts gateway.Options, urls *[]string) (*gateway.Server, error) {
+func (s *Servers) startGateway(opts callpath.Options, urls *[]string) (*gateway.Server, error) {
 	gw, err := gateway.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("benchtool: gateway: %w", err)

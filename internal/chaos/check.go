@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
 
@@ -83,7 +83,7 @@ func (c *checker) step(s *step) {
 	}
 	// The upstream sees the tenant-scoped key; the agents run without
 	// auth, as the anonymous tenant.
-	runs := c.execs[keyderive.ScopedKey(gateway.AnonymousTenant, s.Tool, s.Key)]
+	runs := c.execs[keyderive.ScopedKey(callpath.AnonymousTenant, s.Tool, s.Key)]
 	// A step whose completion a long store outage may have kept from
 	// landing: its changed answers (and, for the rerun tool, its extra
 	// runs) are the window docs/reliability.md measures, not

@@ -215,6 +215,35 @@ func (s *Store) FindExecution(ctx context.Context, executionID string) (idempote
 	return rec, nil
 }
 
+// updateLive runs change on scope's live record in one write transaction
+// and writes the record as change left it. What change returns is the
+// answer (answer: ErrNotFound without a live record, a refusal such as
+// ErrNotResolvable), a result and not a failed batch: nothing is written
+// with it. err is the transaction's failure.
+func (s *Store) updateLive(ctx context.Context, scope idempotency.Scope, change func(t *txn, r *storedRecord) error) (rec idempotency.Record, answer, err error) {
+	err = s.write(ctx, func(t *txn) error {
+		rec, answer = idempotency.Record{}, nil
+		key := scopeKey(scope)
+		r, err := t.liveRecord(key)
+		switch {
+		case err != nil:
+			return err
+		case r == nil:
+			answer = idempotency.ErrNotFound
+			return nil
+		}
+		if answer = change(t, r); answer != nil {
+			return nil
+		}
+		if err := t.putRecord(key, r); err != nil {
+			return err
+		}
+		rec = r.toRecord()
+		return nil
+	})
+	return rec, answer, err
+}
+
 // Resolve turns an UNKNOWN record, or an IN_PROGRESS one whose lease ran
 // out, into COMPLETED with resp for ttl, in one write transaction. The
 // record keeps its execution id, fingerprint, fencing token and step entry.
@@ -222,27 +251,13 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 	if ttl <= 0 {
 		return idempotency.Record{}, fmt.Errorf("boltstore: resolve %v: ttl %v must be positive", scope, ttl)
 	}
-	var (
-		rec    idempotency.Record
-		answer error // ErrNotFound or ErrNotResolvable: a result, not a failed batch
-	)
-	err := s.write(ctx, func(t *txn) error {
-		rec, answer = idempotency.Record{}, nil
-		key := scopeKey(scope)
-		r, err := t.liveRecord(key)
-		if err != nil {
-			return err
-		}
-		switch {
-		case r == nil:
-			answer = idempotency.ErrNotFound
-			return nil
-		case idempotency.State(r.State) != idempotency.StateUnknown && idempotency.State(r.State) != idempotency.StateInProgress,
-			idempotency.State(r.State) == idempotency.StateInProgress && r.leaseAlive(t.now):
+	rec, answer, err := s.updateLive(ctx, scope, func(t *txn, r *storedRecord) error {
+		state := idempotency.State(r.State)
+		if state != idempotency.StateUnknown && state != idempotency.StateInProgress ||
+			state == idempotency.StateInProgress && r.leaseAlive(t.now) {
 			// COMPLETED, an approval (nothing ran: there is no effect to
 			// resolve), or a claim still running.
-			answer = idempotency.ErrNotResolvable
-			return nil
+			return idempotency.ErrNotResolvable
 		}
 		r.State = string(idempotency.StateCompleted)
 		r.Owner = ""
@@ -251,10 +266,6 @@ func (s *Store) Resolve(ctx context.Context, scope idempotency.Scope, resp idemp
 		r.ReplayTTL = 0
 		r.ExpiresAt = t.now.Add(ttl).UnixNano()
 		r.Response = &storedResponse{Status: resp.Status, ContentType: resp.ContentType, Body: bytes.Clone(resp.Body)}
-		if err := t.putRecord(key, r); err != nil {
-			return err
-		}
-		rec = r.toRecord()
 		return nil
 	})
 	if err == nil {

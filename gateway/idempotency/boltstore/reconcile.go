@@ -46,19 +46,8 @@ func (s *Store) ClaimReconcile(ctx context.Context, scope idempotency.Scope, own
 	if owner == "" || ttl <= 0 {
 		return idempotency.Record{}, fmt.Errorf("boltstore: claim reconcile %v: owner and a positive ttl are required", scope)
 	}
-	var rec idempotency.Record
-	var answer error
-	err := s.write(ctx, func(t *txn) error {
-		rec, answer = idempotency.Record{}, nil
-		key := scopeKey(scope)
-		r, err := t.liveRecord(key)
-		if err != nil {
-			return err
-		}
+	rec, answer, err := s.updateLive(ctx, scope, func(t *txn, r *storedRecord) error {
 		switch {
-		case r == nil:
-			answer = idempotency.ErrNotFound
-			return nil
 		case idempotency.State(r.State) == idempotency.StateInProgress && !r.leaseAlive(t.now):
 			// Abandoned: nobody took it over; its outcome is uncertain.
 			r.State = string(idempotency.StateUnknown)
@@ -67,22 +56,16 @@ func (s *Store) ClaimReconcile(ctx context.Context, scope idempotency.Scope, own
 			r.ExpiresAt = t.now.Add(time.Duration(r.ReplayTTL)).UnixNano()
 			r.ReplayTTL = 0
 		case idempotency.State(r.State) != idempotency.StateUnknown:
-			answer = idempotency.ErrNotResolvable
-			return nil
+			return idempotency.ErrNotResolvable
 		}
 		if r.Reconcile == nil {
 			r.Reconcile = &storedReconciliation{}
 		}
 		if r.Reconcile.Owner != "" && r.Reconcile.Owner != owner && t.now.UnixNano() < r.Reconcile.LeaseUntil {
-			answer = idempotency.ErrReconcileHeld
-			return nil
+			return idempotency.ErrReconcileHeld
 		}
 		r.Reconcile.Owner = owner
 		r.Reconcile.LeaseUntil = t.now.Add(ttl).UnixNano()
-		if err := t.putRecord(key, r); err != nil {
-			return err
-		}
-		rec = r.toRecord()
 		return nil
 	})
 	return rec, reconcileResult(err, answer, "claim reconcile", scope)

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
@@ -213,7 +214,7 @@ func TestGatewayWhilePostgresDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.NewServer(gateway.Options{Store: store, Tools: registry})
+	gw, err := gateway.NewServer(callpath.Options{Store: store, Tools: registry})
 	if err != nil {
 		t.Fatal(err)
 	}

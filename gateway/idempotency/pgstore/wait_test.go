@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway"
+	"github.com/toolgateway/toolgateway/gateway/callpath"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
@@ -66,7 +67,7 @@ func TestPreferWaitOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted := &claimCounter{Store: store}
-	gw, err := gateway.NewServer(gateway.Options{Store: counted, Tools: registry})
+	gw, err := gateway.NewServer(callpath.Options{Store: counted, Tools: registry})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,30 +226,30 @@ func (s *Store) PutCheckpoint(ctx context.Context, c receipts.Checkpoint) error 
 
 // Checkpoints implements [receipts.CheckpointStore].
 func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []receipts.Checkpoint
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(checkpointsBucket).Bucket([]byte(tenant))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(_, v []byte) error {
-			c, err := receipts.DecodeCheckpoint(v)
-			out = append(out, c)
-			return err
-		})
+	return s.checkpointsOf(ctx, tenant, "checkpoints", func(b *bolt.Bucket, add func(v []byte) error) error {
+		return b.ForEach(func(_, v []byte) error { return add(v) })
 	})
-	if err != nil {
-		return nil, fmt.Errorf("boltreceipts: checkpoints of %s: %w", tenant, err)
-	}
-	return out, nil
 }
 
 // LatestCheckpoints implements [receipts.CheckpointStore]: a walk back
 // from the last key.
 func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipts.Checkpoint, error) {
+	return s.checkpointsOf(ctx, tenant, "latest checkpoints", func(b *bolt.Bucket, add func(v []byte) error) error {
+		c := b.Cursor()
+		k, v := c.Last()
+		for top := k; k != nil && bytes.Equal(k[:8], top[:8]); k, v = c.Prev() {
+			if err := add(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// checkpointsOf reads the checkpoints walk hands to add from tenant's
+// bucket (none without one), in walk's order; what names the read in
+// the error.
+func (s *Store) checkpointsOf(ctx context.Context, tenant, what string, walk func(b *bolt.Bucket, add func(v []byte) error) error) ([]receipts.Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -259,19 +259,17 @@ func (s *Store) LatestCheckpoints(ctx context.Context, tenant string) ([]receipt
 		if b == nil {
 			return nil
 		}
-		c := b.Cursor()
-		k, v := c.Last()
-		for top := k; k != nil && bytes.Equal(k[:8], top[:8]); k, v = c.Prev() {
-			cp, err := receipts.DecodeCheckpoint(v)
+		return walk(b, func(v []byte) error {
+			c, err := receipts.DecodeCheckpoint(v)
 			if err != nil {
 				return err
 			}
-			out = append(out, cp)
-		}
-		return nil
+			out = append(out, c)
+			return nil
+		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("boltreceipts: latest checkpoints of %s: %w", tenant, err)
+		return nil, fmt.Errorf("boltreceipts: %s of %s: %w", what, tenant, err)
 	}
 	return out, nil
 }

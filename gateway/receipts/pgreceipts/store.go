@@ -167,15 +167,20 @@ func (s *Store) Tenants(ctx context.Context) ([]string, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.tenants)
-	if err != nil {
-		return nil, fmt.Errorf("pgreceipts: tenants: %w", err)
-	}
-	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tenants, err := s.texts(ctx, s.sql.tenants)
 	if err != nil {
 		return nil, fmt.Errorf("pgreceipts: tenants: %w", err)
 	}
 	return tenants, nil
+}
+
+// texts runs query and answers its one text column, row by row.
+func (s *Store) texts(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // List implements [receipts.Store]: one query of at most Limit+1 rows
@@ -295,21 +300,13 @@ func (s *Store) readCheckpoints(ctx context.Context, query, tenant string) ([]re
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, query, tenant)
+	lines, err := s.texts(ctx, query, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
 	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := receipts.DecodeCheckpoints(lines)
 	if err != nil {
 		return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
-	}
-	out := make([]receipts.Checkpoint, 0, len(lines))
-	for _, line := range lines {
-		c, err := receipts.DecodeCheckpoint([]byte(line))
-		if err != nil {
-			return nil, fmt.Errorf("pgreceipts: checkpoints of %s: %w", tenant, err)
-		}
-		out = append(out, c)
 	}
 	return out, nil
 }
@@ -319,11 +316,7 @@ func (s *Store) CheckpointTenants(ctx context.Context) ([]string, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.checkpointTenants)
-	if err != nil {
-		return nil, fmt.Errorf("pgreceipts: checkpoint index: %w", err)
-	}
-	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tenants, err := s.texts(ctx, s.sql.checkpointTenants)
 	if err != nil {
 		return nil, fmt.Errorf("pgreceipts: checkpoint index: %w", err)
 	}

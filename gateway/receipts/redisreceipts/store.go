@@ -22,7 +22,7 @@ package redisreceipts
 
 import (
 	"context"
-	_ "embed" // the append script lives in lua/append.lua
+	"embed"
 	"fmt"
 	"slices"
 	"strconv"
@@ -31,13 +31,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
+	"github.com/toolgateway/toolgateway/gateway/redisscript"
 )
 
-var (
-	//go:embed lua/append.lua
-	appendLua    string
-	appendScript = redis.NewScript(appendLua)
-)
+// luaFiles holds the append script, run by the one runner
+// (gateway/redisscript) as every Redis script of the gateway.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+var appendScript = redisscript.MustLoad(luaFiles, "append")
 
 // Store is a [receipts.Store] on Redis.
 type Store struct {
@@ -104,7 +107,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	for _, r := range run {
 		args = append(args, strconv.FormatInt(r.Receipt.Seq, 10), r.Line)
 	}
-	res, err := appendScript.Run(ctx, s.client, []string{head, log, s.executedKey(tenant)}, args...).Slice()
+	res, err := redisscript.RunOne(ctx, s.client, redisscript.Call{Script: appendScript, Keys: []string{head, log, s.executedKey(tenant)}, Args: args}).Slice()
 	if err != nil {
 		return receipts.Head{}, fmt.Errorf("redisreceipts: append: %w", err)
 	}
@@ -174,13 +177,9 @@ func (s *Store) Checkpoints(ctx context.Context, tenant string) ([]receipts.Chec
 	if err != nil {
 		return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
 	}
-	out := make([]receipts.Checkpoint, 0, len(lines))
-	for _, line := range lines {
-		c, err := receipts.DecodeCheckpoint([]byte(line))
-		if err != nil {
-			return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
-		}
-		out = append(out, c)
+	out, err := receipts.DecodeCheckpoints(lines)
+	if err != nil {
+		return nil, fmt.Errorf("redisreceipts: checkpoints of %s: %w", tenant, err)
 	}
 	return out, nil
 }

@@ -86,8 +86,7 @@ local step_index = ARGV[20]  -- the step index, decimal ("" without a step)
 local step_head = ARGV[21]   -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[22]      -- the record's tenant (its step key's tag hashes it)
 local holder_only = ARGV[23] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 local STEP = '>Bc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
 local HISTORY = '>I8'

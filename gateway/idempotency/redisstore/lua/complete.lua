@@ -18,8 +18,7 @@ local step_head = ARGV[7]         -- what every step key name starts with: <pref
 local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
 local outbox_exec = ARGV[9]       -- receipts on: the execution id of the outbox entry; "" otherwise
 local outbox_entry = ARGV[10]     -- its outbox entry (JSON)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 local DONE = '>HHc0'
 --#include held_step
 

@@ -17,8 +17,7 @@ local owner = ARGV[1]     -- the reconciler
 local ttl_ms = ARGV[2]    -- the reconcile lease
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]    -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 --#include held_step
 
 local t = redis.call('TIME')

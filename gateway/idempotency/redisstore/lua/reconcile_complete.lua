@@ -15,7 +15,7 @@ local ctype = ARGV[5]             -- content type (packed)
 local body = ARGV[6]              -- body
 local step_head = ARGV[7]         -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+--#include record_layout
 local DONE = '>HHc0'
 --#include held_step
 

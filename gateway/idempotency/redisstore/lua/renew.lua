@@ -9,8 +9,7 @@ local fence = ARGV[2]              -- fencing token (decimal)
 local lock_ms = tonumber(ARGV[3])  -- the new lease
 local step_head = ARGV[4]          -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[5]             -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 --#include held_step
 
 local v = redis.call('GET', rec)

@@ -12,8 +12,7 @@ local ctype = ARGV[3]             -- content type (packed)
 local body = ARGV[4]              -- body
 local step_head = ARGV[5]         -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[6]            -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 local DONE = '>HHc0'
 --#include held_step
 

@@ -18,8 +18,7 @@ local fence = ARGV[2]      -- fencing token (decimal)
 local block = ARGV[3]      -- the APPROVAL block the claim consumed, as stored
 local step_head = ARGV[4]  -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[5]     -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
-local PROGRESS = '>Bc0I8I8'
+--#include record_layout
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
 --#include held_step
 
