@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -82,10 +83,19 @@ func httpTool(t *testing.T, name, url string, client *http.Client) tools.Tool {
 func wantUnknownRecord(t *testing.T, h *harness, session string, step uint64, tool, args string) {
 	t.Helper()
 	key := derivedKey(t, session, step, tool, args)
-	for _, rec := range listRecords(t, h, "?state=UNKNOWN&tool="+tool).Records {
-		if rec.Key == key {
-			return
+	// Every page: on Redis a page is a SCAN step over the whole keyspace,
+	// which may hold none of this test's keys and still have a cursor.
+	for query := "?state=UNKNOWN&tool=" + tool; ; {
+		page := listRecords(t, h, query)
+		for _, rec := range page.Records {
+			if rec.Key == key {
+				return
+			}
 		}
+		if page.NextCursor == nil {
+			break
+		}
+		query = "?state=UNKNOWN&tool=" + tool + "&cursor=" + url.QueryEscape(*page.NextCursor)
 	}
 	t.Fatalf("the admin API does not list the record of %s step %d UNKNOWN", tool, step)
 }

@@ -165,29 +165,43 @@ func (s *Servers) startGateway(opts callpath.Options, urls *[]string) (*gateway.
 	return gw, nil
 }
 
-// countingReceipts is a receipts store that counts the receipts it wrote,
+// countingReceipts is a receipts store that counts the executed receipts it wrote,
 // so a run can wait for the gateway's asynchronous writer to catch up.
 type countingReceipts struct {
 	receipts.Store
 	written atomic.Int64
 }
 
-// Append counts the receipt once written.
+// Append counts the receipt once written, if it is an executed one.
 func (c *countingReceipts) Append(ctx context.Context, tenant string, r receipts.Receipt) (receipts.Receipt, error) {
 	out, err := c.Store.Append(ctx, tenant, r)
 	if err == nil {
-		c.written.Add(1)
+		c.written.Add(executedIn([]receipts.Receipt{out}))
 	}
 	return out, err
 }
 
-// AppendRun counts the run's receipts once written.
+// AppendRun counts the run's executed receipts once written.
 func (c *countingReceipts) AppendRun(ctx context.Context, tenant string, rs []receipts.Receipt) ([]receipts.Receipt, error) {
 	out, err := c.Store.AppendRun(ctx, tenant, rs)
 	if err == nil {
-		c.written.Add(int64(len(out)))
+		c.written.Add(executedIn(out))
 	}
 	return out, err
+}
+
+// executedIn counts the executed receipts of rs: the one receipt each
+// execution leaves, which the runs check against the tool's executions
+// (a call charging a budget also leaves budget_reserved and
+// budget_committed receipts, not counted).
+func executedIn(rs []receipts.Receipt) int64 {
+	var n int64
+	for _, r := range rs {
+		if r.Event == receipts.EventExecuted {
+			n++
+		}
+	}
+	return n
 }
 
 // countingTool counts the executions of the tool it wraps: each one
