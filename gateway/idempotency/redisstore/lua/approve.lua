@@ -22,14 +22,14 @@ local claimed_by = ARGV[4]      -- the name typed with the admin token ("" other
 local note = ARGV[5]            -- the decider's note
 local step_head = ARGV[6]       -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[7]          -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
 local APPROVER = '>Hc0'
 --#include held_step
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, _, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local state, _, _, _, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if state ~= 'A' and state ~= 'Y' and state ~= 'N' then return {'not_found'} end
 local aid, rule, reason, approver, requested, aexp, use_ms, replay_ms, _, _, _, requester, quorum, binding,
   approved, _, q = struct.unpack(APPROVAL, v, p)

@@ -23,7 +23,7 @@ local head = ARGV[2]      -- what every bucket key name starts with: <prefix>B{
 local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30;
                           -- since -1: a calendar bucket, whose running total (field "=") is its sum
 local force = ARGV[4] == '1' -- charge whatever the sums (an approved call)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 --#include owned_life
 --#include bucket_charge

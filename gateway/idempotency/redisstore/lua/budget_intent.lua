@@ -20,7 +20,7 @@ local charged = KEYS[2]   -- its charged buckets (hash: bucket key name → "<cr
 local owner = ARGV[1]     -- owner token of the claim (packed)
 local head = ARGV[2]      -- what every bucket key name starts with: <prefix>B{
 local charges = ARGV[3]   -- per charge "bucket\31limit\31cost\31at µs\31since µs\31retain ms", joined by \30
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 --#include owned_life
 

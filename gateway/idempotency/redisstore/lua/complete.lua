@@ -18,14 +18,14 @@ local step_head = ARGV[7]         -- what every step key name starts with: <pref
 local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
 local outbox_exec = ARGV[9]       -- receipts on: the execution id of the outbox entry; "" otherwise
 local outbox_entry = ARGV[10]     -- its outbox entry (JSON)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
 --#include held_step
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('SET', rec, 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body, 'PX', replay_ms)

@@ -8,7 +8,7 @@ local charged = KEYS[2] -- its charged budget buckets (budget.lua)
 local step_head = ARGV[1] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[2] -- the record's tenant (its step key's tag hashes it)
 local split = ARGV[3] == '1' -- Redis Cluster: the buckets are released by the caller (release_charges)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 --#include held_step
 --#include release_charges
 

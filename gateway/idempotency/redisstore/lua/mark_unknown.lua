@@ -12,13 +12,13 @@ local fence = ARGV[2]      -- fencing token (decimal)
 local replay_ms = ARGV[3]  -- how long the UNKNOWN record is kept
 local step_head = ARGV[4]  -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[5]     -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 --#include held_step
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 local rowner, _, _, q = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('SET', rec, 'U' .. string.sub(v, 2, p - 1) .. string.sub(v, q), 'PX', replay_ms)

@@ -11,7 +11,7 @@ local at_ms = ARGV[3]      -- when the answer came (ms)
 local outcome = ARGV[4]    -- the answer's kind
 local detail = ARGV[5]     -- a few words
 local keep = ARGV[6]       -- how many attempts are kept
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'

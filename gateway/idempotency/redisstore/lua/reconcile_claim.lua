@@ -17,7 +17,7 @@ local owner = ARGV[1]     -- the reconciler
 local ttl_ms = ARGV[2]    -- the reconcile lease
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]    -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 --#include held_step
 
@@ -27,7 +27,7 @@ local now_ms = math.floor(now_us / 1000)
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local state, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if state == 'P' then
   local _, lease, replay_ms, q = struct.unpack(PROGRESS, v, p)
   if lease > now_us then return {'not_resolvable'} end

@@ -15,13 +15,13 @@ local ctype = ARGV[5]             -- content type (packed)
 local body = ARGV[6]              -- body
 local step_head = ARGV[7]         -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[8]            -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local DONE = '>HHc0'
 --#include held_step
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'
-local _, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if string.format('%d', rfence) ~= fence then return 0 end
 local raw = redis.call('GET', rq)
 if not raw then return 0 end

@@ -13,7 +13,7 @@ local fence = ARGV[2]   -- the record's fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4]  -- the record's tenant (its step key's tag hashes it)
 local split = ARGV[5] == '1' -- Redis Cluster: the buckets are released by the caller (release_charges)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 --#include held_step
 --#include release_charges
 

@@ -10,14 +10,14 @@ local fence = ARGV[2]  -- fencing token (decimal)
 local step_head = ARGV[3] -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[4] -- the record's tenant (its step key's tag hashes it)
 local split = ARGV[5] == '1' -- Redis Cluster: the buckets are released by the caller (release_charges)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 --#include held_step
 --#include release_charges
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, rcreated, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, rcreated, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('DEL', rec)

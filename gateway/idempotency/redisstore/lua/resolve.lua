@@ -12,7 +12,7 @@ local ctype = ARGV[3]             -- content type (packed)
 local body = ARGV[4]              -- body
 local step_head = ARGV[5]         -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[6]            -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
 --#include held_step
@@ -24,7 +24,7 @@ end
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, _, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local state, _, _, _, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if state ~= 'P' and state ~= 'U' then return {'not_resolvable'} end -- COMPLETED, or an approval
 if state == 'P' then
   local _, lease = struct.unpack(PROGRESS, v, p)

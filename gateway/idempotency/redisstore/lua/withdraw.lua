@@ -10,7 +10,7 @@ local rec = KEYS[1]        -- the record
 local exec = ARGV[1]       -- the execution id of the request that wrote it (packed)
 local step_head = ARGV[2]  -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[3]     -- the record's tenant (its step key's tag hashes it)
-local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
+local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0'
 --#include held_step
 
 local v = redis.call('GET', rec)
