@@ -85,13 +85,11 @@ func TestIdentitylessCallsRunOncePerPerson(t *testing.T) {
 		// Only the embedded store keeps an approval's requester so far (the
 		// approvals work brings it to Redis and PostgreSQL).
 		keepsRequester := name == "embedded"
-		// Redis keeps no record identity yet (its session says the person).
-		keepsIdentity := name != "redis"
-		t.Run(name, func(t *testing.T) { identitylessCallsRunOnce(t, bin, storeSection(t), keepsRequester, keepsIdentity) })
+		t.Run(name, func(t *testing.T) { identitylessCallsRunOnce(t, bin, storeSection(t), keepsRequester) })
 	}
 }
 
-func identitylessCallsRunOnce(t *testing.T, bin, storeSection string, keepsRequester, keepsIdentity bool) {
+func identitylessCallsRunOnce(t *testing.T, bin, storeSection string, keepsRequester bool) {
 	p := oidctest.Start(t, oidcAudience)
 	up := newPathCounter(t, 300*time.Millisecond)
 	addr := freeAddr(t)
@@ -205,10 +203,10 @@ tools:
 	if r := do(t, list); r.status != http.StatusOK || strings.Count(string(r.body), `"session_id":"`+session+`"`) != 1 {
 		t.Fatalf("bob's records: %d %s; want one, with session %s", r.status, r.body, session)
 	} else if identity := `"identity":{"kind":"fingerprint","principal":"host-user:` + issuerHost + `:bob"`; !strings.Contains(string(r.body), identity) ||
-		(keepsIdentity && !strings.Contains(string(r.body), `"window":"24h0m0s"}`)) {
-		// The record says which identity keyed it; the stores that keep it
-		// say the window too (Redis shows what the session says).
-		t.Fatalf("bob's record: %s; want %s (with the 24h window: %v)", r.body, identity, keepsIdentity)
+		!strings.Contains(string(r.body), `"window":"24h0m0s"}`) {
+		// The record says which identity keyed it, with its window: every
+		// store keeps it.
+		t.Fatalf("bob's record: %s; want %s with the 24h window", r.body, identity)
 	}
 
 	// `gateway admin exec` shows it on its identity line.

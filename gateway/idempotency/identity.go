@@ -33,23 +33,17 @@ const (
 )
 
 // IdentityOfRecord says which identity keyed rec's call: the identity its
-// store kept with it, else what its session says (a store that keeps
-// none, or a record written before identities were kept): "fp:" and the
-// principal, a fingerprint (without its window); "host:", a host call
-// id (without its member and id); any other session, or none, the
-// gateway's.
+// store kept with it, else what its session says: "host:", a host call
+// id (without its member and id: a record v0.1.0 wrote, before stores
+// kept identities; every store keeps a fingerprint's, which no release
+// wrote without it); any other session, or none, the gateway's.
 func IdentityOfRecord(rec Record) RecordIdentity {
 	var out RecordIdentity
 	if rec.Identity != "" && json.Unmarshal([]byte(rec.Identity), &out) == nil && out.Kind != "" {
 		return out
 	}
-	if rec.Step != nil {
-		if principal, ok := strings.CutPrefix(rec.Step.SessionID, wire.FingerprintSessionPrefix); ok {
-			return RecordIdentity{Kind: RecordIdentityFingerprint, Principal: principal}
-		}
-		if strings.HasPrefix(rec.Step.SessionID, wire.MetaIdentityHostPrefix) {
-			return RecordIdentity{Kind: RecordIdentityHost}
-		}
+	if rec.Step != nil && strings.HasPrefix(rec.Step.SessionID, wire.MetaIdentityHostPrefix) {
+		return RecordIdentity{Kind: RecordIdentityHost}
 	}
 	return RecordIdentity{Kind: RecordIdentityGateway}
 }

@@ -428,8 +428,10 @@ type Record struct {
 }
 
 // IdentityKeeper is implemented by a store that keeps each record's
-// Identity (ClaimRequest.Identity): the embedded store and PostgreSQL.
-// Another store's records have none; their session says what it can.
+// Identity (ClaimRequest.Identity): every store here (embedded, Redis and
+// Redis Cluster, PostgreSQL; storetest requires it). A record an earlier
+// release wrote has none; its session says what it can
+// (IdentityOfRecord).
 type IdentityKeeper interface {
 	KeepsIdentity() bool
 }

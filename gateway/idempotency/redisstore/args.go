@@ -31,6 +31,9 @@ type claimArgs struct {
 	// its effect (effects.go, decideByHolder): it consumes no approval
 	// and writes no record; "0" otherwise.
 	HolderOnly string `lua:"holder_only"`
+	// Identity is which identity keyed the call (ClaimRequest.Identity,
+	// JSON; "" for the gateway's own), kept by a new record.
+	Identity string `lua:"identity"`
 }
 
 // Argv lists pointers to the fields (go-redis writes a *string or *int64 as
@@ -38,7 +41,7 @@ type claimArgs struct {
 // string or a large integer does not, and every call runs this script.
 func (a *claimArgs) Argv() []any {
 	return []any{&a.Fingerprint, &a.Exec, &a.Owner, &a.LockMS, &a.ReplayMS, &a.LeaseExpiry, &a.StepGuard, &a.Session, &a.Tool, a.Arguments,
-		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.Requester, &a.Quorum, &a.Binding, &a.StepIndex, &a.StepHead, &a.Tenant, &a.HolderOnly}
+		&a.Approval, &a.Rule, &a.Reason, &a.Approver, &a.TimeoutMS, &a.UseMS, &a.Requester, &a.Quorum, &a.Binding, &a.StepIndex, &a.StepHead, &a.Tenant, &a.HolderOnly, &a.Identity}
 }
 
 // ownerCheck is the owner check every owner-checked script starts with.

@@ -101,14 +101,15 @@ func (s *Store) claimAt(ctx context.Context, req idempotency.ClaimRequest, recor
 		approvalClaimArgs: approvalClaimArgsOf(req),
 		stepArgs:          s.keys.stepArgs(req.Scope.Tenant),
 		HolderOnly:        flag(holderOnly),
+		Identity:          req.Identity,
 	}
 	if req.Step != nil {
 		keys = append(keys, s.keys.step(req.Scope.Tenant, *req.Step))
 		args.Session = packID(req.Step.SessionID)
 		args.StepIndex = strconv.FormatUint(req.Step.Index, 10)
 	}
-	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 {
-		return recordClaim{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id above 65535", req.Scope)
+	if len(args.Fingerprint) > 255 || len(args.Exec) > 255 || len(args.Owner) > 255 || len(args.Session) > 65535 || len(args.Approval) > 255 || len(args.Identity) > 65535 {
+		return recordClaim{}, fmt.Errorf("redisstore: claim %v: fingerprint, execution id, owner or approval id above 255 bytes, or session id or identity above 65535", req.Scope)
 	}
 	calls := []redisscript.Call{call(claimScript, keys, args)}
 	if s.keys.usesPointer(req.Step) {

@@ -15,8 +15,8 @@ import (
 const (
 	// layoutHead is the header every record starts with: state,
 	// fingerprint, execution id, fencing token, created, step index, held,
-	// session, requester.
-	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0Hc0"
+	// session, requester, identity.
+	layoutHead = ">c1Bc0Bc0I8I8Bc0BHc0Hc0Hc0"
 	// layoutProgress follows the header of an IN_PROGRESS record: owner,
 	// lease end (µs), replay ms; the canonical arguments are the rest (an
 	// UNKNOWN record keeps them right after its header).
@@ -52,12 +52,15 @@ type packed struct {
 	session  string
 	// requester is the principal id of the call that wrote the record.
 	requester string
-	lease     int64 // µs, 'P' only
-	status    int   // 'C' only
-	ctype     string
-	body      []byte
-	args      []byte                // 'P', 'U' and approvals: the canonical arguments (the rest)
-	approval  *idempotency.Approval // 'A', 'Y', 'N'
+	// identity is which identity keyed the call (JSON text, "" for the
+	// gateway's own: ClaimRequest.Identity).
+	identity string
+	lease    int64 // µs, 'P' only
+	status   int   // 'C' only
+	ctype    string
+	body     []byte
+	args     []byte                // 'P', 'U' and approvals: the canonical arguments (the rest)
+	approval *idempotency.Approval // 'A', 'Y', 'N'
 }
 
 // reader walks a packed value; the first error sticks.
@@ -126,6 +129,7 @@ func decodePacked(v string) (packed, error) {
 	p.held = r.u8() == 1
 	p.session = r.str(r.u16())
 	p.requester = r.str(r.u16())
+	p.identity = r.str(r.u16())
 	switch p.state {
 	case 'P':
 		r.str(r.u8()) // owner
@@ -177,7 +181,7 @@ func recordOf(scope idempotency.Scope, v string, expires time.Time) (idempotency
 	rec := idempotency.Record{
 		Scope: scope, State: packedStates[p.state], Fingerprint: fp, ExecutionID: exec,
 		FencingToken: p.fence, CreatedAt: time.UnixMicro(p.created), ExpiresAt: expires,
-		Requester: p.requester,
+		Requester: p.requester, Identity: p.identity,
 	}
 	if p.step != "" {
 		n, err := strconv.ParseUint(p.step, 10, 64)
@@ -238,3 +242,8 @@ func unpackCtype(p string) (string, bool) {
 	}
 	return "", false
 }
+
+// KeepsIdentity: records keep their identity in their header, written by
+// claim.lua and copied by every script that rewrites the record
+// (idempotency.IdentityKeeper).
+func (s *Store) KeepsIdentity() bool { return true }

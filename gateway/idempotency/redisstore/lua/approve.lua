@@ -29,7 +29,7 @@ local APPROVER = '>Hc0'
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, _, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local state, _, _, _, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if state ~= 'A' and state ~= 'Y' and state ~= 'N' then return {'not_found'} end
 local aid, rule, reason, approver, requested, aexp, use_ms, replay_ms, _, _, _, requester, quorum, binding,
   approved, _, q = struct.unpack(APPROVAL, v, p)

@@ -34,6 +34,9 @@
 --   session   H c0 session id (packed; "" without a step; for the admin API)
 --   requester H c0 the principal id of the call that wrote the record
 --                  ("" for none); a takeover or consumption keeps it
+--   identity  H c0 which identity keyed the call (JSON text, the claim's
+--                  identity argument; "" for the gateway's own); kept
+--                  like the requester
 --   then for 'P': owner B c0, lease end I8 (µs), replay ms I8, then the
 --                 canonical arguments (the rest)
 --        for 'U': the canonical arguments (the rest)
@@ -86,6 +89,7 @@ local step_index = ARGV[20]  -- the step index, decimal ("" without a step)
 local step_head = ARGV[21]   -- what every step key name starts with: <prefix>S{
 local tenant = ARGV[22]      -- the record's tenant (its step key's tag hashes it)
 local holder_only = ARGV[23] == '1' -- decide on the record holding the call's effect: consume no approval, write no record
+local identity = ARGV[24]    -- which identity keyed the call (JSON; "" for the gateway's own), kept by a new record
 --#include record_layout
 local STEP = '>Bc0'
 local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
@@ -104,14 +108,14 @@ local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function in_progress(e, fence, created, index, held, sess, who, lease_end)
-  return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #index, index, held, #sess, sess, #who, who)
+local function in_progress(e, fence, created, index, held, sess, who, ident, lease_end)
+  return struct.pack(HEAD, 'P', #fp, fp, #e, e, fence, created, #index, index, held, #sess, sess, #who, who, #ident, ident)
     .. struct.pack(PROGRESS, #owner, owner, lease_end, replay_ms) .. args
 end
 local ttl_ms = lock_ms + replay_ms
 
 if v then
-  local state, rfp, rexec, rfence, rcreated, rindex, rheld, rsession, rrequester, p = struct.unpack(HEAD, v)
+  local state, rfp, rexec, rfence, rcreated, rindex, rheld, rsession, rrequester, ridentity, p = struct.unpack(HEAD, v)
   if rfp ~= fp then return {'key_reused'} end
   if state == 'U' then return {'unknown', rexec} end
   if state == 'A' or state == 'Y' or state == 'N' then
@@ -126,7 +130,7 @@ if v then
     -- Approved, or pending under rules that now allow the call: it runs,
     -- as a first claim of the record, and the approval is used up.
     local fence = math.max(rfence + 1, now)
-    redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, now + lock_ms * 1000), 'PX', ttl_ms)
+    redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, ridentity, now + lock_ms * 1000), 'PX', ttl_ms)
     if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
     -- The approval stays as history beside the record (CONSUMED), tied to
     -- the record's creation time, which a takeover keeps and a new record
@@ -146,7 +150,7 @@ if v then
     return {'unknown', rexec}
   end
   local fence = math.max(rfence + 1, now)
-  redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, now + lock_ms * 1000), 'PX', ttl_ms)
+  redis.call('SET', rec, in_progress(exec, fence, rcreated, rindex, rheld, rsession, rrequester, ridentity, now + lock_ms * 1000), 'PX', ttl_ms)
   -- The step now names the new execution.
   if rheld == 1 then redis.call('SET', held_step(rsession, rindex), struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
   return -fence
@@ -167,10 +171,10 @@ if approval ~= '' then
     now, now + timeout_ms * 1000, use_ms, replay_ms, 0, '', 0, 0, '', #requester, requester, quorum,
     #binding, binding, 0, '', 0, '')
   redis.call('SET', rec, struct.pack(HEAD, 'A', #fp, fp, #exec, exec, 0, now, #step_index, step_index,
-    bind and 1 or 0, #session, session, #requester, requester) .. block .. args, 'PX', life)
+    bind and 1 or 0, #session, session, #requester, requester, #identity, identity) .. block .. args, 'PX', life)
   if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', life) end
   return {'awaiting_approval', exec, block}
 end
-redis.call('SET', rec, in_progress(exec, now, now, step_index, bind and 1 or 0, session, requester, now + lock_ms * 1000), 'PX', ttl_ms)
+redis.call('SET', rec, in_progress(exec, now, now, step_index, bind and 1 or 0, session, requester, identity, now + lock_ms * 1000), 'PX', ttl_ms)
 if bind then redis.call('SET', bind, struct.pack(STEP, #exec, exec) .. tool, 'PX', ttl_ms) end
 return now

@@ -24,7 +24,7 @@ local DONE = '>HHc0'
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('SET', rec, 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body, 'PX', replay_ms)

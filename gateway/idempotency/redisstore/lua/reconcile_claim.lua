@@ -26,7 +26,7 @@ local now_ms = math.floor(now_us / 1000)
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local state, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if state == 'P' then
   local _, lease, replay_ms, q = struct.unpack(PROGRESS, v, p)
   if lease > now_us then return {'not_resolvable'} end

@@ -21,7 +21,7 @@ local DONE = '>HHc0'
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 85 then return 0 end -- 85: 'U'
-local _, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if string.format('%d', rfence) ~= fence then return 0 end
 local raw = redis.call('GET', rq)
 if not raw then return 0 end

@@ -16,7 +16,7 @@ local split = ARGV[5] == '1' -- Redis Cluster: the buckets are released by the c
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, rcreated, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, rcreated, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 local rowner = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 redis.call('DEL', rec)

@@ -23,7 +23,7 @@ end
 
 local v = redis.call('GET', rec)
 if not v then return {'not_found'} end
-local state, _, _, _, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local state, _, _, _, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 if state ~= 'P' and state ~= 'U' then return {'not_resolvable'} end -- COMPLETED, or an approval
 if state == 'P' then
   local _, lease = struct.unpack(PROGRESS, v, p)

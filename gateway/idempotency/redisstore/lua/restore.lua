@@ -24,7 +24,7 @@ local APPROVAL = '>Bc0I8Hc0Bc0I8I8I8I8Hc0I8Hc0Hc0BHc0I4c0Hc0'
 
 local v = redis.call('GET', rec)
 if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
-local _, _, _, rfence, _, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
+local _, _, _, rfence, _, rindex, rheld, rsession, _, _, p = struct.unpack(HEAD, v)
 local rowner, _, _, q = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
 local _, _, _, _, _, aexp, _, replay_ms, _, decided = struct.unpack(APPROVAL, block)
