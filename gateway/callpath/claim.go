@@ -63,6 +63,7 @@ func (s *Engine) answer(ctx context.Context, st *callState, d idempotency.Decisi
 			return st.refuse(p)
 		}
 		st.lease, st.leaveSlot = d.Lease, leaveSlot
+		st.lease.KeepArguments = s.settings.Load().keepArguments // for Complete: policy replay
 		if d.Approval == nil && !d.TakenOver {
 			s.countDecision(st) // decide.go: counted once, at its fresh claim
 		}

@@ -58,6 +58,9 @@ type Settings struct {
 	// file read again): sessions signed by a key no longer listed end.
 	// None: the process's random key.
 	ConsoleSessionKeys [][]byte
+	// KeepArguments replaces Options.KeepArguments: calls claimed after
+	// the reload follow it.
+	KeepArguments bool
 }
 
 // settings is one immutable snapshot of the reloadable state. The call path
@@ -93,6 +96,9 @@ type settings struct {
 	// consoleKeys are the console's session keys (none: the Server's
 	// random one).
 	consoleKeys [][]byte
+	// keepArguments: completed records keep their canonical arguments
+	// (Lease.KeepArguments).
+	keepArguments bool
 }
 
 // authOn reports whether callers must authenticate: static tenants, an
@@ -154,6 +160,7 @@ func newSettings(set Settings) (*settings, error) {
 		budgets:   set.Budgets,
 	}
 	live.effectKeys = effectKeys
+	live.keepArguments = set.KeepArguments
 	live.providerLimits = set.ProviderLimits
 	for _, key := range set.ConsoleSessionKeys {
 		live.consoleKeys = append(live.consoleKeys, slices.Clone(key))
