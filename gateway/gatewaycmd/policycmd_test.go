@@ -190,3 +190,42 @@ func replayCompletedCalls(t *testing.T, store string) {
 		t.Fatalf("deny examples: %+v", ex)
 	}
 }
+
+// TestKeepArgumentsReloads: idempotency.keep_arguments reloads with
+// SIGHUP, and applies to calls claimed afterwards: of two calls completed
+// one before and one after turning it on, `gateway policy replay`
+// evaluates the second only and names the first not replayable.
+func TestKeepArgumentsReloads(t *testing.T) {
+	base := storeSection(t) + "mode: observe\n" // the calls run; replay reads the rules as enforced
+	tool := "tools:\n  - name: reloadtest\n    decide:\n      - when: \"args.amount > 100\"\n        decision: deny\n      - decision: allow\n"
+	g := startReloading(t, base+tool)
+	if st, _, body := callAs(t, g.addr, "", "keep", 1, "reloadtest", `{"amount":500}`); st != http.StatusOK {
+		t.Fatalf("call before the reload: %d %s", st, body)
+	}
+	line := g.reload(t, base+"idempotency:\n  keep_arguments: true\n"+tool)
+	if line["msg"] != "config reloaded" || !strings.Contains(strings.Join(strs(line["changed"]), ","), "idempotency.keep_arguments") {
+		t.Fatalf("reload: %v", line)
+	}
+	if st, _, body := callAs(t, g.addr, "", "keep", 2, "reloadtest", `{"amount":700}`); st != http.StatusOK {
+		t.Fatalf("call after the reload: %d %s", st, body)
+	}
+	g.cancel()
+	err := <-g.done
+	g.done <- err
+
+	var out bytes.Buffer
+	if err := Run(context.Background(), []string{"gateway", "policy", "replay", "-config", g.path, "-since", "1h", "-json"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("policy replay: %v\n%s", err, out.String())
+	}
+	var report ReplayReport
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil || len(report.Tools) != 1 {
+		t.Fatalf("report: %v\n%s", err, out.String())
+	}
+	got := report.Tools[0]
+	if got.Replayed != 1 || got.Denied != 1 || got.NotReplayable != 1 || report.NotReplayable[notReplayableCompleted] != 1 {
+		t.Fatalf("replay: %+v, not replayable %v; want the call after the reload replayed (denied), the one before not", got, report.NotReplayable)
+	}
+	if ex := got.Examples["deny"]; len(ex) != 1 || ex[0].Arguments != `{"amount":700}` {
+		t.Fatalf("deny examples: %+v", ex)
+	}
+}
