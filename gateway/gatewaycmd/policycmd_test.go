@@ -56,31 +56,10 @@ func TestPolicyReplayMatchesObserveMode(t *testing.T) {
 			t.Fatalf("call %s: no answer", args)
 		}
 	}
-	want := map[string]int{}
-	waitFor(t, func() bool {
-		r := adminRequest(t, http.MethodGet, "http://"+g.addr+"/admin/v1/receipts?tenant=anonymous&event=executed", "")
-		want = map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(string(r.body)), "\n") {
-			var rc receipts.Receipt
-			if json.Unmarshal([]byte(line), &rc) == nil && rc.Observe != "" && !strings.Contains(line, `"status":200`) {
-				want[rc.Observe]++
-			}
-		}
-		return want["allow"]+want["deny"] == 5
-	})
-	g.cancel()
-	err := <-g.done
-	g.done <- err
+	want := observedDecisions(t, g, 5, func(line string) bool { return !strings.Contains(line, `"status":200`) })
 
 	newConfig := writeConfig(t, store+rules) // the same rules, enforced
-	var out bytes.Buffer
-	if err := Run(context.Background(), []string{"gateway", "policy", "replay", "-config", newConfig, "-since", "1h", "-json"}, func(string) string { return "" }, &out); err != nil {
-		t.Fatalf("policy replay: %v\n%s", err, out.String())
-	}
-	var report ReplayReport
-	if err := json.Unmarshal(out.Bytes(), &report); err != nil || len(report.Tools) != 1 {
-		t.Fatalf("report: %v\n%s", err, out.String())
-	}
+	report := replayJSON(t, newConfig)
 	got := report.Tools[0]
 	if got.Allowed != want["allow"] || got.Denied != want["deny"] || got.Approval != 0 || got.Replayed != 5 {
 		t.Fatalf("replay: allowed %d, denied %d, approval %d of %d; observe mode reported %v", got.Allowed, got.Denied, got.Approval, got.Replayed, want)
@@ -91,7 +70,7 @@ func TestPolicyReplayMatchesObserveMode(t *testing.T) {
 	if ex := got.Examples["deny"]; len(ex) == 0 || !strings.Contains(ex[0].Reason, "above 100") || ex[0].Rule != "decide[0]" {
 		t.Fatalf("deny examples: %+v", ex)
 	}
-	out.Reset()
+	var out bytes.Buffer
 	if err := Run(context.Background(), []string{"gateway", "policy", "replay", "-config", newConfig, "-since", "1h"}, func(string) string { return "" }, &out); err != nil || !strings.Contains(out.String(), "1: COMPLETED") {
 		t.Fatalf("policy replay text: %v\n%s", err, out.String())
 	}
@@ -151,34 +130,13 @@ func replayCompletedCalls(t *testing.T, store string) {
 			t.Fatalf("call %s: status %d %s", args, r.status, r.body)
 		}
 	}
-	want := map[string]int{}
-	waitFor(t, func() bool {
-		r := adminRequest(t, http.MethodGet, "http://"+g.addr+"/admin/v1/receipts?tenant=anonymous&event=executed", "")
-		want = map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(string(r.body)), "\n") {
-			var rc receipts.Receipt
-			if json.Unmarshal([]byte(line), &rc) == nil && rc.Observe != "" {
-				want[rc.Observe]++
-			}
-		}
-		return want["allow"]+want["deny"] == len(calls)
-	})
-	g.cancel()
-	err := <-g.done
-	g.done <- err
+	want := observedDecisions(t, g, len(calls), func(string) bool { return true })
 	if n := ran.Load(); n != int64(len(calls)) {
 		t.Fatalf("the upstream ran %d calls, want %d", n, len(calls))
 	}
 
 	newConfig := writeConfig(t, store+rules) // the same rules, enforced
-	var out bytes.Buffer
-	if err := Run(context.Background(), []string{"gateway", "policy", "replay", "-config", newConfig, "-since", "1h", "-json"}, func(string) string { return "" }, &out); err != nil {
-		t.Fatalf("policy replay: %v\n%s", err, out.String())
-	}
-	var report ReplayReport
-	if err := json.Unmarshal(out.Bytes(), &report); err != nil || len(report.Tools) != 1 {
-		t.Fatalf("report: %v\n%s", err, out.String())
-	}
+	report := replayJSON(t, newConfig)
 	got := report.Tools[0]
 	if got.Replayed != len(calls) || got.NotReplayable != 0 || len(report.NotReplayable) != 0 {
 		t.Fatalf("replay: %d replayed, %d not replayable (%v); want all %d completed calls replayed", got.Replayed, got.NotReplayable, report.NotReplayable, len(calls))
@@ -213,14 +171,7 @@ func TestKeepArgumentsReloads(t *testing.T) {
 	err := <-g.done
 	g.done <- err
 
-	var out bytes.Buffer
-	if err := Run(context.Background(), []string{"gateway", "policy", "replay", "-config", g.path, "-since", "1h", "-json"}, func(string) string { return "" }, &out); err != nil {
-		t.Fatalf("policy replay: %v\n%s", err, out.String())
-	}
-	var report ReplayReport
-	if err := json.Unmarshal(out.Bytes(), &report); err != nil || len(report.Tools) != 1 {
-		t.Fatalf("report: %v\n%s", err, out.String())
-	}
+	report := replayJSON(t, g.path)
 	got := report.Tools[0]
 	if got.Replayed != 1 || got.Denied != 1 || got.NotReplayable != 1 || report.NotReplayable[notReplayableCompleted] != 1 {
 		t.Fatalf("replay: %+v, not replayable %v; want the call after the reload replayed (denied), the one before not", got, report.NotReplayable)
@@ -228,4 +179,42 @@ func TestKeepArgumentsReloads(t *testing.T) {
 	if ex := got.Examples["deny"]; len(ex) != 1 || ex[0].Arguments != `{"amount":700}` {
 		t.Fatalf("deny examples: %+v", ex)
 	}
+}
+
+// observedDecisions stops g, a gateway in observe mode, once its executed
+// receipts that count (per counts, given the receipt's JSON line) report n
+// decisions, and returns them per decision ("allow", "deny", …).
+func observedDecisions(t *testing.T, g *started, n int, counts func(line string) bool) map[string]int {
+	t.Helper()
+	want := map[string]int{}
+	waitFor(t, func() bool {
+		r := adminRequest(t, http.MethodGet, "http://"+g.addr+"/admin/v1/receipts?tenant=anonymous&event=executed", "")
+		want = map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(string(r.body)), "\n") {
+			var rc receipts.Receipt
+			if json.Unmarshal([]byte(line), &rc) == nil && rc.Observe != "" && counts(line) {
+				want[rc.Observe]++
+			}
+		}
+		return want["allow"]+want["deny"] == n
+	})
+	g.cancel()
+	err := <-g.done
+	g.done <- err
+	return want
+}
+
+// replayJSON runs `gateway policy replay -json` of config over the last
+// hour and returns its report, which must name one tool.
+func replayJSON(t *testing.T, config string) ReplayReport {
+	t.Helper()
+	var out bytes.Buffer
+	if err := Run(context.Background(), []string{"gateway", "policy", "replay", "-config", config, "-since", "1h", "-json"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("policy replay: %v\n%s", err, out.String())
+	}
+	var report ReplayReport
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil || len(report.Tools) != 1 {
+		t.Fatalf("report: %v\n%s", err, out.String())
+	}
+	return report
 }
