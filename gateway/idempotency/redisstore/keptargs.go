@@ -7,13 +7,16 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 )
 
+// layoutKept starts a kept-arguments key: the record's creation time
+// (µs); the canonical arguments are the rest.
+const layoutKept = ">I8"
+
 // keptArguments names the key that keeps a COMPLETED record's canonical
 // arguments when its lease asked for them (Lease.KeepArguments): the
 // record's name with its "R" turned "G", so on a cluster it shares the
 // record's slot. complete.lua writes it in the completion's atomic step
 // with the record's TTL, delete.lua removes it with the record; the
-// record's own packed layout does not change. Its value is the record's
-// created µs (8 bytes, big-endian), then the arguments.
+// record's own packed layout does not change. Its value is layoutKept.
 func (k keyLayout) keptArguments(recordKey string) string {
 	return k.prefix + "G" + strings.TrimPrefix(recordKey, k.prefix+"R")
 }

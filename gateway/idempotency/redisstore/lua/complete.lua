@@ -26,6 +26,7 @@ local keep_args = ARGV[11] == '1' -- keep the canonical arguments for the record
 local HEAD = '>c1Bc0Bc0I8I8Bc0BHc0Hc0'
 local PROGRESS = '>Bc0I8I8'
 local DONE = '>HHc0'
+local KEPT = '>I8'
 --#include held_step
 
 local v = redis.call('GET', rec)
@@ -33,7 +34,7 @@ if not v or string.byte(v, 1) ~= 80 then return 0 end -- 80: 'P'
 local _, _, _, rfence, rcreated, rindex, rheld, rsession, _, p = struct.unpack(HEAD, v)
 local rowner, _, _, a = struct.unpack(PROGRESS, v, p)
 if rowner ~= owner or string.format('%d', rfence) ~= fence then return 0 end
-if keep_args and a <= #v then redis.call('SET', kept, struct.pack('>I8', rcreated) .. string.sub(v, a), 'PX', replay_ms) end
+if keep_args and a <= #v then redis.call('SET', kept, struct.pack(KEPT, rcreated) .. string.sub(v, a), 'PX', replay_ms) end
 redis.call('SET', rec, 'C' .. string.sub(v, 2, p - 1) .. struct.pack(DONE, status, #ctype, ctype) .. body, 'PX', replay_ms)
 if rheld == 1 then redis.call('PEXPIRE', held_step(rsession, rindex), replay_ms) end
 if outbox_exec ~= '' then redis.call('HSET', outbox, outbox_exec, outbox_entry) end
