@@ -77,12 +77,13 @@ type Options struct {
 	MaxBodyBytes int64         // default 1 MiB
 	// StepGuardOff disables the step guard, which is on by default.
 	StepGuardOff bool
+	ToolTimeout  time.Duration // default 30s
+
 	// KeepArguments keeps a completed call's canonical arguments with its
 	// record for the record's replay TTL (Lease.KeepArguments), so
 	// `gateway policy replay` can evaluate completed calls; off by
 	// default (they cost store memory or disk per record).
 	KeepArguments bool
-	ToolTimeout   time.Duration // default 30s
 
 	// Tenants enables bearer auth when non-empty.
 	Tenants []Tenant
