@@ -76,6 +76,7 @@ func (s *Engine) answerDecision(ctx context.Context, st *callState) bool {
 			return st.refuse(p)
 		}
 		st.lease, st.leaveSlot = d.Lease, leaveSlot
+		st.lease.KeepArguments = s.settings.Load().keepArguments // for Complete: policy replay
 		if d.Approval == nil && !d.TakenOver {
 			s.metrics.countDecision(st) // counted once, at its fresh claim
 		}

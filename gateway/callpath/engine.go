@@ -78,6 +78,12 @@ type Options struct {
 	StepGuardOff bool
 	ToolTimeout  time.Duration // default 30s
 
+	// KeepArguments keeps a completed call's canonical arguments with its
+	// record for the record's replay TTL (Lease.KeepArguments), so
+	// `gateway policy replay` can evaluate completed calls; off by
+	// default (they cost store memory or disk per record).
+	KeepArguments bool
+
 	// Tenants enables bearer auth when non-empty.
 	Tenants []Tenant
 	// OIDC, when set, enables bearer auth with the access tokens of the
@@ -219,7 +225,8 @@ func New(opts Options) (*Engine, error) {
 	}
 	live, err := newSettings(Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256, AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256,
 		Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets})
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets,
+		KeepArguments: opts.KeepArguments})
 	if err != nil {
 		return nil, err
 	}

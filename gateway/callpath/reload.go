@@ -53,6 +53,9 @@ type Settings struct {
 	Mode decide.Mode
 	// Approvals replaces Options.Approvals.
 	Approvals ApprovalSettings
+	// KeepArguments replaces Options.KeepArguments: calls claimed after
+	// the reload follow it.
+	KeepArguments bool
 }
 
 // settings is one immutable snapshot of the reloadable state. The call path
@@ -85,6 +88,9 @@ type settings struct {
 	effectKeys map[string]*EffectKey
 	// budgets are the budgets and the tools' charges (budget.go).
 	budgets *budgets.Set
+	// keepArguments: completed records keep their canonical arguments
+	// (Lease.KeepArguments).
+	keepArguments bool
 }
 
 // authOn reports whether callers must authenticate: static tenants, an
@@ -141,6 +147,7 @@ func newSettings(set Settings) (*settings, error) {
 		budgets:   set.Budgets,
 	}
 	live.effectKeys = effectKeys
+	live.keepArguments = set.KeepArguments
 	live.providerLimits = set.ProviderLimits
 	return live, nil
 }

@@ -143,6 +143,10 @@ type IdemConfig struct {
 	ReplayTTL    Duration `yaml:"replay_ttl"`
 	MaxBodyBytes int64    `yaml:"max_body_bytes"`
 	StepGuard    *bool    `yaml:"step_guard"`
+	// KeepArguments keeps a completed call's canonical arguments with its
+	// record for the record's replay TTL, so `gateway policy replay` can
+	// evaluate completed calls (default false: completion drops them).
+	KeepArguments bool `yaml:"keep_arguments"`
 }
 
 // MCPConfig configures the MCP endpoint, POST /mcp.

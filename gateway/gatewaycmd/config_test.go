@@ -61,6 +61,7 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
 		{"negative duration", "idempotency:\n  replay_ttl: -1h\n", "bad duration"},
 		{"too short lock ttl", "idempotency:\n  lock_ttl: 10ms\n", "idempotency.lock_ttl"},
 		{"bad key mode", "idempotency:\n  key_mode: random\n", "idempotency.key_mode"},
+		{"bad keep_arguments", "idempotency:\n  keep_arguments: sometimes\n", "keep_arguments"},
 		{"missing schema file", "tools:\n  - name: cmdtest-slow\n    schema: schemas/nope.json\n", "tools[0] (cmdtest-slow).schema"},
 		{"bad tool name", "tools:\n  - name: Bad_Name\n    http:\n      url: http://127.0.0.1:1/x\n", "tools[0].name"},
 		{"tool without plugin or http", "tools:\n  - name: ghost\n", "tools[0] (ghost)"},

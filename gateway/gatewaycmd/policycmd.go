@@ -60,7 +60,7 @@ type ReplayExample struct {
 
 // The reasons a call of the period cannot be replayed.
 const (
-	notReplayableCompleted = "COMPLETED: the store drops a call's arguments when it completes (it keeps them only while IN_PROGRESS or UNKNOWN, and with an approval)"
+	notReplayableCompleted = "COMPLETED without its arguments: the store drops a call's arguments when it completes, unless idempotency.keep_arguments was on when it ran (they are kept while IN_PROGRESS or UNKNOWN, and with an approval)"
 	notReplayableGone      = "the record changed or expired during the replay"
 )
 
@@ -137,11 +137,8 @@ func replay(ctx context.Context, store idempotency.Store, decisions map[string]*
 				continue
 			}
 			t := tally(listed.Scope.Tool)
-			if listed.State == idempotency.StateCompleted {
-				t.NotReplayable++
-				report.NotReplayable[notReplayableCompleted]++
-				continue
-			}
+			// List pages carry no arguments: Get has them, a COMPLETED
+			// record's only when it kept them (idempotency.keep_arguments).
 			rec, err := store.Get(ctx, listed.Scope)
 			if errors.Is(err, idempotency.ErrNotFound) || (err == nil && rec.CanonicalArguments == nil) {
 				reason := notReplayableGone

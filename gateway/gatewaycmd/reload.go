@@ -78,7 +78,8 @@ type reloader struct {
 func settingsOf(opts callpath.Options) callpath.Settings {
 	return callpath.Settings{Tenants: opts.Tenants, AdminTokenSHA256: opts.AdminTokenSHA256,
 		AdminPreviousTokenSHA256: opts.AdminPreviousTokenSHA256, Policies: opts.Policies, ReplayTTL: opts.ReplayTTL, OIDC: opts.OIDC, ProviderLimits: opts.ProviderLimits,
-		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets}
+		Decisions: opts.Decisions, Mode: opts.Mode, Approvals: opts.Approvals, Budgets: opts.Budgets,
+		KeepArguments: opts.KeepArguments}
 }
 
 // reload re-reads the config and applies it, or logs one line saying why
@@ -209,7 +210,8 @@ func fixedChanges(cur, next *Config) []string {
 	out = append(out, fieldChanges("tls", cur.TLS, next.TLS)...)
 	out = append(out, fieldChanges("store", cur.Store, next.Store)...)
 	idemCur, idemNext := cur.Idempotency, next.Idempotency
-	idemCur.ReplayTTL, idemNext.ReplayTTL = 0, 0 // reloadable
+	idemCur.ReplayTTL, idemNext.ReplayTTL = 0, 0                 // reloadable
+	idemCur.KeepArguments, idemNext.KeepArguments = false, false // reloadable
 	out = append(out, fieldChanges("idempotency", idemCur, idemNext)...)
 	out = append(out, fieldChanges("tracing", cur.Tracing, next.Tracing)...)
 	mcpCur, mcpNext := cur.MCP, next.MCP
@@ -272,6 +274,9 @@ func (r *reloader) changes(next *Config, opts callpath.Options, consoleKeys [][]
 	}
 	if cur.Idempotency.ReplayTTL != next.Idempotency.ReplayTTL {
 		out = append(out, "idempotency.replay_ttl")
+	}
+	if cur.Idempotency.KeepArguments != next.Idempotency.KeepArguments {
+		out = append(out, "idempotency.keep_arguments")
 	}
 	if cur.Mode != next.Mode {
 		out = append(out, "mode")

@@ -420,6 +420,7 @@ func (c *Config) serverOptions(plugins []tools.Tool) (callpath.Options, error) {
 		ReplayTTL:                time.Duration(c.Idempotency.ReplayTTL),
 		MaxBodyBytes:             c.Idempotency.MaxBodyBytes,
 		StepGuardOff:             c.Idempotency.StepGuard != nil && !*c.Idempotency.StepGuard,
+		KeepArguments:            c.Idempotency.KeepArguments,
 		SeparateOperations:       c.AdminListen != "",
 		Tenants:                  tenants,
 		OIDC:                     verifier(provider),

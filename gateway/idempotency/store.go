@@ -120,8 +120,9 @@ type ClaimRequest struct {
 	LeaseExpiry LeaseExpiry
 	// CanonicalArguments are the call's arguments in canonical form (JCS),
 	// kept with the IN_PROGRESS record and an UNKNOWN one so an operator
-	// can check the effect before resolving; Complete and Resolve drop
-	// them. Nil stores none.
+	// can check the effect before resolving; Complete drops them (unless
+	// the lease says Lease.KeepArguments) and Resolve drops them. Nil
+	// stores none.
 	CanonicalArguments []byte
 	// Approval is the call's decision: nil when its rules allow it, the
 	// pending approval to write when they say approve. The caller answers
@@ -348,6 +349,13 @@ type Lease struct {
 	// Charges are the budget charges of the lease's call, set by the
 	// gateway for its receipts (the stores neither read nor write it).
 	Charges []Charge
+	// KeepArguments, set by the gateway from its config
+	// (idempotency.keep_arguments), asks Complete (and TxCall.Complete)
+	// to keep the record's canonical arguments with the COMPLETED record
+	// for its whole TTL, so `gateway policy replay` can evaluate the call
+	// later; false drops them, as ever. Resolve and reconciliation drop
+	// them either way.
+	KeepArguments bool
 }
 
 // StepHolder names the call that holds a step (for step_conflict).
@@ -408,8 +416,9 @@ type Record struct {
 	// keeps it (nil: no step, or a store that cannot tell).
 	Step *Step
 	// CanonicalArguments are the claim's canonical arguments, for an
-	// IN_PROGRESS or UNKNOWN record (nil once COMPLETED, and in Admin.List
-	// pages, which stay small). An approval record keeps them too, so an
+	// IN_PROGRESS or UNKNOWN record (nil once COMPLETED unless its lease
+	// asked to keep them, Lease.KeepArguments; nil in Admin.List pages,
+	// which stay small). An approval record keeps them too, so an
 	// approver sees what the call would do.
 	CanonicalArguments []byte
 	// Approval is set for a record in an approval state.

@@ -31,7 +31,9 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	return s.withOwnedRecord(ctx, "complete", lease, func(t *txn, key []byte, r *storedRecord) error {
 		r.State = string(idempotency.StateCompleted)
 		r.Owner = ""
-		r.Arguments = ""
+		if !lease.KeepArguments {
+			r.Arguments = ""
+		}
 		r.LeaseUntil = 0
 		r.ReplayTTL = 0
 		r.ExpiresAt = t.now.Add(ttl).UnixNano()

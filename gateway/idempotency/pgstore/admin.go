@@ -52,7 +52,9 @@ func deref[T any](p *T) T {
 }
 
 // record converts the row; withResponse keeps a COMPLETED record's
-// response and an open record's canonical arguments (lists leave both out).
+// response and the record's canonical arguments (an open record's, or a
+// COMPLETED one's kept by Lease.KeepArguments: every other completion
+// sets the column NULL); lists leave both out.
 func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 	rec := idempotency.Record{
 		Scope:        idempotency.Scope{Tenant: deref(r.tenant), Tool: deref(r.tool), Key: deref(r.key)},
@@ -69,7 +71,7 @@ func (r *scannedRecord) record(withResponse bool) idempotency.Record {
 	if r.sessionID != nil && r.stepIndex != nil && *r.stepIndex >= 0 {
 		rec.Step = &idempotency.Step{SessionID: *r.sessionID, Index: uint64(*r.stepIndex)}
 	}
-	if withResponse && r.arguments != nil && rec.State != idempotency.StateCompleted {
+	if withResponse && r.arguments != nil {
 		rec.CanonicalArguments = []byte(*r.arguments)
 	}
 	if withResponse && rec.State == idempotency.StateCompleted && r.status != nil {

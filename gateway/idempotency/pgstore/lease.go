@@ -68,12 +68,13 @@ func ownerArgs(lease idempotency.Lease, more ...any) []any {
 
 // completeArgs are the arguments of the complete statement. A nil body is
 // stored as an empty one: COMPLETED always has a body, maybe of 0 bytes.
+// The last says whether the record keeps its canonical arguments.
 func completeArgs(lease idempotency.Lease, resp idempotency.StoredResponse, ttl time.Duration) []any {
 	body := resp.Body
 	if body == nil {
 		body = []byte{}
 	}
-	return ownerArgs(lease, micros(ttl), int32(resp.Status), resp.ContentType, body)
+	return ownerArgs(lease, micros(ttl), int32(resp.Status), resp.ContentType, body, lease.KeepArguments)
 }
 
 // ownedResult maps an owner-checked statement's result to the Store's

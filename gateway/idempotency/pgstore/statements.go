@@ -27,6 +27,10 @@ func newStatements(schema string) statements {
 	const owned = `r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3
 		AND r.state = 'IN_PROGRESS' AND r.owner = $4 AND r.fencing_token = $5 AND r.expires_at > c.now`
 	const clock = `(SELECT clock_timestamp() AS now) c`
+	// keptArguments is what a completion does with the record's
+	// arguments: keeps them when $10 (Lease.KeepArguments) says so, for
+	// `gateway policy replay`, and drops them otherwise.
+	const keptArguments = `canonical_arguments = CASE WHEN $10::boolean THEN r.canonical_arguments END`
 	getApproval, decideApproval := approvalStatements(q)
 	return statements{
 		getApproval: getApproval, decideApproval: decideApproval,
@@ -59,23 +63,24 @@ func newStatements(schema string) statements {
 			SET lease_expires_at = c.now + $6 * interval '1 microsecond',
 				expires_at = c.now + ($6 + r.replay_us) * interval '1 microsecond'
 			FROM ` + clock + ` WHERE ` + owned),
-		// $6 ttl µs, $7 status, $8 content type, $9 body.
+		// $6 ttl µs, $7 status, $8 content type, $9 body, $10 whether
+		// the record keeps its canonical arguments (Lease.KeepArguments).
 		complete: q(`UPDATE @.records r
 			SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
 				expires_at = c.now + $6 * interval '1 microsecond',
-				status = $7, content_type = $8, body = $9, canonical_arguments = NULL
+				status = $7, content_type = $8, body = $9, ` + keptArguments + `
 			FROM ` + clock + ` WHERE ` + owned),
 		// complete, and in the same statement the execution's receipt
-		// outbox entry: $10 the entry, $11 when (the gateway's clock).
+		// outbox entry: $11 the entry, $12 when (the gateway's clock).
 		// The entry is written only if the record was: its count is the
 		// statement's.
 		completeOutbox: q(`WITH u AS (UPDATE @.records r
 				SET state = 'COMPLETED', owner = NULL, lease_expires_at = NULL,
 					expires_at = c.now + $6 * interval '1 microsecond',
-					status = $7, content_type = $8, body = $9, canonical_arguments = NULL
+					status = $7, content_type = $8, body = $9, ` + keptArguments + `
 				FROM ` + clock + ` WHERE ` + owned + ` RETURNING r.execution_id)
 			INSERT INTO @.receipt_outbox (execution_id, completed_at, entry)
-			SELECT u.execution_id, $11, $10 FROM u
+			SELECT u.execution_id, $12, $11 FROM u
 			ON CONFLICT (execution_id) DO UPDATE SET completed_at = EXCLUDED.completed_at, entry = EXCLUDED.entry`),
 		// $1 before, $2 limit.
 		pendingReceipts: q(`SELECT execution_id, entry FROM @.receipt_outbox WHERE completed_at < $1 ORDER BY completed_at LIMIT $2`),

@@ -51,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, scope idempotency.Scope) error {
 	}
 	deleted := 0
 	for _, f := range found {
-		ok, err := s.evalRelease(ctx, call(deleteScript, []string{f.key, s.keys.charged(f.key)}, deleteArgs{s.keys.stepArgs(scope.Tenant), flag(s.keys.sessionSlots)}))
+		ok, err := s.evalRelease(ctx, call(deleteScript, []string{f.key, s.keys.charged(f.key), s.keys.keptArguments(f.key)}, deleteArgs{s.keys.stepArgs(scope.Tenant), flag(s.keys.sessionSlots)}))
 		if err != nil {
 			return fmt.Errorf("redisstore: delete %v: %w", scope, err)
 		}
@@ -107,6 +107,9 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 		reconcile *redis.StringCmd
 		// history is the approval a claim consumed for it (approvals.go).
 		history *redis.StringCmd
+		// kept are its kept canonical arguments (keptargs.go), read
+		// only withResponse.
+		kept *redis.StringCmd
 	}
 	out := make([]cmds, len(names))
 	if _, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -115,6 +118,9 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 			out[i].expiry = pipe.PExpireTime(ctx, name)
 			out[i].reconcile = pipe.Get(ctx, s.keys.reconcileKey(name))
 			out[i].history = pipe.Get(ctx, s.keys.history(name))
+			if withResponse {
+				out[i].kept = pipe.Get(ctx, s.keys.keptArguments(name))
+			}
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -144,6 +150,11 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, names []string, withR
 		}
 		if raw, err := out[i].history.Result(); err == nil {
 			applyHistory(&rec, raw)
+		}
+		if out[i].kept != nil {
+			if raw, err := out[i].kept.Result(); err == nil {
+				applyKeptArguments(&rec, raw)
+			}
 		}
 		if !withResponse {
 			rec.Response = nil

@@ -75,11 +75,14 @@ type completeArgs struct {
 	// "" with receipts off.
 	OutboxExec  string `lua:"outbox_exec"`
 	OutboxEntry []byte `lua:"outbox_entry"`
+	// KeepArgs is "1" when the record's arguments are kept
+	// (Lease.KeepArguments, keptargs.go), "0" otherwise.
+	KeepArgs string `lua:"keep_args"`
 }
 
 // Argv lists pointers, as claimArgs does: every execution completes.
 func (a *completeArgs) Argv() []any {
-	return []any{&a.Owner, &a.Fence, &a.ReplayMS, &a.Status, &a.Ctype, a.Body, &a.StepHead, &a.Tenant, &a.OutboxExec, a.OutboxEntry}
+	return []any{&a.Owner, &a.Fence, &a.ReplayMS, &a.Status, &a.Ctype, a.Body, &a.StepHead, &a.Tenant, &a.OutboxExec, a.OutboxEntry, &a.KeepArgs}
 }
 
 // markUnknownArgs are mark_unknown.lua's ARGV.

@@ -22,6 +22,7 @@ import (
 //	<prefix>P{H(tenant,tool,key)}              Cluster only: set of record key names of the scope
 //	<prefix>A{H(approval id)}<approval id>     approval index → record key name (approvals.go)
 //	<prefix>C<record name after R>             hash: budget bucket key names the record charged → its created µs (budget.lua)
+//	<prefix>G<record name after R>             a COMPLETED record's kept canonical arguments (keptargs.go)
 //	<prefix>B{<bucket>}                        budget bucket (hash: <record key>|<created µs> → "cost:at µs"; "=" → running total)
 //	<prefix>O{outbox}  receipt outbox (hash: execution id → entry, outbox.go);
 //	                   on Cluster one per record tag, <prefix>O{tag}

@@ -51,7 +51,7 @@ func (s *Store) Complete(ctx context.Context, lease idempotency.Lease, resp idem
 	}
 	ttlMS := millis(ttl)
 	args := &completeArgs{ownerCheck: ownerOf(lease), ReplayMS: ttlMS, Status: resp.Status, Ctype: packCtype(resp.ContentType), Body: resp.Body,
-		stepArgs: s.keys.stepArgs(lease.Scope.Tenant)}
+		stepArgs: s.keys.stepArgs(lease.Scope.Tenant), KeepArgs: flag(lease.KeepArguments)}
 	if s.receiptOutbox {
 		args.OutboxExec, args.OutboxEntry = lease.ExecutionID, idempotency.EncodeOutboxEntry(lease, resp.Status, time.Now())
 	}
@@ -81,8 +81,13 @@ func (s *Store) MarkUnknown(ctx context.Context, lease idempotency.Lease, ttl ti
 func (s *Store) finish(ctx context.Context, op string, lease idempotency.Lease, ttlMS int64, script *redis.Script, args redisscript.Args) error {
 	record := s.keys.record(lease.Scope, lease.Step)
 	keys := []string{record}
-	if s.receiptOutbox && script == completeScript {
+	if (s.receiptOutbox || lease.KeepArguments) && script == completeScript {
+		// complete.lua's KEYS[2] names the outbox even when receipts are
+		// off and only KEYS[3] (the kept arguments) is used.
 		keys = append(keys, s.keys.outbox(lease.Scope, lease.Step))
+		if lease.KeepArguments {
+			keys = append(keys, s.keys.keptArguments(record))
+		}
 	}
 	calls := []redisscript.Call{call(script, keys, args)}
 	if s.keys.usesPointer(lease.Step) {

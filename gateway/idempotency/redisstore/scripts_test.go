@@ -74,7 +74,7 @@ func TestScriptHeaders(t *testing.T) {
 // its layout strings at the top, each equal to record.go's constant, and
 // packs or unpacks with those names only (no layout literal inline).
 func TestScriptLayouts(t *testing.T) {
-	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep, "APPROVAL": layoutApproval, "APPROVER": layoutApprover, "HISTORY": layoutHistory}
+	want := map[string]string{"HEAD": layoutHead, "PROGRESS": layoutProgress, "DONE": layoutDone, "STEP": layoutStep, "APPROVAL": layoutApproval, "APPROVER": layoutApprover, "HISTORY": layoutHistory, "KEPT": layoutKept}
 	for name, text := range scriptTexts(t) {
 		declared := map[string]bool{}
 		for _, m := range layoutDef.FindAllStringSubmatch(text, -1) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"errors"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -13,12 +14,15 @@ var canonicalArgs = []byte(`{"amount":120,"note":"caf\u00e9 ✓","to":"acct-9"}`
 
 // argumentsCases pin the operator context of records: the step and the
 // canonical arguments, kept while the record is IN_PROGRESS or UNKNOWN
-// (so an operator can check the effect) and dropped once COMPLETED.
+// (so an operator can check the effect) and dropped once COMPLETED,
+// unless the lease asks to keep them (Lease.KeepArguments, for policy
+// replay).
 func argumentsCases() []testCase {
 	return []testCase{
 		{"ArgumentsKeptWhileOpen", testArgumentsKeptWhileOpen},
 		{"ArgumentsKeptThroughTakeoverAndExpiry", testArgumentsThroughExpiry},
 		{"ArgumentsDroppedOnResolve", testArgumentsDroppedOnResolve},
+		{"ArgumentsKeptOnCompletionWhenAsked", testArgumentsKeptOnCompletion},
 	}
 }
 
@@ -112,4 +116,69 @@ func testArgumentsDroppedOnResolve(f *fixture) {
 		f.t.Errorf("Resolve returned arguments %q", rec.CanonicalArguments)
 	}
 	f.expectArguments(req.Scope, nil, "resolved")
+}
+
+// testArgumentsKeptOnCompletion: a lease with KeepArguments completes into
+// a record that keeps its arguments (Get, FindExecution; not List) and
+// still replays its response; they go with the record, deleted or
+// expired, and a later record of the same key completed without the
+// setting has none.
+func testArgumentsKeptOnCompletion(f *fixture) {
+	req := f.request(f.scope("pay", "kept"), fingerprintA, f.step("arguments-kept", 1))
+	req.CanonicalArguments = canonicalArgs
+	lease := f.claimed(req)
+	lease.KeepArguments = true
+	f.complete(lease, jsonResponse(`{"ok":true}`), replayTTL)
+	rec := f.expectArguments(req.Scope, canonicalArgs, "COMPLETED with KeepArguments")
+	if rec.State != idempotency.StateCompleted || rec.Response == nil || string(rec.Response.Body) != `{"ok":true}` {
+		f.t.Errorf("record = %s with %+v, want COMPLETED with its response", rec.State, rec.Response)
+	}
+	if d := f.expect(f.fresh(req), idempotency.OutcomeReplay); d.Response == nil || string(d.Response.Body) != `{"ok":true}` {
+		f.t.Errorf("replay of a record that kept its arguments: %+v", d.Response)
+	}
+	if admin, ok := f.store.(idempotency.Admin); ok {
+		found, err := admin.FindExecution(f.ctx, req.ExecutionID)
+		if err != nil || !bytes.Equal(found.CanonicalArguments, canonicalArgs) {
+			f.t.Errorf("FindExecution = %q, %v; want the kept arguments", found.CanonicalArguments, err)
+		}
+		page, err := admin.List(f.ctx, idempotency.ListFilter{Tenant: req.Scope.Tenant, Tool: req.Scope.Tool, Limit: 10})
+		if err != nil || len(page.Records) == 0 {
+			f.t.Errorf("List: %d records, %v", len(page.Records), err)
+		}
+		for _, r := range page.Records {
+			if r.CanonicalArguments != nil {
+				f.t.Errorf("List carries arguments: %q", r.CanonicalArguments)
+			}
+		}
+	}
+
+	// Deleted with the record: the same key claimed again with other
+	// arguments and completed without the setting keeps none.
+	if err := f.store.Delete(f.ctx, req.Scope); err != nil {
+		f.t.Fatalf("Delete: %v", err)
+	}
+	other := f.fresh(req)
+	other.CanonicalArguments = []byte(`{"amount":7}`)
+	lease = f.claimed(other)
+	f.expectArguments(req.Scope, other.CanonicalArguments, "IN_PROGRESS after delete")
+	f.complete(lease, jsonResponse(`{"ok":2}`), replayTTL)
+	f.expectArguments(req.Scope, nil, "COMPLETED without KeepArguments after a delete")
+
+	// Expired with the record: a short-lived completion, then the key
+	// again, completed without the setting.
+	short := f.request(f.scope("pay", "kept-short"), fingerprintA, f.step("arguments-kept", 2))
+	short.CanonicalArguments = canonicalArgs
+	lease = f.claimed(short)
+	lease.KeepArguments = true
+	f.complete(lease, jsonResponse(`{"ok":true}`), shortLease)
+	f.expectArguments(short.Scope, canonicalArgs, "short-lived COMPLETED")
+	time.Sleep(expireWait)
+	if _, err := f.store.Get(f.ctx, short.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		f.t.Fatalf("Get after the record's TTL: %v, want ErrNotFound", err)
+	}
+	again := f.fresh(short)
+	again.CanonicalArguments = nil
+	lease = f.claimed(again)
+	f.complete(lease, jsonResponse(`{"ok":3}`), replayTTL)
+	f.expectArguments(short.Scope, nil, "COMPLETED without KeepArguments after expiry")
 }
