@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/digitorus/pkcs7"
@@ -74,7 +75,7 @@ func (t TSA) Anchor(ctx context.Context, c Checkpoint) (Checkpoint, error) {
 	if resp.StatusCode != http.StatusOK {
 		return c, fmt.Errorf("receipts: anchor: the TSA answered %s", resp.Status)
 	}
-	ts, err := timestamp.ParseResponse(reply)
+	ts, err := parseTimestamp(func() (*timestamp.Timestamp, error) { return timestamp.ParseResponse(reply) })
 	if err != nil {
 		return c, fmt.Errorf("receipts: anchor: %w", err)
 	}
@@ -103,8 +104,21 @@ func CheckAnchor(c Checkpoint, roots *x509.CertPool) (time.Time, error) {
 	return checkToken(token, c, roots)
 }
 
+// pkcs7Parsing serialises the parsing of time-stamp tokens: the pkcs7
+// package's BER decoder (under timestamp.Parse and ParseResponse too)
+// increments a package-level counter on every call, a data race when two
+// verifications parse at once.
+var pkcs7Parsing sync.Mutex
+
+// parseTimestamp runs parse under pkcs7Parsing.
+func parseTimestamp(parse func() (*timestamp.Timestamp, error)) (*timestamp.Timestamp, error) {
+	pkcs7Parsing.Lock()
+	defer pkcs7Parsing.Unlock()
+	return parse()
+}
+
 func checkToken(token []byte, c Checkpoint, roots *x509.CertPool) (time.Time, error) {
-	ts, err := timestamp.Parse(token) // checks the signature against the token's certificates
+	ts, err := parseTimestamp(func() (*timestamp.Timestamp, error) { return timestamp.Parse(token) }) // checks the signature against the token's certificates
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: %v", ErrBadAnchor, err)
 	}
@@ -116,7 +130,9 @@ func checkToken(token []byte, c Checkpoint, roots *x509.CertPool) (time.Time, er
 		return time.Time{}, fmt.Errorf("%w: it time-stamps something else than this checkpoint", ErrBadAnchor)
 	}
 	if roots != nil {
+		pkcs7Parsing.Lock()
 		p7, err := pkcs7.Parse(token)
+		pkcs7Parsing.Unlock()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w: %v", ErrBadAnchor, err)
 		}

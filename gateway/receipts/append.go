@@ -167,9 +167,9 @@ func (a *Appender) AppendRun(ctx context.Context, tenant string, rs []Receipt) (
 		case errors.Is(err, ErrHeadMoved):
 			chain.head, chain.headTimed = current, current.Seq == 0
 			chain.headTime = time.Time{}
-			if moved := (*HeadMovedError)(nil); errors.As(err, &moved) {
+			if moved := (*HeadMovedError)(nil); errors.As(err, &moved) && !moved.HeadTime.IsZero() {
 				chain.headTime, chain.headTimed = moved.HeadTime, true
-			}
+			} // else learnHeadTime reads it before the next attempt
 		case errors.As(err, &dup):
 			rs = dropRepeats(rs, dup.ExecutionIDs)
 		default:
@@ -212,7 +212,11 @@ func (a *Appender) learnHeadTime(ctx context.Context, tenant string, chain *chai
 	if err != nil {
 		return fmt.Errorf("receipts: append for %s: read the head: %w", tenant, err)
 	}
-	if found && last.Seq == chain.head.Seq {
+	if found && last.Seq >= chain.head.Seq {
+		// The head's receipt, or one after it (another writer appended
+		// meanwhile: the compare-and-append below then fails and answers
+		// the new head); dating no earlier than a later receipt keeps the
+		// chain's times from going back either way.
 		chain.headTime = last.Time
 	}
 	chain.headTimed = true
