@@ -75,7 +75,7 @@ func (t TSA) Anchor(ctx context.Context, c Checkpoint) (Checkpoint, error) {
 	if resp.StatusCode != http.StatusOK {
 		return c, fmt.Errorf("receipts: anchor: the TSA answered %s", resp.Status)
 	}
-	ts, err := parseTimestamp(func() (*timestamp.Timestamp, error) { return timestamp.ParseResponse(reply) })
+	ts, err := parseAlone(func() (*timestamp.Timestamp, error) { return timestamp.ParseResponse(reply) })
 	if err != nil {
 		return c, fmt.Errorf("receipts: anchor: %w", err)
 	}
@@ -110,15 +110,16 @@ func CheckAnchor(c Checkpoint, roots *x509.CertPool) (time.Time, error) {
 // verifications parse at once.
 var pkcs7Parsing sync.Mutex
 
-// parseTimestamp runs parse under pkcs7Parsing.
-func parseTimestamp(parse func() (*timestamp.Timestamp, error)) (*timestamp.Timestamp, error) {
+// parseAlone runs parse (anything that reaches the pkcs7 decoder) under
+// pkcs7Parsing.
+func parseAlone[T any](parse func() (T, error)) (T, error) {
 	pkcs7Parsing.Lock()
 	defer pkcs7Parsing.Unlock()
 	return parse()
 }
 
 func checkToken(token []byte, c Checkpoint, roots *x509.CertPool) (time.Time, error) {
-	ts, err := parseTimestamp(func() (*timestamp.Timestamp, error) { return timestamp.Parse(token) }) // checks the signature against the token's certificates
+	ts, err := parseAlone(func() (*timestamp.Timestamp, error) { return timestamp.Parse(token) }) // checks the signature against the token's certificates
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: %v", ErrBadAnchor, err)
 	}
@@ -130,9 +131,7 @@ func checkToken(token []byte, c Checkpoint, roots *x509.CertPool) (time.Time, er
 		return time.Time{}, fmt.Errorf("%w: it time-stamps something else than this checkpoint", ErrBadAnchor)
 	}
 	if roots != nil {
-		pkcs7Parsing.Lock()
-		p7, err := pkcs7.Parse(token)
-		pkcs7Parsing.Unlock()
+		p7, err := parseAlone(func() (*pkcs7.PKCS7, error) { return pkcs7.Parse(token) })
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w: %v", ErrBadAnchor, err)
 		}
