@@ -6,10 +6,14 @@ import (
 	_ "embed"     // the compaction script lives in lua/compact.lua
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgateway/toolgateway/gateway/receipts"
 )
 
 var (
@@ -21,19 +25,72 @@ var (
 // segmentsKey is the sorted set of tenant's sealed segments.
 func (s *Store) segmentsKey(tenant string) string { return s.chainTag(tenant) + ":segments" }
 
-// compactAfterRun compacts the segments an append of the seqs first to
-// last completed: those whose last seq is now below the head. It runs on
-// the writer's goroutine, off the call path, once per segmentSize
-// receipts of a chain; a segment it fails to compact stays as lines,
-// which read the same, until the hourly expiry compacts it.
-func (s *Store) compactAfterRun(ctx context.Context, tenant string, first, last int64) {
+// compactAfterRun compacts the segments the appended run completed:
+// those whose last seq is now below the head. It runs on the writer's
+// goroutine, off the call path, once per segmentSize receipts of a chain;
+// a segment it fails to compact stays as lines, which read the same,
+// until the hourly expiry compacts it. A segment whose receipts this
+// process sealed, every one, is compacted from them (openSegments);
+// another is read back from Redis.
+func (s *Store) compactAfterRun(ctx context.Context, tenant string, run []receipts.Sealed) {
+	first, last := run[0].Receipt.Seq, run[len(run)-1].Receipt.Seq
+	cached := s.open.add(tenant, run)
 	// Segment m-1 ends at seq m*segmentSize: completed when the run
 	// moved the head from first-1 past it.
 	for m := (first - 1 + segmentSize - 1) / segmentSize; m*segmentSize <= last-1; m++ {
-		if m >= 1 {
-			_, _ = s.compact(ctx, tenant, m-1)
+		if m < 1 {
+			continue
 		}
+		lo := (m-1)*segmentSize + 1
+		if len(cached) > 0 && cached[0].Receipt.Seq <= lo && cached[len(cached)-1].Receipt.Seq >= lo+segmentSize-1 {
+			from := lo - cached[0].Receipt.Seq
+			_, _ = s.compactSealed(ctx, tenant, m-1, cached[from:from+segmentSize])
+			continue
+		}
+		_, _ = s.compact(ctx, tenant, m-1)
 	}
+}
+
+// openSegments keeps, per tenant, the receipts this process sealed since
+// the start of the chain's open segment, so the segment's compaction
+// need not read them back and decode their JSON. A gap (another replica
+// appended) starts over; at most maxOpenTenants chains are kept, others
+// are read back.
+type openSegments struct {
+	mu     sync.Mutex
+	chains map[string][]receipts.Sealed
+}
+
+// maxOpenTenants bounds what openSegments holds: a chain's open segment
+// is up to segmentSize receipts of ~1 KB (the receipt and its line).
+const maxOpenTenants = 64
+
+// add records run, just appended to tenant's chain, and answers the
+// receipts kept of the chain before dropping those of the segments run
+// completed (nil when the chain is not kept).
+func (o *openSegments) add(tenant string, run []receipts.Sealed) []receipts.Sealed {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept, ok := o.chains[tenant]
+	if !ok && len(o.chains) >= maxOpenTenants {
+		return nil
+	}
+	if o.chains == nil {
+		o.chains = make(map[string][]receipts.Sealed)
+	}
+	if n := len(kept); n > 0 && kept[n-1].Receipt.Seq+1 != run[0].Receipt.Seq {
+		kept = nil
+	}
+	kept = append(kept, run...)
+	// The open segment is the one the head is in; what comes before it
+	// is compacted now or read back later.
+	openFrom := (kept[len(kept)-1].Receipt.Seq-1)/segmentSize*segmentSize + 1
+	i := 0
+	for i < len(kept) && kept[i].Receipt.Seq < openFrom {
+		i++
+	}
+	o.chains[tenant] = slices.Clone(kept[i:])
+	return kept
 }
 
 // compactTenant compacts every full segment of tenant's chain still
@@ -92,6 +149,34 @@ func (s *Store) compact(ctx context.Context, tenant string, n int64) (ok bool, e
 		return false, wrapCompact(tenant, err)
 	}
 	digest := sha1.Sum([]byte(strings.Join(lines, "\n"))) //nolint:gosec // see the import
+	return s.replaceLines(ctx, tenant, n, digest, blob)
+}
+
+// compactSealed is compact for segment n's receipts as this process
+// sealed them: compact.lua replaces the stored lines only if they are
+// these.
+func (s *Store) compactSealed(ctx context.Context, tenant string, n int64, seg []receipts.Sealed) (ok bool, err error) {
+	blob, ok, err := encodeSealed(tenant, seg)
+	if !ok || err != nil {
+		return false, wrapCompact(tenant, err)
+	}
+	h := sha1.New() //nolint:gosec // see the import
+	for i, sealed := range seg {
+		if i > 0 {
+			h.Write([]byte("\n"))
+		}
+		h.Write(sealed.Line)
+	}
+	var digest [sha1.Size]byte
+	h.Sum(digest[:0])
+	return s.replaceLines(ctx, tenant, n, digest, blob)
+}
+
+// replaceLines replaces segment n's stored lines, whose SHA-1 (joined by
+// newlines) is digest, by blob.
+func (s *Store) replaceLines(ctx context.Context, tenant string, n int64, digest [sha1.Size]byte, blob []byte) (bool, error) {
+	_, log := s.chainKeys(tenant)
+	lo, hi := n*segmentSize+1, (n+1)*segmentSize
 	done, err := compactScript.Run(ctx, s.client, []string{log, s.segmentsKey(tenant)},
 		lo, hi, hex.EncodeToString(digest[:]), n, blob).Int()
 	if err != nil {

@@ -1,5 +1,7 @@
 package redisreceipts
 
+import "github.com/toolgateway/toolgateway/gateway/receipts"
+
 // Test access to the compact form, as an attacker who read this package
 // has it.
 
@@ -20,4 +22,9 @@ func DecodeSegment(tenant string, blob []byte) ([]string, error) {
 // re-derive exactly).
 func EncodeSegment(tenant string, lines []string) ([]byte, bool, error) {
 	return encodeSegment(tenant, lines)
+}
+
+// EncodeSealed is the compact form of run, receipts this process sealed.
+func EncodeSealed(tenant string, run []receipts.Sealed) ([]byte, bool, error) {
+	return encodeSealed(tenant, run)
 }

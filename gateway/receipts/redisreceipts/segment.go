@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
@@ -27,8 +28,10 @@ import (
 const segmentSize = 256
 
 // segmentVersion is the first byte of a segment's compact form, so a
-// later form can be told apart.
-const segmentVersion = 1
+// later form can be told apart: 2 holds a budget receipt's budget and
+// amount after the strings of 1, which a segment written before budget
+// receipts existed still reads as.
+const segmentVersion = 2
 
 // Flags of a record in a segment.
 const (
@@ -59,7 +62,7 @@ func (w *segmentWriter) record(r receipts.Receipt) {
 	at := r.Time.UnixNano()
 	w.buf = binary.AppendVarint(w.buf, at-w.prevTime)
 	w.prevTime = at
-	for _, s := range stringsOf(&r) {
+	for _, s := range stringsOf(&r, segmentVersion) {
 		w.str(*s)
 	}
 	w.buf = binary.AppendVarint(w.buf, int64(r.Status))
@@ -92,36 +95,34 @@ func isLowerHex(s string) bool {
 	return true
 }
 
-// stringsOf are r's string members in the order a record holds them.
-func stringsOf(r *receipts.Receipt) []*string {
-	return []*string{(*string)(&r.Event), &r.Tool, &r.Key, &r.Session, &r.Step, &r.ExecutionID, &r.Decision,
+// stringsOf are r's string members in the order a record of a segment
+// of version holds them.
+func stringsOf(r *receipts.Receipt, version byte) []*string {
+	members := []*string{(*string)(&r.Event), &r.Tool, &r.Key, &r.Session, &r.Step, &r.ExecutionID, &r.Decision,
 		&r.Rule, &r.Policy, &r.Requester, &r.By, &r.ClaimedBy, &r.Note, &r.Definition, &r.Observe}
+	if version >= 2 {
+		members = append(members, &r.Budget, &r.Amount)
+	}
+	return members
 }
 
 // encodeSegment is the compact form of lines, tenant's stored receipts
 // in seq order, or ok false when they cannot be re-derived from it byte
 // for byte (a line not as [receipts.Encode] writes it, another tenant's).
+// It reads every line as JSON and writes every re-derived line again:
+// what a segment read back from Redis needs; encodeSealed is the cheaper
+// check for receipts this process sealed.
 func encodeSegment(tenant string, lines []string) (blob []byte, ok bool, err error) {
-	w := segmentWriter{buf: []byte{segmentVersion}}
-	for _, line := range lines {
-		r, err := receipts.Decode([]byte(line))
-		if err != nil || r.Tenant != tenant {
+	rs := make([]receipts.Receipt, len(lines))
+	for i, line := range lines {
+		if rs[i], err = receipts.Decode([]byte(line)); err != nil || rs[i].Tenant != tenant {
 			return nil, false, nil
 		}
-		w.record(r)
 	}
-	var out bytes.Buffer
-	zw, err := flate.NewWriter(&out, flate.BestCompression)
-	if err != nil {
-		return nil, false, fmt.Errorf("redisreceipts: compress segment: %w", err)
+	if blob, err = encodeRecords(rs); err != nil {
+		return nil, false, err
 	}
-	if _, err := zw.Write(w.buf); err != nil {
-		return nil, false, fmt.Errorf("redisreceipts: compress segment: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, false, fmt.Errorf("redisreceipts: compress segment: %w", err)
-	}
-	back, err := decodeSegment(tenant, out.Bytes())
+	back, err := decodeSegment(tenant, blob)
 	if err != nil || len(back) != len(lines) {
 		return nil, false, nil
 	}
@@ -130,7 +131,92 @@ func encodeSegment(tenant string, lines []string) (blob []byte, ok bool, err err
 			return nil, false, nil
 		}
 	}
-	return out.Bytes(), true, nil
+	return blob, true, nil
+}
+
+// encodeSealed is the compact form of run, receipts of tenant's chain in
+// seq order as the appender sealed them (each Line is [receipts.Encode]
+// of its Receipt), or ok false when they cannot be re-derived from it.
+// Because each line is its receipt's encoding, re-deriving the receipts
+// field for field proves the lines re-derive byte for byte, without
+// reading or writing JSON.
+func encodeSealed(tenant string, run []receipts.Sealed) (blob []byte, ok bool, err error) {
+	rs := make([]receipts.Receipt, len(run))
+	for i, sealed := range run {
+		if rs[i] = sealed.Receipt; rs[i].Tenant != tenant {
+			return nil, false, nil
+		}
+	}
+	raw := writeRecords(rs)
+	// Checked before deflate: inflating what deflate wrote gives it back
+	// (the library's contract), so the check need not pay for it.
+	back, err := readRecords(tenant, raw)
+	if err != nil || len(back) != len(rs) {
+		return nil, false, nil
+	}
+	for i := range back {
+		if !sameReceipt(back[i], rs[i]) {
+			return nil, false, nil
+		}
+	}
+	if blob, err = deflate(raw); err != nil {
+		return nil, false, err
+	}
+	return blob, true, nil
+}
+
+// sameReceipt reports whether a and b encode to the same line: every
+// member equal, the times the same instant in the same location.
+func sameReceipt(a, b receipts.Receipt) bool {
+	if !a.Time.Equal(b.Time) || a.Time.Location() != b.Time.Location() {
+		return false
+	}
+	a.Time, b.Time = time.Time{}, time.Time{}
+	return a == b
+}
+
+// flateWriters keeps compressors for reuse: a compressor is ~1 MB of
+// tables to allocate and clear, more than compressing one segment costs.
+var flateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, segmentLevel) // a valid level: no error
+	return w
+}}
+
+// segmentLevel is the deflate level of a segment: measured with
+// BenchmarkEncodeSegment, see docs/receipts.md.
+const segmentLevel = flate.DefaultCompression
+
+// encodeRecords writes rs, consecutive receipts of one chain, in the
+// compact form and deflates it.
+func encodeRecords(rs []receipts.Receipt) ([]byte, error) {
+	return deflate(writeRecords(rs))
+}
+
+// writeRecords writes rs, consecutive receipts of one chain, in the
+// compact form (not deflated).
+func writeRecords(rs []receipts.Receipt) []byte {
+	w := segmentWriter{buf: make([]byte, 1, 160*len(rs))}
+	w.buf[0] = segmentVersion
+	for _, r := range rs {
+		w.record(r)
+	}
+	return w.buf
+}
+
+// deflate compresses a segment's compact form.
+func deflate(raw []byte) ([]byte, error) {
+	var out bytes.Buffer
+	out.Grow(len(raw) / 2)
+	zw := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(zw)
+	zw.Reset(&out)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, fmt.Errorf("redisreceipts: compress segment: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("redisreceipts: compress segment: %w", err)
+	}
+	return out.Bytes(), nil
 }
 
 // errSegment: a segment's compact form does not read.
@@ -146,15 +232,40 @@ type storedLine struct {
 // decodeSegment re-derives the stored lines of a segment of tenant's
 // chain from its compact form.
 func decodeSegment(tenant string, blob []byte) ([]storedLine, error) {
+	rs, err := decodeRecords(tenant, blob)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]storedLine, len(rs))
+	for i, r := range rs {
+		line, err := receipts.Encode(r)
+		if err != nil {
+			return nil, err
+		}
+		lines[i] = storedLine{seq: r.Seq, line: line}
+	}
+	return lines, nil
+}
+
+// decodeRecords re-derives the receipts of a segment of tenant's chain
+// from its compact form.
+func decodeRecords(tenant string, blob []byte) ([]receipts.Receipt, error) {
 	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(blob)))
 	if err != nil {
 		return nil, fmt.Errorf("redisreceipts: decompress segment: %w", err)
 	}
-	if len(raw) == 0 || raw[0] != segmentVersion {
+	return readRecords(tenant, raw)
+}
+
+// readRecords reads the receipts of a segment of tenant's chain from its
+// compact form, inflated.
+func readRecords(tenant string, raw []byte) ([]receipts.Receipt, error) {
+	if len(raw) == 0 || raw[0] < 1 || raw[0] > segmentVersion {
 		return nil, errSegment
 	}
+	version := raw[0]
 	rd := segmentReader{buf: raw[1:]}
-	var lines []storedLine
+	rs := make([]receipts.Receipt, 0, segmentSize)
 	var prev *receipts.Receipt
 	var at int64
 	for len(rd.buf) > 0 {
@@ -170,7 +281,7 @@ func decodeSegment(tenant string, blob []byte) ([]storedLine, error) {
 		}
 		at += rd.varint()
 		r.Time = time.Unix(0, at).UTC()
-		for _, s := range stringsOf(&r) {
+		for _, s := range stringsOf(&r, version) {
 			*s = rd.str()
 		}
 		r.Status = int(rd.varint())
@@ -186,14 +297,10 @@ func decodeSegment(tenant string, blob []byte) ([]storedLine, error) {
 		if rd.err != nil {
 			return nil, rd.err
 		}
-		line, err := receipts.Encode(r)
-		if err != nil {
-			return nil, err
-		}
-		lines = append(lines, storedLine{seq: r.Seq, line: line})
+		rs = append(rs, r)
 		prev = &r
 	}
-	return lines, nil
+	return rs, nil
 }
 
 // segmentReader reads a segment's records; the first malformed value

@@ -2,14 +2,18 @@ package redisreceipts_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/tools/txtar"
 
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/receipts/redisreceipts"
@@ -265,5 +269,170 @@ func TestOldRecoveredReceiptIsNotAppendedTwice(t *testing.T) {
 	}
 	if count != 1 {
 		t.Fatalf("the old execution has %d executed receipts, want 1", count)
+	}
+}
+
+// BenchmarkEncodeSegment is the CPU one sealed segment's compaction
+// costs the writer: write the compact form of segmentSize receipts,
+// deflate it and re-derive every receipt to check it (per segment; the
+// B/receipt metric is the compact form's size per receipt). "lines" is
+// a segment read back from Redis (each line read and re-derived as
+// JSON), "sealed" one this process sealed (checked field by field).
+func BenchmarkEncodeSegment(b *testing.B) {
+	c := newClient(b)
+	s := redisreceipts.New(c, newPrefix(b, c), nil)
+	run := make([]receipts.Receipt, redisreceipts.SegmentSize)
+	for i := range run {
+		run[i] = receipt(i)
+		if i%3 == 1 { // a budget receipt for every executed one and a half
+			run[i] = receipts.Receipt{Event: receipts.EventBudgetReserved, Tool: "refund", Key: run[i].Key,
+				Budget: "daily-refunds", Amount: "60"}
+		}
+	}
+	sealed, err := s.AppendRun(b.Context(), "acme", run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := make([]string, len(sealed))
+	ofRun := make([]receipts.Sealed, len(sealed))
+	for i, r := range sealed {
+		line, err := receipts.Encode(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines[i], ofRun[i] = string(line), receipts.Sealed{Receipt: r, Line: line}
+	}
+	for _, bc := range []struct {
+		name   string
+		encode func() ([]byte, bool, error)
+	}{
+		{"lines", func() ([]byte, bool, error) { return redisreceipts.EncodeSegment("acme", lines) }},
+		{"sealed", func() ([]byte, bool, error) { return redisreceipts.EncodeSealed("acme", ofRun) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				blob, ok, err := bc.encode()
+				if !ok || err != nil {
+					b.Fatalf("encode: %v %v", ok, err)
+				}
+				size = len(blob)
+			}
+			b.ReportMetric(float64(size)/float64(len(lines)), "B/receipt")
+		})
+	}
+}
+
+// A segment written before budget receipts existed (version 1, in
+// testdata as the gateway wrote it) still reads as the lines it was
+// made from.
+func TestSegmentVersionOneStillReads(t *testing.T) {
+	ar, err := txtar.ParseFile("testdata/segment-v1.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(ar.Files[0].Data)))
+	if err != nil || len(blob) == 0 {
+		t.Fatalf("blob: %v", err)
+	}
+	want := strings.Split(strings.TrimSpace(string(ar.Files[1].Data)), "\n")
+	got, err := redisreceipts.DecodeSegment("acme", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("line %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
+}
+
+// Every member of a receipt survives its segment, whichever way the
+// segment is made: a member the compact form forgot would leave every
+// segment holding one as lines for ever (as budget receipts once did).
+func TestSegmentsKeepEveryMember(t *testing.T) {
+	c := newClient(t)
+	s := redisreceipts.New(c, newPrefix(t, c), nil)
+	var r receipts.Receipt
+	v := reflect.ValueOf(&r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch name := v.Type().Field(i).Name; {
+		case name == "Seq", name == "Tenant", name == "Prev", name == "Hash", name == "Time": // the chain's
+		case f.Kind() == reflect.String:
+			f.SetString("value of " + name)
+		case f.Kind() == reflect.Int:
+			f.SetInt(299)
+		default:
+			t.Fatalf("receipt member %s of kind %s: teach the segment form (segment.go) and this test", name, f.Kind())
+		}
+	}
+	sealed, err := s.AppendRun(t.Context(), "acme", []receipts.Receipt{r, r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make([]string, len(sealed))
+	run := make([]receipts.Sealed, len(sealed))
+	for i, r := range sealed {
+		line, err := receipts.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[i], run[i] = string(line), receipts.Sealed{Receipt: r, Line: line}
+	}
+	for name, encode := range map[string]func() ([]byte, bool, error){
+		"lines":  func() ([]byte, bool, error) { return redisreceipts.EncodeSegment("acme", lines) },
+		"sealed": func() ([]byte, bool, error) { return redisreceipts.EncodeSealed("acme", run) },
+	} {
+		blob, ok, err := encode()
+		if !ok || err != nil {
+			t.Fatalf("%s: a receipt with every member set does not re-derive from its segment (%v)", name, err)
+		}
+		back, err := redisreceipts.DecodeSegment("acme", blob)
+		if err != nil || !slices.Equal(back, lines) {
+			t.Fatalf("%s: read back %q, %v", name, back, err)
+		}
+	}
+}
+
+// A chain of budget receipts (two thirds of a charging call's) is sealed
+// into segments like any other: by one writer, from the receipts it
+// sealed, or by two replicas taking turns, each reading the segment back.
+func TestBudgetReceiptsAreSealedIntoSegments(t *testing.T) {
+	for _, writers := range []int{1, 2} {
+		t.Run(fmt.Sprint(writers, " writers"), func(t *testing.T) {
+			c := newClient(t)
+			prefix := newPrefix(t, c)
+			stores := make([]*redisreceipts.Store, writers)
+			for i := range stores {
+				stores[i] = redisreceipts.New(c, prefix, nil)
+			}
+			var want []string
+			for i := range 2*redisreceipts.SegmentSize + 5 {
+				r := receipt(i)
+				if i%3 != 0 {
+					r = receipts.Receipt{Event: receipts.EventBudgetCommitted, Tool: "refund", Key: r.Key, Budget: "daily", Amount: fmt.Sprint(i, ".5")}
+				}
+				sealed, err := stores[i%writers].AppendRun(t.Context(), "acme", []receipts.Receipt{r})
+				if err != nil {
+					t.Fatal(err)
+				}
+				line, _ := receipts.Encode(sealed[0])
+				want = append(want, string(line))
+			}
+			if segments := c.ZCard(t.Context(), prefix+"{receipts:acme}:segments").Val(); segments != 2 {
+				t.Fatalf("%d segments sealed, want 2", segments)
+			}
+			if got := storedLines(t, stores[0]); !slices.Equal(got, want) {
+				t.Fatalf("read back %d lines, not the %d written", len(got), len(want))
+			}
+			if tr := verifyAcme(t, stores[0]); tr.Failure != nil || tr.Checked != len(want) {
+				t.Fatalf("verify: %+v", tr)
+			}
+		})
 	}
 }

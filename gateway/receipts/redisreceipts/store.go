@@ -50,6 +50,9 @@ type Store struct {
 	// clock dates the executed index's entries (their append) and its
 	// window.
 	clock func() time.Time
+	// open holds the receipts of the chains' open segments this process
+	// sealed, for their compaction.
+	open openSegments
 }
 
 var _ receipts.Store = (*Store)(nil)
@@ -113,7 +116,7 @@ func (s *Store) CompareAndAppend(ctx context.Context, tenant string, expected re
 	}
 	switch ok, _ := res[0].(int64); ok {
 	case 1:
-		s.compactAfterRun(ctx, tenant, run[0].Receipt.Seq, last.Seq)
+		s.compactAfterRun(ctx, tenant, run)
 		return receipts.HeadOf(last), nil
 	case 2:
 		dup := &receipts.DuplicateError{}
