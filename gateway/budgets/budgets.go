@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -99,6 +100,10 @@ type compiled struct {
 type compiledCharge struct {
 	budget *compiled
 	cost   cel.Program
+	// constant is the cost's value when it references nothing, neither a
+	// variable nor a function (a literal: "1", the count of sends):
+	// computed once by New, so a call pays no CEL.
+	constant ref.Val
 }
 
 // New checks and compiles budgets and the tools' charges. It refuses,
@@ -152,7 +157,13 @@ func New(budgets []Budget, charges map[string][]Charge) (*Set, error) {
 			if err != nil {
 				return nil, fmt.Errorf("tool %q: charges[%d]: cost: %w", tool, i, err)
 			}
-			s.charges[tool] = append(s.charges[tool], compiledCharge{budget: b, cost: prg})
+			charge := compiledCharge{budget: b, cost: prg}
+			if len(ast.NativeRep().ReferenceMap()) == 0 {
+				if charge.constant, _, err = prg.Eval(map[string]any{}); err != nil {
+					return nil, fmt.Errorf("tool %q: charges[%d]: cost: %w", tool, i, err)
+				}
+			}
+			s.charges[tool] = append(s.charges[tool], charge)
 		}
 	}
 	return s, nil
@@ -234,13 +245,19 @@ func (s *Set) Evaluate(ctx context.Context, c Call) ([]idempotency.Charge, error
 	if !s.Charges(c.Tool) {
 		return nil, nil
 	}
-	vars := map[string]any{"args": decide.ArgsValue(c.Arguments), "tool": c.Tool, "tenant": c.Tenant}
 	list := s.charges[c.Tool]
 	out := make([]idempotency.Charge, 0, len(list))
+	var vars map[string]any
 	for _, ch := range list {
-		v, _, err := ch.cost.ContextEval(ctx, vars)
-		if err != nil {
-			return nil, fmt.Errorf("%w of budget %q: %w", ErrCost, ch.budget.Name, err)
+		v := ch.constant
+		if v == nil {
+			if vars == nil {
+				vars = map[string]any{"args": decide.ArgsValue(c.Arguments), "tool": c.Tool, "tenant": c.Tenant}
+			}
+			var err error
+			if v, _, err = ch.cost.ContextEval(ctx, vars); err != nil {
+				return nil, fmt.Errorf("%w of budget %q: %w", ErrCost, ch.budget.Name, err)
+			}
 		}
 		var cost float64
 		switch n := v.(type) {
