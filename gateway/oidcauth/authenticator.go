@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,9 +103,13 @@ type Authenticator struct {
 	opts  Options
 	cache *tokenCache
 
-	state       atomic.Pointer[discovered]
-	discovering sync.Mutex // one discovery at a time
-	lastTry     time.Time  // guarded by discovering
+	state atomic.Pointer[discovered]
+	// discovering holds a token while a discovery runs: one at a time,
+	// and a token that arrives meanwhile waits for its outcome (bounded
+	// by its request's context) rather than being refused while the
+	// provider is being asked.
+	discovering chan struct{}
+	lastTry     time.Time // guarded by discovering
 	lastErr     atomic.Pointer[error]
 }
 
@@ -125,7 +128,7 @@ func New(cfg Config, opts Options) (*Authenticator, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	return &Authenticator{cfg: cfg, opts: opts, cache: newTokenCache(opts.CacheEntries)}, nil
+	return &Authenticator{cfg: cfg, opts: opts, cache: newTokenCache(opts.CacheEntries), discovering: make(chan struct{}, 1)}, nil
 }
 
 // Config returns the configuration the Authenticator enforces.
@@ -206,15 +209,19 @@ func (a *Authenticator) identity(tok *oidc.IDToken) (Identity, error) {
 }
 
 // discover returns what discovery found, trying it now when it has not
-// succeeded yet and the last attempt is older than RediscoverInterval.
+// succeeded yet and the last attempt is older than RediscoverInterval. A
+// discovery under way (the one Start began, at the gateway's start) is
+// waited for, not refused.
 func (a *Authenticator) discover(ctx context.Context) (*discovered, error) {
 	if d := a.state.Load(); d != nil {
 		return d, nil
 	}
-	if !a.discovering.TryLock() {
-		return nil, fmt.Errorf("%w: discovery in progress", ErrIssuerUnavailable)
+	select {
+	case a.discovering <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: discovery in progress: %w", ErrIssuerUnavailable, ctx.Err())
 	}
-	defer a.discovering.Unlock()
+	defer func() { <-a.discovering }()
 	if d := a.state.Load(); d != nil {
 		return d, nil
 	}

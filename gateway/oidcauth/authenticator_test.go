@@ -1,6 +1,7 @@
 package oidcauth_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -316,4 +318,55 @@ func (t *rewriteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.Body = io.NopCloser(strings.NewReader(t.body))
 	resp.ContentLength = int64(len(t.body))
 	return resp, nil
+}
+
+// Tokens that arrive while the start's discovery is still asking the
+// provider wait for it and verify, rather than being refused as if the
+// provider were down (a 401 that sends a host to sign in again).
+func TestTokensDuringDiscoveryWaitForIt(t *testing.T) {
+	p := oidctest.Start(t, audience)
+	release := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	slow := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration") {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	a := newAuth(t, p, oidcauth.Options{HTTPClient: slow})
+	a.Start(t.Context())
+	<-asked // the start's discovery is under way
+	const tokens = 8
+	errs := make(chan error, tokens)
+	for i := range tokens {
+		token := p.Token(t, fmt.Sprintf("org:acme-%d", i))
+		go func() {
+			_, err := a.Verify(t.Context(), token)
+			errs <- err
+		}()
+	}
+	close(release)
+	for range tokens {
+		if err := <-errs; err != nil {
+			t.Fatalf("a token verified during discovery: %v", err)
+		}
+	}
+	// A request that gives up waiting is told the provider was being
+	// asked, not that its token is bad.
+	b := newAuth(t, p, oidcauth.Options{HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	})}})
+	ctx, cancel := context.WithCancel(t.Context())
+	b.Start(ctx)
+	waiting, stop := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer stop()
+	if _, err := b.Verify(waiting, p.Token(t, "org:acme")); !errors.Is(err, oidcauth.ErrIssuerUnavailable) || errors.Is(err, oidcauth.ErrInvalidToken) {
+		t.Fatalf("gave up waiting: %v; want ErrIssuerUnavailable", err)
+	}
+	cancel()
 }
