@@ -89,7 +89,14 @@ func (o *openSegments) add(tenant string, run []receipts.Sealed) []receipts.Seal
 	for i < len(kept) && kept[i].Receipt.Seq < openFrom {
 		i++
 	}
-	o.chains[tenant] = slices.Clone(kept[i:])
+	// Copied only when a segment is dropped (once per segmentSize
+	// receipts), so its receipts can be freed; appends after kept's end
+	// leave the receipts answered untouched.
+	if i > 0 {
+		o.chains[tenant] = slices.Clone(kept[i:])
+	} else {
+		o.chains[tenant] = kept
+	}
 	return kept
 }
 
