@@ -28,24 +28,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-round-five}
 port=${PORT:-6391}
-work=$(mktemp -d)
-redis_pid=
-
-cleanup() {
-  if [[ -n "$redis_pid" ]]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-if redis-cli -p "$port" ping >/dev/null 2>&1; then
-  echo "round-five: something already answers on 127.0.0.1:$port; set PORT to a free port" >&2
-  exit 1
-fi
+# shellcheck source=cmd/gatewaybench/private-redis.sh
+source cmd/gatewaybench/private-redis.sh
+start_private_redis "$port"
 go build -o "$work/gatewaybench" ./cmd/gatewaybench
 go build -o "$work/benchplot" ./cmd/benchplot
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
 echo "round-five: $(uptime)"
 # shellcheck disable=SC2086 # EXTRA is a list of flags
