@@ -117,25 +117,32 @@ func launchCluster(dir string, masters, replicas int, opts ...Option) (*Cluster,
 // it).
 func (c *Cluster) splitReplicas(ctx context.Context) error {
 	var masters []*Server
-	for _, n := range c.Nodes {
-		probe := redis.NewClient(&redis.Options{Addr: n.Addr})
+	err := probeEach(ctx, c.Nodes, func(n *Server, probe *redis.Client) error {
 		role, err := waitRole(ctx, probe)
-		_ = probe.Close()
-		if err != nil {
-			return fmt.Errorf("redistest: cluster node %s: %w", n.Addr, err)
-		}
 		if role == "master" {
 			masters = append(masters, n)
-		} else {
+		} else if err == nil {
 			c.Replicas = append(c.Replicas, n)
 		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	c.Nodes = masters
 	// Every node's slot map names the replicas too, once gossip spread
 	// them (what ReplicaServing and a client's view read).
-	for _, n := range append(c.Nodes, c.Replicas...) {
-		probe := redis.NewClient(&redis.Options{Addr: n.Addr})
-		err := waitReplicasListed(ctx, probe)
+	return probeEach(ctx, append(c.Nodes, c.Replicas...), func(_ *Server, probe *redis.Client) error {
+		return waitReplicasListed(ctx, probe)
+	})
+}
+
+// probeEach calls wait with a client on each node in turn (one that does
+// not retry: wait polls), until one fails.
+func probeEach(ctx context.Context, nodes []*Server, wait func(n *Server, probe *redis.Client) error) error {
+	for _, n := range nodes {
+		probe := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		err := wait(n, probe)
 		_ = probe.Close()
 		if err != nil {
 			return fmt.Errorf("redistest: cluster node %s: %w", n.Addr, err)
@@ -147,40 +154,30 @@ func (c *Cluster) splitReplicas(ctx context.Context) error {
 // waitReplicasListed waits until the node's CLUSTER SLOTS lists a replica
 // beside the master of every slot range.
 func waitReplicasListed(ctx context.Context, probe *redis.Client) error {
-	for {
+	return poll(ctx, func() (bool, string) {
 		ranges, err := probe.ClusterSlots(ctx).Result()
 		listed := err == nil && len(ranges) > 0
 		for _, r := range ranges {
 			listed = listed && len(r.Nodes) > 1
 		}
-		if listed {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("replicas not in the slot map: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return listed, "replicas not in the slot map"
+	})
 }
 
 // waitRole answers "master", or "slave" once the replica's link to its
 // master is up.
-func waitRole(ctx context.Context, probe *redis.Client) (string, error) {
-	for {
+func waitRole(ctx context.Context, probe *redis.Client) (role string, err error) {
+	err = poll(ctx, func() (bool, string) {
 		info, err := probe.Info(ctx, "replication").Result()
 		switch {
 		case err == nil && strings.Contains(info, "role:master"):
-			return "master", nil
+			role = "master"
 		case err == nil && strings.Contains(info, "master_link_status:up"):
-			return "slave", nil
+			role = "slave"
 		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("no master, nor a replica in sync: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return role != "", "no master, nor a replica in sync"
+	})
+	return role, err
 }
 
 // ReplicaServing returns the replica of the master that serves key's
@@ -229,32 +226,31 @@ func (c *Cluster) Client() *redis.ClusterClient {
 // WaitHealthy waits until every node answers and reports cluster_state:ok
 // with all 16384 slots served (after creation, or after a node restarted).
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
-	for _, n := range c.Nodes {
-		probe := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
-		err := waitClusterOK(ctx, probe)
-		_ = probe.Close()
-		if err != nil {
-			return fmt.Errorf("redistest: cluster node %s: %w", n.Addr, err)
-		}
-	}
-	return nil
+	return probeEach(ctx, c.Nodes, func(_ *Server, probe *redis.Client) error { return waitClusterOK(ctx, probe) })
 }
 
 func waitClusterOK(ctx context.Context, probe *redis.Client) error {
-	var last string
-	for {
+	return poll(ctx, func() (bool, string) {
 		info, err := probe.ClusterInfo(ctx).Result()
-		if err == nil && strings.Contains(info, "cluster_state:ok") &&
-			strings.Contains(info, "cluster_slots_ok:16384") {
-			return nil
-		}
-		last = info
 		if err != nil {
-			last = err.Error()
+			return false, "not healthy: " + err.Error()
+		}
+		return strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_slots_ok:16384"),
+			"not healthy: " + strings.TrimSpace(info)
+	})
+}
+
+// poll calls check every 50 ms until it reports done; when ctx ends
+// first, the error says what check saw last.
+func poll(ctx context.Context, check func() (done bool, last string)) error {
+	for {
+		done, last := check()
+		if done {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not healthy (%s): %w", strings.TrimSpace(last), ctx.Err())
+			return fmt.Errorf("%s: %w", last, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

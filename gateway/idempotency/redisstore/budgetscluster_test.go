@@ -26,6 +26,16 @@ func refundClaim(key string, cost int64) idempotency.ClaimRequest {
 	}
 }
 
+// reservedInRefunds is what refundClaim's bucket counts.
+func reservedInRefunds(t *testing.T, s *Store) int64 {
+	t.Helper()
+	u, err := s.BudgetUsage(t.Context(), "refunds|t:acme|w:day", time.Time{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Reserved
+}
+
 // TestBudgetCrashBetweenStepsOnCluster injects a crash between the steps
 // of a reservation on a real three-master Redis Cluster (the bucket and
 // the record in different slots) and counts what the bucket lets through:
@@ -52,14 +62,7 @@ func TestBudgetCrashBetweenStepsOnCluster(t *testing.T) {
 			t.Fatalf("the bucket shares record %s's slot: the test proves nothing", key)
 		}
 	}
-	reserved := func() int64 {
-		t.Helper()
-		u, err := s.BudgetUsage(ctx, "refunds|t:acme|w:day", time.Time{}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u.Reserved
-	}
+	reserved := func() int64 { t.Helper(); return reservedInRefunds(t, s) }
 
 	// Crash after step 1.
 	crashed := refundClaim("a", 60)
@@ -179,14 +182,7 @@ func TestBudgetWaitReplicasOnCluster(t *testing.T) {
 	if len(keys) < 2 {
 		t.Fatal("no record key away from the bucket's master")
 	}
-	reserved := func() int64 {
-		t.Helper()
-		u, err := s.BudgetUsage(ctx, "refunds|t:acme|w:day", time.Time{}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u.Reserved
-	}
+	reserved := func() int64 { t.Helper(); return reservedInRefunds(t, s) }
 
 	first := refundClaim(keys[0], 60)
 	d, err := s.Claim(ctx, first)
