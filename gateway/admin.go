@@ -109,11 +109,15 @@ func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
-	err := s.Store().Delete(r.Context(), scope)
+	settled, err := s.ReservationsToSettle(r.Context(), scope)
+	if err == nil {
+		err = s.Store().Delete(r.Context(), scope)
+	}
 	if s.adminStoreError(w, r, err) {
 		return
 	}
 	s.ReceiptOf(receipts.EventDeleted, idempotency.Record{Scope: scope}, callpath.ByAdmin)
+	s.ReceiptOfSettled(receipts.EventBudgetReleased, idempotency.Record{Scope: scope}, settled)
 	s.Logger().InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -15,7 +15,9 @@ import (
 // 1 000 at the upstream, every refusal budget_exceeded
 // (TestBudgetRaceAcrossReplicas); an UNKNOWN refund stays held, a refund
 // refused as not executed and the operator's delete release, a resolve
-// commits, a replay charges nothing (TestBudgetSettles).
+// commits, a replay charges nothing (TestBudgetSettles); the operator's
+// resolve and delete leave budget_committed and budget_released receipts
+// (TestBudgetSettlementReceipts).
 func TestBudgetsOnRedisCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	client := cluster.Client()
@@ -25,5 +27,8 @@ func TestBudgetsOnRedisCluster(t *testing.T) {
 	})
 	t.Run("settles", func(t *testing.T) {
 		budgetSettles(t, gatewaytest.Redis, withStore(redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("budsettle")})))
+	})
+	t.Run("settlement receipts", func(t *testing.T) {
+		budgetSettlementReceipts(t, gatewaytest.Redis, redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("budreceipts")}))
 	})
 }

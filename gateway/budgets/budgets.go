@@ -305,8 +305,9 @@ func (b *compiled) window(now time.Time) (since, end time.Time) {
 	return start, time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, b.loc)
 }
 
-// bucket names the store's sum: budget, scope and, for a calendar
-// window, the window (so each window's sum is its own bucket and a
+// bucket names the store's sum: budget (first, up to a "|": the stores
+// read it back with idempotency.BudgetOfBucket), scope and, for a
+// calendar window, the window (so each window's sum is its own bucket and a
 // reservation belongs to exactly one window). A rolling window's bucket
 // is one per scope; its entries count while they are younger than the
 // window.

@@ -223,14 +223,22 @@ func toolReconciles(c *Config) map[string]ReconcileConfig {
 }
 
 // resolvedReceipt leaves the `resolved` receipt (by reconcile) of a record
-// reconciliation completed or removed.
-func resolvedReceipt(receipt callpath.ReceiptHook) func(idempotency.Record, int) {
-	return func(rec idempotency.Record, status int) {
+// reconciliation completed or removed, then the budget receipts of what
+// that settled: committed with a completion, released with a removal.
+func resolvedReceipt(receipt callpath.ReceiptHook) func(idempotency.Record, int, []idempotency.Reservation) {
+	return func(rec idempotency.Record, status int, settled []idempotency.Reservation) {
 		r := receipts.Receipt{Event: receipts.EventResolved, By: receipts.ByReconcile, Tool: rec.Scope.Tool,
 			Key: receipts.KeyHash(rec.Scope.Key), ExecutionID: rec.ExecutionID, Status: status}
 		if rec.Step != nil {
 			r.Session, r.Step = rec.Step.SessionID, strconv.FormatUint(rec.Step.Index, 10)
 		}
 		receipt(rec.Scope.Tenant, r)
+		event := receipts.EventBudgetCommitted
+		if status == 0 {
+			event = receipts.EventBudgetReleased
+		}
+		for _, b := range callpath.SettledReceipts(event, rec, settled) {
+			receipt(rec.Scope.Tenant, b)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolgateway/toolgateway/tools"
@@ -210,6 +211,30 @@ type BudgetKeeper interface {
 	// (IN_PROGRESS or UNKNOWN, or gone without a release: never
 	// reported as less than it may be). A bucket never charged is zero.
 	BudgetUsage(ctx context.Context, bucket string, since time.Time, rolling bool) (BudgetUsage, error)
+	// Reservations reads the budget reservations the record under scope
+	// holds in its current life: what settling it now (Resolve and
+	// reconciliation's completion commit them; Delete and reconciliation's
+	// drop release them) settles, for the settlement's receipts. A record
+	// that charged nothing holds none; no record: ErrNotFound. It reads
+	// in a step of its own: the caller reads before it settles, while the
+	// record's life (UNKNOWN, or held under a reconcile lease) cannot
+	// change its charges.
+	Reservations(ctx context.Context, scope Scope) ([]Reservation, error)
+}
+
+// Reservation is one budget reservation of a record, as Reservations
+// reads it: the budget's name and the cost in millionths.
+type Reservation struct {
+	Budget string
+	Cost   int64
+}
+
+// BudgetOfBucket is the budget's name in a bucket name (Charge.Bucket):
+// the bucket starts with it, up to the first "|" (a budget's name holds
+// none).
+func BudgetOfBucket(bucket string) string {
+	name, _, _ := strings.Cut(bucket, "|")
+	return name
 }
 
 // BudgetUsage is a bucket's window as BudgetKeeper.BudgetUsage reads it,

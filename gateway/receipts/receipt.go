@@ -53,11 +53,13 @@ const (
 	// EventBudgetReserved: a claimed call reserved [Receipt.Amount] of
 	// budget [Receipt.Budget] (one receipt per budget it charges).
 	EventBudgetReserved Event = "budget_reserved"
-	// EventBudgetCommitted: the call's record completed; its amount stays
-	// counted in its window.
+	// EventBudgetCommitted: the call's record completed, or its UNKNOWN
+	// record was resolved as executed (by an operator or reconciliation);
+	// its amount stays counted in its window.
 	EventBudgetCommitted Event = "budget_committed"
-	// EventBudgetReleased: the call provably did not act; its amount was
-	// given back.
+	// EventBudgetReleased: the call provably did not act (released by the
+	// call path, deleted by an operator, dropped by reconciliation); its
+	// amount was given back.
 	EventBudgetReleased Event = "budget_released"
 )
 

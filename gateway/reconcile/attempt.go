@@ -75,6 +75,11 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 	scope, token := rec.Scope, rec.FencingToken
 	log := w.log.With("tool", t.Tool, "record", scope.String(), "execution_id", rec.ExecutionID, "outcome", outcome)
 	if outcome == OutcomeNotCommitted {
+		settled, err := w.reservations(ctx, scope)
+		if err != nil {
+			log.Warn("reconcile: reading the record's budget reservations failed; it stays UNKNOWN", "error", err)
+			return
+		}
 		// The record goes: nothing of it, attempts included, is kept.
 		switch err := w.store.DropReconciled(ctx, scope, w.owner, token); {
 		case errors.Is(err, idempotency.ErrLeaseLost):
@@ -83,7 +88,7 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 			log.Warn("reconcile: removing the record failed; it stays UNKNOWN", "error", err)
 		default:
 			log.Info("reconcile: the upstream did not commit: record removed, the next call runs the tool")
-			w.resolved(rec, 0)
+			w.resolved(rec, 0, settled)
 		}
 		return
 	}
@@ -107,6 +112,11 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 		log.Info("reconcile: outcome still uncertain; asking again later", "attempts", count, "detail", detail)
 		return
 	}
+	settled, err := w.reservations(ctx, scope)
+	if err != nil {
+		log.Warn("reconcile: reading the record's budget reservations failed; it stays UNKNOWN", "error", err)
+		return
+	}
 	resp := idempotency.StoredResponse{Status: answer.Status, ContentType: "application/json", Body: answer.Body}
 	switch _, err := w.store.CompleteReconciled(ctx, scope, w.owner, token, resp, t.ReplayTTL); {
 	case errors.Is(err, idempotency.ErrLeaseLost):
@@ -115,8 +125,20 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 		log.Warn("reconcile: completing the record failed; it stays UNKNOWN", "error", err)
 	default:
 		log.Info("reconcile: the upstream committed: record completed", "status", answer.Status)
-		w.resolved(rec, answer.Status)
+		w.resolved(rec, answer.Status, settled)
 	}
+}
+
+// reservations reads the budget reservations the record holds, which
+// its completion commits or its drop releases, for OnResolved: read
+// under the reconcile lease, while the record stays UNKNOWN in the same
+// life. None on a store that keeps no budgets.
+func (w *Worker) reservations(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
+	keeper, ok := w.store.(idempotency.BudgetKeeper)
+	if !ok || !keeper.KeepsBudgets() {
+		return nil, nil
+	}
+	return keeper.Reservations(ctx, scope)
 }
 
 func truncate(s string) string {

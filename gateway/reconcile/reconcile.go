@@ -87,8 +87,9 @@ type Options struct {
 	Now func() time.Time
 	// OnResolved, when set, hears of every record the worker resolved:
 	// completed with the owner's answer (status) or removed as not
-	// committed (status 0). The gateway leaves a receipt for it.
-	OnResolved func(rec idempotency.Record, status int)
+	// committed (status 0), with the budget reservations that settled
+	// (committed or released with it). The gateway leaves its receipts.
+	OnResolved func(rec idempotency.Record, status int, settled []idempotency.Reservation)
 }
 
 // Worker reconciles the records of its targets until its context ends.
@@ -100,7 +101,7 @@ type Worker struct {
 	now     func() time.Time
 	metrics *metrics
 	// resolved is Options.OnResolved, or a no-op.
-	resolved func(rec idempotency.Record, status int)
+	resolved func(rec idempotency.Record, status int, settled []idempotency.Reservation)
 }
 
 // New checks opts and returns the worker.
@@ -120,7 +121,7 @@ func New(opts Options) (*Worker, error) {
 	w := &Worker{store: opts.Store, targets: opts.Targets, owner: opts.Owner, log: opts.Logger, now: opts.Now, metrics: m,
 		resolved: opts.OnResolved}
 	if w.resolved == nil {
-		w.resolved = func(idempotency.Record, int) {}
+		w.resolved = func(idempotency.Record, int, []idempotency.Reservation) {}
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)

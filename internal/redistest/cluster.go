@@ -16,12 +16,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of private redis-server masters (no replicas)
-// on free loopback ports, each node in its own directory so that a killed
-// node restarts with its nodes.conf (and, WithAOF, its data) and rejoins.
+// Cluster is a Redis Cluster of private redis-server masters (and, from
+// StartClusterWithReplicas, one replica each) on free loopback ports, each
+// node in its own directory so that a killed node restarts with its
+// nodes.conf (and, WithAOF, its data) and rejoins.
 type Cluster struct {
 	// Nodes are the masters, in the order they were created.
 	Nodes []*Server
+	// Replicas are the replicas (none from StartCluster).
+	Replicas []*Server
 }
 
 // clusterNodeTimeout is short so that a test sees a dead master marked
@@ -34,12 +37,25 @@ const clusterNodeTimeout = "2000"
 // installed.
 func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	t.Helper()
+	return startCluster(t, masters, 0, opts...)
+}
+
+// StartClusterWithReplicas is StartCluster with one replica per master
+// (for WAIT: a write acknowledged by its master's replica, or not once the
+// replica is killed). It returns once every replica is in sync.
+func StartClusterWithReplicas(t testing.TB, masters int, opts ...Option) *Cluster {
+	t.Helper()
+	return startCluster(t, masters, 1, opts...)
+}
+
+func startCluster(t testing.TB, masters, replicas int, opts ...Option) *Cluster {
+	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Skip(bin + " not on PATH")
 		}
 	}
-	c, err := LaunchCluster(t.TempDir(), masters, opts...)
+	c, err := launchCluster(t.TempDir(), masters, replicas, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +67,16 @@ func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 // testing.TB, for programs such as cmd/chaos; the caller must call Kill.
 // It returns once every node reports cluster_state:ok.
 func LaunchCluster(dir string, masters int, opts ...Option) (*Cluster, error) {
+	return launchCluster(dir, masters, 0, opts...)
+}
+
+// launchCluster is LaunchCluster with replicas replicas per master.
+func launchCluster(dir string, masters, replicas int, opts ...Option) (*Cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("redistest: a cluster needs at least 3 masters, got %d", masters)
 	}
 	c := &Cluster{}
-	for i := range masters {
+	for i := range masters * (1 + replicas) {
 		busPort, err := freePort()
 		if err != nil {
 			c.Kill()
@@ -73,18 +94,118 @@ func LaunchCluster(dir string, masters int, opts ...Option) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, node)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
 		c.Kill()
 		return nil, fmt.Errorf("redistest: redis-cli --cluster create: %w: %s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := c.WaitHealthy(ctx); err != nil {
+	err := c.WaitHealthy(ctx)
+	if err == nil && replicas > 0 {
+		err = c.splitReplicas(ctx)
+	}
+	if err != nil {
 		c.Kill()
 		return nil, err
 	}
 	return c, nil
+}
+
+// splitReplicas moves the nodes redis-cli made replicas from Nodes to
+// Replicas, once each reports its link to its master up (so a WAIT counts
+// it).
+func (c *Cluster) splitReplicas(ctx context.Context) error {
+	var masters []*Server
+	err := probeEach(ctx, c.Nodes, func(n *Server, probe *redis.Client) error {
+		role, err := waitRole(ctx, probe)
+		if role == "master" {
+			masters = append(masters, n)
+		} else if err == nil {
+			c.Replicas = append(c.Replicas, n)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.Nodes = masters
+	// Every node's slot map names the replicas too, once gossip spread
+	// them (what ReplicaServing and a client's view read).
+	return probeEach(ctx, append(c.Nodes, c.Replicas...), func(_ *Server, probe *redis.Client) error {
+		return waitReplicasListed(ctx, probe)
+	})
+}
+
+// probeEach calls wait with a client on each node in turn (one that does
+// not retry: wait polls), until one fails.
+func probeEach(ctx context.Context, nodes []*Server, wait func(n *Server, probe *redis.Client) error) error {
+	for _, n := range nodes {
+		probe := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		err := wait(n, probe)
+		_ = probe.Close()
+		if err != nil {
+			return fmt.Errorf("redistest: cluster node %s: %w", n.Addr, err)
+		}
+	}
+	return nil
+}
+
+// waitReplicasListed waits until the node's CLUSTER SLOTS lists a replica
+// beside the master of every slot range.
+func waitReplicasListed(ctx context.Context, probe *redis.Client) error {
+	return poll(ctx, func() (bool, string) {
+		ranges, err := probe.ClusterSlots(ctx).Result()
+		listed := err == nil && len(ranges) > 0
+		for _, r := range ranges {
+			listed = listed && len(r.Nodes) > 1
+		}
+		return listed, "replicas not in the slot map"
+	})
+}
+
+// waitRole answers "master", or "slave" once the replica's link to its
+// master is up.
+func waitRole(ctx context.Context, probe *redis.Client) (role string, err error) {
+	err = poll(ctx, func() (bool, string) {
+		info, err := probe.Info(ctx, "replication").Result()
+		switch {
+		case err == nil && strings.Contains(info, "role:master"):
+			role = "master"
+		case err == nil && strings.Contains(info, "master_link_status:up"):
+			role = "slave"
+		}
+		return role != "", "no master, nor a replica in sync"
+	})
+	return role, err
+}
+
+// ReplicaServing returns the replica of the master that serves key's
+// slot.
+func (c *Cluster) ReplicaServing(ctx context.Context, key string) (*Server, error) {
+	client := c.Client()
+	defer client.Close()
+	slot, err := client.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redistest: key slot: %w", err)
+	}
+	ranges, err := client.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redistest: cluster slots: %w", err)
+	}
+	for _, r := range ranges {
+		if int64(r.Start) > slot || int64(r.End) < slot {
+			continue
+		}
+		for _, node := range r.Nodes[1:] {
+			for _, s := range c.Replicas {
+				if s.Addr == node.Addr {
+					return s, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("redistest: no replica serves slot %d", slot)
 }
 
 // Addrs returns the masters' host:port addresses (what a ClusterClient or
@@ -105,32 +226,31 @@ func (c *Cluster) Client() *redis.ClusterClient {
 // WaitHealthy waits until every node answers and reports cluster_state:ok
 // with all 16384 slots served (after creation, or after a node restarted).
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
-	for _, n := range c.Nodes {
-		probe := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
-		err := waitClusterOK(ctx, probe)
-		_ = probe.Close()
-		if err != nil {
-			return fmt.Errorf("redistest: cluster node %s: %w", n.Addr, err)
-		}
-	}
-	return nil
+	return probeEach(ctx, c.Nodes, func(_ *Server, probe *redis.Client) error { return waitClusterOK(ctx, probe) })
 }
 
 func waitClusterOK(ctx context.Context, probe *redis.Client) error {
-	var last string
-	for {
+	return poll(ctx, func() (bool, string) {
 		info, err := probe.ClusterInfo(ctx).Result()
-		if err == nil && strings.Contains(info, "cluster_state:ok") &&
-			strings.Contains(info, "cluster_slots_ok:16384") {
-			return nil
-		}
-		last = info
 		if err != nil {
-			last = err.Error()
+			return false, "not healthy: " + err.Error()
+		}
+		return strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_slots_ok:16384"),
+			"not healthy: " + strings.TrimSpace(info)
+	})
+}
+
+// poll calls check every 50 ms until it reports done; when ctx ends
+// first, the error says what check saw last.
+func poll(ctx context.Context, check func() (done bool, last string)) error {
+	for {
+		done, last := check()
+		if done {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not healthy (%s): %w", strings.TrimSpace(last), ctx.Err())
+			return fmt.Errorf("%s: %w", last, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -138,7 +258,7 @@ func waitClusterOK(ctx context.Context, probe *redis.Client) error {
 
 // Kill stops every node with SIGKILL.
 func (c *Cluster) Kill() {
-	for _, n := range c.Nodes {
+	for _, n := range append(c.Nodes, c.Replicas...) {
 		n.Kill()
 	}
 }

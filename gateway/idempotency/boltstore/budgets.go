@@ -201,3 +201,40 @@ func (t *txn) dropPastBudgets() error {
 	}
 	return nil
 }
+
+// Reservations reads the live record under scope and, in the same
+// snapshot, its entry in each bucket it charged.
+func (s *Store) Reservations(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []idempotency.Reservation
+	err := s.db.View(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx, s.now())
+		if err != nil {
+			return err
+		}
+		key := scopeKey(scope)
+		r, err := t.liveRecord(key)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return idempotency.ErrNotFound
+		}
+		for _, bucket := range r.Charges {
+			b, err := t.budget(bucket)
+			if err != nil {
+				return err
+			}
+			if e, held := b.Entries[string(key)]; held {
+				out = append(out, idempotency.Reservation{Budget: idempotency.BudgetOfBucket(bucket), Cost: e.Cost})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: reservations: %w", err)
+	}
+	return out, nil
+}

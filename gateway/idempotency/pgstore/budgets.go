@@ -189,3 +189,36 @@ func (s *Store) BudgetUsage(ctx context.Context, bucket string, since time.Time,
 	}
 	return u, nil
 }
+
+// Reservations reads the live record's rows of budget_charges in its
+// life, in one statement.
+func (s *Store) Reservations(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: reservations %s: %w", scope, err)
+	}
+	rows, err := s.pool.Query(ctx, s.sql.reservations, scope.Tenant, scope.Tool, scope.Key)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reservations %s: %w", scope, err)
+	}
+	found := false
+	var out []idempotency.Reservation
+	for rows.Next() {
+		found = true
+		var bucket *string
+		var cost *int64
+		if err := rows.Scan(&bucket, &cost); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: reservations %s: %w", scope, err)
+		}
+		if bucket != nil && cost != nil {
+			out = append(out, idempotency.Reservation{Budget: idempotency.BudgetOfBucket(*bucket), Cost: *cost})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: reservations %s: %w", scope, err)
+	}
+	if !found {
+		return nil, idempotency.ErrNotFound
+	}
+	return out, nil
+}

@@ -9,7 +9,7 @@ package pgstore
 // owner may complete it until another claim takes it over. Times come from
 // clock_timestamp(), the database's clock at the statement.
 type statements struct {
-	claim, claimCharged, budgetUsage, renew, complete, markUnknown, release, get, delete, sweep string
+	claim, claimCharged, budgetUsage, reservations, renew, complete, markUnknown, release, get, delete, sweep string
 	// Receipt outbox statements (outbox.go).
 	completeOutbox, pendingReceipts, clearReceipts string
 	// Admin statements (admin.go).
@@ -49,6 +49,13 @@ func newStatements(schema string) statements {
 			FROM @.budget_charges g LEFT JOIN @.records r ON r.tenant = g.tenant AND r.tool = g.tool
 				AND r.idempotency_key = g.idempotency_key AND r.created_at = g.created_at
 			WHERE g.bucket = $1 AND g.charged_us >= $2`),
+		// The live record's reservations in its life: one row with a NULL
+		// bucket for a record that charged nothing, none for no record.
+		reservations: q(`SELECT g.bucket, g.cost
+			FROM @.records r CROSS JOIN ` + clock + `
+				LEFT JOIN @.budget_charges g ON g.tenant = r.tenant AND g.tool = r.tool
+					AND g.idempotency_key = r.idempotency_key AND g.created_at = r.created_at
+			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
 		// The claim with budget charges ($24, JSON): charge() runs on
 		// claim()'s row in the same statement (budgets.go).
 		claimCharged: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,

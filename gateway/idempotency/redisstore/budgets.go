@@ -196,3 +196,60 @@ func cutLast(s, sep string) (before, after string, found bool) {
 	}
 	return s, "", false
 }
+
+// Reservations reads the newest record holding scope, its charged hash,
+// and then the record life's entry in each bucket the hash names (one
+// pipeline; on a Cluster each in its bucket's slot): what the buckets
+// hold for it, so an intent whose bucket never reserved (Cluster, a
+// claim that failed between its steps) counts nothing.
+func (s *Store) Reservations(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: reservations %v: %w", scope, err)
+	}
+	found, err := s.find(ctx, scope)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: reservations %v: %w", scope, err)
+	}
+	if len(found) == 0 {
+		return nil, idempotency.ErrNotFound
+	}
+	rec := newest(found)
+	life := strconv.FormatInt(rec.record.CreatedAt.UnixMicro(), 10)
+	charged, err := s.client.HGetAll(ctx, s.keys.charged(rec.key)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: reservations %v: %w", scope, err)
+	}
+	var buckets []string
+	for bucket, value := range charged {
+		// The value is the life (budget.lua) or the life and the intended
+		// charge (budget_intent.lua).
+		if v, _, _ := strings.Cut(value, "\x1f"); v == life {
+			buckets = append(buckets, bucket)
+		}
+	}
+	if len(buckets) == 0 {
+		return nil, nil
+	}
+	pipe := s.client.Pipeline()
+	entries := make([]*redis.StringCmd, len(buckets))
+	for i, b := range buckets {
+		entries[i] = pipe.HGet(ctx, b, rec.key+"|"+life)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: reservations %v: %w", scope, err)
+	}
+	var out []idempotency.Reservation
+	for i, b := range buckets {
+		v, err := entries[i].Result()
+		if err != nil {
+			continue // not reserved in this bucket
+		}
+		costText, _, _ := strings.Cut(v, ":")
+		cost, err := strconv.ParseInt(costText, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: budget entry of %q", errBadReply, s.budgetOfBucket(b))
+		}
+		out = append(out, idempotency.Reservation{Budget: s.budgetOfBucket(b), Cost: cost})
+	}
+	return out, nil
+}

@@ -179,11 +179,9 @@ func (s *Store) evalEachReplicated(ctx context.Context, calls []redisscript.Call
 	return cmds, nil
 }
 
-// budgetOfBucket is the budget's name in a bucket key: the bucket starts
-// with it, up to the first "|" (budgets' names hold none).
+// budgetOfBucket is the budget's name in a bucket key.
 func (s *Store) budgetOfBucket(key string) string {
-	name, _, _ := strings.Cut(strings.TrimPrefix(key, s.keys.budgetHead()), "|")
-	return name
+	return idempotency.BudgetOfBucket(strings.TrimPrefix(key, s.keys.budgetHead()))
 }
 
 // evalRelease runs a script that deletes a record (release, delete,

@@ -2,9 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/internal/redistest"
@@ -21,6 +24,16 @@ func refundClaim(key string, cost int64) idempotency.ClaimRequest {
 		Charges: []idempotency.Charge{{Bucket: "refunds|t:acme|w:day", Budget: "refunds", Limit: 100, Cost: cost,
 			At: now, Since: now.Add(-time.Hour), Retain: 48 * time.Hour}},
 	}
+}
+
+// reservedInRefunds is what refundClaim's bucket counts.
+func reservedInRefunds(t *testing.T, s *Store) int64 {
+	t.Helper()
+	u, err := s.BudgetUsage(t.Context(), "refunds|t:acme|w:day", time.Time{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Reserved
 }
 
 // TestBudgetCrashBetweenStepsOnCluster injects a crash between the steps
@@ -49,14 +62,7 @@ func TestBudgetCrashBetweenStepsOnCluster(t *testing.T) {
 			t.Fatalf("the bucket shares record %s's slot: the test proves nothing", key)
 		}
 	}
-	reserved := func() int64 {
-		t.Helper()
-		u, err := s.BudgetUsage(ctx, "refunds|t:acme|w:day", time.Time{}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u.Reserved
-	}
+	reserved := func() int64 { t.Helper(); return reservedInRefunds(t, s) }
 
 	// Crash after step 1.
 	crashed := refundClaim("a", 60)
@@ -138,5 +144,86 @@ func TestBudgetAddsNoRoundTrip(t *testing.T) {
 	}
 	if u, err := s.BudgetUsage(ctx, "refunds|t:acme|w:day", time.Time{}, false); err != nil || u.Reserved != 0 {
 		t.Fatalf("after the releases: %+v %v, want nothing reserved", u, err)
+	}
+}
+
+// TestBudgetWaitReplicasOnCluster: on a three-master Redis Cluster with a
+// replica per master and wait_replicas 1, a reservation goes to the
+// bucket's slot one step at a time, each followed by WAIT. With the
+// replicas up, a refund of 60 is reserved once (the bucket's replica
+// holds its entry; the same call again and its completion charge nothing
+// more). With the bucket's replica killed, a refund of 30 (its record on
+// a master whose replica is up, so only the bucket's WAIT fails) is
+// refused with ErrNotReplicated: its claim is given back, nothing is
+// charged (the bucket still counts 60) and no record is left to run.
+func TestBudgetWaitReplicasOnCluster(t *testing.T) {
+	cluster := redistest.StartClusterWithReplicas(t, 3)
+	client := cluster.Client()
+	t.Cleanup(func() { _ = client.Close() })
+	s := New(client, Options{Prefix: redistest.Prefix("budwait"), WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond, EffectSweepInterval: -1})
+	ctx := context.Background()
+	bucket := s.keys.budgetHead() + "refunds|t:acme|w:day}"
+	masterOf := func(key string) string {
+		t.Helper()
+		node, err := client.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node.Options().Addr
+	}
+	// Two keys whose records live on masters other than the bucket's.
+	var keys []string
+	for i := 0; len(keys) < 2 && i < 100; i++ {
+		key := "k" + strconv.Itoa(i)
+		if masterOf(s.keys.record(refundClaim(key, 0).Scope, nil)) != masterOf(bucket) {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) < 2 {
+		t.Fatal("no record key away from the bucket's master")
+	}
+	reserved := func() int64 { t.Helper(); return reservedInRefunds(t, s) }
+
+	first := refundClaim(keys[0], 60)
+	d, err := s.Claim(ctx, first)
+	if err != nil || d.Outcome != idempotency.OutcomeClaimed {
+		t.Fatalf("60 with the replicas up: %v %v", d.Outcome, err)
+	}
+	again := first
+	again.Owner, again.ExecutionID = "owner-again", "exec-again"
+	if d2, err := s.Claim(ctx, again); err != nil || d2.Outcome != idempotency.OutcomeInProgress {
+		t.Fatalf("the same call again: %v %v, want in progress", d2.Outcome, err)
+	}
+	if err := s.Complete(ctx, d.Lease, idempotency.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n := reserved(); n != 60 {
+		t.Fatalf("reserved %d, want the 60 once", n)
+	}
+	replica, err := cluster.ReplicaServing(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the replica holds (READONLY: a cluster replica serves reads
+	// of its master's slots on that connection only).
+	onReplica := redis.NewClient(&redis.Options{Addr: replica.Addr, OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	t.Cleanup(func() { _ = onReplica.Close() })
+	if entries, err := onReplica.HLen(ctx, bucket).Result(); err != nil || entries != 2 { // the entry and the running total
+		t.Fatalf("the bucket on its replica: %d fields, %v; want the 60's entry and the total", entries, err)
+	}
+
+	replica.Kill()
+	second := refundClaim(keys[1], 30)
+	d, err = s.Claim(ctx, second)
+	if !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("30 with the bucket's replica dead: %v %v, want ErrNotReplicated", d.Outcome, err)
+	}
+	if n := reserved(); n != 60 {
+		t.Fatalf("reserved %d after the refused claim, want 60", n)
+	}
+	if _, err := s.Get(ctx, second.Scope); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("the refused claim's record: %v, want none", err)
 	}
 }

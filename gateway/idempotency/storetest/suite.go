@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	cases = append(cases, effectCases()...)
 	cases = append(cases, effectLifeCases()...)
 	cases = append(cases, identityCases()...)
+	cases = append(cases, budgetCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
