@@ -37,6 +37,20 @@ func RunOnFakeClock(t *testing.T, newStore func(t *testing.T) idempotency.Store)
 	run(t, newStore, true)
 }
 
+// requiring makes each of cases fail first unless the store implements
+// T (named name in the failure).
+func requiring[T any](cases []testCase, name string) []testCase {
+	for i, tc := range cases {
+		cases[i].run = func(f *fixture) {
+			if _, ok := f.store.(T); !ok {
+				f.t.Fatalf("%T does not implement %s", f.store, name)
+			}
+			tc.run(f)
+		}
+	}
+	return cases
+}
+
 func run(t *testing.T, newStore func(t *testing.T) idempotency.Store, fakeClock bool) {
 	t.Helper()
 	var cases []testCase
