@@ -297,22 +297,27 @@ type decisionRequest struct {
 	Note string `json:"note"`
 }
 
-// readDecision reads a decision's body (JSON, bounded, no unknown
-// members); an empty body is an empty decision when allowEmpty. It
-// answers the problem itself and reports false on a bad body.
-func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty bool) (decisionRequest, bool) {
-	var in decisionRequest
+// readDecision reads a decision: the approval id of its path (404 when
+// there is none) and its body (JSON, bounded, no unknown members); an
+// empty body is an empty decision when allowEmpty. It answers the problem
+// itself and reports false on a bad request.
+func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty bool) (id string, in decisionRequest, ok bool) {
+	id, ok = approvalID(r)
+	if !ok {
+		approvalNotFound(w)
+		return "", in, false
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxDecisionBody))
 	if err != nil {
 		callpath.WriteProblem(w, callpath.NewProblem(wire.CodePayloadTooLarge, fmt.Sprintf("a decision is at most %d bytes", maxDecisionBody)))
-		return in, false
+		return "", in, false
 	}
 	if len(raw) == 0 && allowEmpty {
-		return in, true
+		return id, in, true
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSONMediaType(ct) {
 		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeUnsupportedMediaType, "send the decision as application/json"))
-		return in, false
+		return "", in, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -322,9 +327,9 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, allowEmpty
 			detail += ": " + err.Error()
 		}
 		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeInvalidJSON, detail))
-		return in, false
+		return "", in, false
 	}
-	return in, true
+	return id, in, true
 }
 
 // checkClaimedBy bounds the name given with the admin token: visible
@@ -344,12 +349,7 @@ func (s *Server) handleAdminDecide(approve bool) http.HandlerFunc {
 			badAdminRequest(w, "a decision takes no query parameters")
 			return
 		}
-		id, ok := approvalID(r)
-		if !ok {
-			approvalNotFound(w)
-			return
-		}
-		in, ok := s.readDecision(w, r, false)
+		id, in, ok := s.readDecision(w, r, false)
 		if !ok {
 			return
 		}

@@ -34,12 +34,7 @@ func (s *Server) handleCallerDecision(w http.ResponseWriter, r *http.Request) {
 		callpath.WriteProblem(w, p)
 		return
 	}
-	id, ok := approvalID(r)
-	if !ok {
-		approvalNotFound(w)
-		return
-	}
-	in, ok := s.readDecision(w, r, true)
+	id, in, ok := s.readDecision(w, r, true)
 	if !ok {
 		return
 	}

@@ -29,35 +29,46 @@ import (
 // run once — while a rerun tool is released and runs again on retry.
 // Executions are counted at the upstream.
 
-// slowUpstream is an HTTP upstream that takes delay for every request,
-// whether or not the caller is still there, and counts the requests per
-// Idempotency-Key (the tenant-scoped key the gateway sends).
+// slowUpstream is an HTTP upstream that holds every request until the
+// test releases it, whether or not the caller is still there, and counts
+// the requests per Idempotency-Key (the tenant-scoped key the gateway
+// sends). Held rather than slept: the call outlives a timeout or a drain
+// however long the machine takes to get there.
 type slowUpstream struct {
-	srv   *httptest.Server
-	delay time.Duration
+	srv      *httptest.Server
+	held     chan struct{}
+	released sync.Once
 
 	mu   sync.Mutex
 	runs map[string]int
-	done sync.WaitGroup
 }
 
-func newSlowUpstream(t *testing.T, delay time.Duration) *slowUpstream {
-	u := &slowUpstream{delay: delay, runs: map[string]int{}}
+func newSlowUpstream(t *testing.T) *slowUpstream {
+	u := &slowUpstream{held: make(chan struct{}), runs: map[string]int{}}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u.done.Add(1)
-		defer u.done.Done()
 		u.mu.Lock()
 		u.runs[r.Header.Get(wire.HeaderIdempotencyKey)]++
 		u.mu.Unlock()
-		time.Sleep(u.delay) // the side effect takes its time, caller or not
+		<-u.held // the side effect takes its time, caller or not
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"charged":true}`))
 	}))
-	t.Cleanup(func() {
-		u.done.Wait()
-		u.srv.Close()
-	})
+	t.Cleanup(u.finish)
 	return u
+}
+
+// release lets every held and later request answer; it is safe to call
+// twice.
+func (u *slowUpstream) release() {
+	u.released.Do(func() { close(u.held) })
+}
+
+// finish releases the requests and closes the upstream once they all
+// answered (httptest.Server.Close waits for them): every side effect has
+// taken place. It is safe to call twice.
+func (u *slowUpstream) finish() {
+	u.release()
+	u.srv.Close()
 }
 
 // ran is how many times the upstream received the call (session, step,
@@ -167,13 +178,13 @@ func TestRelayedFiveXXOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 	})
 }
 
-// A payment-like tool: timeout 1s, an upstream that takes 2.5s. The unknown
+// A payment-like tool: timeout 1s, an upstream that outlives it. The unknown
 // tool answers 504 tool_timeout not retryable, its retries 409
 // outcome_unknown, and it ran once; the rerun tool's 504 stays retryable
 // and a retry runs it again.
 func TestTimeoutOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		up := newSlowUpstream(t, 2500*time.Millisecond)
+		up := newSlowUpstream(t)
 		h := newHarness(t, kind, []tools.Tool{httpTool(t, "pay", up.srv.URL, nil), httpTool(t, "provision", up.srv.URL, nil)},
 			withAdmin("adm"),
 			withPolicy("pay", tools.Policy{Timeout: time.Second, LeaseExpiry: tools.LeaseExpiryUnknown}),
@@ -204,7 +215,7 @@ func TestTimeoutOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 		}
 		_ = h.do(callSpec{tool: "provision", session: "t", step: 2, args: `{}`}) // released: runs again
 
-		up.done.Wait()
+		up.finish()
 		if n := up.ran(t, "t", 1, "pay", `{"amount":5}`); n != 1 {
 			t.Fatalf("the unknown tool's upstream ran %d times, want 1", n)
 		}
@@ -222,7 +233,7 @@ func TestTimeoutOfAnUnknownToolLeavesItUnknown(t *testing.T) {
 // released.
 func TestDrainCancellingAnUnknownToolLeavesItUnknown(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		up := newSlowUpstream(t, 1500*time.Millisecond)
+		up := newSlowUpstream(t)
 		h := newHarness(t, kind, []tools.Tool{httpTool(t, "pay", up.srv.URL, nil), httpTool(t, "provision", up.srv.URL, nil)},
 			withAdmin("adm"),
 			withPolicy("pay", tools.Policy{LeaseExpiry: tools.LeaseExpiryUnknown}))
@@ -244,6 +255,7 @@ func TestDrainCancellingAnUnknownToolLeavesItUnknown(t *testing.T) {
 				t.Fatalf("%s cancelled by the drain: retryable %v, want %v", tool, p["retryable"], retryable)
 			}
 		}
+		up.release() // the upstream acts after the drain, as a slow payment would
 
 		// A replica that is not draining takes the retries.
 		other := newHarness(t, kind, []tools.Tool{httpTool(t, "pay", up.srv.URL, nil), httpTool(t, "provision", up.srv.URL, nil)},
@@ -254,7 +266,7 @@ func TestDrainCancellingAnUnknownToolLeavesItUnknown(t *testing.T) {
 		if r := other.do(callSpec{tool: "provision", session: "d", step: 1, args: `{}`}); r.status != http.StatusOK {
 			t.Fatalf("retry of the released rerun call: %d %s", r.status, r.body)
 		}
-		up.done.Wait()
+		up.finish()
 		if n := up.ran(t, "d", 0, "pay", `{}`); n != 1 {
 			t.Fatalf("the unknown tool's upstream ran %d times, want 1", n)
 		}

@@ -136,7 +136,7 @@ func (c *Console) handleOIDCStart(w http.ResponseWriter, r *http.Request) {
 func (c *Console) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Path: Base + "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	var a oidcAttempt
-	if !c.readSigned(r, oidcCookie, &a) || a.Expires <= c.opts.Now().Unix() || !sameToken(r.URL.Query().Get("state"), a.State) {
+	if _, ok := c.readSigned(r, oidcCookie, &a); !ok || a.Expires <= c.opts.Now().Unix() || !sameToken(r.URL.Query().Get("state"), a.State) {
 		c.renderSignIn(w, r, http.StatusBadRequest, signInView{Message: "That sign-in expired or did not start here. Sign in again."})
 		return
 	}
@@ -249,25 +249,26 @@ func (c *Console) signValue(v any) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(sign(keys[0], payload)), nil
 }
 
-// readSigned decodes a cookie signValue wrote, checking its signature.
-func (c *Console) readSigned(r *http.Request, name string, v any) bool {
+// readSigned decodes a cookie signValue wrote into v, checking its
+// signature; key is the session key that signed it.
+func (c *Console) readSigned(r *http.Request, name string, v any) (key []byte, ok bool) {
 	ck, err := r.Cookie(name)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	payloadText, macText, ok := strings.Cut(ck.Value, ".")
 	if !ok {
-		return false
+		return nil, false
 	}
 	payload, err1 := base64.RawURLEncoding.DecodeString(payloadText)
 	mac, err2 := base64.RawURLEncoding.DecodeString(macText)
 	if err1 != nil || err2 != nil {
-		return false
+		return nil, false
 	}
 	for _, key := range c.opts.SessionKeys() {
 		if hmac.Equal(mac, sign(key, payload)) {
-			return json.Unmarshal(payload, v) == nil
+			return key, json.Unmarshal(payload, v) == nil
 		}
 	}
-	return false
+	return nil, false
 }

@@ -191,31 +191,13 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value 
 // readSession verifies the session cookie: a valid signature by one of the
 // keys and an expiry in the future; nil otherwise.
 func (c *Console) readSession(r *http.Request) *session {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil {
+	var s session
+	key, ok := c.readSigned(r, sessionCookie, &s)
+	if !ok || s.ID == "" || s.By == "" || c.opts.Now().Unix() >= s.Expires {
 		return nil
 	}
-	payloadText, macText, ok := strings.Cut(ck.Value, ".")
-	if !ok {
-		return nil
-	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(payloadText)
-	mac, err2 := base64.RawURLEncoding.DecodeString(macText)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	for _, key := range c.opts.SessionKeys() {
-		if !hmac.Equal(mac, sign(key, payload)) {
-			continue
-		}
-		var s session
-		if json.Unmarshal(payload, &s) != nil || s.ID == "" || s.By == "" || c.opts.Now().Unix() >= s.Expires {
-			return nil
-		}
-		s.key = key
-		return &s
-	}
-	return nil
+	s.key = key
+	return &s
 }
 
 // requireSession lets signed-in operators through; others go to sign-in

@@ -37,26 +37,17 @@ func (c *adminClient) approvals(ctx context.Context, args []string) error {
 	tool := fs.String("tool", "", "only this tool's approvals")
 	session := fs.String("session", "", "only this agent session's approvals")
 	requester := fs.String("requester", "", "only this principal's approvals (e.g. token:acme)")
-	limit := fs.Int("limit", 0, "page size (default the server's, 100; at most 1000)")
-	cursor := fs.String("cursor", "", "continue a listing where a page ended")
-	all := fs.Bool("all", false, "follow the pages to the end")
+	paging := addPagingFlags(fs)
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
 	if _, err := c.parseInterleaved(fs, args, 0, approvalsUsage); err != nil {
 		return err
 	}
-	q := url.Values{}
-	if s := strings.ToUpper(*state); s != "ALL" {
-		q.Set("state", s)
+	stateFilter := strings.ToUpper(*state)
+	if stateFilter == "ALL" {
+		stateFilter = ""
 	}
-	for name, v := range map[string]string{"tenant": *tenant, "tool": *tool, "session": *session, "requester": *requester, "cursor": *cursor} {
-		if v != "" {
-			q.Set(name, v)
-		}
-	}
-	if *limit != 0 {
-		q.Set("limit", strconv.Itoa(*limit))
-	}
-	approvals, next, err := c.listPages(ctx, "/admin/v1/approvals", "approvals", q, *all)
+	q := paging.query(map[string]string{"state": stateFilter, "tenant": *tenant, "tool": *tool, "session": *session, "requester": *requester})
+	approvals, next, err := c.listPages(ctx, "/admin/v1/approvals", "approvals", q, *paging.all)
 	if err != nil {
 		return fmt.Errorf("admin approvals: %w", err)
 	}

@@ -222,23 +222,13 @@ func (c *adminClient) list(ctx context.Context, args []string) error {
 	tenant := fs.String("tenant", "", "only this tenant's records")
 	tool := fs.String("tool", "", "only this tool's records")
 	session := fs.String("session", "", "only this agent session's records (needs -tenant)")
-	limit := fs.Int("limit", 0, "page size (default the server's, 100; at most 1000)")
-	cursor := fs.String("cursor", "", "continue a listing where a page ended")
-	all := fs.Bool("all", false, "follow the pages to the end")
+	paging := addPagingFlags(fs)
 	asJSON := fs.Bool("json", c.json, "print the API's JSON")
 	if _, err := c.parseInterleaved(fs, args, 0, usage); err != nil {
 		return err
 	}
-	q := url.Values{}
-	for name, v := range map[string]string{"state": strings.ToUpper(*state), "tenant": *tenant, "tool": *tool, "session": *session, "cursor": *cursor} {
-		if v != "" {
-			q.Set(name, v)
-		}
-	}
-	if *limit != 0 {
-		q.Set("limit", strconv.Itoa(*limit))
-	}
-	records, next, err := c.listPages(ctx, "/admin/v1/records", "records", q, *all)
+	q := paging.query(map[string]string{"state": strings.ToUpper(*state), "tenant": *tenant, "tool": *tool, "session": *session})
+	records, next, err := c.listPages(ctx, "/admin/v1/records", "records", q, *paging.all)
 	if err != nil {
 		return fmt.Errorf("admin list: %w", err)
 	}
@@ -450,6 +440,38 @@ func writeReport(w io.Writer, asJSON bool, report textReport) error {
 		return writeIndented(w, report)
 	}
 	return report.writeText(w)
+}
+
+// pagingFlags are the flags of a listing command that page it.
+type pagingFlags struct {
+	limit  *int
+	cursor *string
+	all    *bool
+}
+
+// addPagingFlags defines -limit, -cursor and -all on fs.
+func addPagingFlags(fs *flag.FlagSet) pagingFlags {
+	return pagingFlags{
+		limit:  fs.Int("limit", 0, "page size (default the server's, 100; at most 1000)"),
+		cursor: fs.String("cursor", "", "continue a listing where a page ended"),
+		all:    fs.Bool("all", false, "follow the pages to the end"),
+	}
+}
+
+// query is a listing's query: the filters given (an empty one is left
+// out), the cursor and the page size.
+func (p pagingFlags) query(filters map[string]string) url.Values {
+	q := url.Values{}
+	filters["cursor"] = *p.cursor
+	for name, v := range filters {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	if *p.limit != 0 {
+		q.Set("limit", strconv.Itoa(*p.limit))
+	}
+	return q
 }
 
 // listPages gets one page of the admin API's listing at path (its items

@@ -46,18 +46,17 @@ func TestCheckRefusesBadConsoleOIDC(t *testing.T) {
 	}
 }
 
-// TestConsoleOIDCSignInDecidesAnApproval: through the real program, a
-// call made with the provider's access token waits for approval; an
-// operator signs in to the console through the same provider's login
-// page, approves it, the approval records them by name and subject, and
-// the call then runs once.
-func TestConsoleOIDCSignInDecidesAnApproval(t *testing.T) {
-	op := oidctest.Start(t, oidcAudience)
-	up, runs := countingUpstream(t, 0)
+// startOIDCConsole runs the program with the admin token "admin", callers
+// signing in with op's access tokens, and the console signing operators in
+// through op as clientID (registered here), console.oidc ending in
+// consoleLines; its one tool, refund on upstream, asks for approval, its
+// decide rule ending in ruleLines.
+func startOIDCConsole(t *testing.T, op *oidctest.Provider, clientID, consoleLines, ruleLines, upstream string) *started {
+	t.Helper()
 	addr := freeAddr(t)
 	callback := "http://" + addr + "/console/oidc/callback"
-	op.RegisterWebClient("gateway-console", "console-secret", callback)
-	g := startGatewayEnv(t, fmt.Sprintf(`listen: %s
+	op.RegisterWebClient(clientID, "console-secret", callback)
+	return startGatewayEnv(t, fmt.Sprintf(`listen: %s
 store:
   path: %s
 admin:
@@ -69,19 +68,29 @@ auth:
     tenant_claim: %s
 console:
   oidc:
-    client_id: gateway-console
+    client_id: %s
     client_secret_env: CONSOLE_SECRET
     redirect_url: %s
-    allow: [%s]
-tools:
+%stools:
   - name: refund
     http:
       url: %s
     decide:
       - decision: approve
-        reason: "finance approves"
-`, addr, filepath.Join(t.TempDir(), "gw.db"), tokenHash("admin"), op.Issuer, oidcAudience, oidctest.TenantClaim, callback, oidctest.UserEmail, up.URL),
+%s`, addr, filepath.Join(t.TempDir(), "gw.db"), tokenHash("admin"), op.Issuer, oidcAudience, oidctest.TenantClaim,
+		clientID, callback, consoleLines, upstream, ruleLines),
 		envOf(map[string]string{"CONSOLE_SECRET": "console-secret"}))
+}
+
+// TestConsoleOIDCSignInDecidesAnApproval: through the real program, a
+// call made with the provider's access token waits for approval; an
+// operator signs in to the console through the same provider's login
+// page, approves it, the approval records them by name and subject, and
+// the call then runs once.
+func TestConsoleOIDCSignInDecidesAnApproval(t *testing.T) {
+	op := oidctest.Start(t, oidcAudience)
+	up, runs := countingUpstream(t, 0)
+	g := startOIDCConsole(t, op, "gateway-console", "    allow: ["+oidctest.UserEmail+"]\n", `        reason: "finance approves"`+"\n", up.URL)
 	token := op.Token(t, "org:acme")
 	args := `{"amount":900}`
 	r := bearerCall(t, g.addr, token, "s", 1, "refund", args)

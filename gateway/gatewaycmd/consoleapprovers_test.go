@@ -2,11 +2,9 @@ package gatewaycmd
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,34 +23,7 @@ import (
 func TestConsoleOIDCGroupsDecideWithFourEyesAndQuorum(t *testing.T) {
 	op := oidctest.Start(t, oidcAudience)
 	up, runs := countingUpstream(t, 0)
-	addr := freeAddr(t)
-	callback := "http://" + addr + "/console/oidc/callback"
-	op.RegisterWebClient("gateway-console-groups", "console-secret", callback)
-	g := startGatewayEnv(t, fmt.Sprintf(`listen: %s
-store:
-  path: %s
-admin:
-  token_sha256: %s
-auth:
-  oidc:
-    issuer: %s
-    audience: %s
-    tenant_claim: %s
-console:
-  oidc:
-    client_id: gateway-console-groups
-    client_secret_env: CONSOLE_SECRET
-    redirect_url: %s
-tools:
-  - name: refund
-    http:
-      url: %s
-    decide:
-      - decision: approve
-        approvers: '"finance" in claims.groups'
-        quorum: 2
-`, addr, filepath.Join(t.TempDir(), "gw.db"), tokenHash("admin"), op.Issuer, oidcAudience, oidctest.TenantClaim, callback, up.URL),
-		envOf(map[string]string{"CONSOLE_SECRET": "console-secret"}))
+	g := startOIDCConsole(t, op, "gateway-console-groups", "", "        approvers: '\"finance\" in claims.groups'\n        quorum: 2\n", up.URL)
 	people := map[string]oidctest.Person{}
 	for _, p := range oidctest.People {
 		people[p.Subject] = p

@@ -5,13 +5,20 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestLayoutGuard: the guard reads the version at most once per
 // LayoutRefresh, refuses a newer one with a *LayoutError naming both
-// versions, and refuses (without caching) when the read fails.
+// versions, and refuses (without caching) when the read fails. On
+// synctest's fake clock the refresh is exact: a nanosecond before it the
+// guard still answers from its last read.
 func TestLayoutGuard(t *testing.T) {
+	synctest.Test(t, layoutGuard)
+}
+
+func layoutGuard(t *testing.T) {
 	var version, reads atomic.Int64
 	version.Store(2)
 	failing := errors.New("store down")
@@ -33,7 +40,11 @@ func TestLayoutGuard(t *testing.T) {
 		t.Fatalf("%d reads within one refresh, want 1", n)
 	}
 	version.Store(3)
-	time.Sleep(LayoutRefresh + 50*time.Millisecond)
+	time.Sleep(LayoutRefresh - time.Nanosecond)
+	if err := g.Check(ctx); err != nil || reads.Load() != 1 {
+		t.Fatalf("a nanosecond before the refresh: %v after %d reads, want the cached verdict after 1", err, reads.Load())
+	}
+	time.Sleep(time.Nanosecond)
 	err := g.Check(ctx)
 	var layoutErr *LayoutError
 	if !errors.As(err, &layoutErr) || !errors.Is(err, ErrNewerLayout) || layoutErr.Found != 3 || layoutErr.Known != 2 {
@@ -43,7 +54,7 @@ func TestLayoutGuard(t *testing.T) {
 		t.Fatalf("message %q", err)
 	}
 	fail.Store(true)
-	time.Sleep(LayoutRefresh + 50*time.Millisecond)
+	time.Sleep(LayoutRefresh)
 	if err := g.Check(ctx); !errors.Is(err, failing) {
 		t.Fatalf("failed read: %v, want the read's error", err)
 	}

@@ -487,6 +487,20 @@ type ListFilter struct {
 	Cursor string
 }
 
+// Matches reports whether the filter selects r (its State, Tenant, Tool
+// and SessionID; Limit and Cursor page, they select nothing): what a store
+// that filters while it scans applies to each record it loads.
+func (f ListFilter) Matches(r Record) bool {
+	switch {
+	case f.State != "" && r.State != f.State,
+		f.Tenant != "" && r.Scope.Tenant != f.Tenant,
+		f.Tool != "" && r.Scope.Tool != f.Tool,
+		f.SessionID != "" && (r.Step == nil || r.Step.SessionID != f.SessionID):
+		return false
+	}
+	return true
+}
+
 // Page is one page of Admin.List.
 type Page struct {
 	Records []Record

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -11,7 +12,13 @@ import (
 
 // TestSweeperSweepsUntilStop: the sweep runs again and again, and not once
 // after Stop has returned; Stop ends a sweep under way through its context.
+// On synctest's fake clock, the 20 ms after Stop are twenty intervals
+// exactly.
 func TestSweeperSweepsUntilStop(t *testing.T) {
+	synctest.Test(t, sweepsUntilStop)
+}
+
+func sweepsUntilStop(t *testing.T) {
 	var sweeps atomic.Int64
 	twice := make(chan struct{})
 	s := idempotency.StartSweeper(time.Millisecond, time.Hour, func(ctx context.Context) {
@@ -41,13 +48,16 @@ func TestSweeperSweepsUntilStop(t *testing.T) {
 }
 
 // TestSweeperNegativeIntervalNeverSweeps: a negative interval starts no
-// sweeper; Stop returns at once.
+// sweeper, however long the clock (synctest's, fake) runs; Stop returns at
+// once.
 func TestSweeperNegativeIntervalNeverSweeps(t *testing.T) {
-	var sweeps atomic.Int64
-	s := idempotency.StartSweeper(-1, time.Millisecond, func(context.Context) { sweeps.Add(1) })
-	time.Sleep(20 * time.Millisecond)
-	s.Stop()
-	if n := sweeps.Load(); n != 0 {
-		t.Fatalf("%d sweeps with a negative interval, want 0", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var sweeps atomic.Int64
+		s := idempotency.StartSweeper(-1, time.Millisecond, func(context.Context) { sweeps.Add(1) })
+		time.Sleep(time.Hour)
+		s.Stop()
+		if n := sweeps.Load(); n != 0 {
+			t.Fatalf("%d sweeps with a negative interval, want 0", n)
+		}
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -285,4 +286,19 @@ func Decode(b []byte) (Pin, error) {
 		return Pin{}, fmt.Errorf("pins: decode a stored pin: %w", err)
 	}
 	return p, nil
+}
+
+// DecodeAll reads the pins a store holds as Encode wrote them, in tool
+// order (what Store.Pins returns).
+func DecodeAll(raws []string) ([]Pin, error) {
+	out := make([]Pin, 0, len(raws))
+	for _, raw := range raws {
+		p, err := Decode([]byte(raw))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Pin) int { return strings.Compare(a.Tool, b.Tool) })
+	return out, nil
 }

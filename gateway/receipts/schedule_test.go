@@ -3,6 +3,7 @@ package receipts_test
 import (
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,8 +14,15 @@ import (
 
 // TestSchedulerSignsAfterTheInterval: with an interval alone, a chain
 // with new receipts is signed once the interval since the first of them
-// passed, and a chain without new receipts is not signed again.
+// passed, and a chain without new receipts is not signed again. The
+// receipts live in a bbolt file, in the process: on synctest's fake clock
+// the interval passes exactly, and synctest.Wait lets the scheduler finish
+// what the passing interval started.
 func TestSchedulerSignsAfterTheInterval(t *testing.T) {
+	synctest.Test(t, schedulerSignsAfterTheInterval)
+}
+
+func schedulerSignsAfterTheInterval(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "r.db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,14 +42,15 @@ func TestSchedulerSignsAfterTheInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var signed []receipts.Checkpoint
-	for deadline := time.Now().Add(10 * time.Second); len(signed) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint 10 s after the receipts")
-		}
-		if signed, err = inner.Checkpoints(t.Context(), "acme"); err != nil {
-			t.Fatal(err)
-		}
+	synctest.Wait()
+	if signed, err := inner.Checkpoints(t.Context(), "acme"); err != nil || len(signed) != 0 {
+		t.Fatalf("checkpoints before the interval passed: %+v %v", signed, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	synctest.Wait()
+	signed, err := inner.Checkpoints(t.Context(), "acme")
+	if err != nil || len(signed) == 0 {
+		t.Fatalf("no checkpoint once the interval passed: %+v %v", signed, err)
 	}
 	if signed[0].Seq != 3 || keysOf(testKey(1)).Check(signed[0]) != nil {
 		t.Fatalf("checkpoint %+v, want a signed seq 3", signed[0])

@@ -144,7 +144,7 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 		if approvalsOnly {
 			rec = idempotency.ApprovalView(rec)
 		}
-		if !matches(rec, filter) {
+		if !filter.Matches(rec) {
 			continue
 		}
 		rec.Response = nil
@@ -152,18 +152,6 @@ func (t *txn) list(filter idempotency.ListFilter, prefix, after []byte, needles 
 		page.Records = append(page.Records, rec)
 	}
 	return page, nil
-}
-
-// matches applies filter to a record as the listing shows it.
-func matches(r idempotency.Record, f idempotency.ListFilter) bool {
-	switch {
-	case f.State != "" && r.State != f.State,
-		f.Tenant != "" && r.Scope.Tenant != f.Tenant,
-		f.Tool != "" && r.Scope.Tool != f.Tool,
-		f.SessionID != "" && (r.Step == nil || r.Step.SessionID != f.SessionID):
-		return false
-	}
-	return true
 }
 
 // FindExecution scans the records bucket for the execution id in one read

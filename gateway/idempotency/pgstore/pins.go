@@ -117,13 +117,5 @@ func (s *Store) Pins(ctx context.Context) ([]pins.Pin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read the pins: %w", err)
 	}
-	out := make([]pins.Pin, 0, len(raws))
-	for _, raw := range raws {
-		p, err := pins.Decode([]byte(raw))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return pins.DecodeAll(raws)
 }

@@ -124,6 +124,9 @@ ALTER FUNCTION @.claim(text, text, text, text, text, text, bigint, bigint, text,
 	// Version 12: the records' identity column (identity.go); claim's
 	// signature is unchanged.
 	identityMigration,
+	// Version 13: one settled-row dispatch in claim (settled.go): the
+	// settled_answer function; claim's signature is unchanged.
+	settledMigration,
 }
 
 // claimFunctionV1 is the claim function as version 1 installed it.

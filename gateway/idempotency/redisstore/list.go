@@ -131,7 +131,7 @@ func (s *Store) List(ctx context.Context, filter idempotency.ListFilter) (idempo
 		}
 		var match []foundRecord
 		for _, f := range loaded {
-			if matches(f.record, filter) && !slices.Contains(cur.seen, nameHash(f.key)) {
+			if filter.Matches(f.record) && !slices.Contains(cur.seen, nameHash(f.key)) {
 				match = append(match, f)
 			}
 		}
@@ -170,18 +170,6 @@ func (s *Store) listPattern(filter idempotency.ListFilter) string {
 		return s.keys.recordPattern()
 	}
 	return s.keys.recordPatternHead() + globEscape(string(appendScopeHead(nil, filter.Tenant, filter.Tool))) + "*"
-}
-
-// matches applies the filter to a loaded record.
-func matches(rec idempotency.Record, f idempotency.ListFilter) bool {
-	switch {
-	case f.State != "" && rec.State != f.State,
-		f.Tenant != "" && rec.Scope.Tenant != f.Tenant,
-		f.Tool != "" && rec.Scope.Tool != f.Tool,
-		f.SessionID != "" && (rec.Step == nil || rec.Step.SessionID != f.SessionID):
-		return false
-	}
-	return true
 }
 
 // scanNodes returns the nodes a listing walks: the single Redis, or the

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -69,14 +70,5 @@ func (s *Store) Pins(ctx context.Context) ([]pins.Pin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: read the pins: %w", err)
 	}
-	out := make([]pins.Pin, 0, len(all))
-	for _, raw := range all {
-		p, err := pins.Decode([]byte(raw))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
-	return out, nil
+	return pins.DecodeAll(slices.Collect(maps.Values(all)))
 }

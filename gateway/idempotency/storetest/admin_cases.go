@@ -28,18 +28,9 @@ func adminCases() []testCase {
 		{"AdminResolveRefused", testAdminResolveRefused},
 		{"AdminRecordStep", testAdminRecordStep},
 	}
-	for i, tc := range cases {
-		run := tc.run
-		cases[i].run = func(f *fixture) {
-			// Every store of this module is an Admin: the admin API and the
-			// operators' way out of UNKNOWN depend on it.
-			if _, ok := f.store.(idempotency.Admin); !ok {
-				f.t.Fatalf("%T does not implement idempotency.Admin", f.store)
-			}
-			run(f)
-		}
-	}
-	return cases
+	// Every store of this module is an Admin: the admin API and the
+	// operators' way out of UNKNOWN depend on it.
+	return requiring[idempotency.Admin](cases, "idempotency.Admin")
 }
 
 func (f *fixture) admin() idempotency.Admin {

@@ -39,16 +39,7 @@ func approvalCases() []testCase {
 		{"ApprovalConcurrentDecisions", testApprovalConcurrentDecisions},
 	}
 	cases = append(cases, approvalPrincipalCases()...)
-	for i, tc := range cases {
-		run := tc.run
-		cases[i].run = func(f *fixture) {
-			if _, ok := f.store.(idempotency.Approvals); !ok {
-				f.t.Fatalf("%T does not implement idempotency.Approvals", f.store)
-			}
-			run(f)
-		}
-	}
-	return cases
+	return requiring[idempotency.Approvals](cases, "idempotency.Approvals")
 }
 
 func (f *fixture) approvals() idempotency.Approvals {
@@ -456,18 +447,7 @@ func testApprovalConcurrentClaimsOfApproved(f *fixture) {
 		reqs = append(reqs, f.again(req))
 	}
 	decisions := f.race(reqs, nil)
-	winner := ""
-	for i, d := range decisions {
-		if d.Outcome == idempotency.OutcomeClaimed {
-			if winner != "" {
-				f.t.Fatalf("approved call claimed twice: by %q and %q", winner, reqs[i].ExecutionID)
-			}
-			winner = reqs[i].ExecutionID
-		}
-	}
-	if winner == "" {
-		f.t.Fatalf("nobody consumed the approval: %+v", decisions)
-	}
+	winner := f.onlyWinner(reqs, decisions, "the approved call")
 	for _, d := range decisions {
 		if d.Outcome != idempotency.OutcomeClaimed && (d.Outcome != idempotency.OutcomeInProgress || d.ExecutionID != winner) {
 			f.t.Errorf("loser decision %v naming %q, want in_progress of %q", d.Outcome, d.ExecutionID, winner)

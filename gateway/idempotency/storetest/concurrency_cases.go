@@ -18,6 +18,25 @@ func concurrencyCases() []testCase {
 
 // race runs claim for every request at once (released together by a start
 // signal) and returns the decisions in request order.
+// onlyWinner is the execution id of the one request of a race that
+// claimed what (say "the step"); none or two fail the case.
+func (f *fixture) onlyWinner(reqs []idempotency.ClaimRequest, decisions []idempotency.Decision, what string) string {
+	f.t.Helper()
+	winner := ""
+	for i, d := range decisions {
+		if d.Outcome == idempotency.OutcomeClaimed {
+			if winner != "" {
+				f.t.Fatalf("%s claimed twice: by %q and %q", what, winner, reqs[i].ExecutionID)
+			}
+			winner = reqs[i].ExecutionID
+		}
+	}
+	if winner == "" {
+		f.t.Fatalf("nobody claimed %s: %+v", what, decisions)
+	}
+	return winner
+}
+
 func (f *fixture) race(reqs []idempotency.ClaimRequest, afterClaim func(idempotency.Decision) error) []idempotency.Decision {
 	f.t.Helper()
 	decisions := make([]idempotency.Decision, len(reqs))
@@ -105,18 +124,7 @@ func testConcurrentStepClaims(f *fixture) {
 		reqs = append(reqs, f.request(f.scope("tool", fmt.Sprintf("candidate-%d", i)), fingerprintA, step))
 	}
 	decisions := f.race(reqs, nil)
-	winner := ""
-	for i, d := range decisions {
-		if d.Outcome == idempotency.OutcomeClaimed {
-			if winner != "" {
-				f.t.Fatalf("step claimed twice: by %q and %q", winner, reqs[i].ExecutionID)
-			}
-			winner = reqs[i].ExecutionID
-		}
-	}
-	if winner == "" {
-		f.t.Fatalf("nobody claimed the step: %+v", decisions)
-	}
+	winner := f.onlyWinner(reqs, decisions, "the step")
 	for _, d := range decisions {
 		if d.Outcome == idempotency.OutcomeClaimed {
 			continue

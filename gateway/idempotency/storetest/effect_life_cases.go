@@ -391,10 +391,17 @@ func testEffectOutlivesLongRun(f *fixture) {
 		return
 	}
 	holder, lease := f.shortHolder("refund:long-run", idempotency.LeaseExpiryRerun)
+	// Each renewal is good for three renewal periods, and the last for a
+	// long lease: on the real clock of a Redis or PostgreSQL server, a
+	// loaded machine that stalls the loop (or the checks after it) must
+	// not let the lease lapse, which would be a takeover, rightly.
 	for end := time.Now().Add(outliveWait); time.Now().Before(end); time.Sleep(shortLease / 3) {
 		if err := f.store.Renew(f.ctx, lease, shortLease); err != nil {
 			f.t.Fatalf("Renew: %v", err)
 		}
+	}
+	if err := f.store.Renew(f.ctx, lease, longLease); err != nil {
+		f.t.Fatalf("Renew: %v", err)
 	}
 	if rec, err := f.store.Get(f.ctx, holder.Scope); err != nil || rec.State != idempotency.StateInProgress {
 		f.t.Fatalf("Get of the running holder = %s, %v; want IN_PROGRESS", rec.State, err)

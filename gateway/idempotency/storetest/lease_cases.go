@@ -206,9 +206,16 @@ func testFinishedLeaseIsLost(f *fixture) {
 		f.t.Errorf("replay after late owner calls = %+v, want %+v", d.Response, resp)
 	}
 
-	// After Release and after Delete: nothing is re-created.
+	f.expectEndedLeaseRecreatesNothing("tool", "finished")
+}
+
+// expectEndedLeaseRecreatesNothing claims a record of tool in session,
+// then releases it (and, again, deletes it): the lease is lost to its
+// owner (expectLeaseLost) and the record stays absent.
+func (f *fixture) expectEndedLeaseRecreatesNothing(tool, session string) {
+	f.t.Helper()
 	for _, end := range []string{"Release", "Delete"} {
-		req := f.request(f.scope("tool", end), fingerprintA, f.step("finished", 2))
+		req := f.request(f.scope(tool, end), fingerprintA, f.step(session, 2))
 		lease := f.claimed(req)
 		if end == "Release" {
 			f.release(lease)

@@ -97,18 +97,7 @@ func testMarkUnknownNotOwner(f *fixture) {
 	if d := f.expect(f.fresh(req), idempotency.OutcomeReplay); !sameResponse(d.Response, resp) {
 		f.t.Errorf("replay after a late MarkUnknown = %+v, want %+v", d.Response, resp)
 	}
-	// After Release and Delete nothing is re-created.
-	for _, end := range []string{"Release", "Delete"} {
-		req := f.request(f.scope("pay", end), fingerprintA, f.step("mark-unknown-gone", 2))
-		lease := f.claimed(req)
-		if end == "Release" {
-			f.release(lease)
-		} else {
-			f.delete(req.Scope)
-		}
-		f.expectLeaseLost(lease, "owner after "+end)
-		f.expectNotFound(req.Scope)
-	}
+	f.expectEndedLeaseRecreatesNothing("pay", "mark-unknown-gone")
 }
 
 // An outcome the gateway kept through a store outage longer than the lease
