@@ -62,7 +62,8 @@ func (w *segmentWriter) record(r receipts.Receipt) {
 	at := r.Time.UnixNano()
 	w.buf = binary.AppendVarint(w.buf, at-w.prevTime)
 	w.prevTime = at
-	for _, s := range stringsOf(&r, segmentVersion) {
+	members, n := stringsOf(&r, segmentVersion)
+	for _, s := range members[:n] {
 		w.str(*s)
 	}
 	w.buf = binary.AppendVarint(w.buf, int64(r.Status))
@@ -88,22 +89,32 @@ func (w *segmentWriter) str(s string) {
 
 func isLowerHex(s string) bool {
 	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+		if !lowerHexDigit[s[i]] {
 			return false
 		}
 	}
 	return true
 }
 
-// stringsOf are r's string members in the order a record of a segment
-// of version holds them.
-func stringsOf(r *receipts.Receipt, version byte) []*string {
-	members := []*string{(*string)(&r.Event), &r.Tool, &r.Key, &r.Session, &r.Step, &r.ExecutionID, &r.Decision,
-		&r.Rule, &r.Policy, &r.Requester, &r.By, &r.ClaimedBy, &r.Note, &r.Definition, &r.Observe}
-	if version >= 2 {
-		members = append(members, &r.Budget, &r.Amount)
+// lowerHexDigit tells the bytes of lowercase hex: a table, as every
+// string of every receipt of a segment is tested.
+var lowerHexDigit = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
 	}
-	return members
+	return t
+}()
+
+// stringsOf are r's string members in the order a record of a segment
+// of version holds them (an array, so a record costs no allocation for
+// it).
+func stringsOf(r *receipts.Receipt, version byte) ([17]*string, int) {
+	members := [17]*string{(*string)(&r.Event), &r.Tool, &r.Key, &r.Session, &r.Step, &r.ExecutionID, &r.Decision,
+		&r.Rule, &r.Policy, &r.Requester, &r.By, &r.ClaimedBy, &r.Note, &r.Definition, &r.Observe, &r.Budget, &r.Amount}
+	if version >= 2 {
+		return members, 17
+	}
+	return members, 15
 }
 
 // encodeSegment is the compact form of lines, tenant's stored receipts
@@ -182,9 +193,11 @@ var flateWriters = sync.Pool{New: func() any {
 	return w
 }}
 
-// segmentLevel is the deflate level of a segment: measured with
-// BenchmarkEncodeSegment, see docs/receipts.md.
-const segmentLevel = flate.DefaultCompression
+// segmentLevel is the deflate level of a segment. Measured with
+// BenchmarkEncodeSegment/sealed: BestSpeed seals a segment in ~0.65 of
+// the default level's time for 2 % more bytes (74.1 against 72.7 a
+// receipt); HuffmanOnly is no faster and twice the size.
+const segmentLevel = flate.BestSpeed
 
 // encodeRecords writes rs, consecutive receipts of one chain, in the
 // compact form and deflates it.
@@ -281,7 +294,8 @@ func readRecords(tenant string, raw []byte) ([]receipts.Receipt, error) {
 		}
 		at += rd.varint()
 		r.Time = time.Unix(0, at).UTC()
-		for _, s := range stringsOf(&r, version) {
+		members, n := stringsOf(&r, version)
+		for _, s := range members[:n] {
 			*s = rd.str()
 		}
 		r.Status = int(rd.varint())
