@@ -33,7 +33,7 @@ func (s *Engine) budget(ctx context.Context, st *callState) bool {
 		}
 		return st.end(problemResult(NewProblem(wire.CodeToolFailed, "the tool's budget cost failed: "+err.Error())))
 	}
-	st.charges, st.budgets = charges, s.budgetView(ctx, st)
+	st.charges, st.budgets = charges, s.budgetView(ctx, charges)
 	s.metrics.budgets.remember(st.call.Tenant, st.call.Requester.ID)
 	return false
 }
@@ -41,12 +41,13 @@ func (s *Engine) budget(ctx context.Context, st *callState) bool {
 // budgetView returns what a decide rule sees as `budget` for the call:
 // each budget it charges, read from the store when a rule asks. A store
 // that cannot be read gives no budgets, so a rule naming one fails and
-// the call is denied.
-func (s *Engine) budgetView(ctx context.Context, st *callState) func() map[string]decide.Budget {
+// the call is denied. It holds the charges, not the call state, which a
+// closure would move to the heap for every call.
+func (s *Engine) budgetView(ctx context.Context, charges []idempotency.Charge) func() map[string]decide.Budget {
 	return func() map[string]decide.Budget {
 		keeper, _ := s.opts.Store.(idempotency.BudgetKeeper)
-		out := make(map[string]decide.Budget, len(st.charges))
-		for _, c := range st.charges {
+		out := make(map[string]decide.Budget, len(charges))
+		for _, c := range charges {
 			u, err := keeper.BudgetUsage(ctx, c.Bucket, c.Since, c.Rolling)
 			if err != nil {
 				s.log.ErrorContext(ctx, "budget usage for the decide rules failed", "budget", c.Budget, "error", err)

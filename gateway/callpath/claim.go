@@ -108,7 +108,7 @@ func (s *Engine) answerDecision(ctx context.Context, st *callState) bool {
 		if st.newApproval != nil {
 			s.metrics.countDecision(st) // counted once, at its new approval
 		}
-		st.approvalOutcome = d // the approval stage answers it (decide.go)
+		st.approvalOutcome = true // the approval stage answers it (decide.go)
 		return false
 	default:
 		s.log.ErrorContext(ctx, "store returned an invalid decision", "tool", name, "outcome", d.Outcome.String())

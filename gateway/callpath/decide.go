@@ -144,10 +144,10 @@ func (st *callState) identity() Identity {
 // record's approval pending, denied or expired (st.approvalOutcome), and
 // passes every other call on.
 func (s *Engine) approval(ctx context.Context, st *callState) bool {
-	if st.approvalOutcome == nil {
+	if !st.approvalOutcome {
 		return false
 	}
-	d := *st.approvalOutcome
+	d := st.decision
 	a := d.Approval
 	if a == nil { // a store always sends it; never answer without an id
 		s.log.ErrorContext(ctx, "store returned an approval outcome without its approval", "tool", st.call.Entry.Spec.Name)

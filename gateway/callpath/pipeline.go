@@ -314,11 +314,13 @@ type callState struct {
 	wait   waiting
 
 	// Set by answer: the claim's lease and the in-flight slot it holds; or
-	// the store's decision when the record's approval answers the call
-	// (pending, denied, expired), for the approval stage.
+	// that the store's decision is the record's approval's answer to the
+	// call (pending, denied, expired), for the approval stage. A flag, not
+	// a pointer to decision: a pointer into the call state would move it to
+	// the heap (a 1 KiB allocation per call).
 	lease           idempotency.Lease
 	leaveSlot       func()
-	approvalOutcome *idempotency.Decision
+	approvalOutcome bool
 
 	// Set by run: the tool's answer and what holds the claim until record
 	// has written the outcome.
