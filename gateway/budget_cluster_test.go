@@ -17,7 +17,8 @@ import (
 // refused as not executed and the operator's delete release, a resolve
 // commits, a replay charges nothing (TestBudgetSettles); the operator's
 // resolve and delete leave budget_committed and budget_released receipts
-// (TestBudgetSettlementReceipts).
+// (TestBudgetSettlementReceipts); each window of a rollover race lets
+// exactly its limit through (TestBudgetWindowRollover).
 func TestBudgetsOnRedisCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	client := cluster.Client()
@@ -27,6 +28,9 @@ func TestBudgetsOnRedisCluster(t *testing.T) {
 	})
 	t.Run("settles", func(t *testing.T) {
 		budgetSettles(t, gatewaytest.Redis, withStore(redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("budsettle")})))
+	})
+	t.Run("window rollover", func(t *testing.T) {
+		budgetWindowRollover(t, redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("budroll")}))
 	})
 	t.Run("settlement receipts", func(t *testing.T) {
 		budgetSettlementReceipts(t, gatewaytest.Redis, redisstore.New(client, redisstore.Options{Prefix: redistest.Prefix("budreceipts")}))

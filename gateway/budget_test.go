@@ -236,81 +236,85 @@ func budgetSettles(t *testing.T, kind storeKind, opts ...harnessOption) {
 // claim repeated by its owner in the next window is not charged again.
 func TestBudgetWindowRollover(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		store := newStore(t, kind)
-		ctx := context.Background()
-		day1 := time.Date(2026, 12, 7, 23, 59, 59, 0, time.UTC)
-		day2 := day1.Add(2 * time.Second)
-		charge := func(bucket string, at, since time.Time, rolling bool) []idempotency.Charge {
-			return []idempotency.Charge{{Bucket: bucket, Budget: "b", Limit: 100 * budgets.Unit, Cost: 10 * budgets.Unit,
-				At: at, Since: since, Retain: 48 * time.Hour, Rolling: rolling}}
-		}
-		windows := map[string][]idempotency.Charge{
-			"day1":     charge("b|t:x|w:2026-12-07T00", day1, day1.Truncate(24*time.Hour), false),
-			"day2":     charge("b|t:x|w:2026-12-08T00", day2, day2.Truncate(24*time.Hour), false),
-			"rolling1": charge("r|t:x", day1, day1.Add(-time.Hour), true),
-			// An hour later: the first window's reservations are older than its start.
-			"rolling2": charge("r|t:x", day1.Add(time.Hour+time.Second), day1.Add(time.Second), true),
-		}
-		claimed := map[string]*atomic.Int64{}
-		var wg sync.WaitGroup
-		race := func(names ...string) {
-			for _, name := range names {
-				charges := windows[name]
-				claimed[name] = &atomic.Int64{}
-				for i := range 24 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						d, err := store.Claim(ctx, idempotency.ClaimRequest{
-							Scope:       idempotency.Scope{Tenant: "x", Tool: "refund", Key: fmt.Sprintf("%s-%d", name, i)},
-							Fingerprint: "fp", ExecutionID: fmt.Sprintf("e-%s-%d", name, i), Owner: fmt.Sprintf("o-%s-%d", name, i),
-							LockTTL: time.Minute, ReplayTTL: time.Hour, Charges: charges,
-						})
-						switch {
-						case err != nil:
-							t.Errorf("%s %d: %v", name, i, err)
-						case d.Outcome == idempotency.OutcomeClaimed:
-							claimed[name].Add(1)
-						case d.Outcome != idempotency.OutcomeBudgetExceeded:
-							t.Errorf("%s %d: %v", name, i, d.Outcome)
-						}
-					}()
-				}
-			}
-			wg.Wait()
-		}
-		// The two days race each other; a rolling window's claims are
-		// made at their time, the later window's after the earlier's (a
-		// claim counts every reservation from its window's start on, a
-		// later one included: never less than is spent).
-		race("day1", "day2", "rolling1")
-		race("rolling2")
-		for name, n := range claimed {
-			if n.Load() != 10 {
-				t.Errorf("window %s let %d claims of 10 through against 100, want 10", name, n.Load())
-			}
-		}
-		// A claim of day 1 sent again by its owner on day 2 (its caller
-		// lost the answer) is its own claim: day 2 is full, and it is not
-		// charged there.
-		for i := range 24 {
-			d, err := store.Claim(ctx, idempotency.ClaimRequest{
-				Scope:       idempotency.Scope{Tenant: "x", Tool: "refund", Key: fmt.Sprintf("day1-%d", i)},
-				Fingerprint: "fp", ExecutionID: "again", Owner: fmt.Sprintf("o-day1-%d", i),
-				LockTTL: time.Minute, ReplayTTL: time.Hour, Charges: windows["day2"],
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Outcome == idempotency.OutcomeClaimed {
-				if d.Lease.ExecutionID != fmt.Sprintf("e-day1-%d", i) {
-					t.Fatalf("day 1's claim %d taken again as %s", i, d.Lease.ExecutionID)
-				}
-				return
-			}
-		}
-		t.Fatal("no claim of day 1 was found again")
+		budgetWindowRollover(t, newStore(t, kind))
 	})
+}
+
+// budgetWindowRollover is TestBudgetWindowRollover on store.
+func budgetWindowRollover(t *testing.T, store idempotency.Store) {
+	ctx := context.Background()
+	day1 := time.Date(2026, 12, 7, 23, 59, 59, 0, time.UTC)
+	day2 := day1.Add(2 * time.Second)
+	charge := func(bucket string, at, since time.Time, rolling bool) []idempotency.Charge {
+		return []idempotency.Charge{{Bucket: bucket, Budget: "b", Limit: 100 * budgets.Unit, Cost: 10 * budgets.Unit,
+			At: at, Since: since, Retain: 48 * time.Hour, Rolling: rolling}}
+	}
+	windows := map[string][]idempotency.Charge{
+		"day1":     charge("b|t:x|w:2026-12-07T00", day1, day1.Truncate(24*time.Hour), false),
+		"day2":     charge("b|t:x|w:2026-12-08T00", day2, day2.Truncate(24*time.Hour), false),
+		"rolling1": charge("r|t:x", day1, day1.Add(-time.Hour), true),
+		// An hour later: the first window's reservations are older than its start.
+		"rolling2": charge("r|t:x", day1.Add(time.Hour+time.Second), day1.Add(time.Second), true),
+	}
+	claimed := map[string]*atomic.Int64{}
+	var wg sync.WaitGroup
+	race := func(names ...string) {
+		for _, name := range names {
+			charges := windows[name]
+			claimed[name] = &atomic.Int64{}
+			for i := range 24 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d, err := store.Claim(ctx, idempotency.ClaimRequest{
+						Scope:       idempotency.Scope{Tenant: "x", Tool: "refund", Key: fmt.Sprintf("%s-%d", name, i)},
+						Fingerprint: "fp", ExecutionID: fmt.Sprintf("e-%s-%d", name, i), Owner: fmt.Sprintf("o-%s-%d", name, i),
+						LockTTL: time.Minute, ReplayTTL: time.Hour, Charges: charges,
+					})
+					switch {
+					case err != nil:
+						t.Errorf("%s %d: %v", name, i, err)
+					case d.Outcome == idempotency.OutcomeClaimed:
+						claimed[name].Add(1)
+					case d.Outcome != idempotency.OutcomeBudgetExceeded:
+						t.Errorf("%s %d: %v", name, i, d.Outcome)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+	}
+	// The two days race each other; a rolling window's claims are
+	// made at their time, the later window's after the earlier's (a
+	// claim counts every reservation from its window's start on, a
+	// later one included: never less than is spent).
+	race("day1", "day2", "rolling1")
+	race("rolling2")
+	for name, n := range claimed {
+		if n.Load() != 10 {
+			t.Errorf("window %s let %d claims of 10 through against 100, want 10", name, n.Load())
+		}
+	}
+	// A claim of day 1 sent again by its owner on day 2 (its caller
+	// lost the answer) is its own claim: day 2 is full, and it is not
+	// charged there.
+	for i := range 24 {
+		d, err := store.Claim(ctx, idempotency.ClaimRequest{
+			Scope:       idempotency.Scope{Tenant: "x", Tool: "refund", Key: fmt.Sprintf("day1-%d", i)},
+			Fingerprint: "fp", ExecutionID: "again", Owner: fmt.Sprintf("o-day1-%d", i),
+			LockTTL: time.Minute, ReplayTTL: time.Hour, Charges: windows["day2"],
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Outcome == idempotency.OutcomeClaimed {
+			if d.Lease.ExecutionID != fmt.Sprintf("e-day1-%d", i) {
+				t.Fatalf("day 1's claim %d taken again as %s", i, d.Lease.ExecutionID)
+			}
+			return
+		}
+	}
+	t.Fatal("no claim of day 1 was found again")
 }
 
 // TestBudgetRuleAsksFinance: "over the daily limit → ask finance" is one

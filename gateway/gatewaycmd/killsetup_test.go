@@ -2,6 +2,7 @@ package gatewaycmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -31,7 +32,8 @@ func buildGateway(t *testing.T) string {
 // killTestStores is, by store name, the config's store section of each
 // store a gateway may be killed on and started again: the embedded store
 // (a file of the test's own), Redis (a key prefix named after name,
-// removed afterwards) and PostgreSQL (a schema of the test's own).
+// removed afterwards), a three-master Redis Cluster of the test's own
+// (stopped afterwards) and PostgreSQL (a schema of the test's own).
 func killTestStores(name string) map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
 		"embedded": func(t *testing.T) string { return "store:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n" },
@@ -43,6 +45,10 @@ func killTestStores(name string) map[string]func(t *testing.T) string {
 				_ = c.Close()
 			})
 			return "store:\n  redis_url: redis://" + addr + "/0\n  key_prefix: \"" + prefix + "\"\n"
+		},
+		"redis-cluster": func(t *testing.T) string {
+			cluster := redistest.StartCluster(t, 3)
+			return fmt.Sprintf("store:\n  cluster_addrs: [%s]\n  key_prefix: %q\n", strings.Join(cluster.Addrs(), ", "), redistest.Prefix(name))
 		},
 		"postgres": func(t *testing.T) string {
 			url := pgtest.URL(t)

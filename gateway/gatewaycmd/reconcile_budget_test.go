@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -21,7 +20,18 @@ import (
 // releases the second (budget_released 60), as the upstream counted
 // them, and the receipts name the budget, the amount and each call's
 // execution.
+// On every store, Redis Cluster included.
 func TestReconcileSettlesABudget(t *testing.T) {
+	for name, storeSection := range killTestStores("recbudget") {
+		t.Run(name, func(t *testing.T) {
+			reconcileSettlesABudget(t, strings.TrimPrefix(storeSection(t), "store:\n"))
+		})
+	}
+}
+
+// reconcileSettlesABudget is TestReconcileSettlesABudget on the store
+// whose section (under store:) is store.
+func reconcileSettlesABudget(t *testing.T, store string) {
 	var paid atomic.Int64 // what the upstream paid out
 	mux := http.NewServeMux()
 	mux.HandleFunc("/refund", func(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +67,7 @@ func TestReconcileSettlesABudget(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	config, adminToken := reconcileConfig("  path: "+filepath.Join(t.TempDir(), "gw.db"), srv.URL+"/refund", srv.URL+"/status")
+	config, adminToken := reconcileConfig(strings.TrimSuffix(store, "\n"), srv.URL+"/refund", srv.URL+"/status")
 	config = strings.Replace(config, "    lease_expiry: unknown\n",
 		"    lease_expiry: unknown\n    charges:\n      - budget: refunds\n        cost: \"args.amount\"\n", 1) +
 		"budgets:\n  - {name: refunds, limit: 200, window: {calendar: day}, scope: tenant}\n"
