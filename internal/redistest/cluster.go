@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,16 +152,16 @@ func probeEach(ctx context.Context, nodes []*Server, wait func(n *Server, probe 
 	return nil
 }
 
-// waitReplicasListed waits until the node's CLUSTER SLOTS lists a replica
-// beside the master of every slot range.
+// waitReplicasListed waits until the node's CLUSTER SHARDS lists a
+// replica beside the master of every shard.
 func waitReplicasListed(ctx context.Context, probe *redis.Client) error {
 	return poll(ctx, func() (bool, string) {
-		ranges, err := probe.ClusterSlots(ctx).Result()
-		listed := err == nil && len(ranges) > 0
-		for _, r := range ranges {
-			listed = listed && len(r.Nodes) > 1
+		shards, err := probe.ClusterShards(ctx).Result()
+		listed := err == nil && len(shards) > 0
+		for _, shard := range shards {
+			listed = listed && len(shard.Nodes) > 1
 		}
-		return listed, "replicas not in the slot map"
+		return listed, "replicas not in the shard map"
 	})
 }
 
@@ -189,17 +190,18 @@ func (c *Cluster) ReplicaServing(ctx context.Context, key string) (*Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("redistest: key slot: %w", err)
 	}
-	ranges, err := client.ClusterSlots(ctx).Result()
+	shards, err := client.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("redistest: cluster slots: %w", err)
+		return nil, fmt.Errorf("redistest: cluster shards: %w", err)
 	}
-	for _, r := range ranges {
-		if int64(r.Start) > slot || int64(r.End) < slot {
+	for _, shard := range shards {
+		if !slices.ContainsFunc(shard.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
 			continue
 		}
-		for _, node := range r.Nodes[1:] {
+		for _, node := range shard.Nodes {
+			addr := net.JoinHostPort(node.IP, strconv.FormatInt(node.Port, 10))
 			for _, s := range c.Replicas {
-				if s.Addr == node.Addr {
+				if node.Role == "replica" && s.Addr == addr {
 					return s, nil
 				}
 			}
