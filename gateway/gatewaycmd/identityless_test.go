@@ -299,37 +299,25 @@ tools:
 }
 
 // adminRecords lists every record matching query through the admin API,
-// following next_cursor to the end: a Redis page may hold fewer records
-// than its limit, even none, and still have a cursor (its SCAN walks the
-// whole shared keyspace in bounded steps). token is the admin token. It returns each record's JSON,
-// one per line.
+// with the CLI's paging loop (every page, following next_cursor): a
+// Redis page may hold fewer records than its limit, even none, and still
+// have a cursor (its SCAN walks the whole shared keyspace in bounded
+// steps). token is the admin token. It returns each record's JSON, one
+// per line.
 func adminRecords(t *testing.T, addr, token, query string) string {
 	t.Helper()
-	var all []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages == 10000 {
-			t.Fatalf("admin records %s: still a cursor after %d pages", query, pages)
-		}
-		u := "http://" + addr + "/admin/v1/records?" + query
-		if cursor != "" {
-			u += "&cursor=" + url.QueryEscape(cursor)
-		}
-		req, _ := http.NewRequest(http.MethodGet, u, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		r := do(t, req)
-		var page struct {
-			Records    []json.RawMessage `json:"records"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if r.status != http.StatusOK || json.Unmarshal(r.body, &page) != nil {
-			t.Fatalf("admin records %s: %d %s", query, r.status, r.body)
-		}
-		for _, rec := range page.Records {
-			all = append(all, string(rec))
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			return strings.Join(all, "\n")
-		}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
 	}
+	c := &adminClient{base: "http://" + addr, token: token, client: http.DefaultClient}
+	items, _, err := c.listPages(t.Context(), "/admin/v1/records", "records", q, true)
+	if err != nil {
+		t.Fatalf("admin records %s: %v", query, err)
+	}
+	lines := make([]string, len(items))
+	for i, item := range items {
+		lines[i] = string(item)
+	}
+	return strings.Join(lines, "\n")
 }
