@@ -14,8 +14,6 @@ import (
 
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
-	"github.com/toolgateway/toolgateway/keyderive"
-	"github.com/toolgateway/toolgateway/wire"
 )
 
 // buildGateway builds the real gateway program (cmd/gateway) into a
@@ -61,16 +59,11 @@ func killTestStores(name string) map[string]func(t *testing.T) string {
 // Prefer: wait); a call whose gateway died answers the zero reply.
 func quickCall(t *testing.T, addr, session string, step uint64, tool, args string) reply {
 	t.Helper()
-	key, err := keyderive.Key(session, step, tool, []byte(args))
+	req, err := keyedRequest(addr, session, step, tool, args)
 	if err != nil {
 		t.Error(err)
 		return reply{}
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(wire.HeaderIdempotencyKey, key)
-	req.Header.Set(wire.HeaderSessionID, session)
-	req.Header.Set(wire.HeaderStepIndex, itoa(step))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return reply{} // the killed holder's call

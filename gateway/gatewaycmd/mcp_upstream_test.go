@@ -79,19 +79,32 @@ func (r reply) problemCode() string {
 	return p.Code
 }
 
+// keyedRequest is a REST call of tool at addr with the derived key
+// headers of session, step and args.
+func keyedRequest(addr, session string, step uint64, tool, args string) (*http.Request, error) {
+	key, err := keyderive.Key(session, step, tool, []byte(args))
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(wire.HeaderIdempotencyKey, key)
+	req.Header.Set(wire.HeaderSessionID, session)
+	req.Header.Set(wire.HeaderStepIndex, itoa(step))
+	return req, nil
+}
+
 // keyedCall calls tool with derived key headers (and Prefer: wait=10).
 func keyedCall(t *testing.T, addr, session string, step uint64, tool, args string) reply {
 	t.Helper()
-	key, err := keyderive.Key(session, step, tool, []byte(args))
+	req, err := keyedRequest(addr, session, step, tool, args)
 	if err != nil {
 		t.Error(err)
 		return reply{}
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Agent-Session-Id", session)
-	req.Header.Set("Agent-Step-Index", itoa(step))
 	req.Header.Set("Prefer", "wait=10")
 	return do(t, req)
 }

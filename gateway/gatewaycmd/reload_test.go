@@ -19,7 +19,6 @@ import (
 	"testing"
 
 	"github.com/toolgateway/toolgateway/internal/testutil"
-	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -131,15 +130,10 @@ func callAs(t *testing.T, addr, token, session string, step uint64, tool, args s
 
 // tryCallAs is callAs for goroutines other than the test's.
 func tryCallAs(addr, token, session string, step uint64, tool, args string) (int, http.Header, []byte, error) {
-	key, err := keyderive.Key(session, step, tool, []byte(args))
+	req, err := keyedRequest(addr, session, step, tool, args)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/tools/v1/"+tool, strings.NewReader(args))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Agent-Session-Id", session)
-	req.Header.Set("Agent-Step-Index", itoa(step))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
