@@ -7,17 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/toolgateway/toolgateway/internal/pgtest"
-	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/keyderive"
 )
 
@@ -89,23 +84,10 @@ func countingUpstream(t *testing.T, delay time.Duration) (*httptest.Server, *ato
 // (lease_expiry: unknown: the record of the killed run turns UNKNOWN, it
 // never runs again).
 func TestApprovedCallSurvivesKills(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
-	stores := map[string]func(t *testing.T) string{
-		"embedded": func(t *testing.T) string { return "store:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n" },
-		"redis": func(t *testing.T) string {
-			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-			prefix := redistest.Prefix("approvalkill")
-			t.Cleanup(func() { redistest.CleanPrefix(context.Background(), client, prefix); _ = client.Close() })
-			return "store:\n  redis_url: redis://" + redistest.Addr(t) + "/0\n  key_prefix: '" + prefix + "'\n"
-		},
-		"postgres": func(t *testing.T) string {
-			url := pgtest.URL(t)
-			return "store:\n  postgres_url: " + url + "\n  postgres_schema: " + pgtest.Schema(t, url) + "\n"
-		},
-	}
+	bin := buildGateway(t)
+	// The single-node stores (Redis Cluster is not covered here).
+	stores := killTestStores("approvalkill")
+	delete(stores, "redis-cluster")
 	for name, storeSection := range stores {
 		t.Run(name, func(t *testing.T) { approvedCallSurvivesKills(t, bin, storeSection(t)) })
 	}

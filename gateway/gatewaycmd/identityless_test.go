@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,11 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgateway/toolgateway/internal/oidctest"
-	"github.com/toolgateway/toolgateway/internal/pgtest"
-	"github.com/toolgateway/toolgateway/internal/redistest"
 	"github.com/toolgateway/toolgateway/wire"
 )
 
@@ -64,23 +60,10 @@ func (c *pathCounter) runs(path string) int {
 // execution; a static token's identityless call is refused and runs
 // nothing.
 func TestIdentitylessCallsRunOncePerPerson(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/toolgateway/toolgateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gateway: %v\n%s", err, out)
-	}
-	stores := map[string]func(t *testing.T) string{
-		"embedded": func(t *testing.T) string { return "store:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n" },
-		"redis": func(t *testing.T) string {
-			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-			prefix := redistest.Prefix("identityless")
-			t.Cleanup(func() { redistest.CleanPrefix(context.Background(), client, prefix); _ = client.Close() })
-			return "store:\n  redis_url: redis://" + redistest.Addr(t) + "/0\n  key_prefix: '" + prefix + "'\n"
-		},
-		"postgres": func(t *testing.T) string {
-			url := pgtest.URL(t)
-			return "store:\n  postgres_url: " + url + "\n  postgres_schema: " + pgtest.Schema(t, url) + "\n"
-		},
-	}
+	bin := buildGateway(t)
+	// The single-node stores (Redis Cluster is not covered here).
+	stores := killTestStores("identityless")
+	delete(stores, "redis-cluster")
 	for name, storeSection := range stores {
 		// Only the embedded store keeps an approval's requester so far (the
 		// approvals work brings it to Redis and PostgreSQL).

@@ -12,11 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/toolgateway/toolgateway/gateway/receipts"
-	"github.com/toolgateway/toolgateway/internal/pgtest"
-	"github.com/toolgateway/toolgateway/internal/redistest"
 )
 
 // TestPolicyReplayMatchesObserveMode: a gateway in observe mode runs calls
@@ -86,19 +82,9 @@ func TestPolicyReplayMatchesObserveMode(t *testing.T) {
 // per decision exactly what observe mode reported in the executed
 // receipts, with no call left unreplayable. On each store.
 func TestPolicyReplayOfCompletedCallsMatchesObserveMode(t *testing.T) {
-	stores := map[string]func(t *testing.T) string{
-		"embedded": func(t *testing.T) string { return "store:\n  path: " + filepath.Join(t.TempDir(), "gw.db") + "\n" },
-		"redis": func(t *testing.T) string {
-			client := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-			prefix := redistest.Prefix("replayargs")
-			t.Cleanup(func() { redistest.CleanPrefix(context.Background(), client, prefix); _ = client.Close() })
-			return "store:\n  redis_url: redis://" + redistest.Addr(t) + "/0\n  key_prefix: '" + prefix + "'\n"
-		},
-		"postgres": func(t *testing.T) string {
-			url := pgtest.URL(t)
-			return "store:\n  postgres_url: " + url + "\n  postgres_schema: " + pgtest.Schema(t, url) + "\n"
-		},
-	}
+	// The single-node stores (Redis Cluster is not covered here).
+	stores := killTestStores("replayargs")
+	delete(stores, "redis-cluster")
 	for name, storeSection := range stores {
 		t.Run(name, func(t *testing.T) { replayCompletedCalls(t, storeSection(t)) })
 	}
