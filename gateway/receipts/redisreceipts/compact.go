@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -155,8 +154,7 @@ func (s *Store) compact(ctx context.Context, tenant string, n int64) (ok bool, e
 	if !ok || err != nil {
 		return false, wrapCompact(tenant, err)
 	}
-	digest := sha1.Sum([]byte(strings.Join(lines, "\n"))) //nolint:gosec // see the import
-	return s.replaceLines(ctx, tenant, n, digest, blob)
+	return s.replaceLines(ctx, tenant, n, linesDigest(lines), blob)
 }
 
 // compactSealed is compact for segment n's receipts as this process
@@ -167,25 +165,33 @@ func (s *Store) compactSealed(ctx context.Context, tenant string, n int64, seg [
 	if !ok || err != nil {
 		return false, wrapCompact(tenant, err)
 	}
-	h := sha1.New() //nolint:gosec // see the import
+	lines := make([][]byte, len(seg))
 	for i, sealed := range seg {
+		lines[i] = sealed.Line
+	}
+	return s.replaceLines(ctx, tenant, n, linesDigest(lines), blob)
+}
+
+// linesDigest is what compact.lua compares the stored lines with: the
+// SHA-1 (hex) of lines joined by newlines.
+func linesDigest[L ~string | ~[]byte](lines []L) string {
+	h := sha1.New() //nolint:gosec // see the import
+	for i, line := range lines {
 		if i > 0 {
 			h.Write([]byte("\n"))
 		}
-		h.Write(sealed.Line)
+		h.Write([]byte(line))
 	}
-	var digest [sha1.Size]byte
-	h.Sum(digest[:0])
-	return s.replaceLines(ctx, tenant, n, digest, blob)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-// replaceLines replaces segment n's stored lines, whose SHA-1 (joined by
-// newlines) is digest, by blob.
-func (s *Store) replaceLines(ctx context.Context, tenant string, n int64, digest [sha1.Size]byte, blob []byte) (bool, error) {
+// replaceLines replaces segment n's stored lines, whose linesDigest is
+// digest, by blob.
+func (s *Store) replaceLines(ctx context.Context, tenant string, n int64, digest string, blob []byte) (bool, error) {
 	_, log := s.chainKeys(tenant)
 	lo, hi := n*segmentSize+1, (n+1)*segmentSize
 	done, err := compactScript.Run(ctx, s.client, []string{log, s.segmentsKey(tenant)},
-		lo, hi, hex.EncodeToString(digest[:]), n, blob).Int()
+		lo, hi, digest, n, blob).Int()
 	if err != nil {
 		return false, wrapCompact(tenant, err)
 	}
