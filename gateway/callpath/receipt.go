@@ -27,13 +27,18 @@ import (
 
 // ReceiptHook is the narrow entry other parts of the gateway (effect keys,
 // reconciliation) use to leave a receipt: it enqueues r for tenant's chain
-// and returns at once. A nil hook (receipts off) does nothing.
+// and returns at once. Engine.Receipt gives none (nil) when receipts are off.
 type ReceiptHook func(tenant string, r receipts.Receipt)
 
 // Receipt returns the Engine's [ReceiptHook]: for an effect conflict
 // ([receipts.EventEffectConflict]) or a record resolved by reconciliation
-// ([receipts.EventResolved] with By [receipts.ByReconcile]).
+// ([receipts.EventResolved] with By [receipts.ByReconcile]). It is nil
+// when receipts are off, so a caller can skip gathering what a receipt
+// would say.
 func (s *Engine) Receipt() ReceiptHook {
+	if s.receipts == nil {
+		return nil
+	}
 	return func(tenant string, r receipts.Receipt) { s.receipts.enqueue(tenant, r) }
 }
 

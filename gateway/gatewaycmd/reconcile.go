@@ -191,8 +191,11 @@ func startReconcile(targets []reconcile.Target, store idempotency.Store, reg pro
 	if !ok {
 		return nil, errors.New("reconcile: the store does not offer reconciliation")
 	}
-	w, err := reconcile.New(reconcile.Options{Store: rs, Targets: targets, Owner: "reconcile-" + rand.Text(),
-		Registerer: reg, Logger: log, OnResolved: resolvedReceipt(receipt)})
+	opts := reconcile.Options{Store: rs, Targets: targets, Owner: "reconcile-" + rand.Text(), Registerer: reg, Logger: log}
+	if receipt != nil { // receipts on: the resolution and what it settled are receipted
+		opts.OnResolved = resolvedReceipt(receipt)
+	}
+	w, err := reconcile.New(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -132,10 +132,11 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 // reservations reads the budget reservations the record holds, which
 // its completion commits or its drop releases, for OnResolved: read
 // under the reconcile lease, while the record stays UNKNOWN in the same
-// life. None on a store that keeps no budgets.
+// life. None on a store that keeps no budgets, and none read when no
+// OnResolved listens.
 func (w *Worker) reservations(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
 	keeper, ok := w.store.(idempotency.BudgetKeeper)
-	if !ok || !keeper.KeepsBudgets() {
+	if !w.hearsSettled || !ok || !keeper.KeepsBudgets() {
 		return nil, nil
 	}
 	return keeper.Reservations(ctx, scope)

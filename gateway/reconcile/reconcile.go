@@ -102,6 +102,10 @@ type Worker struct {
 	metrics *metrics
 	// resolved is Options.OnResolved, or a no-op.
 	resolved func(rec idempotency.Record, status int, settled []idempotency.Reservation)
+	// hearsSettled: Options.OnResolved was set, so a resolution reads the
+	// record's budget reservations for it; without a listener (receipts
+	// off) nothing reads them.
+	hearsSettled bool
 }
 
 // New checks opts and returns the worker.
@@ -119,7 +123,7 @@ func New(opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("reconcile: metrics: %w", err)
 	}
 	w := &Worker{store: opts.Store, targets: opts.Targets, owner: opts.Owner, log: opts.Logger, now: opts.Now, metrics: m,
-		resolved: opts.OnResolved}
+		resolved: opts.OnResolved, hearsSettled: opts.OnResolved != nil}
 	if w.resolved == nil {
 		w.resolved = func(idempotency.Record, int, []idempotency.Reservation) {}
 	}
