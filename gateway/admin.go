@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -109,17 +110,32 @@ func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
-	settled, err := s.ReservationsToSettle(r.Context(), scope)
+	rec, err := s.deletedRecord(r.Context(), scope)
+	var settled []idempotency.Reservation
+	if err == nil {
+		settled, err = s.ReservationsToSettle(r.Context(), scope)
+	}
 	if err == nil {
 		err = s.Store().Delete(r.Context(), scope)
 	}
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.ReceiptOf(receipts.EventDeleted, idempotency.Record{Scope: scope}, callpath.ByAdmin)
-	s.ReceiptOfSettled(receipts.EventBudgetReleased, idempotency.Record{Scope: scope}, settled)
+	s.ReceiptOf(receipts.EventDeleted, rec, callpath.ByAdmin)
+	s.ReceiptOfSettled(receipts.EventBudgetReleased, rec, settled)
 	s.Logger().InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// deletedRecord is what the receipts of a deletion name: with receipts on,
+// the record as read before it goes (its execution id and step, as the
+// console's deletion names them); with them off, the scope alone, and
+// nothing is read.
+func (s *Server) deletedRecord(ctx context.Context, scope idempotency.Scope) (idempotency.Record, error) {
+	if s.ReceiptStore() == nil {
+		return idempotency.Record{Scope: scope}, nil
+	}
+	return s.Store().Get(ctx, scope)
 }
 
 // adminStoreError writes the problem for a failed store call; false if err is nil.

@@ -143,11 +143,16 @@ func budgetSettlementReceipts(t *testing.T, kind storeKind, store idempotency.St
 		switch {
 		case r.Budget != "":
 			got = append(got, fmt.Sprintf("%s %s %s", r.Event, r.Budget, r.Amount))
-			if r.Tool != "refund" || r.Key == "" || r.Session == "" && r.Event != receipts.EventBudgetReleased {
+			if r.Tool != "refund" || r.Key == "" || r.Session == "" || r.ExecutionID == "" {
 				t.Errorf("budget receipt without its call: %+v", r)
 			}
 		case r.Event == receipts.EventResolved || r.Event == receipts.EventDeleted:
 			got = append(got, fmt.Sprintf("%s %s", r.Event, r.Tool))
+			// The admin API's deletion names the execution it removed, as
+			// its resolution (and the console's actions) do.
+			if r.ExecutionID == "" || r.Session == "" {
+				t.Errorf("%s receipt without the execution it settled: %+v", r.Event, r)
+			}
 		}
 	}
 	want := "budget_reserved refunds-daily 60, resolved refund, budget_committed refunds-daily 60, " +
