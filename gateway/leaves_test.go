@@ -1,7 +1,11 @@
 package gateway_test
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolgateway/toolgateway/internal/deptest"
@@ -60,5 +64,34 @@ func TestEngineImportsNoSurface(t *testing.T) {
 		if slices.Contains(deps, surface) {
 			t.Errorf("gateway/callpath depends on %s", surface)
 		}
+	}
+}
+
+// TestRootStaysTheHouse pins the gateway root's size as issue 41 set it:
+// the root is the HTTP house around the engine, at most 20 non-test files
+// of at most 400 lines each; what grows past that is a package of its own
+// (docs/architecture.md, "Measuring the shape").
+func TestRootStaysTheHouse(t *testing.T) {
+	const maxFiles, maxLines = 20, 400
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		sources = append(sources, name)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := bytes.Count(b, []byte("\n")); lines > maxLines {
+			t.Errorf("%s has %d lines, more than %d: move a concern into a file or package of its own", name, lines, maxLines)
+		}
+	}
+	if len(sources) > maxFiles {
+		t.Errorf("the gateway root has %d non-test files, more than %d: %v", len(sources), maxFiles, sources)
 	}
 }
