@@ -2,6 +2,7 @@ package gatewaycmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,43 +81,12 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		case t.HTTP != nil && isPlugin:
 			return nil, nil, fmt.Errorf("%s.http: a plugin named %q is compiled in; pick another name", field, t.Name)
 		case t.HTTP != nil:
-			u, err := url.Parse(t.HTTP.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return nil, nil, fmt.Errorf("%s.http.url: %q: want an http(s) URL", field, t.HTTP.URL)
-			}
 			if upstreamClient == nil {
 				upstreamClient = httptool.NewClient()
 			}
-			var pins [][]byte
-			if t.HTTP.TLS != nil {
-				if len(t.HTTP.TLS.PinSHA256) == 0 {
-					return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256: give at least one pin", field)
-				}
-				for j, p := range t.HTTP.TLS.PinSHA256 {
-					pin, err := httptool.ParsePin(p)
-					if err != nil {
-						return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256[%d]: %w", field, j, err)
-					}
-					pins = append(pins, pin)
-				}
-				if u.Scheme != "https" {
-					return nil, nil, fmt.Errorf("%s.http.tls.pin_sha256: the url must be https", field)
-				}
+			if tool, err = httpUpstream(field, t, schema, upstreamClient); err != nil {
+				return nil, nil, err
 			}
-			ht, err := httptool.New(httptool.Config{
-				PinSHA256:        pins,
-				Client:           upstreamClient,
-				Name:             t.Name,
-				Description:      t.Description,
-				InputSchema:      schema,
-				URL:              t.HTTP.URL,
-				Headers:          t.HTTP.Headers,
-				MaxResponseBytes: t.HTTP.MaxResponseBytes,
-			})
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s.http: %w", field, err)
-			}
-			tool = ht
 		case isPlugin:
 			tool = plugin
 		default:
@@ -151,6 +121,46 @@ func (c *Config) buildRegistry(plugins []tools.Tool) (*tools.Registry, map[strin
 		return nil, nil, err
 	}
 	return registry, policies, nil
+}
+
+// httpUpstream is the tool of a configured HTTP upstream (tools[].http),
+// its URL and TLS pins checked; field names the entry in errors. Every
+// upstream shares client's keep-alive connections.
+func httpUpstream(field string, t ToolEntry, schema json.RawMessage, client *http.Client) (tools.Tool, error) {
+	u, err := url.Parse(t.HTTP.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s.http.url: %q: want an http(s) URL", field, t.HTTP.URL)
+	}
+	var pins [][]byte
+	if t.HTTP.TLS != nil {
+		if len(t.HTTP.TLS.PinSHA256) == 0 {
+			return nil, fmt.Errorf("%s.http.tls.pin_sha256: give at least one pin", field)
+		}
+		for j, p := range t.HTTP.TLS.PinSHA256 {
+			pin, err := httptool.ParsePin(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s.http.tls.pin_sha256[%d]: %w", field, j, err)
+			}
+			pins = append(pins, pin)
+		}
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("%s.http.tls.pin_sha256: the url must be https", field)
+		}
+	}
+	ht, err := httptool.New(httptool.Config{
+		PinSHA256:        pins,
+		Client:           client,
+		Name:             t.Name,
+		Description:      t.Description,
+		InputSchema:      schema,
+		URL:              t.HTTP.URL,
+		Headers:          t.HTTP.Headers,
+		MaxResponseBytes: t.HTTP.MaxResponseBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s.http: %w", field, err)
+	}
+	return ht, nil
 }
 
 // buildAuth converts the auth and admin sections; the rules on tenants are
