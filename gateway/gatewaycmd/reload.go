@@ -142,17 +142,7 @@ func (r *reloader) reload() {
 	// tools; then the new settings (tenants, tokens, limits, exact
 	// policies). A refusal of the tools restores the running settings.
 	final := settingsOf(opts)
-	staged := r.applied
-	staged.Policies = maps.Clone(r.applied.Policies)
-	for name, p := range final.Policies {
-		if _, ok := staged.Policies[name]; !ok {
-			if staged.Policies == nil {
-				staged.Policies = make(map[string]tools.Policy)
-			}
-			staged.Policies[name] = p
-		}
-	}
-	if err := r.gw.Reload(staged); err != nil {
+	if err := r.gw.Reload(withNewPolicies(r.applied, final)); err != nil {
 		refuse("invalid config", "error", err.Error())
 		return
 	}
@@ -370,3 +360,20 @@ func (r *reloader) toolChanges(next *Config, fresh *tools.Registry) []string {
 
 // drainTimeout is the drain_timeout of the config serving now.
 func (r *reloader) drainTimeout() time.Duration { return time.Duration(r.cfg.DrainTimeout) }
+
+// withNewPolicies is the running settings plus the policies of the names
+// that had none in them (the new tools'): what serves while the tools are
+// swapped, the first of reload's three swaps.
+func withNewPolicies(running, final callpath.Settings) callpath.Settings {
+	staged := running
+	staged.Policies = maps.Clone(running.Policies)
+	for name, p := range final.Policies {
+		if _, ok := staged.Policies[name]; !ok {
+			if staged.Policies == nil {
+				staged.Policies = make(map[string]tools.Policy)
+			}
+			staged.Policies[name] = p
+		}
+	}
+	return staged
+}
