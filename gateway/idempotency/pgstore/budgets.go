@@ -21,6 +21,31 @@ var _ idempotency.BudgetKeeper = (*Store)(nil)
 // KeepsBudgets reports that Claim honours idempotency.ClaimRequest.Charges.
 func (s *Store) KeepsBudgets() bool { return true }
 
+// The budget statements (statements.go writes the schema in).
+const (
+	// claimCharged is the claim with budget charges ($24, JSON): charge()
+	// runs on claim()'s row in the same statement.
+	claimCharged = `SELECT ` + claimColumns + `,
+			@.charge(outcome, a_by IS NOT NULL, $1, $2, $3, $6, $24::jsonb)
+		FROM ` + claimCall
+	// budgetUsage: $1 bucket, $2 window start µs (the smallest bigint: the
+	// whole bucket). Held: rows whose record is not COMPLETED in the same
+	// life (or is gone, which may have acted).
+	budgetUsage = `SELECT COALESCE(sum(g.cost), 0)::bigint,
+			COALESCE(sum(g.cost) FILTER (WHERE r.state IS DISTINCT FROM 'COMPLETED'), 0)::bigint
+		FROM @.budget_charges g LEFT JOIN @.records r ON r.tenant = g.tenant AND r.tool = g.tool
+			AND r.idempotency_key = g.idempotency_key AND r.created_at = g.created_at
+		WHERE g.bucket = $1 AND g.charged_us >= $2`
+	// reservations are the live record's reservations in its life: one
+	// row with a NULL bucket for a record that charged nothing, none for
+	// no record.
+	reservations = `SELECT g.bucket, g.cost
+		FROM @.records r CROSS JOIN ` + clock + `
+			LEFT JOIN @.budget_charges g ON g.tenant = r.tenant AND g.tool = r.tool
+				AND g.idempotency_key = r.idempotency_key AND g.created_at = r.created_at
+		WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`
+)
+
 // budgetsMigration is schema version 10: budget reservations
 // (docs/budgets.md). A reservation is a row of budget_charges naming its
 // bucket and its record's life (tenant, tool, key and the record's

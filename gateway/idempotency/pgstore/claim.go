@@ -28,24 +28,12 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err := s.ready(ctx); err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
-	var (
-		outcome             string
-		execID, contentType *string
-		holderTool          *string
-		fence, remaining    *int64
-		takenOver           bool
-		status              *int32
-		body                []byte
-		approval            scannedApproval
-		useUS               *int64
-		holder              effectHolder
-	)
+	var row claimRow
 	args := append([]any{req.Scope.Tenant, req.Scope.Tool, req.Scope.Key, req.Fingerprint,
 		req.ExecutionID, req.Owner, micros(req.LockTTL), micros(req.ReplayTTL),
 		string(req.LeaseExpiry), req.StepGuard, session, index, arguments(req.CanonicalArguments)},
 		append(append(approvalArgs(req.Approval), effectArg(req.Effect)), principalArgs(req)...)...)
-	dest := append([]any{&outcome, &execID, &fence, &takenOver, &remaining, &status, &contentType, &body, &holderTool},
-		append(append(approval.dest(), &useUS), holder.dest()...)...)
+	dest := row.dest()
 	statement := s.sql.claim
 	if len(req.Charges) > 0 {
 		charges, err := chargesArg(req.Charges)
@@ -62,60 +50,7 @@ func (s *Store) Claim(ctx context.Context, req idempotency.ClaimRequest) (idempo
 	if err != nil {
 		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w", req.Scope, err)
 	}
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	d := idempotency.Decision{ExecutionID: str(execID), ByEffect: holder.byEffect != nil && *holder.byEffect}
-	d.Approval = approval.approval(useUS)
-	if o, ok := approvalOutcomes[outcome]; ok {
-		d.Outcome = o
-		if o != idempotency.OutcomeAwaitingApproval {
-			d.ExecutionID = ""
-		}
-		return d, nil
-	}
-	switch outcome {
-	case "claimed":
-		if fence == nil {
-			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: claimed without a fencing token", req.Scope, errBadReply)
-		}
-		d.Outcome, d.TakenOver = idempotency.OutcomeClaimed, takenOver
-		d.Lease = idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: *fence, ExecutionID: d.ExecutionID}
-		if req.Step != nil {
-			step := *req.Step
-			d.Lease.Step = &step
-		}
-		if d.ByEffect { // a takeover of the effect's holder: its record
-			d.Lease.Scope.Key, d.Lease.Step = str(holder.key), holder.step()
-		}
-	case "replay":
-		if status == nil {
-			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: replay without a status", req.Scope, errBadReply)
-		}
-		d.Outcome = idempotency.OutcomeReplay
-		d.Response = &idempotency.StoredResponse{Status: int(*status), ContentType: str(contentType), Body: body}
-	case "in_progress":
-		d.Outcome = idempotency.OutcomeInProgress
-		if remaining != nil {
-			d.RetryAfter = time.Duration(*remaining) * time.Microsecond
-		}
-	case "key_reused":
-		d = idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}
-	case "unknown":
-		d.Outcome = idempotency.OutcomeUnknown
-	case "effect_conflict":
-		d = idempotency.Decision{Outcome: idempotency.OutcomeEffectConflict,
-			EffectHolder: &idempotency.EffectHolder{ExecutionID: str(execID), State: idempotency.State(str(holder.state))}}
-	case "step_conflict":
-		d = idempotency.Decision{Outcome: idempotency.OutcomeStepConflict,
-			Conflict: &idempotency.StepHolder{Tool: str(holderTool), ExecutionID: str(execID)}}
-	default:
-		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: outcome %q", req.Scope, errBadReply, outcome)
-	}
-	return d, nil
+	return row.decision(req)
 }
 
 var errBadReply = errors.New("unexpected answer of the claim function")
@@ -128,4 +63,84 @@ func arguments(canonical []byte) *string {
 	}
 	text := string(canonical)
 	return &text
+}
+
+// claimRow is the claim function's row (claimColumns), as Claim scans it.
+type claimRow struct {
+	outcome             string
+	execID, contentType *string
+	holderTool          *string
+	fence, remaining    *int64
+	takenOver           bool
+	status              *int32
+	body                []byte
+	approval            scannedApproval
+	useUS               *int64
+	holder              effectHolder
+}
+
+// dest is where the row is scanned, in claimColumns' order.
+func (r *claimRow) dest() []any {
+	return append([]any{&r.outcome, &r.execID, &r.fence, &r.takenOver, &r.remaining, &r.status, &r.contentType, &r.body, &r.holderTool},
+		append(append(r.approval.dest(), &r.useUS), r.holder.dest()...)...)
+}
+
+// decision is the store's decision the row tells of req.
+func (r *claimRow) decision(req idempotency.ClaimRequest) (idempotency.Decision, error) {
+	d := idempotency.Decision{ExecutionID: str(r.execID), ByEffect: r.holder.byEffect != nil && *r.holder.byEffect}
+	d.Approval = r.approval.approval(r.useUS)
+	if o, ok := approvalOutcomes[r.outcome]; ok {
+		d.Outcome = o
+		if o != idempotency.OutcomeAwaitingApproval {
+			d.ExecutionID = ""
+		}
+		return d, nil
+	}
+	switch r.outcome {
+	case "claimed":
+		if r.fence == nil {
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: claimed without a fencing token", req.Scope, errBadReply)
+		}
+		d.Outcome, d.TakenOver = idempotency.OutcomeClaimed, r.takenOver
+		d.Lease = idempotency.Lease{Scope: req.Scope, Owner: req.Owner, FencingToken: *r.fence, ExecutionID: d.ExecutionID}
+		if req.Step != nil {
+			step := *req.Step
+			d.Lease.Step = &step
+		}
+		if d.ByEffect { // a takeover of the effect's holder: its record
+			d.Lease.Scope.Key, d.Lease.Step = str(r.holder.key), r.holder.step()
+		}
+	case "replay":
+		if r.status == nil {
+			return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: replay without a status", req.Scope, errBadReply)
+		}
+		d.Outcome = idempotency.OutcomeReplay
+		d.Response = &idempotency.StoredResponse{Status: int(*r.status), ContentType: str(r.contentType), Body: r.body}
+	case "in_progress":
+		d.Outcome = idempotency.OutcomeInProgress
+		if r.remaining != nil {
+			d.RetryAfter = time.Duration(*r.remaining) * time.Microsecond
+		}
+	case "key_reused":
+		d = idempotency.Decision{Outcome: idempotency.OutcomeKeyReused}
+	case "unknown":
+		d.Outcome = idempotency.OutcomeUnknown
+	case "effect_conflict":
+		d = idempotency.Decision{Outcome: idempotency.OutcomeEffectConflict,
+			EffectHolder: &idempotency.EffectHolder{ExecutionID: str(r.execID), State: idempotency.State(str(r.holder.state))}}
+	case "step_conflict":
+		d = idempotency.Decision{Outcome: idempotency.OutcomeStepConflict,
+			Conflict: &idempotency.StepHolder{Tool: str(r.holderTool), ExecutionID: str(r.execID)}}
+	default:
+		return idempotency.Decision{}, fmt.Errorf("pgstore: claim %s: %w: outcome %q", req.Scope, errBadReply, r.outcome)
+	}
+	return d, nil
+}
+
+// str is *p, or "" for a NULL.
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

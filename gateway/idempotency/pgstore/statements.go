@@ -1,5 +1,18 @@
 package pgstore
 
+// clock is the database's clock at the statement, as c.now.
+const clock = `(SELECT clock_timestamp() AS now) c`
+
+// claimColumns are the claim function's columns (schema.go), in the order
+// Store.Claim scans them; claimCall calls it with the claim's arguments.
+const (
+	claimColumns = `outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
+		a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note,
+		a_requester, a_quorum, a_binding, a_approved_by, a_claimed_by, a_use_us,
+		by_effect, holder_state, h_key, h_session, h_step`
+	claimCall = `@.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`
+)
+
 // statements are the SQL texts of the store's operations, with the schema
 // written in. Each is one statement, sent in one round trip. Owner-checked
 // statements match the record by scope, state, owner and fencing token, and
@@ -26,7 +39,6 @@ func newStatements(schema string) statements {
 	q := qualifier(schema)
 	const owned = `r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3
 		AND r.state = 'IN_PROGRESS' AND r.owner = $4 AND r.fencing_token = $5 AND r.expires_at > c.now`
-	const clock = `(SELECT clock_timestamp() AS now) c`
 	// keptArguments is what a completion does with the record's
 	// arguments: keeps them when $10 (Lease.KeepArguments) says so, for
 	// `gateway policy replay`, and drops them otherwise.
@@ -36,34 +48,10 @@ func newStatements(schema string) statements {
 		getApproval: getApproval, decideApproval: decideApproval,
 		reconcile:    newReconcileStatements(q),
 		keepIdentity: q(keepIdentity),
-		claim: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
-				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note,
-				a_requester, a_quorum, a_binding, a_approved_by, a_claimed_by, a_use_us,
-				by_effect, holder_state, h_key, h_session, h_step
-			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`),
-		// $1 bucket, $2 window start µs (the smallest bigint: the whole
-		// bucket). Held: rows whose record is not COMPLETED in the same
-		// life (or is gone, which may have acted).
-		budgetUsage: q(`SELECT COALESCE(sum(g.cost), 0)::bigint,
-				COALESCE(sum(g.cost) FILTER (WHERE r.state IS DISTINCT FROM 'COMPLETED'), 0)::bigint
-			FROM @.budget_charges g LEFT JOIN @.records r ON r.tenant = g.tenant AND r.tool = g.tool
-				AND r.idempotency_key = g.idempotency_key AND r.created_at = g.created_at
-			WHERE g.bucket = $1 AND g.charged_us >= $2`),
-		// The live record's reservations in its life: one row with a NULL
-		// bucket for a record that charged nothing, none for no record.
-		reservations: q(`SELECT g.bucket, g.cost
-			FROM @.records r CROSS JOIN ` + clock + `
-				LEFT JOIN @.budget_charges g ON g.tenant = r.tenant AND g.tool = r.tool
-					AND g.idempotency_key = r.idempotency_key AND g.created_at = r.created_at
-			WHERE r.tenant = $1 AND r.tool = $2 AND r.idempotency_key = $3 AND r.expires_at > c.now`),
-		// The claim with budget charges ($24, JSON): charge() runs on
-		// claim()'s row in the same statement (budgets.go).
-		claimCharged: q(`SELECT outcome, exec_id, fence, taken_over, remaining_us, resp_status, resp_content_type, resp_body, holder_tool,
-				a_id, a_rule, a_reason, a_approver, a_requested, a_expires, a_by, a_decided, a_note,
-				a_requester, a_quorum, a_binding, a_approved_by, a_claimed_by, a_use_us,
-				by_effect, holder_state, h_key, h_session, h_step,
-				@.charge(outcome, a_by IS NOT NULL, $1, $2, $3, $6, $24::jsonb)
-			FROM @.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`),
+		claim:        q(`SELECT ` + claimColumns + ` FROM ` + claimCall),
+		claimCharged: q(claimCharged),
+		budgetUsage:  q(budgetUsage),
+		reservations: q(reservations),
 		// $6: the new lease in µs; the record then lives the claim's replay
 		// TTL past it, so an expired lease stays visible for takeover.
 		renew: q(`UPDATE @.records r
