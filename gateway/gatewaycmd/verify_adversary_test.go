@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/verify"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 )
@@ -67,25 +68,25 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]VerifyResult{}
+	got := map[string]verify.Result{}
 	for _, r := range results {
 		got[r.Tool+"/"+r.Guarantee] = r
-		if r.Verdict == verifyFail {
+		if r.Verdict == verify.Fail {
 			t.Errorf("FAIL on a sound config: %+v", r)
 		}
 	}
 	for _, g := range []string{"replay runs once", "racing identical calls run once", "tenants never see each other's records", "uncertain outcome is not rerun"} {
 		r := got["loose-refund/"+g]
-		if r.Verdict != verifyNA || !strings.Contains(r.Detail, "decide rule 2") || !strings.Contains(r.Detail, "only small refunds") {
+		if r.Verdict != verify.NA || !strings.Contains(r.Detail, "decide rule 2") || !strings.Contains(r.Detail, "only small refunds") {
 			t.Errorf("loose-refund / %s: %+v, want N/A naming decide rule 2 and its reason", g, r)
 		}
 	}
-	if r := got["loose-refund/denied call never runs"]; r.Verdict != verifyPass {
+	if r := got["loose-refund/denied call never runs"]; r.Verdict != verify.Pass {
 		t.Errorf("loose-refund / denied call never runs: %+v, want PASS", r)
 	}
 	for _, g := range []string{"replay runs once", "racing identical calls run once", "tenants never see each other's records",
 		"uncertain outcome is not rerun", "denied call never runs", "approval is used once"} {
-		if r := got["charge/"+g]; r.Verdict != verifyPass {
+		if r := got["charge/"+g]; r.Verdict != verify.Pass {
 			t.Errorf("charge / %s: %+v, want PASS", g, r)
 		}
 	}
@@ -107,7 +108,7 @@ func TestAdversaryVerifyOnAReadOnlyRedisUser(t *testing.T) {
 	path := exampleWithStore(t, "  redis_url: redis://reader:reader-pass@"+srv.Addr+"/0\n  key_prefix: \"ro:\"\n")
 	results, err := verifyConfig(t.Context(), path, envOf(nil), verifyRun{storeMode: verifyStoreConfigured})
 	for _, r := range results {
-		if r.Verdict != verifyNA {
+		if r.Verdict != verify.NA {
 			t.Errorf("a guarantee judged on a store that refuses writes: %+v", r)
 		}
 	}
@@ -189,12 +190,12 @@ func TestAdversaryVerifyCallsAnswered503AreNotJudged(t *testing.T) {
 			continue
 		}
 		switch {
-		case r.Verdict == verifyFail:
+		case r.Verdict == verify.Fail:
 			t.Errorf("FAIL on a store that refused the calls: %+v", r)
-		case r.Verdict == verifyPass && r.Guarantee != "denied call never runs":
+		case r.Verdict == verify.Pass && r.Guarantee != "denied call never runs":
 			// A denial is decided before the store: it needs no write.
 			t.Errorf("PASS on a store that refused the calls: %+v", r)
-		case r.Verdict == verifyNA && strings.Contains(r.Detail, "answered 503 store_unavailable") && strings.Contains(r.Detail, "NOPERM"):
+		case r.Verdict == verify.NA && strings.Contains(r.Detail, "answered 503 store_unavailable") && strings.Contains(r.Detail, "NOPERM"):
 			judged++
 		}
 	}

@@ -1,16 +1,12 @@
 package gatewaycmd
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/toolgateway/toolgateway/tools"
-	"github.com/toolgateway/toolgateway/tools/mcptool"
+	"github.com/toolgateway/toolgateway/gateway/verify"
 )
 
 // mcpVerifyConfig serves one HTTP tool and the tools of the MCP server at
@@ -55,20 +51,20 @@ func TestVerifyMCPListVerifiesListedToolsWithoutCallingThem(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify -mcp-list: %v\n%s", err, out)
 	}
-	var results []VerifyResult
+	var results []verify.Result
 	if err := json.Unmarshal([]byte(out), &results); err != nil {
 		t.Fatalf("-json output: %v\n%s", err, out)
 	}
 	got := verdicts(t, results)
 	for _, g := range []string{"replay runs once", "racing identical calls run once", "uncertain outcome is not rerun", "altered receipt is detected"} {
-		if v := got["t_create_ticket/"+g]; v != verifyPass {
+		if v := got["t_create_ticket/"+g]; v != verify.Pass {
 			t.Errorf("t_create_ticket / %s: %q, want PASS", g, v)
 		}
 	}
-	if v := got["t_get_ticket/replay runs once"]; v != verifyNA {
+	if v := got["t_get_ticket/replay runs once"]; v != verify.NA {
 		t.Errorf("t_get_ticket (readOnlyHint) / replay runs once: %q, want N/A", v)
 	}
-	if _, ok := got["(mcp server tickets)/"+mcpGuarantees]; ok {
+	if _, ok := got["(mcp server tickets)/"+verify.MCPGuarantees]; ok {
 		t.Errorf("a listed server still has its not-verified line:\n%s", out)
 	}
 	if up.srv.Initialized() == 0 {
@@ -76,53 +72,5 @@ func TestVerifyMCPListVerifiesListedToolsWithoutCallingThem(t *testing.T) {
 	}
 	if calls := up.srv.All(); len(calls) != 0 {
 		t.Fatalf("the MCP server ran %d tools/call (%+v), want none: verify calls no real upstream", len(calls), calls)
-	}
-}
-
-// The stand-in MCP server of -mcp-list has the listed tools, is reached
-// through the gateway's MCP upstream code (an mcptool.Tool in the
-// registry), counts each tools/call at the stand-in, and, told to be
-// uncertain, runs the call and drops the connection: the gateway sees an
-// uncertain outcome. The real server runs nothing.
-func TestVerifyMCPStandInServerCountsAndDropsUncertainCalls(t *testing.T) {
-	up := newMCPUpstream(t)
-	st, err := prepare(mcpVerifyConfig(t, up.http.URL), envOf(nil), io.Discard, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.mcp.Close()
-	if err := listMCPTools(t.Context(), st); err != nil {
-		t.Fatal(err)
-	}
-	registry := tools.NewRegistry()
-	standIns := map[string]*standIn{}
-	m, err := startMCPStandIns(t.Context(), st, registry, standIns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	entry, ok := registry.Lookup("t_create_ticket")
-	if !ok {
-		t.Fatalf("t_create_ticket is not in the stand-ins' registry")
-	}
-	if _, ok := entry.Tool.(*mcptool.Tool); !ok {
-		t.Fatalf("t_create_ticket is a %T, want the gateway's MCP upstream tool", entry.Tool)
-	}
-	call := func() (*tools.Response, error) {
-		return entry.Tool.Call(context.Background(), &tools.Request{Arguments: []byte(`{"title":"verify"}`), ExecutionID: "01JVERIFY"})
-	}
-	resp, err := call()
-	if err != nil || resp.Status != 200 || !strings.Contains(string(resp.Body), `{\"ok\":true,\"n\":1}`) {
-		t.Fatalf("a call through the stand-in MCP server: %v %+v, want 200 with the stand-in's answer", err, resp)
-	}
-	standIns["t_create_ticket"].uncertain.Store(true)
-	if _, err := call(); !errors.Is(err, tools.ErrOutcomeUncertain) {
-		t.Fatalf("an uncertain stand-in: %v, want ErrOutcomeUncertain", err)
-	}
-	if n := standIns["t_create_ticket"].runs.Load(); n != 2 {
-		t.Fatalf("the stand-in ran %d times, want 2 (the uncertain call ran too)", n)
-	}
-	if calls := up.srv.All(); len(calls) != 0 {
-		t.Fatalf("the real MCP server ran %d calls, want none", len(calls))
 	}
 }

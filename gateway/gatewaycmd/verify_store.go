@@ -14,8 +14,11 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/redisstore"
+	"github.com/toolgateway/toolgateway/gateway/verify"
 )
 
 // The values of `gateway verify -store`.
@@ -73,6 +76,64 @@ func newScratchSpace(ctx context.Context, cfg *Config, choice storeChoice, mode 
 		return postgresSpace(ctx, cfg, choice, id)
 	}
 	return besideEmbedded(cfg, choice)
+}
+
+// scratch is the space as the verify harness takes it: its stores opened
+// as start-up opens them, with the receipts start-up keeps beside them.
+func (space *scratchSpace) scratch() verify.Scratch {
+	discard := slog.New(slog.DiscardHandler)
+	return verify.Scratch{
+		Name: space.desc,
+		Kind: space.kind,
+		Open: func(ctx context.Context) (idempotency.Store, error) {
+			store, _, err := space.cfg.openStoreAnyLayout(ctx, discard)
+			return store, err
+		},
+		Receipts: space.cfg.receiptsFor,
+		MarkNewerLayout: func(ctx context.Context) error {
+			return markNewerLayout(ctx, space)
+		},
+		OpenNewer: func(ctx context.Context) (idempotency.Store, error) {
+			noMigrate := *space.newer
+			noMigrate.Store.Migrate = new(bool)
+			store, _, err := noMigrate.openStoreAnyLayout(ctx, discard)
+			return store, err
+		},
+	}
+}
+
+// markNewerLayout sets the layout up in the space's second store and then
+// records there the layout version after the newest this gateway knows,
+// where each kind keeps it (the place `gateway migrate -print` names).
+func markNewerLayout(ctx context.Context, space *scratchSpace) error {
+	store, _, err := space.newer.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	layouts, ok := store.(idempotency.Layouts)
+	if !ok {
+		_ = store.Close()
+		return fmt.Errorf("the %s store has no layout version", space.kind)
+	}
+	v, err := layouts.LayoutVersion(ctx)
+	if err == nil {
+		switch s := store.(type) {
+		case clientOwningStore:
+			err = s.client.Set(ctx, space.newer.Store.KeyPrefix+"layout", v.Known+1, 0).Err()
+		case *pgstore.Store:
+			_, err = s.Pool().Exec(ctx, "INSERT INTO "+s.Schema()+".schema_version (version) VALUES ($1)", v.Known+1)
+		}
+	}
+	if closeErr := store.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil && space.kind == storeKindEmbedded {
+		err = boltstore.MarkNewerLayout(space.newer.Store.Path) // a closed file only
+	}
+	if err != nil {
+		return fmt.Errorf("marking a newer layout in %s: %w", space.desc, err)
+	}
+	return nil
 }
 
 // withStore is a copy of cfg whose store section is edit(cfg's), with

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/pgstore"
+	"github.com/toolgateway/toolgateway/gateway/verify"
 	"github.com/toolgateway/toolgateway/internal/pgtest"
 	"github.com/toolgateway/toolgateway/internal/redistest"
 )
@@ -43,7 +44,7 @@ func exampleWithStore(t *testing.T, store string) string {
 
 // assertVerifyPassedOn checks a verify run passed, that the guarantees ran
 // (charge-card's replay and receipt, the store's layout line passed) and on which store kind.
-func assertVerifyPassedOn(t *testing.T, results []VerifyResult, err error, kind string) {
+func assertVerifyPassedOn(t *testing.T, results []verify.Result, err error, kind string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("verify -store configured: %v", err)
@@ -52,11 +53,11 @@ func assertVerifyPassedOn(t *testing.T, results []VerifyResult, err error, kind 
 		t.Fatalf("exit: %v\n%+v", exit, results)
 	}
 	got := verdicts(t, results)
-	if got["charge-card/replay runs once"] != verifyPass || got["charge-card/altered receipt is detected"] != verifyPass {
+	if got["charge-card/replay runs once"] != verify.Pass || got["charge-card/altered receipt is detected"] != verify.Pass {
 		t.Fatalf("want charge-card replay and receipt guarantees PASS, got %v", got)
 	}
 	for _, r := range results {
-		if r.Tool == storeColumn && (r.Verdict != verifyPass || !strings.Contains(r.Detail, "("+kind+")")) {
+		if r.Tool == verify.StoreColumn && (r.Verdict != verify.Pass || !strings.Contains(r.Detail, "("+kind+")")) {
 			t.Fatalf("store line %+v, want PASS on %s", r, kind)
 		}
 	}

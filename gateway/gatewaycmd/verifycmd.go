@@ -1,29 +1,22 @@
 package gatewaycmd
 
 import (
+	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"text/tabwriter"
 
+	"github.com/toolgateway/toolgateway/gateway/idempotency"
+	"github.com/toolgateway/toolgateway/gateway/verify"
 	"github.com/toolgateway/toolgateway/tools"
+	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
 
 const verifyUsage = "-config FILE [-json] [-junit FILE] [-store scratch|configured] [-mcp-list]"
-
-// VerifyResult is one guarantee checked on one tool.
-type VerifyResult struct {
-	Tool      string `json:"tool"`
-	Guarantee string `json:"guarantee"`
-	// Verdict is PASS, FAIL or N/A.
-	Verdict string `json:"verdict"`
-	// Detail says what happened, or for N/A why it does not apply.
-	Detail string `json:"detail"`
-}
 
 // ExitStatus is an error that asks for a process exit status other than 1:
 // [MainWith] exits with Code (`gateway verify` exits 2 when no guarantee
@@ -39,9 +32,6 @@ func (e *ExitStatus) Error() string { return e.Err.Error() }
 // Unwrap returns the wrapped error.
 func (e *ExitStatus) Unwrap() error { return e.Err }
 
-// errNoneApplied is `gateway verify`'s exit status 2.
-var errNoneApplied = &ExitStatus{Code: 2, Err: errors.New("verify: no guarantee applies to this config")}
-
 // verifyRun is how `gateway verify` runs, from its flags.
 type verifyRun struct {
 	// storeMode is -store: verifyStoreScratch or verifyStoreConfigured.
@@ -50,14 +40,14 @@ type verifyRun struct {
 	// only) and verify them too.
 	mcpList bool
 	// wrap, when set, is put around the scratch store (tests).
-	wrap wrapStore
+	wrap func(idempotency.Store) idempotency.Store
 }
 
 // verifyConfig loads the config at path as `gateway check` does (the same
 // errors) and runs every guarantee on every tool against stand-ins, on the
 // scratch space run.storeMode names. Everything the run wrote is removed
 // afterwards: an error doing so comes with the results.
-func verifyConfig(ctx context.Context, path string, getenv func(string) string, run verifyRun) ([]VerifyResult, error) {
+func verifyConfig(ctx context.Context, path string, getenv func(string) string, run verifyRun) ([]verify.Result, error) {
 	st, err := prepare(path, getenv, io.Discard, true)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err) // check's message: the same prepare
@@ -74,7 +64,7 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	if err != nil {
 		return nil, err
 	}
-	results, err := verifyIn(ctx, st, space, run)
+	results, err := verify.Run(ctx, verifyProgram(st, space, run))
 	removeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scratchRemoveTimeout)
 	defer cancel()
 	if removeErr := space.remove(removeCtx); removeErr != nil {
@@ -83,95 +73,82 @@ func verifyConfig(ctx context.Context, path string, getenv func(string) string, 
 	return results, err
 }
 
-// verifyIn runs the guarantees on the scratch space and closes its stores.
-func verifyIn(ctx context.Context, st *startup, space *scratchSpace, run verifyRun) ([]VerifyResult, error) {
-	env, err := newVerifyEnv(ctx, st, space, run.wrap)
+// verifyProgram is what the verify harness takes from the checked config
+// st: its options and reconcile targets, the scratch space, and the
+// mcp_servers as -mcp-list left them.
+func verifyProgram(st *startup, space *scratchSpace, run verifyRun) verify.Program {
+	notReady := map[string]bool{}
+	if run.mcpList && st.mcp != nil {
+		for _, name := range st.mcp.NotReady() {
+			notReady[name] = true
+		}
+	}
+	var servers []verify.MCPServer
+	for _, e := range st.cfg.MCPServers {
+		servers = append(servers, verify.MCPServer{Name: e.Name, Prefix: e.Prefix, NotReady: notReady[e.Name]})
+	}
+	return verify.Program{
+		Options:     st.opts,
+		Reconcile:   st.reconcile,
+		Scratch:     space.scratch(),
+		MCPServers:  servers,
+		MCPListed:   run.mcpList,
+		MCPListWait: mcpStartWait,
+		ConnectMCP: func(ctx context.Context, registry *tools.Registry, urls map[string]string) (*mcptool.Manager, error) {
+			return connectMCPStandIns(ctx, st.cfg, registry, urls)
+		},
+		WrapStore: run.wrap,
+	}
+}
+
+// connectMCPStandIns builds the MCP upstream code from cfg's mcp_servers
+// with only each server's address changed, to urls[name] (the others left
+// out), registers their tools in registry and starts it, as start-up would.
+func connectMCPStandIns(ctx context.Context, cfg *Config, registry *tools.Registry, urls map[string]string) (*mcptool.Manager, error) {
+	standIns := *cfg
+	standIns.MCPServers = nil
+	for _, e := range cfg.MCPServers {
+		url, ok := urls[e.Name]
+		if !ok {
+			continue
+		}
+		e.URL, e.Command, e.Headers = url, nil, nil
+		standIns.MCPServers = append(standIns.MCPServers, e)
+	}
+	log := slog.New(slog.DiscardHandler)
+	manager, err := standIns.buildMCP(registry, log, func(string) string { return "" })
 	if err != nil {
 		return nil, err
 	}
-	defer env.Close()
-	gatewayDefaults := tools.Policy{Timeout: st.opts.ToolTimeout, ReplayTTL: st.opts.ReplayTTL}
-	var verifyTools []*verifyTool
-	var recording *verifyTool // a tool the store guarantee can call
-	for _, e := range env.opts.Tools.Entries() {
-		t := &verifyTool{name: e.Spec.Name, spec: e.Spec, entry: e, standIn: env.standIn[e.Spec.Name],
-			policy: st.opts.Policies[e.Spec.Name].Resolve(e.Spec.Policy, gatewayDefaults)}
-		_, _, t.argsErr = argsFor(e, 1)
-		verifyTools = append(verifyTools, t)
-		if _, ok := needsRecords(t); ok && recording == nil {
-			recording = t
-		}
-	}
-	if err := probeWrites(ctx, env, space.desc, recording); err != nil {
-		return nil, err
-	}
-	var results []VerifyResult
-	for _, t := range verifyTools {
-		for _, g := range guarantees {
-			results = append(results, runGuarantee(ctx, env, t, g))
-		}
-	}
-	results = append(results, checkNewerLayout(ctx, env, space, recording))
-	return append(results, mcpServerResults(st, run.mcpList)...), nil
+	return manager, startMCP(ctx, manager, log)
 }
 
-// runGuarantee checks g on t. A guarantee during which a call was
-// answered 503 (the store did not take it) proved nothing: N/A, saying
-// so with the store's message. A FAIL says how many times the tool's
-// stand-in ran during the check.
-func runGuarantee(ctx context.Context, env *verifyEnv, t *verifyTool, g guarantee) VerifyResult {
-	mark, runsBefore := env.refused.mark(), t.standIn.runs.Load()
-	verdict, detail := g.check(ctx, env, t)
-	if why := env.refused.since(mark); why != "" {
-		verdict, detail = verifyNA, why
+// listMCPTools is -mcp-list: it connects to every MCP server as start-up
+// does (a command server is started) and lists its tools, bounded by
+// mcpStartWait, then stops listening to them. The tools listed are in
+// st.opts.Tools with their names, input schemas and policies, where
+// verify replaces them by stand-ins like every other tool: no tools/call
+// ever reaches a server.
+func listMCPTools(ctx context.Context, st *startup) error {
+	if st.mcp == nil {
+		return nil
 	}
-	if verdict == verifyFail {
-		detail += fmt.Sprintf(" [%s's stand-in ran %d times during this check]", t.name, t.standIn.runs.Load()-runsBefore)
+	err := startMCP(ctx, st.mcp, st.log)
+	_ = st.mcp.Close() // no relisting, no session left open while verify runs
+	if err != nil {
+		return fmt.Errorf("verify: -mcp-list: %w", err)
 	}
-	return VerifyResult{Tool: t.name, Guarantee: g.name, Verdict: verdict, Detail: detail}
-}
-
-// argsFor makes two argument sets for e's schema and has the gateway's own
-// validation confirm them: arguments it would refuse prove nothing.
-func argsFor(e *tools.Entry, seed int) (args, other []byte, err error) {
-	if args, err = verifyArgs(e.Spec.InputSchema, seed); err != nil {
-		return nil, nil, err
-	}
-	if other, err = verifyArgs(e.Spec.InputSchema, seed+1); err != nil {
-		return nil, nil, err
-	}
-	for _, a := range [][]byte{args, other} {
-		violations, err := e.Schema().ValidateJSON(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(violations) > 0 {
-			return nil, nil, fmt.Errorf("the arguments verify made (%s) do not satisfy its input schema at %q: %s", a, violations[0].Location, violations[0].Message)
-		}
-	}
-	return args, other, nil
+	return nil
 }
 
 // verifyExit is the error for results: nil when every applicable guarantee
 // passed, exit 2 when none applied, exit 1 naming the failures otherwise.
-func verifyExit(results []VerifyResult) error {
-	applied, failed := 0, 0
-	for _, r := range results {
-		switch r.Verdict {
-		case verifyFail:
-			failed++
-			applied++
-		case verifyPass:
-			applied++
-		}
+func verifyExit(results []verify.Result) error {
+	err := verify.Status(results)
+	if errors.Is(err, verify.ErrNoneApplied) {
+		return &ExitStatus{Code: 2, Err: err}
 	}
-	switch {
-	case failed > 0:
-		return fmt.Errorf("verify: %d of %d applicable guarantees FAILED", failed, applied)
-	case applied == 0:
-		return errNoneApplied
-	}
-	return nil
+	return err
 }
 
 // runVerify is `gateway verify`.
@@ -206,67 +183,21 @@ func runVerify(ctx context.Context, inv invocation) error {
 
 // printVerify writes the results to stdout (as text or JSON) and, when
 // junit is set, as JUnit XML to that file.
-func printVerify(inv invocation, results []VerifyResult, asJSON bool, junit string) error {
+func printVerify(inv invocation, results []verify.Result, asJSON bool, junit string) error {
+	var err error
 	if asJSON {
-		if err := writeIndented(inv.stdout, results); err != nil {
-			return err
-		}
+		err = writeIndented(inv.stdout, results)
 	} else {
-		tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-		for _, r := range results {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Verdict, r.Tool, r.Guarantee, r.Detail)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		err = verify.WriteText(inv.stdout, results)
 	}
-	if junit != "" {
-		return writeJUnit(junit, results)
+	if err != nil || junit == "" {
+		return err
 	}
-	return nil
-}
-
-// junitSuite is the JUnit XML CI systems read: one testcase per guarantee
-// per tool, N/A as skipped.
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	ClassName string        `xml:"classname,attr"`
-	Name      string        `xml:"name,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-}
-
-func writeJUnit(path string, results []VerifyResult) error {
-	suite := junitSuite{Name: "gateway verify", Tests: len(results)}
-	for _, r := range results {
-		c := junitCase{ClassName: r.Tool, Name: r.Guarantee}
-		switch r.Verdict {
-		case verifyFail:
-			c.Failure = &junitMessage{Message: r.Detail}
-			suite.Failures++
-		case verifyNA:
-			c.Skipped = &junitMessage{Message: r.Detail}
-			suite.Skipped++
-		}
-		suite.Cases = append(suite.Cases, c)
+	var xml bytes.Buffer
+	if err := verify.WriteJUnit(&xml, results); err != nil {
+		return err
 	}
-	out, err := xml.MarshalIndent(suite, "", "  ")
-	if err != nil {
-		return fmt.Errorf("verify: junit: %w", err)
-	}
-	if err := os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644); err != nil {
+	if err := os.WriteFile(junit, xml.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("verify: junit: %w", err)
 	}
 	return nil

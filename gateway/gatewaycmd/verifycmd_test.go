@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/idempotency/boltstore"
+	"github.com/toolgateway/toolgateway/gateway/verify"
 	"github.com/toolgateway/toolgateway/tools"
 )
 
@@ -65,7 +66,7 @@ func runVerifyCmd(t *testing.T, args ...string) (string, error) {
 }
 
 // verdicts maps "tool/guarantee" to the verdict of each result line.
-func verdicts(t *testing.T, results []VerifyResult) map[string]string {
+func verdicts(t *testing.T, results []verify.Result) map[string]string {
 	t.Helper()
 	m := map[string]string{}
 	for _, r := range results {
@@ -93,33 +94,39 @@ func TestVerifyPassesOnAConfigWithEveryV4Feature(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v\n%s", err, out)
 	}
-	var results []VerifyResult
+	var results []verify.Result
 	if err := json.Unmarshal([]byte(out), &results); err != nil {
 		t.Fatalf("-json output: %v\n%s", err, out)
 	}
 	got := verdicts(t, results)
-	for _, g := range guarantees {
-		if v := got["refund/"+g.name]; v != verifyPass {
-			t.Errorf("refund / %s: %s, want PASS (%s)", g.name, v, out)
+	for _, g := range verify.Guarantees() {
+		if v := got["refund/"+g]; v != verify.Pass {
+			t.Errorf("refund / %s: %s, want PASS (%s)", g, v, out)
 		}
-		if v := got["search/"+g.name]; v != verifyNA {
-			t.Errorf("search / %s: %s, want N/A", g.name, v)
+		if v := got["search/"+g]; v != verify.NA {
+			t.Errorf("search / %s: %s, want N/A", g, v)
 		}
 	}
-	if v := got[storeColumn+"/"+layoutGuarantee]; v != verifyPass {
-		t.Errorf("%s / %s: %s, want PASS", storeColumn, layoutGuarantee, v)
+	if v := got[verify.StoreColumn+"/"+verify.LayoutGuarantee]; v != verify.Pass {
+		t.Errorf("%s / %s: %s, want PASS", verify.StoreColumn, verify.LayoutGuarantee, v)
 	}
 	raw, err := os.ReadFile(junit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var suite junitSuite
+	var suite struct { // the JUnit XML CI systems read
+		XMLName  xml.Name   `xml:"testsuite"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Skipped  int        `xml:"skipped,attr"`
+		Cases    []struct{} `xml:"testcase"`
+	}
 	if err := xml.Unmarshal(raw, &suite); err != nil {
 		t.Fatalf("junit: %v\n%s", err, raw)
 	}
 	notApplicable := 0
 	for _, r := range results {
-		if r.Verdict == verifyNA {
+		if r.Verdict == verify.NA {
 			notApplicable++
 		}
 	}
@@ -148,9 +155,9 @@ func TestVerifyFailsAgainstAStoreThatReleasesUnknownRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var failed []VerifyResult
+	var failed []verify.Result
 	for _, r := range results {
-		if r.Verdict == verifyFail {
+		if r.Verdict == verify.Fail {
 			failed = append(failed, r)
 		}
 	}

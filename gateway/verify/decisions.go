@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"context"
@@ -17,39 +17,39 @@ var denySeeds = []int{1, 2, 3, 10, 100, 1000, 10000, 1000000, 1000000000}
 // checkDenied sends a call the tool's decide rules deny (as the rules
 // themselves say, evaluated on verify's arguments) to the gateway with the
 // rules, and counts that the stand-in never ran.
-func checkDenied(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkDenied(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	policy := env.opts.Decisions[t.name]
 	if policy.Rules() == 0 {
-		return verifyNA, t.name + " has no decide rules"
+		return NA, t.name + " has no decide rules"
 	}
 	if env.opts.Mode == decide.ModeObserve {
-		return verifyNA, "mode is observe: denials are reported, not enforced"
+		return NA, "mode is observe: denials are reported, not enforced"
 	}
 	if t.argsErr != nil {
-		return verifyNA, fmt.Sprintf("no arguments for %s: %v", t.name, t.argsErr)
+		return NA, fmt.Sprintf("no arguments for %s: %v", t.name, t.argsErr)
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
+	c := toolCall{tool: t.name, session: env.session(), step: 1, decided: true}
 	args, _ := argsDecided(ctx, env, t, c, decide.Deny)
 	if args != nil {
 		c.args = args
 		resp, n, err := callCounting(ctx, env, t, c)
 		switch {
 		case err != nil:
-			return verifyFail, err.Error()
+			return Fail, err.Error()
 		case n != 0:
-			return verifyFail, fmt.Sprintf("a call its rules deny (%s) ran the tool (answered %d)", args, resp.status)
+			return Fail, fmt.Sprintf("a call its rules deny (%s) ran the tool (answered %d)", args, resp.status)
 		case resp.status != http.StatusForbidden || problemCode(resp.body) != wire.CodeCallDenied:
-			return verifyFail, fmt.Sprintf("a call its rules deny answered %d %s, not 403 %s", resp.status, resp.body, wire.CodeCallDenied)
+			return Fail, fmt.Sprintf("a call its rules deny answered %d %s, not 403 %s", resp.status, resp.body, wire.CodeCallDenied)
 		}
-		return verifyPass, fmt.Sprintf("denied call (%s) refused with 403 %s, not run", args, wire.CodeCallDenied)
+		return Pass, fmt.Sprintf("denied call (%s) refused with 403 %s, not run", args, wire.CodeCallDenied)
 	}
-	return verifyNA, "none of the arguments verify made is denied by " + t.name + "'s decide rules"
+	return NA, "none of the arguments verify made is denied by " + t.name + "'s decide rules"
 }
 
 // argsDecided finds arguments (and other arguments) the tool's own rules
 // decide want for call c, as the rules themselves say; nil when none of
 // verify's arguments are.
-func argsDecided(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCall, want decide.Decision) (args, other []byte) {
+func argsDecided(ctx context.Context, env *scratchEnv, t *checkedTool, c toolCall, want decide.Decision) (args, other []byte) {
 	tenant := ""
 	if len(env.tenants) > 0 {
 		tenant = env.tenants[c.tenant].name

@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"bytes"
@@ -11,15 +11,8 @@ import (
 	"github.com/toolgateway/toolgateway/wire"
 )
 
-// Verdicts of one guarantee on one tool.
-const (
-	verifyPass = "PASS"
-	verifyFail = "FAIL"
-	verifyNA   = "N/A"
-)
-
-// verifyTool is what the guarantees know of one configured tool.
-type verifyTool struct {
+// checkedTool is what the guarantees know of one configured tool.
+type checkedTool struct {
 	name   string
 	spec   tools.Spec
 	policy tools.Policy
@@ -33,7 +26,7 @@ type verifyTool struct {
 // the verdict and what happened (or, for N/A, why it does not apply).
 type guarantee struct {
 	name  string
-	check func(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string)
+	check func(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string)
 }
 
 // guarantees are the checks verify runs, in the order it prints them.
@@ -53,9 +46,19 @@ var guarantees = []guarantee{
 	{"reconciliation completes a record it is told committed", checkReconcile},
 }
 
+// Guarantees are the names of the guarantees checked on each tool, in the
+// order Run reports them (the store's LayoutGuarantee comes after them).
+func Guarantees() []string {
+	names := make([]string, len(guarantees))
+	for i, g := range guarantees {
+		names[i] = g.name
+	}
+	return names
+}
+
 // needsRecords is the N/A every stored-record guarantee gives a read-only
 // tool, or one whose arguments verify cannot make.
-func needsRecords(t *verifyTool) (string, bool) {
+func needsRecords(t *checkedTool) (string, bool) {
 	if t.spec.ReadOnly {
 		return t.name + " is read_only (nothing is stored, every call runs)", false
 	}
@@ -69,12 +72,12 @@ func needsRecords(t *verifyTool) (string, bool) {
 // run used (an effect key made of them is new too), that the tool's decide
 // rules allow (allowedArgs). An error makes the guarantee N/A: it says
 // why verify made no call.
-func (t *verifyTool) freshArgs(ctx context.Context, env *verifyEnv) (args, other []byte, err error) {
+func (t *checkedTool) freshArgs(ctx context.Context, env *scratchEnv) (args, other []byte, err error) {
 	return allowedArgs(ctx, env, t)
 }
 
 // ran counts the stand-in's executions during do.
-func ran(t *verifyTool, do func() error) (int64, error) {
+func ran(t *checkedTool, do func() error) (int64, error) {
 	before := t.standIn.runs.Load()
 	err := do()
 	return t.standIn.runs.Load() - before, err
@@ -82,8 +85,8 @@ func ran(t *verifyTool, do func() error) (int64, error) {
 
 // callCounting makes call c through env and answers the response and how
 // many times it ran t's stand-in.
-func callCounting(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCall) (verifyResponse, int64, error) {
-	var resp verifyResponse
+func callCounting(ctx context.Context, env *scratchEnv, t *checkedTool, c toolCall) (answer, int64, error) {
+	var resp answer
 	n, err := ran(t, func() (err error) { resp, err = env.call(ctx, c); return err })
 	return resp, n, err
 }
@@ -91,19 +94,19 @@ func callCounting(ctx context.Context, env *verifyEnv, t *verifyTool, c verifyCa
 // firstCall is a call of t with fresh arguments at step 1 of a new
 // session; not ok (and why) when t keeps no records or has no arguments
 // to make.
-func firstCall(ctx context.Context, env *verifyEnv, t *verifyTool) (c verifyCall, why string, ok bool) {
+func firstCall(ctx context.Context, env *scratchEnv, t *checkedTool) (c toolCall, why string, ok bool) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyCall{}, why, false
+		return toolCall{}, why, false
 	}
 	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyCall{}, err.Error(), false
+		return toolCall{}, err.Error(), false
 	}
-	return verifyCall{tool: t.name, session: env.session(), step: 1, args: args}, "", true
+	return toolCall{tool: t.name, session: env.session(), step: 1, args: args}, "", true
 }
 
 // callTwice sends a and then b, counting the tool's executions meanwhile.
-func callTwice(ctx context.Context, env *verifyEnv, t *verifyTool, a, b verifyCall) (ra, rb verifyResponse, n int64, err error) {
+func callTwice(ctx context.Context, env *scratchEnv, t *checkedTool, a, b toolCall) (ra, rb answer, n int64, err error) {
 	n, err = ran(t, func() (err error) {
 		if ra, err = env.call(ctx, a); err != nil {
 			return err
@@ -117,44 +120,44 @@ func callTwice(ctx context.Context, env *verifyEnv, t *verifyTool, a, b verifyCa
 // ranOnce judges the first of two calls (callTwice): ok when it answered
 // 200 and the tool ran once in all, else the verdict and its detail; what
 // names the two calls for a tool that ran more than once.
-func ranOnce(first verifyResponse, n int64, err error, what string) (verdict, detail string, ok bool) {
+func ranOnce(first answer, n int64, err error, what string) (verdict, detail string, ok bool) {
 	switch {
 	case err != nil:
-		return verifyFail, err.Error(), false
+		return Fail, err.Error(), false
 	case n == 0 && first.status != http.StatusOK:
-		return verifyNA, "not exercised: the gateway refused the call (" + first.summary() + ")", false
+		return NA, "not exercised: the gateway refused the call (" + first.summary() + ")", false
 	case first.status != http.StatusOK:
-		return verifyFail, fmt.Sprintf("first call answered %d: %s", first.status, first.body), false
+		return Fail, fmt.Sprintf("first call answered %d: %s", first.status, first.body), false
 	case n != 1:
-		return verifyFail, fmt.Sprintf("%s ran the tool %d times", what, n), false
+		return Fail, fmt.Sprintf("%s ran the tool %d times", what, n), false
 	}
 	return "", "", true
 }
 
-func checkReplay(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkReplay(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	c, why, ok := firstCall(ctx, env, t)
 	if !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	first, second, n, err := callTwice(ctx, env, t, c, c)
 	if verdict, detail, ok := ranOnce(first, n, err, "two identical calls"); !ok {
 		return verdict, detail
 	}
 	if second.status != first.status || !bytes.Equal(second.body, first.body) {
-		return verifyFail, fmt.Sprintf("the replay answered %d %s, not the first answer", second.status, second.body)
+		return Fail, fmt.Sprintf("the replay answered %d %s, not the first answer", second.status, second.body)
 	}
-	return verifyPass, "2 identical calls, 1 execution, same answer"
+	return Pass, "2 identical calls, 1 execution, same answer"
 }
 
-func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkRacing(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	const racers = 8
 	c, why, ok := firstCall(ctx, env, t)
 	if !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, racers)
-	answers := make(chan verifyResponse, racers)
+	answers := make(chan answer, racers)
 	n, _ := ran(t, func() error {
 		for range racers {
 			wg.Add(1)
@@ -174,9 +177,9 @@ func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	close(errs)
 	close(answers)
 	if err := <-errs; err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
-	var refused *verifyResponse
+	var refused *answer
 	for resp := range answers {
 		if resp.status != http.StatusOK {
 			refused = &resp
@@ -186,27 +189,27 @@ func checkRacing(ctx context.Context, env *verifyEnv, t *verifyTool) (string, st
 	case n == 0 && refused != nil:
 		// Nothing ran because the gateway refused the call: that says
 		// nothing about racing calls (a refusal is not an execution).
-		return verifyNA, "not exercised: the gateway refused the call (" + refused.summary() + ")"
+		return NA, "not exercised: the gateway refused the call (" + refused.summary() + ")"
 	case n != 1:
-		return verifyFail, fmt.Sprintf("%d racing identical calls ran the tool %d times", racers, n)
+		return Fail, fmt.Sprintf("%d racing identical calls ran the tool %d times", racers, n)
 	}
-	return verifyPass, fmt.Sprintf("%d racing identical calls, 1 execution", racers)
+	return Pass, fmt.Sprintf("%d racing identical calls, 1 execution", racers)
 }
 
-func checkReusedKey(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkReusedKey(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	args, other, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return NA, err.Error()
 	}
 	if bytes.Equal(args, other) {
-		return verifyNA, t.name + "'s schema admits only one argument value"
+		return NA, t.name + "'s schema admits only one argument value"
 	}
-	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	first := toolCall{tool: t.name, session: env.session(), step: 1, args: args}
 	if _, err := env.call(ctx, first); err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
 	key, _ := deriveKey(first)
 	reused := first
@@ -214,132 +217,132 @@ func checkReusedKey(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	resp, n, err := callCounting(ctx, env, t, reused)
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n != 0:
-		return verifyFail, fmt.Sprintf("the reused key with other arguments ran the tool (answered %d)", resp.status)
+		return Fail, fmt.Sprintf("the reused key with other arguments ran the tool (answered %d)", resp.status)
 	case resp.status < 400:
-		return verifyFail, fmt.Sprintf("the reused key with other arguments answered %d", resp.status)
+		return Fail, fmt.Sprintf("the reused key with other arguments answered %d", resp.status)
 	}
-	return verifyPass, fmt.Sprintf("refused with %d, not run", resp.status)
+	return Pass, fmt.Sprintf("refused with %d, not run", resp.status)
 }
 
-func checkStepGuard(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkStepGuard(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	args, other, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return NA, err.Error()
 	}
 	if env.opts.StepGuardOff {
-		return verifyNA, "idempotency.step_guard is off"
+		return NA, "idempotency.step_guard is off"
 	}
 	if bytes.Equal(args, other) {
-		return verifyNA, t.name + "'s schema admits only one argument value"
+		return NA, t.name + "'s schema admits only one argument value"
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	c := toolCall{tool: t.name, session: env.session(), step: 1, args: args}
 	if _, err := env.call(ctx, c); err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
 	changed := c
 	changed.args = other
 	resp, n, err := callCounting(ctx, env, t, changed)
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n != 0:
-		return verifyFail, fmt.Sprintf("a changed call at the same step ran the tool (answered %d)", resp.status)
+		return Fail, fmt.Sprintf("a changed call at the same step ran the tool (answered %d)", resp.status)
 	case resp.status != http.StatusUnprocessableEntity:
-		return verifyFail, fmt.Sprintf("a changed call at the same step answered %d, not 422", resp.status)
+		return Fail, fmt.Sprintf("a changed call at the same step answered %d, not 422", resp.status)
 	}
-	return verifyPass, "changed call at the same step refused with 422, not run"
+	return Pass, "changed call at the same step refused with 422, not run"
 }
 
-func checkUncertain(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkUncertain(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return NA, err.Error()
 	}
 	if t.policy.LeaseExpiry != tools.LeaseExpiryUnknown {
-		return verifyNA, t.name + " has lease_expiry: " + string(t.policy.LeaseExpiry) + ", not unknown"
+		return NA, t.name + " has lease_expiry: " + string(t.policy.LeaseExpiry) + ", not unknown"
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	c := toolCall{tool: t.name, session: env.session(), step: 1, args: args}
 	t.standIn.uncertain.Store(true)
 	first, err := env.call(ctx, c)
 	t.standIn.uncertain.Store(false)
 	if err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
-	var retry verifyResponse
+	var retry answer
 	n, err := ran(t, func() (err error) { retry, err = env.call(ctx, c); return err })
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n != 0:
-		return verifyFail, fmt.Sprintf("after an uncertain outcome (answered %d) the retry ran the tool again (answered %d)", first.status, retry.status)
+		return Fail, fmt.Sprintf("after an uncertain outcome (answered %d) the retry ran the tool again (answered %d)", first.status, retry.status)
 	case retry.status < 400:
-		return verifyFail, fmt.Sprintf("the retry after an uncertain outcome answered %d", retry.status)
+		return Fail, fmt.Sprintf("the retry after an uncertain outcome answered %d", retry.status)
 	}
-	return verifyPass, fmt.Sprintf("retry after an uncertain outcome answered %d, not run", retry.status)
+	return Pass, fmt.Sprintf("retry after an uncertain outcome answered %d, not run", retry.status)
 }
 
-func checkTenants(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkTenants(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return NA, err.Error()
 	}
 	if len(env.tenants) < 2 {
-		return verifyNA, "fewer than 2 tenants configured"
+		return NA, "fewer than 2 tenants configured"
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	c := toolCall{tool: t.name, session: env.session(), step: 1, args: args}
 	mine, err := env.call(ctx, c)
 	if err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
 	if mine.status != http.StatusOK {
-		return verifyNA, fmt.Sprintf("not exercised: %s's call was refused (%s)", env.tenants[0].name, mine.summary())
+		return NA, fmt.Sprintf("not exercised: %s's call was refused (%s)", env.tenants[0].name, mine.summary())
 	}
 	c.tenant = 1
-	var theirs verifyResponse
+	var theirs answer
 	n, err := ran(t, func() (err error) { theirs, err = env.call(ctx, c); return err })
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n == 0 && theirs.status != http.StatusOK:
-		return verifyNA, fmt.Sprintf("not exercised: %s's call was refused (%s)", env.tenants[1].name, theirs.summary())
+		return NA, fmt.Sprintf("not exercised: %s's call was refused (%s)", env.tenants[1].name, theirs.summary())
 	case n != 1 || bytes.Equal(mine.body, theirs.body):
-		return verifyFail, fmt.Sprintf("%s's identical call got %s's record (%d executions)", env.tenants[1].name, env.tenants[0].name, n)
+		return Fail, fmt.Sprintf("%s's identical call got %s's record (%d executions)", env.tenants[1].name, env.tenants[0].name, n)
 	}
-	return verifyPass, fmt.Sprintf("the same call as %s ran on its own for %s", env.tenants[0].name, env.tenants[1].name)
+	return Pass, fmt.Sprintf("the same call as %s ran on its own for %s", env.tenants[0].name, env.tenants[1].name)
 }
 
 // checkEffectKeyOnce sends the same arguments under two sessions and steps
 // (two keys, one effect key): the tool runs once, the second is a replay.
-func checkEffectKeyOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkEffectKeyOnce(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	if t.policy.EffectKey == "" {
-		return verifyNA, t.name + " has no effect_key"
+		return NA, t.name + " has no effect_key"
 	}
 	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return NA, err.Error()
 	}
-	first := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
-	again := verifyCall{tool: t.name, session: env.session(), step: 7, args: args}
+	first := toolCall{tool: t.name, session: env.session(), step: 1, args: args}
+	again := toolCall{tool: t.name, session: env.session(), step: 7, args: args}
 	r1, r2, n, err := callTwice(ctx, env, t, first, again)
 	if verdict, detail, ok := ranOnce(r1, n, err, "the same effect in another session and step"); !ok {
 		return verdict, detail
 	}
 	if r2.header.Get(wire.HeaderEffectKeyReplayed) != "true" {
-		return verifyFail, fmt.Sprintf("the same effect in another session answered %d without %s: true", r2.status, wire.HeaderEffectKeyReplayed)
+		return Fail, fmt.Sprintf("the same effect in another session answered %d without %s: true", r2.status, wire.HeaderEffectKeyReplayed)
 	}
-	return verifyPass, "2 sessions, 2 steps, 1 execution, the second a replay"
+	return Pass, "2 sessions, 2 steps, 1 execution, the second a replay"
 }

@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func (r *refusals) mark() refusalMark {
 }
 
 // saw notes an answer of a scratch gateway.
-func (r *refusals) saw(resp verifyResponse) {
+func (r *refusals) saw(resp answer) {
 	if resp.status != http.StatusServiceUnavailable {
 		return
 	}
@@ -105,7 +105,7 @@ func (h logHandler) WithGroup(string) slog.Handler      { return h }
 // scratch gateway before any guarantee runs: a store that does not take
 // it (a read-only credential: every call 503) is an error naming the
 // store and with its own message, instead of guarantees run on refusals.
-func probeWrites(ctx context.Context, env *verifyEnv, desc string, t *verifyTool) error {
+func probeWrites(ctx context.Context, env *scratchEnv, desc string, t *checkedTool) error {
 	if t == nil {
 		return nil
 	}
@@ -113,7 +113,7 @@ func probeWrites(ctx context.Context, env *verifyEnv, desc string, t *verifyTool
 	if err != nil {
 		return nil // the guarantees say N/A for this tool themselves
 	}
-	resp, err := env.call(ctx, verifyCall{tool: t.name, session: env.session(), step: 1, args: args})
+	resp, err := env.call(ctx, toolCall{tool: t.name, session: env.session(), step: 1, args: args})
 	if err != nil {
 		return fmt.Errorf("verify: a first call of %s on %s: %w", t.name, desc, err)
 	}
@@ -135,7 +135,7 @@ const maxAllowedTries = 64
 // verify makes no call the rules would refuse. The error names the rule
 // that refused the last arguments tried. Fresh calls get ever larger
 // seeds, so after the first it tries the smallest seeds no call used.
-func allowedArgs(ctx context.Context, env *verifyEnv, t *verifyTool) (args, other []byte, err error) {
+func allowedArgs(ctx context.Context, env *scratchEnv, t *checkedTool) (args, other []byte, err error) {
 	policy := env.opts.Decisions[t.name]
 	if policy.Rules() == 0 {
 		return argsFor(t.entry, env.seed())

@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const approvalExpiry = 100 * time.Millisecond
 // approvalCall finds arguments the tool's rules send for approval and
 // makes the first call with them: the approval id, or why the guarantee
 // does not apply (na) or failed.
-func approvalCall(ctx context.Context, env *verifyEnv, t *verifyTool, c *verifyCall) (id, na, failure string, other []byte) {
+func approvalCall(ctx context.Context, env *scratchEnv, t *checkedTool, c *toolCall) (id, na, failure string, other []byte) {
 	if env.opts.Decisions[t.name].Rules() == 0 {
 		return "", t.name + " has no decide rules", "", nil
 	}
@@ -51,7 +51,7 @@ func approvalCall(ctx context.Context, env *verifyEnv, t *verifyTool, c *verifyC
 }
 
 // approve grants approval id in the scratch store, as an operator would.
-func approve(ctx context.Context, env *verifyEnv, id string) error {
+func approve(ctx context.Context, env *scratchEnv, id string) error {
 	a, ok := env.store.(idempotency.Approvals)
 	if !ok {
 		return fmt.Errorf("the scratch store keeps no approvals")
@@ -63,22 +63,22 @@ func approve(ctx context.Context, env *verifyEnv, id string) error {
 // approvedCall makes c, a call the tool's rules send for approval, and
 // approves it; verdict is set (N/A or FAIL, with detail) when that could
 // not be done. other is arguments of the same rule's other call.
-func approvedCall(ctx context.Context, env *verifyEnv, t *verifyTool, c *verifyCall) (other []byte, verdict, detail string) {
+func approvedCall(ctx context.Context, env *scratchEnv, t *checkedTool, c *toolCall) (other []byte, verdict, detail string) {
 	id, na, failure, other := approvalCall(ctx, env, t, c)
 	switch {
 	case na != "":
-		return nil, verifyNA, na
+		return nil, NA, na
 	case failure != "":
-		return nil, verifyFail, failure
+		return nil, Fail, failure
 	}
 	if err := approve(ctx, env, id); err != nil {
-		return nil, verifyFail, err.Error()
+		return nil, Fail, err.Error()
 	}
 	return other, "", ""
 }
 
-func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
+func checkApprovalOtherArgs(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
+	c := toolCall{tool: t.name, session: env.session(), step: 1, decided: true}
 	other, verdict, detail := approvedCall(ctx, env, t, &c)
 	if verdict != "" {
 		return verdict, detail
@@ -88,15 +88,15 @@ func checkApprovalOtherArgs(ctx context.Context, env *verifyEnv, t *verifyTool) 
 	resp, n, err := callCounting(ctx, env, t, changed)
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n != 0:
-		return verifyFail, fmt.Sprintf("after approving %s, other arguments at the same step ran the tool (answered %d)", c.args, resp.status)
+		return Fail, fmt.Sprintf("after approving %s, other arguments at the same step ran the tool (answered %d)", c.args, resp.status)
 	}
-	return verifyPass, fmt.Sprintf("approved call's step with other arguments answered %d, not run", resp.status)
+	return Pass, fmt.Sprintf("approved call's step with other arguments answered %d, not run", resp.status)
 }
 
-func checkApprovalUsedOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, decided: true}
+func checkApprovalUsedOnce(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
+	c := toolCall{tool: t.name, session: env.session(), step: 1, decided: true}
 	if _, verdict, detail := approvedCall(ctx, env, t, &c); verdict != "" {
 		return verdict, detail
 	}
@@ -125,31 +125,31 @@ func checkApprovalUsedOnce(ctx context.Context, env *verifyEnv, t *verifyTool) (
 		// Refused after the approval (a rule or a limit the call meets
 		// now): an approval that was not used proves nothing about its
 		// being used once.
-		return verifyNA, fmt.Sprintf("not exercised: the approved call was refused every time (statuses %v)", statuses)
+		return NA, fmt.Sprintf("not exercised: the approved call was refused every time (statuses %v)", statuses)
 	case n != 1:
-		return verifyFail, fmt.Sprintf("%d calls of an approved key ran the tool %d times (statuses %v)", racers, n, statuses)
+		return Fail, fmt.Sprintf("%d calls of an approved key ran the tool %d times (statuses %v)", racers, n, statuses)
 	}
-	return verifyPass, fmt.Sprintf("%d calls of an approved key, 1 execution", racers)
+	return Pass, fmt.Sprintf("%d calls of an approved key, 1 execution", racers)
 }
 
-func checkApprovalExpires(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, expiring: true}
+func checkApprovalExpires(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
+	c := toolCall{tool: t.name, session: env.session(), step: 1, expiring: true}
 	_, na, failure, _ := approvalCall(ctx, env, t, &c)
 	switch {
 	case na != "":
-		return verifyNA, na
+		return NA, na
 	case failure != "":
-		return verifyFail, failure
+		return Fail, failure
 	}
 	time.Sleep(2 * approvalExpiry) // nobody decides in time
 	resp, n, err := callCounting(ctx, env, t, c)
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n != 0:
-		return verifyFail, fmt.Sprintf("a call whose approval expired ran the tool (answered %d)", resp.status)
+		return Fail, fmt.Sprintf("a call whose approval expired ran the tool (answered %d)", resp.status)
 	case resp.status != http.StatusForbidden || problemCode(resp.body) != wire.CodeApprovalExpired:
-		return verifyFail, fmt.Sprintf("a call pending past approvals.timeout answered %d %s, not 403 %s", resp.status, resp.body, wire.CodeApprovalExpired)
+		return Fail, fmt.Sprintf("a call pending past approvals.timeout answered %d %s, not 403 %s", resp.status, resp.body, wire.CodeApprovalExpired)
 	}
-	return verifyPass, fmt.Sprintf("pending past approvals.timeout: 403 %s, not run", wire.CodeApprovalExpired)
+	return Pass, fmt.Sprintf("pending past approvals.timeout: 403 %s, not run", wire.CodeApprovalExpired)
 }

@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"encoding/json"
@@ -6,19 +6,19 @@ import (
 	"sort"
 )
 
-// verifyArgs builds valid arguments for a tool from its JSON Schema: the
+// makeArgs builds valid arguments for a tool from its JSON Schema: the
 // required members of common types, varied by seed so that two seeds give
 // two different calls. A schema it cannot satisfy with certainty (oneOf,
 // patterns, references, ...) is an error that says why: the guarantees
 // needing arguments are then N/A for that tool, never guessed.
-func verifyArgs(schema json.RawMessage, seed int) ([]byte, error) {
+func makeArgs(schema json.RawMessage, seed int) ([]byte, error) {
 	var s map[string]any
 	if len(schema) > 0 {
 		if err := json.Unmarshal(schema, &s); err != nil {
 			return nil, fmt.Errorf("its input schema is not a JSON object: %w", err)
 		}
 	}
-	v, err := verifyValue(s, seed, 0)
+	v, err := argValue(s, seed, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func verifyArgs(schema json.RawMessage, seed int) ([]byte, error) {
 // satisfy.
 var unsupportedKeywords = []string{"oneOf", "anyOf", "allOf", "not", "$ref", "pattern", "format", "if", "const", "dependentRequired", "patternProperties", "minItems", "minProperties", "multipleOf"}
 
-func verifyValue(s map[string]any, seed, depth int) (any, error) {
+func argValue(s map[string]any, seed, depth int) (any, error) {
 	if depth > 8 {
 		return nil, fmt.Errorf("its input schema nests deeper than 8 levels")
 	}
@@ -47,7 +47,7 @@ func verifyValue(s map[string]any, seed, depth int) (any, error) {
 	typ, _ := s["type"].(string)
 	switch typ {
 	case "", "object":
-		return verifyObject(s, seed, depth)
+		return argObject(s, seed, depth)
 	case "string":
 		str := fmt.Sprintf("verify-%d", seed)
 		if maxLen, ok := s["maxLength"].(float64); ok && int(maxLen) < len(str) {
@@ -71,10 +71,10 @@ func verifyValue(s map[string]any, seed, depth int) (any, error) {
 	return nil, fmt.Errorf("its input schema has type %v, which verify does not generate", s["type"])
 }
 
-// verifyObject fills the required members; with none, it adds the seed as
+// argObject fills the required members; with none, it adds the seed as
 // an optional member when the schema allows extra members, so that two
 // seeds still differ.
-func verifyObject(s map[string]any, seed, depth int) (any, error) {
+func argObject(s map[string]any, seed, depth int) (any, error) {
 	props, _ := s["properties"].(map[string]any)
 	out := map[string]any{}
 	var required []string
@@ -86,7 +86,7 @@ func verifyObject(s map[string]any, seed, depth int) (any, error) {
 	sort.Strings(required)
 	for _, name := range required {
 		sub, _ := props[name].(map[string]any)
-		v, err := verifyValue(sub, seed, depth+1)
+		v, err := argValue(sub, seed, depth+1)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"bytes"
@@ -36,39 +36,39 @@ func (a *committedAsker) Ask(context.Context, reconcile.Question, int64) (reconc
 // gives no answer), runs the reconcile worker with the tool's own target
 // but a stand-in owner that answers committed, and waits until the call's
 // retry replays the committed answer, without the tool running again.
-func checkReconcile(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkReconcile(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	target, ok := env.reconcile[t.name]
 	if !ok {
-		return verifyNA, t.name + " has no reconcile section"
+		return NA, t.name + " has no reconcile section"
 	}
 	if why, ok := needsRecords(t); !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	rs, ok := env.store.(reconcile.Store)
 	if !ok {
-		return verifyNA, "the scratch store offers no reconciliation"
+		return NA, "the scratch store offers no reconciliation"
 	}
 	args, _, err := t.freshArgs(ctx, env)
 	if err != nil {
-		return verifyNA, err.Error()
+		return NA, err.Error()
 	}
 	asker := &committedAsker{body: []byte(`{"verify":"committed by reconciliation"}`)}
 	target.Ask, target.Every = asker, reconcileEvery
 	w, err := reconcile.New(reconcile.Options{Store: rs, Targets: []reconcile.Target{target}, Owner: "verify-reconcile", Registerer: prometheus.NewRegistry()})
 	if err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
-	c := verifyCall{tool: t.name, session: env.session(), step: 1, args: args}
+	c := toolCall{tool: t.name, session: env.session(), step: 1, args: args}
 	t.standIn.uncertain.Store(true)
 	_, err = env.call(ctx, c)
 	t.standIn.uncertain.Store(false)
 	if err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
 	wctx, stop := context.WithTimeout(ctx, reconcileWait)
 	defer stop()
 	go w.Run(wctx)
-	var last verifyResponse
+	var last answer
 	n, err := ran(t, func() error {
 		for wctx.Err() == nil {
 			var err error
@@ -84,11 +84,11 @@ func checkReconcile(ctx context.Context, env *verifyEnv, t *verifyTool) (string,
 	})
 	switch {
 	case err != nil:
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	case n != 0:
-		return verifyFail, fmt.Sprintf("while the record waited for reconciliation a retry ran the tool %d times", n)
+		return Fail, fmt.Sprintf("while the record waited for reconciliation a retry ran the tool %d times", n)
 	case last.status != http.StatusOK || !bytes.Equal(last.body, asker.body):
-		return verifyFail, fmt.Sprintf("after %s and %d questions answered committed, the retry answered %d %s, not the committed outcome", reconcileWait, asker.asked.Load(), last.status, last.body)
+		return Fail, fmt.Sprintf("after %s and %d questions answered committed, the retry answered %d %s, not the committed outcome", reconcileWait, asker.asked.Load(), last.status, last.body)
 	}
-	return verifyPass, fmt.Sprintf("UNKNOWN record completed after %d question(s); the retry replays the committed outcome, not run", asker.asked.Load())
+	return Pass, fmt.Sprintf("UNKNOWN record completed after %d question(s); the retry replays the committed outcome, not run", asker.asked.Load())
 }

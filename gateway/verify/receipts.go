@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"bytes"
@@ -16,23 +16,23 @@ var receiptStatus = regexp.MustCompile(`"status":(\d+)`)
 // `gateway receipts export` does), checks the untouched export verifies,
 // then changes the status of the tool's receipt and checks that
 // receipts.Verify (what `gateway receipts verify` runs) finds it altered.
-func checkReceiptAltered(ctx context.Context, env *verifyEnv, t *verifyTool) (string, string) {
+func checkReceiptAltered(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
 	if env.receipts == nil {
-		return verifyNA, "receipts are off (receipts.off: true)"
+		return NA, "receipts are off (receipts.off: true)"
 	}
 	c, why, ok := firstCall(ctx, env, t)
 	if !ok {
-		return verifyNA, why
+		return NA, why
 	}
 	if _, err := env.call(ctx, c); err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
 	var export bytes.Buffer
 	if err := receipts.Export(ctx, env.receipts, &export); err != nil {
-		return verifyFail, err.Error()
+		return Fail, err.Error()
 	}
 	if report, err := receipts.Verify(bytes.NewReader(export.Bytes())); err != nil || !report.OK() {
-		return verifyFail, fmt.Sprintf("the untouched export does not verify: %v %+v", err, report)
+		return Fail, fmt.Sprintf("the untouched export does not verify: %v %+v", err, report)
 	}
 	lines := bytes.Split(export.Bytes(), []byte("\n"))
 	marker := []byte(`"execution_id":`)
@@ -44,14 +44,14 @@ func checkReceiptAltered(ctx context.Context, env *verifyEnv, t *verifyTool) (st
 		lines[i] = receiptStatus.ReplaceAll(line, []byte(`"status":299`))
 		report, err := receipts.Verify(bytes.NewReader(bytes.Join(lines, []byte("\n"))))
 		if err != nil {
-			return verifyFail, err.Error()
+			return Fail, err.Error()
 		}
 		for _, tr := range report.Tenants {
 			if tr.Failure != nil && tr.Failure.Problem == receipts.ProblemAltered {
-				return verifyPass, "a receipt whose status was changed: " + tr.Failure.String()
+				return Pass, "a receipt whose status was changed: " + tr.Failure.String()
 			}
 		}
-		return verifyFail, "a receipt whose status was changed verified as whole"
+		return Fail, "a receipt whose status was changed verified as whole"
 	}
-	return verifyFail, "the call left no receipt with a status for " + t.name
+	return Fail, "the call left no receipt with a status for " + t.name
 }

@@ -1,4 +1,4 @@
-package gatewaycmd
+package verify
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,19 +21,20 @@ import (
 // configured server listed (the same names, input schemas, readOnlyHint)
 // whose executions the tools' stand-ins count, reached through the
 // gateway's own MCP upstream code (a Manager built from the config's
-// mcp_servers with only the address changed), as start-up would.
+// mcp_servers with only the address changed, Program.ConnectMCP), as
+// start-up would.
 type mcpStandIns struct {
 	servers []*httptest.Server
 	manager *mcptool.Manager
 }
 
 // startMCPStandIns serves a stand-in for every MCP server whose tools
-// listed in st.opts.Tools, connects a Manager to them that registers their
-// tools in registry, and records each tool's stand-in in standIns. Nil
-// when no server listed a tool.
-func startMCPStandIns(ctx context.Context, st *startup, registry *tools.Registry, standIns map[string]*standIn) (*mcpStandIns, error) {
+// listed in p.Options.Tools, connects the gateway's MCP upstream code to
+// them (p.ConnectMCP), which registers their tools in registry, and records
+// each tool's stand-in in standIns. Nil when no server listed a tool.
+func startMCPStandIns(ctx context.Context, p Program, registry *tools.Registry, standIns map[string]*standIn) (*mcpStandIns, error) {
 	listed := map[string][]tools.Spec{}
-	for _, e := range st.opts.Tools.Entries() {
+	for _, e := range p.Options.Tools.Entries() {
 		if t, ok := e.Tool.(*mcptool.Tool); ok {
 			listed[t.Server()] = append(listed[t.Server()], e.Spec)
 		}
@@ -43,9 +43,8 @@ func startMCPStandIns(ctx context.Context, st *startup, registry *tools.Registry
 		return nil, nil
 	}
 	m := &mcpStandIns{}
-	cfg := *st.cfg
-	cfg.MCPServers = nil
-	for _, e := range st.cfg.MCPServers {
+	urls := map[string]string{}
+	for _, e := range p.MCPServers {
 		specs := listed[e.Name]
 		if len(specs) == 0 {
 			continue
@@ -56,15 +55,10 @@ func startMCPStandIns(ctx context.Context, st *startup, registry *tools.Registry
 			return nil, err
 		}
 		m.servers = append(m.servers, srv)
-		e.URL, e.Command, e.Headers = srv.URL, nil, nil
-		cfg.MCPServers = append(cfg.MCPServers, e)
+		urls[e.Name] = srv.URL
 	}
-	log := slog.New(slog.DiscardHandler)
-	manager, err := cfg.buildMCP(registry, log, func(string) string { return "" })
-	if err == nil {
-		m.manager = manager
-		err = startMCP(ctx, manager, log)
-	}
+	manager, err := p.ConnectMCP(ctx, registry, urls)
+	m.manager = manager
 	if err == nil && len(manager.NotReady()) > 0 {
 		err = fmt.Errorf("the stand-ins of MCP servers %s did not list their tools", strings.Join(manager.NotReady(), ", "))
 	}
@@ -77,7 +71,7 @@ func startMCPStandIns(ctx context.Context, st *startup, registry *tools.Registry
 
 // serveMCPStandIn serves one stand-in MCP server over Streamable HTTP with
 // the tools of entry e that it listed (specs, named with e's prefix).
-func serveMCPStandIn(e MCPServerEntry, specs []tools.Spec, standIns map[string]*standIn) (*httptest.Server, error) {
+func serveMCPStandIn(e MCPServer, specs []tools.Spec, standIns map[string]*standIn) (*httptest.Server, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "gateway-verify-stand-in-" + e.Name, Version: "1"}, nil)
 	byUpstream := map[string]*standIn{}
 	for _, spec := range specs {

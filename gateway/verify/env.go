@@ -1,14 +1,11 @@
-package gatewaycmd
+package verify
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +21,6 @@ import (
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
 	"github.com/toolgateway/toolgateway/gateway/receipts"
 	"github.com/toolgateway/toolgateway/gateway/reconcile"
-	"github.com/toolgateway/toolgateway/keyderive"
 	"github.com/toolgateway/toolgateway/tools"
 	"github.com/toolgateway/toolgateway/tools/mcptool"
 )
@@ -50,15 +46,15 @@ func (s *standIn) Call(_ context.Context, req *tools.Request) (*tools.Response, 
 	return tools.JSON(200, map[string]any{"ok": true, "n": n, "execution_id": req.ExecutionID})
 }
 
-// verifyTenant is a scratch tenant: one of the configured names with a
+// scratchTenant is a scratch tenant: one of the configured names with a
 // token verify made up (the configured tokens are never known to it).
-type verifyTenant struct {
+type scratchTenant struct {
 	name, token string
 }
 
-// verifyEnv is the scratch gateway the guarantees run against: the user's
+// scratchEnv is the scratch gateway the guarantees run against: the user's
 // options with stand-ins for the tools, scratch tenants and a scratch store.
-type verifyEnv struct {
+type scratchEnv struct {
 	srv *httptest.Server
 	// decided is the same gateway with the user's decide rules and mode,
 	// on the same store and stand-ins: the guarantees about decisions.
@@ -77,7 +73,7 @@ type verifyEnv struct {
 	// mcp serves the stand-ins of the tools MCP servers listed (nil
 	// without -mcp-list).
 	mcp     *mcpStandIns
-	tenants []verifyTenant
+	tenants []scratchTenant
 	// refused counts the answers 503 and keeps the store's last message.
 	refused refusals
 	mu      sync.Mutex
@@ -87,61 +83,58 @@ type verifyEnv struct {
 }
 
 // tenantName is the name of scratch tenant i ("" without tenants).
-func (env *verifyEnv) tenantName(i int) string {
+func (env *scratchEnv) tenantName(i int) string {
 	if i >= len(env.tenants) {
 		return ""
 	}
 	return env.tenants[i].name
 }
 
-// wrapStore lets a test put a double around the scratch store.
-type wrapStore func(idempotency.Store) idempotency.Store
-
-// newVerifyEnv builds the scratch gateway from the checked config st on the
-// store of the scratch space. The user's decide rules are left out of it:
-// the guarantees about calls that run need calls that are allowed.
-func newVerifyEnv(ctx context.Context, st *startup, space *scratchSpace, wrap wrapStore) (*verifyEnv, error) {
-	store, _, err := space.cfg.openStoreAnyLayout(ctx, slog.New(slog.DiscardHandler))
+// newScratchEnv builds the scratch gateway from p on its scratch store.
+// The user's decide rules are left out of it: the guarantees about calls
+// that run need calls that are allowed.
+func newScratchEnv(ctx context.Context, p Program) (*scratchEnv, error) {
+	store, err := p.Scratch.Open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("verify: scratch store %s: %w", space.desc, err)
+		return nil, fmt.Errorf("verify: scratch store %s: %w", p.Scratch.Name, err)
 	}
 	// Receipts as start-up keeps them (none when the config turns them off),
 	// beside the scratch store.
-	receiptStore, err := space.cfg.receiptsFor(ctx, store)
+	receiptStore, err := p.Scratch.Receipts(ctx, store)
 	if err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("verify: scratch receipts: %w", err)
 	}
 	var wrapped idempotency.Store = store
-	if wrap != nil {
-		wrapped = wrap(store)
+	if p.WrapStore != nil {
+		wrapped = p.WrapStore(store)
 	}
-	env := &verifyEnv{store: wrapped, receipts: receiptStore, standIn: map[string]*standIn{}, reconcile: map[string]reconcile.Target{}}
-	for _, target := range st.reconcile {
+	env := &scratchEnv{store: wrapped, receipts: receiptStore, standIn: map[string]*standIn{}, reconcile: map[string]reconcile.Target{}}
+	for _, target := range p.Reconcile {
 		env.reconcile[target.Tool] = target
 	}
-	registry, err := env.standInRegistry(ctx, st)
+	registry, err := env.standInRegistry(ctx, p)
 	if err != nil {
 		_ = store.Close()
 		return nil, err
 	}
-	o := st.opts
+	o := p.Options
 	o.Store, o.Tools = wrapped, registry
 	o.Decisions, o.OIDC, o.Limiter, o.Notifier, o.Receipts = nil, nil, nil, nil, receiptStore
 	o.Mounts, o.TracerProvider = nil, nil
 	o.Tenants = nil
-	for i, t := range st.opts.Tenants {
+	for i, t := range p.Options.Tenants {
 		if i == 2 {
 			break
 		}
 		token := randomToken()
-		env.tenants = append(env.tenants, verifyTenant{name: t.Name, token: token})
+		env.tenants = append(env.tenants, scratchTenant{name: t.Name, token: token})
 		o.Tenants = append(o.Tenants, callpath.Tenant{Name: t.Name, TokenSHA256: sha256.Sum256([]byte(token))})
 	}
 	// Nothing printed; the store's message of a refused call kept.
 	o.Logger = slog.New(logHandler{&env.refused})
 	d := o
-	d.Decisions, d.Mode = st.opts.Decisions, st.opts.Mode
+	d.Decisions, d.Mode = p.Options.Decisions, p.Options.Mode
 	x := d
 	x.Approvals.Timeout = approvalExpiry
 	servers, err := scratchServers(o, d, x)
@@ -156,12 +149,12 @@ func newVerifyEnv(ctx context.Context, st *startup, space *scratchSpace, wrap wr
 	return env, nil
 }
 
-// standInRegistry is a registry of stand-ins for st's tools: in process,
+// standInRegistry is a registry of stand-ins for p's tools: in process,
 // but the tools MCP servers listed (-mcp-list) are served by stand-in MCP
 // servers and reached through the gateway's MCP upstream code.
-func (env *verifyEnv) standInRegistry(ctx context.Context, st *startup) (*tools.Registry, error) {
+func (env *scratchEnv) standInRegistry(ctx context.Context, p Program) (*tools.Registry, error) {
 	registry := tools.NewRegistry()
-	for _, e := range st.opts.Tools.Entries() {
+	for _, e := range p.Options.Tools.Entries() {
 		if _, ok := e.Tool.(*mcptool.Tool); ok {
 			continue
 		}
@@ -172,7 +165,7 @@ func (env *verifyEnv) standInRegistry(ctx context.Context, st *startup) (*tools.
 		env.standIn[e.Spec.Name] = s
 	}
 	var err error
-	env.mcp, err = startMCPStandIns(ctx, st, registry, env.standIn)
+	env.mcp, err = startMCPStandIns(ctx, p, registry, env.standIn)
 	return registry, err
 }
 
@@ -197,7 +190,7 @@ func scratchServers(opts ...callpath.Options) ([]*httptest.Server, error) {
 }
 
 // Close stops the scratch gateways and closes the scratch store.
-func (env *verifyEnv) Close() {
+func (env *scratchEnv) Close() {
 	env.srv.Close()
 	env.decided.Close()
 	env.expiring.Close()
@@ -212,7 +205,7 @@ func randomToken() string {
 }
 
 // session returns a session id no other call of this run used.
-func (env *verifyEnv) session() string {
+func (env *scratchEnv) session() string {
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	env.n++
@@ -221,7 +214,7 @@ func (env *verifyEnv) session() string {
 
 // seed returns an argument seed no other call of this run used (the next
 // one is free too: freshArgs takes two).
-func (env *verifyEnv) seed() int {
+func (env *scratchEnv) seed() int {
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	env.n += 2
@@ -232,7 +225,7 @@ func (env *verifyEnv) seed() int {
 // unusedSeed is the smallest argument seed (with the next one) no call of
 // this run used yet, for a tool whose decide rules refuse the large seeds
 // fresh calls get (an amount the rules cap, say); false after 1000.
-func (env *verifyEnv) unusedSeed() (int, bool) {
+func (env *scratchEnv) unusedSeed() (int, bool) {
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	for s := range 1000 {
@@ -245,84 +238,9 @@ func (env *verifyEnv) unusedSeed() (int, bool) {
 }
 
 // markSeed notes that seed and the next one are taken (env.mu held).
-func (env *verifyEnv) markSeed(seed int) {
+func (env *scratchEnv) markSeed(seed int) {
 	if env.usedSeeds == nil {
 		env.usedSeeds = map[int]bool{}
 	}
 	env.usedSeeds[seed], env.usedSeeds[seed+1] = true, true
-}
-
-// verifyCall is one call to the tool API of the scratch gateway.
-type verifyCall struct {
-	tool, session string
-	step          uint64
-	args          []byte
-	key           string // "" derives it
-	tenant        int    // index into env.tenants, when there are any
-	// decided sends the call to the gateway with the decide rules;
-	// expiring to the one whose approvals expire at once.
-	decided, expiring bool
-}
-
-type verifyResponse struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// summary is the answer as a verdict names it: its status, and its
-// problem's code, reason or detail.
-func (r verifyResponse) summary() string {
-	var p struct{ Code, Reason, Detail string }
-	_ = json.Unmarshal(r.body, &p)
-	why := p.Reason
-	if why == "" {
-		why = p.Detail
-	}
-	if p.Code == "" {
-		return fmt.Sprintf("%d", r.status)
-	}
-	return fmt.Sprintf("%d %s: %s", r.status, p.Code, why)
-}
-
-func (env *verifyEnv) call(ctx context.Context, c verifyCall) (verifyResponse, error) {
-	base := env.srv.URL
-	switch {
-	case c.decided:
-		base = env.decided.URL
-	case c.expiring:
-		base = env.expiring.URL
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/tools/v1/"+c.tool, bytes.NewReader(c.args))
-	if err != nil {
-		return verifyResponse{}, err
-	}
-	key, err := deriveKey(c)
-	if err != nil {
-		return verifyResponse{}, fmt.Errorf("derive key: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Agent-Session-Id", c.session)
-	req.Header.Set("Agent-Step-Index", strconv.FormatUint(c.step, 10))
-	if len(env.tenants) > 0 {
-		req.Header.Set("Authorization", "Bearer "+env.tenants[c.tenant].token)
-	}
-	resp, err := env.client.Do(req)
-	if err != nil {
-		return verifyResponse{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	r := verifyResponse{status: resp.StatusCode, header: resp.Header, body: body}
-	env.refused.saw(r)
-	return r, err
-}
-
-// deriveKey is the key call c is sent under.
-func deriveKey(c verifyCall) (string, error) {
-	if c.key != "" {
-		return c.key, nil
-	}
-	return keyderive.Key(c.session, c.step, c.tool, c.args)
 }
