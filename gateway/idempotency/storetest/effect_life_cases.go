@@ -135,9 +135,10 @@ func testEffectOutlivesResolvedHolder(f *fixture) {
 //
 // Taking the abandoned record over turns it UNKNOWN for its claim's
 // replay TTL, counted from then: the resolution must land within it, so
-// the holder claims with holderReplay (with shortReplay, 300 ms were left
-// on the real clock of Redis and PostgreSQL, and a stall under load let
-// the record expire before Resolve found it).
+// the holder claims with holderReplay. With shortReplay only 300 ms were
+// left between the case's sleep and the record's end on the real clock of
+// Redis and PostgreSQL: a stall longer than that let the record expire
+// before Resolve could find it (the case failed once on Redis under load).
 func testEffectOutlivesReconcileThenResolve(f *fixture) {
 	if !f.keepsEffects() {
 		return
