@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,6 +73,7 @@ func TestReceiptsSurviveKill9(t *testing.T) {
 	t.Run("redis-cluster", func(t *testing.T) {
 		cluster := redistest.StartCluster(t, 3)
 		client := cluster.Client()
+		t.Cleanup(func() { _ = client.Close() })
 		prefix := redistest.Prefix("gwtest-outbox")
 		runCrash(t, bin, map[string]any{"cluster_addrs": cluster.Addrs(), "key_prefix": prefix},
 			redisreceipts.New(client, prefix, nil),
@@ -149,50 +149,57 @@ func (u *crashUpstream) counts() map[string]int {
 	return out
 }
 
-// crashGateway is one gateway process on a fixed port.
+// crashGateway is one gateway process.
 type crashGateway struct {
-	url string
-	cmd *exec.Cmd
+	url     string
+	cmd     *exec.Cmd
+	logPath string
 }
 
+// startCrashGateway starts a gateway on the config's listen address,
+// 127.0.0.1:0: the process binds a port the kernel picks and logs it, so
+// no port is chosen here and released for it, which another process on a
+// busy machine (a Redis Cluster node, an outgoing connection) could take
+// meanwhile. It returns once the gateway answers /healthz.
 func startCrashGateway(t *testing.T, bin, config, logPath string) *crashGateway {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = logFile.Close() })
 	cmd := exec.Command(bin, "-config", config)
-	cmd.Env = append(os.Environ(), "GATEWAY_ADDR="+addr, "REDIS_URL=", "DATABASE_URL=")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	g := &crashGateway{url: "http://" + addr, cmd: cmd}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	cmd.Env = append(os.Environ(), "GATEWAY_ADDR=", "REDIS_URL=", "DATABASE_URL=")
+	cmd.Stderr = logFile
+	g := &crashGateway{url: gatewayproc.StartLogged(t, cmd, logFile), cmd: cmd, logPath: logPath}
+	t.Cleanup(func() { g.logProblems(t) })
+	gatewaytest.Eventually(t, 30*time.Second, "gateway healthy", func() bool {
 		resp, err := http.Get(g.url + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return g
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			out, _ := os.ReadFile(logPath)
-			t.Fatalf("gateway never became healthy: %v\n%s", err, out)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return g
+}
+
+// logProblems logs the gateway's warnings and errors when the test has
+// failed, so a failure under load can be read afterwards.
+func (g *crashGateway) logProblems(t *testing.T) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	raw, err := os.ReadFile(g.logPath)
+	if err != nil {
+		t.Logf("gateway log %s: %v", filepath.Base(g.logPath), err)
+		return
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) || (line != "" && !strings.HasPrefix(line, "{")) {
+			t.Logf("%s: %s", filepath.Base(g.logPath), line)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

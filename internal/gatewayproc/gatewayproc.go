@@ -6,6 +6,7 @@ package gatewayproc
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -37,6 +38,13 @@ func Build(t testing.TB, pkg string) string {
 // test fails with its stderr.
 func Start(t testing.TB, cmd *exec.Cmd) string {
 	t.Helper()
+	return StartLogged(t, cmd, io.Discard)
+}
+
+// StartLogged is Start copying each of the program's log lines (its
+// stdout) to log, for a test that reads them afterwards.
+func StartLogged(t testing.TB, cmd *exec.Cmd, log io.Writer) string {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +65,7 @@ func Start(t testing.TB, cmd *exec.Cmd) string {
 		defer close(addr)
 		lines := bufio.NewScanner(stdout)
 		for lines.Scan() {
+			_, _ = log.Write(append(lines.Bytes(), '\n'))
 			var line struct {
 				Msg  string `json:"msg"`
 				Addr string `json:"addr"`

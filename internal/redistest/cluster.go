@@ -78,16 +78,17 @@ func launchCluster(dir string, masters, replicas int, opts ...Option) (*Cluster,
 	}
 	c := &Cluster{}
 	for i := range masters * (1 + replicas) {
-		busPort, err := freePort()
-		if err != nil {
-			c.Kill()
-			return nil, err
-		}
-		nodeOpts := append([]Option{WithArgs("--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", clusterNodeTimeout,
-			"--cluster-port", strconv.Itoa(busPort))}, opts...)
-		node, err := Launch(filepath.Join(dir, "node"+strconv.Itoa(i)), nodeOpts...)
+		node, err := retryTakenPort(func() (*Server, error) {
+			busPort, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			nodeOpts := append([]Option{WithArgs("--cluster-enabled", "yes",
+				"--cluster-config-file", "nodes.conf",
+				"--cluster-node-timeout", clusterNodeTimeout,
+				"--cluster-port", strconv.Itoa(busPort))}, opts...)
+			return launchOnce(filepath.Join(dir, "node"+strconv.Itoa(i)), nodeOpts...)
+		})
 		if err != nil {
 			c.Kill()
 			return nil, err
@@ -269,6 +270,25 @@ func (c *Cluster) Kill() {
 // needed) without a testing.TB, for programs such as cmd/chaos; the caller
 // must call Kill. Start is the test variant.
 func Launch(dir string, opts ...Option) (*Server, error) {
+	return retryTakenPort(func() (*Server, error) { return launchOnce(dir, opts...) })
+}
+
+// retryTakenPort calls launch again, up to a few times, while it fails
+// because a port it chose was taken before the server could bind it
+// (another process on a busy machine): each call chooses new ports.
+func retryTakenPort(launch func() (*Server, error)) (*Server, error) {
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		s, err := launch()
+		var start *startError
+		if err == nil || !errors.As(err, &start) || !start.taken || attempt == attempts {
+			return s, err
+		}
+	}
+}
+
+// launchOnce starts a redis-server on a free port in dir.
+func launchOnce(dir string, opts ...Option) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}

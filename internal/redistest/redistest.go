@@ -7,9 +7,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,8 +65,9 @@ type Server struct {
 	Dir  string
 	args []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited (and been waited for)
 }
 
 // Option adds redis-server arguments.
@@ -89,13 +92,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not on PATH")
 	}
-	port := FreePort(t)
-	s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: t.TempDir(),
-		args: []string{"--save", "", "--appendonly", "no"}}
-	for _, o := range opts {
-		o(s)
-	}
-	if err := s.Restart(); err != nil {
+	s, err := Launch(t.TempDir(), opts...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Kill() })
@@ -103,6 +101,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 }
 
 // Restart starts the server again (after Kill) on the same port and dir.
+// It returns once the server answers on its port, or fails when the
+// process exits first (its port was taken) or a server of another process
+// answers there.
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,17 +112,55 @@ func (s *Server) Restart() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // killed: the exit status is an error by design
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
 	probe := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer probe.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for probe.Ping(context.Background()).Err() != nil {
+	for {
+		pid, err := serverPID(probe)
+		switch {
+		case err == nil && pid == cmd.Process.Pid:
+			return nil
+		case err == nil:
+			_ = cmd.Process.Kill()
+			<-exited
+			s.cmd = nil
+			return &startError{addr: s.Addr, taken: true}
+		}
+		select {
+		case <-exited:
+			s.cmd = nil
+			return &startError{addr: s.Addr, taken: true}
+		case <-time.After(20 * time.Millisecond):
+		}
 		if time.Now().After(deadline) {
 			return &startError{addr: s.Addr}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	return nil
+}
+
+// serverPID is the process id of the redis-server probe reaches, once it
+// answers PING (not while it still loads its data).
+func serverPID(probe *redis.Client) (int, error) {
+	ctx := context.Background()
+	if err := probe.Ping(ctx).Err(); err != nil {
+		return 0, err
+	}
+	info, err := probe.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("redistest: INFO server has no process_id")
 }
 
 // Kill stops the server with SIGKILL and waits for it to exit.
@@ -132,13 +171,22 @@ func (s *Server) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait() // killed: the exit status is an error by design
+	<-s.exited
 	s.cmd = nil
 }
 
-type startError struct{ addr string }
+// startError is a redis-server that did not start; taken: because its
+// port was taken between FreePort and its bind (by another process on a
+// busy machine), so a new port may do.
+type startError struct {
+	addr  string
+	taken bool
+}
 
 func (e *startError) Error() string {
+	if e.taken {
+		return "redistest: redis-server could not listen on " + e.addr + ": the port is taken"
+	}
 	return "redistest: redis-server on " + e.addr + " did not answer"
 }
 

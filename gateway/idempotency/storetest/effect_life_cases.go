@@ -33,18 +33,32 @@ func effectLifeCases() []testCase {
 
 // Scaled TTLs of the effect life cases: the claim's record would live
 // shortLease + shortReplay; the case waits outliveWait before the other
-// session's call.
+// session's call. A case whose holder's record must still be there well
+// after its lease ran out (for a takeover, or for an operator to resolve
+// it after reconciliation turned it UNKNOWN for its replay TTL) claims
+// with holderReplay instead: seconds, so that a loaded machine stalling
+// the case between two steps cannot let the record expire first. Such a
+// case then waits past that TTL as well, so a reservation sized at the
+// claim or at the UNKNOWN marking would be gone by the check.
 const (
-	shortReplay = 600 * time.Millisecond
-	outliveWait = 2000 * time.Millisecond
+	shortReplay  = 600 * time.Millisecond
+	holderReplay = 3 * time.Second
+	outliveWait  = 2000 * time.Millisecond
 )
 
 // shortHolder claims effect for a holder with a short lease and replay
 // TTL, and returns its request and lease.
 func (f *fixture) shortHolder(effect string, expiry idempotency.LeaseExpiry) (idempotency.ClaimRequest, idempotency.Lease) {
 	f.t.Helper()
+	return f.holderReplaying(effect, expiry, shortReplay)
+}
+
+// holderReplaying claims effect for a holder with a short lease and the
+// replay TTL replay, and returns its request and lease.
+func (f *fixture) holderReplaying(effect string, expiry idempotency.LeaseExpiry, replay time.Duration) (idempotency.ClaimRequest, idempotency.Lease) {
+	f.t.Helper()
 	req := f.effectRequest("refund", "holder", effect, fingerprintA, 0)
-	req.LockTTL, req.ReplayTTL, req.LeaseExpiry = shortLease, shortReplay, expiry
+	req.LockTTL, req.ReplayTTL, req.LeaseExpiry = shortLease, replay, expiry
 	req.CanonicalArguments = []byte(`{"txn":"` + effect + `"}`)
 	return req, f.claimed(req)
 }
@@ -118,18 +132,26 @@ func testEffectOutlivesResolvedHolder(f *fixture) {
 // testEffectOutlivesReconcileThenResolve: reconciliation takes an
 // abandoned holder (its lease ran out: it turns UNKNOWN), records an
 // attempt that could not tell, and an operator resolves it later.
+//
+// Taking the abandoned record over turns it UNKNOWN for its claim's
+// replay TTL, counted from then: the resolution must land within it, so
+// the holder claims with holderReplay. With shortReplay only 300 ms were
+// left between the case's sleep and the record's end on the real clock of
+// Redis and PostgreSQL: a stall longer than that let the record expire
+// before Resolve could find it (the case failed once on Redis under load).
 func testEffectOutlivesReconcileThenResolve(f *fixture) {
 	if !f.keepsEffects() {
 		return
 	}
 	rc := f.reconciler()
-	holder, lease := f.shortHolder("refund:reconcile-then-resolve", idempotency.LeaseExpiryUnknown)
+	holder, lease := f.holderReplaying("refund:reconcile-then-resolve", idempotency.LeaseExpiryUnknown, holderReplay)
 	time.Sleep(expireWait)
 	owner := f.id("reconciler")
 	rec, err := rc.ClaimReconcile(f.ctx, holder.Scope, owner, longLease)
 	if err != nil || rec.State != idempotency.StateUnknown {
 		f.t.Fatalf("ClaimReconcile of the abandoned holder = %s, %v; want UNKNOWN", rec.State, err)
 	}
+	markedUnknown := time.Now() // no earlier than the store's marking
 	attempt := idempotency.ReconcileAttempt{At: time.Now(), Outcome: "unknown", Detail: "owner cannot tell"}
 	if _, err := rc.RecordReconcileAttempt(f.ctx, holder.Scope, owner, lease.FencingToken, attempt); err != nil {
 		f.t.Fatalf("RecordReconcileAttempt: %v", err)
@@ -137,6 +159,9 @@ func testEffectOutlivesReconcileThenResolve(f *fixture) {
 	time.Sleep(shortReplay / 2)
 	resp := jsonResponse(`{"refund":"resolved after reconcile"}`)
 	f.resolve(holder.Scope, resp, replayTTL)
+	// Past the UNKNOWN marking's replay TTL (which ends after the claim's
+	// lease + replay TTL), so a reservation sized at either is gone.
+	time.Sleep(time.Until(markedUnknown.Add(holderReplay)))
 	f.expectEffectHeld(holder, resp)
 }
 
@@ -161,17 +186,9 @@ func testEffectOutlivesTakeover(f *fixture) {
 		return
 	}
 	// The holder's record must still be there when its lease has run out
-	// (else the next call is a fresh claim, not a takeover): a replay TTL
-	// far longer than the wait, so a loaded machine cannot let the record
-	// expire first. The case then waits past that TTL as well, so a
-	// reservation sized at the holder's claim would be gone by the check.
-	holderReplay := 2 * time.Second
-	req := f.effectRequest("refund", "holder", "refund:takeover", fingerprintA, 0)
-	req.LockTTL, req.ReplayTTL, req.LeaseExpiry = shortLease, holderReplay, idempotency.LeaseExpiryRerun
-	req.CanonicalArguments = []byte(`{"txn":"refund:takeover"}`)
+	// (else the next call is a fresh claim, not a takeover): holderReplay.
 	claimedAt := time.Now()
-	f.claimed(req)
-	holder := req
+	holder, _ := f.holderReplaying("refund:takeover", idempotency.LeaseExpiryRerun, holderReplay)
 	time.Sleep(expireWait)
 	next := f.effectRequest("refund", "next", holder.Effect.Value, fingerprintA, 3)
 	next.LockTTL, next.ReplayTTL = shortLease, shortReplay
