@@ -49,8 +49,9 @@ func (s *Store) readAfter(ctx context.Context, tenant string, after int64, limit
 
 // Lines implements [receipts.Store]: the lines of the log and those
 // re-derived from the lowest sealed segment that may hold the seqs after
-// the cursor, merged in seq order (one round trip); a page ends with the
-// segment it read, so the next one reads the segment after it.
+// the cursor, read in one transaction and merged in seq order (one round
+// trip); a page ends with the segment it read, so the next one reads the
+// segment after it.
 func (s *Store) Lines(ctx context.Context, tenant string, after int64, limit int) ([][]byte, int64, error) {
 	stored, next, err := s.storedLines(ctx, tenant, after, limit)
 	if err != nil {
@@ -67,7 +68,10 @@ func (s *Store) storedLines(ctx context.Context, tenant string, after int64, lim
 	limit = max(limit, 1)
 	_, log := s.chainKeys(tenant)
 	var logPage, segPage *redis.ZSliceCmd
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// One transaction (the keys share the tenant's hash tag): a pipeline
+	// alone lets a compaction run between its two reads, and a line it
+	// moved from the log into a segment would then be read from both.
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		logPage = p.ZRangeByScoreWithScores(ctx, log, &redis.ZRangeBy{
 			Min: "(" + strconv.FormatInt(after, 10), Max: "+inf", Count: int64(limit + 1),
 		})
