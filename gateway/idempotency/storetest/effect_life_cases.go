@@ -115,17 +115,22 @@ func testEffectOutlivesReconciledHolder(f *fixture) {
 }
 
 // testEffectOutlivesResolvedHolder: an operator resolves an UNKNOWN
-// holder long after it turned UNKNOWN (here: most of its replay TTL
-// later); the effect lives as long as the resolved record.
+// holder long after it turned UNKNOWN; the effect lives as long as the
+// resolved record. The UNKNOWN record lives holderReplay, so a stall of
+// the case before the resolution cannot let it expire first on a server's
+// real clock, and the case waits past that TTL before its checks, so a
+// reservation sized at the marking would be gone by then.
 func testEffectOutlivesResolvedHolder(f *fixture) {
 	if !f.keepsEffects() {
 		return
 	}
 	holder, lease := f.shortHolder("refund:resolved", idempotency.LeaseExpiryUnknown)
-	f.markUnknown(lease, 2*shortReplay)
+	markedAt := time.Now()
+	f.markUnknown(lease, holderReplay)
 	time.Sleep(shortReplay)
 	resp := jsonResponse(`{"refund":"resolved"}`)
 	f.resolve(holder.Scope, resp, replayTTL)
+	time.Sleep(time.Until(markedAt.Add(holderReplay)))
 	f.expectEffectHeld(holder, resp)
 }
 
@@ -167,15 +172,21 @@ func testEffectOutlivesReconcileThenResolve(f *fixture) {
 
 // testEffectOutlivesLateCompletion: the holder's lease ran out while the
 // store did not answer, nobody took it over, and its completion is
-// recorded late, for the replay TTL.
+// recorded late, for the replay TTL. The holder claims with holderReplay,
+// so its record is still there for the late completion however long the
+// case stalls before it, and the case waits past the claim's lease and
+// replay TTL before its checks, so a reservation sized at the claim would
+// be gone by then.
 func testEffectOutlivesLateCompletion(f *fixture) {
 	if !f.keepsEffects() {
 		return
 	}
-	holder, lease := f.shortHolder("refund:late", idempotency.LeaseExpiryRerun)
+	claimedAt := time.Now()
+	holder, lease := f.holderReplaying("refund:late", idempotency.LeaseExpiryRerun, holderReplay)
 	time.Sleep(expireWait)
 	resp := jsonResponse(`{"refund":"late"}`)
 	f.complete(lease, resp, replayTTL)
+	time.Sleep(time.Until(claimedAt.Add(shortLease + holderReplay)))
 	f.expectEffectHeld(holder, resp)
 }
 
