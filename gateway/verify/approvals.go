@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/decide"
@@ -83,9 +82,7 @@ func checkApprovalOtherArgs(ctx context.Context, env *scratchEnv, t *checkedTool
 	if verdict != "" {
 		return verdict, detail
 	}
-	changed := c
-	changed.args = other
-	resp, n, err := callCounting(ctx, env, t, changed)
+	resp, n, err := callWithArgs(ctx, env, t, c, other)
 	switch {
 	case err != nil:
 		return Fail, err.Error()
@@ -101,25 +98,11 @@ func checkApprovalUsedOnce(ctx context.Context, env *scratchEnv, t *checkedTool)
 		return verdict, detail
 	}
 	const racers = 8
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	answers, n, _ := raceCalls(ctx, env, t, c, racers)
 	statuses := map[int]int{}
-	n, _ := ran(t, func() error {
-		for range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resp, err := env.call(ctx, c)
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					statuses[resp.status]++
-				}
-			}()
-		}
-		wg.Wait()
-		return nil
-	})
+	for _, resp := range answers {
+		statuses[resp.status]++
+	}
 	switch {
 	case n == 0 && statuses[http.StatusOK] == 0:
 		// Refused after the approval (a rule or a limit the call meets

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -91,6 +92,13 @@ func callCounting(ctx context.Context, env *scratchEnv, t *checkedTool, c toolCa
 	return resp, n, err
 }
 
+// callWithArgs makes call c again with args in place of its own (the
+// same tool, session and step), counting the tool's executions.
+func callWithArgs(ctx context.Context, env *scratchEnv, t *checkedTool, c toolCall, args []byte) (answer, int64, error) {
+	c.args = args
+	return callCounting(ctx, env, t, c)
+}
+
 // firstCall is a call of t with fresh arguments at step 1 of a new
 // session; not ok (and why) when t keeps no records or has no arguments
 // to make.
@@ -155,32 +163,12 @@ func checkRacing(ctx context.Context, env *scratchEnv, t *checkedTool) (string, 
 	if !ok {
 		return NA, why
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, racers)
-	answers := make(chan answer, racers)
-	n, _ := ran(t, func() error {
-		for range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resp, err := env.call(ctx, c)
-				if err != nil {
-					errs <- err
-					return
-				}
-				answers <- resp
-			}()
-		}
-		wg.Wait()
-		return nil
-	})
-	close(errs)
-	close(answers)
-	if err := <-errs; err != nil {
+	answers, n, err := raceCalls(ctx, env, t, c, racers)
+	if err != nil {
 		return Fail, err.Error()
 	}
 	var refused *answer
-	for resp := range answers {
+	for _, resp := range answers {
 		if resp.status != http.StatusOK {
 			refused = &resp
 		}
@@ -194,6 +182,33 @@ func checkRacing(ctx context.Context, env *scratchEnv, t *checkedTool) (string, 
 		return Fail, fmt.Sprintf("%d racing identical calls ran the tool %d times", racers, n)
 	}
 	return Pass, fmt.Sprintf("%d racing identical calls, 1 execution", racers)
+}
+
+// raceCalls sends racers copies of call c at once and answers what they
+// were answered, how many times t's stand-in ran meanwhile, and the
+// first error of those that got no answer.
+func raceCalls(ctx context.Context, env *scratchEnv, t *checkedTool, c toolCall, racers int) (answers []answer, runs int64, err error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	runs, _ = ran(t, func() error {
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, callErr := env.call(ctx, c)
+				mu.Lock()
+				defer mu.Unlock()
+				if callErr != nil {
+					err = cmp.Or(err, callErr)
+					return
+				}
+				answers = append(answers, resp)
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
+	return answers, runs, err
 }
 
 func checkReusedKey(ctx context.Context, env *scratchEnv, t *checkedTool) (string, string) {
@@ -244,9 +259,7 @@ func checkStepGuard(ctx context.Context, env *scratchEnv, t *checkedTool) (strin
 	if _, err := env.call(ctx, c); err != nil {
 		return Fail, err.Error()
 	}
-	changed := c
-	changed.args = other
-	resp, n, err := callCounting(ctx, env, t, changed)
+	resp, n, err := callWithArgs(ctx, env, t, c, other)
 	switch {
 	case err != nil:
 		return Fail, err.Error()
