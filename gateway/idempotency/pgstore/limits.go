@@ -108,14 +108,19 @@ func newLimitStatements(schema string) limitStatements {
 		// passes when tat + emission - burst offset <= now and moves tat
 		// on by one emission; a refusal keeps tat and returns the wait.
 		// The right-hand sides all see the row as it was (SQL semantics).
+		// now is read before the upsert waits for the row's lock, so a
+		// decision that took the lock first may have been taken later:
+		// the decision's now is the later of the two (the row's clock
+		// never runs back), else a refusal's wait would count the time
+		// it queued and come out above one emission.
 		allow: q(`WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000 AS now_ns)
 			INSERT INTO @.rate_limits AS r (tenant, tat_ns, decided_ns, retry_ns)
 			SELECT $1, c.now_ns + $2, c.now_ns, 0 FROM c
 			ON CONFLICT (tenant) DO UPDATE SET
-				tat_ns = CASE WHEN greatest(r.tat_ns, excluded.decided_ns) + $2 - $3 <= excluded.decided_ns
-					THEN greatest(r.tat_ns, excluded.decided_ns) + $2 ELSE r.tat_ns END,
-				retry_ns = greatest(greatest(r.tat_ns, excluded.decided_ns) + $2 - $3 - excluded.decided_ns, 0),
-				decided_ns = excluded.decided_ns
+				tat_ns = CASE WHEN greatest(r.tat_ns, excluded.decided_ns, r.decided_ns) + $2 - $3 <= greatest(excluded.decided_ns, r.decided_ns)
+					THEN greatest(r.tat_ns, excluded.decided_ns, r.decided_ns) + $2 ELSE r.tat_ns END,
+				retry_ns = greatest(greatest(r.tat_ns, excluded.decided_ns, r.decided_ns) + $2 - $3 - greatest(excluded.decided_ns, r.decided_ns), 0),
+				decided_ns = greatest(excluded.decided_ns, r.decided_ns)
 			RETURNING retry_ns`),
 		acquire: q(`SELECT @.acquire_slot($1, $2, $3, $4)`),
 		renew: q(`INSERT INTO @.inflight_slots AS s (tenant, holder, expires_at)

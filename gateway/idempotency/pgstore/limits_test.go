@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -110,5 +111,61 @@ func TestRetryAfterIsTheGCRAWait(t *testing.T) {
 	}
 	if _, err := lim.Allow(t.Context(), "acme", ratelimit.Limit{Rate: 1, Period: time.Second}); err == nil {
 		t.Fatal("a limit without a burst was accepted")
+	}
+}
+
+// TestRetryAfterOfAQueuedCall: a call that read the clock and then queued
+// on the tenant's row behind a decision taken later is decided at that
+// later time, so its wait is still at most one emission interval (it
+// once came out as the interval plus the time it queued: a Retry-After of
+// 61 s for a rate of 60 an hour).
+func TestRetryAfterOfAQueuedCall(t *testing.T) {
+	s, pool := newTestStore(t, Options{})
+	lim := s.Limiter()
+	l := ratelimit.Limit{Rate: 60, Period: time.Hour, Burst: 1} // one per minute
+	emission, _ := l.GCRA()
+	// The tenant's row, decided long ago: its next call passes.
+	if _, err := pool.Exec(t.Context(), "INSERT INTO "+s.schema+".rate_limits (tenant, tat_ns, decided_ns, retry_ns) VALUES ('acme', 0, 0, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(context.Background()) }()
+	var holderPID int
+	if err := holder.QueryRow(t.Context(), "SELECT pg_backend_pid() FROM "+s.schema+".rate_limits WHERE tenant = 'acme' FOR UPDATE").Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan ratelimit.Verdict, 1)
+	go func() {
+		v, err := lim.Allow(context.Background(), "acme", l)
+		if err != nil {
+			t.Error(err)
+		}
+		queued <- v
+	}()
+	// Wait until the queued call waits for the row's lock: it has read
+	// its clock by then.
+	deadline := time.Now().Add(30 * time.Second)
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		if err := pool.QueryRow(t.Context(), "SELECT count(*) > 0 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", holderPID).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second call never queued on the tenant's row")
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the decision below is taken this much later
+	var retry int64
+	if err := holder.QueryRow(t.Context(), lim.sql.allow, "acme", int64(emission), int64(emission)).Scan(&retry); err != nil || retry != 0 {
+		t.Fatalf("the decision holding the row: retry %d, %v; want allowed", retry, err)
+	}
+	if err := holder.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	v := <-queued
+	if v.Allowed || v.RetryAfter <= 0 || v.RetryAfter > emission {
+		t.Fatalf("the queued call: %+v; want a refusal within one emission interval (%v)", v, emission)
 	}
 }
