@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -124,6 +125,12 @@ type Server struct {
 // (or, as root, a postgres user) are missing.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startWith(t, freePort)
+}
+
+// startWith is Start with the first port from port (launchOn).
+func startWith(t testing.TB, port func() (int, error)) *Server {
+	t.Helper()
 	if _, err := BinDir(); err != nil {
 		t.Skip(err)
 	}
@@ -137,7 +144,7 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
-	s, err := Launch(root)
+	s, err := launchOn(root, port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,16 +157,19 @@ func Start(t testing.TB) *Server {
 // port. The caller kills it. As root (initdb and postgres refuse to run as
 // root) both run as the "postgres" user, and dir is handed to that user.
 func Launch(dir string) (*Server, error) {
+	return launchOn(dir, freePort)
+}
+
+// launchOn is Launch with the first port from port. A port that is taken
+// by the time postgres binds it (freePort only saw it free: another
+// process on a busy machine may take it meanwhile) is left for a new free
+// one, a few times.
+func launchOn(dir string, port func() (int, error)) (*Server, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Dir: filepath.Join(dir, "data"), bin: bin, Port: port}
-	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	s := &Server{Dir: filepath.Join(dir, "data"), bin: bin}
 	if os.Geteuid() == 0 {
 		cred, err := postgresUser()
 		if err != nil {
@@ -174,11 +184,26 @@ func Launch(dir string) (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
-	if err := s.Restart(); err != nil {
-		return nil, err
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		if s.Port, err = port(); err != nil {
+			return nil, err
+		}
+		s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+		err = s.start(true)
+		if !errors.Is(err, errPortTaken) || attempt == attempts {
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+		port = freePort
 	}
-	return s, nil
 }
+
+// errPortTaken: postgres could not listen on its port, or another
+// server answers there.
+var errPortTaken = errors.New("pgtest: the port is taken")
 
 // command runs one of PostgreSQL's programs, as the postgres user when the
 // test runs as root, in its own process group (so a Ctrl-C of the test does
@@ -194,6 +219,14 @@ func (s *Server) command(program string, args ...string) *exec.Cmd {
 // directory; crash recovery replays the WAL. It waits until the server
 // accepts connections.
 func (s *Server) Restart() error {
+	return s.start(false)
+}
+
+// start starts postgres and waits until it accepts connections, retrying
+// until a deadline: a restarted server's port may still be held a moment.
+// On a first start (launchOn) a port another process holds is
+// errPortTaken at once, so launchOn can move to another port.
+func (s *Server) start(first bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logPath := filepath.Join(filepath.Dir(s.Dir), "postgres.log")
@@ -206,6 +239,7 @@ func (s *Server) Restart() error {
 		if err != nil {
 			return err
 		}
+		logStart, _ := logFile.Seek(0, io.SeekEnd)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		err = cmd.Start()
 		_ = logFile.Close()
@@ -214,28 +248,33 @@ func (s *Server) Restart() error {
 		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
-		if s.waitReady(done, deadline) {
+		ready, foreign := s.waitReady(done, deadline)
+		if ready {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
-		// It exited or never answered: try again until the deadline.
+		// It exited, never answered, or another server answers: try
+		// again until the deadline.
 		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+		log, _ := os.ReadFile(logPath)
+		if first && (foreign || bytes.Contains(log[min(logStart, int64(len(log))):], []byte("could not bind"))) {
+			return fmt.Errorf("%w: %d", errPortTaken, s.Port)
+		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logPath)
 			return fmt.Errorf("pgtest: postgres on port %d did not start; log:\n%s", s.Port, tail(log, 2000))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// waitReady polls until the server accepts a connection (true), exits or
-// the deadline passes (false).
-func (s *Server) waitReady(done <-chan struct{}, deadline time.Time) bool {
+// waitReady polls until the server accepts a connection (ready), exits,
+// another server answers on its port (foreign) or the deadline passes.
+func (s *Server) waitReady(done <-chan struct{}, deadline time.Time) (ready, foreign bool) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
-			return false
+			return false, false
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -247,12 +286,12 @@ func (s *Server) waitReady(done <-chan struct{}, deadline time.Time) bool {
 			err = conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dir)
 			_ = conn.Close(ctx)
 			cancel()
-			return err == nil && dir == s.Dir
+			return err == nil && dir == s.Dir, err == nil && dir != s.Dir
 		}
 		cancel()
 		time.Sleep(50 * time.Millisecond)
 	}
-	return false
+	return false, false
 }
 
 // Kill stops the server as a crash would: the postmaster and every

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -75,5 +76,30 @@ func TestPrivateServerSurvivesKill(t *testing.T) {
 	var x int
 	if err := conn.QueryRow(ctx, "SELECT sum(x) FROM kept").Scan(&x); err != nil || x != 42 {
 		t.Fatalf("after the restart: %d, %v", x, err)
+	}
+}
+
+// TestPrivateServerMovesOffATakenPort: a port another process took between
+// freePort and postgres's bind is left for a new one, and the server that
+// starts is this test's own.
+func TestPrivateServerMovesOffATakenPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	srv := startWith(t, func() (int, error) { return takenPort, nil })
+	if srv.Port == takenPort {
+		t.Fatalf("the server kept the taken port %d", takenPort)
+	}
+	conn, err := pgx.Connect(t.Context(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var dir string
+	if err := conn.QueryRow(t.Context(), "SELECT current_setting('data_directory')").Scan(&dir); err != nil || dir != srv.Dir {
+		t.Fatalf("the server on port %d serves %q, %v; want %q", srv.Port, dir, err, srv.Dir)
 	}
 }
