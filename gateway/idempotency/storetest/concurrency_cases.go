@@ -18,25 +18,6 @@ func concurrencyCases() []testCase {
 
 // race runs claim for every request at once (released together by a start
 // signal) and returns the decisions in request order.
-// onlyWinner is the execution id of the one request of a race that
-// claimed what (say "the step"); none or two fail the case.
-func (f *fixture) onlyWinner(reqs []idempotency.ClaimRequest, decisions []idempotency.Decision, what string) string {
-	f.t.Helper()
-	winner := ""
-	for i, d := range decisions {
-		if d.Outcome == idempotency.OutcomeClaimed {
-			if winner != "" {
-				f.t.Fatalf("%s claimed twice: by %q and %q", what, winner, reqs[i].ExecutionID)
-			}
-			winner = reqs[i].ExecutionID
-		}
-	}
-	if winner == "" {
-		f.t.Fatalf("nobody claimed %s: %+v", what, decisions)
-	}
-	return winner
-}
-
 func (f *fixture) race(reqs []idempotency.ClaimRequest, afterClaim func(idempotency.Decision) error) []idempotency.Decision {
 	f.t.Helper()
 	decisions := make([]idempotency.Decision, len(reqs))
@@ -61,6 +42,25 @@ func (f *fixture) race(reqs []idempotency.ClaimRequest, afterClaim func(idempote
 		}
 	}
 	return decisions
+}
+
+// onlyWinner is the execution id of the one request of a race that
+// claimed what (say "the step"); none or two fail the case.
+func (f *fixture) onlyWinner(reqs []idempotency.ClaimRequest, decisions []idempotency.Decision, what string) string {
+	f.t.Helper()
+	winner := ""
+	for i, d := range decisions {
+		if d.Outcome == idempotency.OutcomeClaimed {
+			if winner != "" {
+				f.t.Fatalf("%s claimed twice: by %q and %q", what, winner, reqs[i].ExecutionID)
+			}
+			winner = reqs[i].ExecutionID
+		}
+	}
+	if winner == "" {
+		f.t.Fatalf("nobody claimed %s: %+v", what, decisions)
+	}
+	return winner
 }
 
 func testConcurrentClaims(f *fixture) {
