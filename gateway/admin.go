@@ -110,19 +110,16 @@ func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {
 		callpath.WriteProblem(w, callpath.NewProblem(wire.CodeRecordNotFound, "no record under that path"))
 		return
 	}
-	rec, err := s.deletedRecord(r.Context(), scope)
-	var settled []idempotency.Reservation
-	if err == nil {
-		settled, err = s.ReservationsToSettle(r.Context(), scope)
-	}
-	if err == nil {
-		err = s.Store().Delete(r.Context(), scope)
-	}
+	_, err := s.Settle(r.Context(), scope, receipts.EventDeleted, callpath.ByAdmin, "", func() (idempotency.Record, error) {
+		rec, err := s.deletedRecord(r.Context(), scope)
+		if err != nil {
+			return rec, err
+		}
+		return rec, s.Store().Delete(r.Context(), scope)
+	})
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.ReceiptOf(receipts.EventDeleted, rec, callpath.ByAdmin)
-	s.ReceiptOfSettled(receipts.EventBudgetReleased, rec, settled)
 	s.Logger().InfoContext(r.Context(), "admin deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	w.WriteHeader(http.StatusNoContent)
 }

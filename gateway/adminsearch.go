@@ -339,16 +339,12 @@ func (s *Server) handleAdminResolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	settled, err := s.ReservationsToSettle(r.Context(), scope)
-	var rec idempotency.Record
-	if err == nil {
-		rec, err = admin.Resolve(r.Context(), scope, resp, s.PolicyOf(scope.Tool).ReplayTTL)
-	}
+	rec, err := s.Settle(r.Context(), scope, receipts.EventResolved, callpath.ByAdmin, in.By, func() (idempotency.Record, error) {
+		return admin.Resolve(r.Context(), scope, resp, s.PolicyOf(scope.Tool).ReplayTTL)
+	})
 	if s.adminStoreError(w, r, err) {
 		return
 	}
-	s.ReceiptOfClaimed(receipts.EventResolved, rec, callpath.ByAdmin, in.By)
-	s.ReceiptOfSettled(receipts.EventBudgetCommitted, rec, settled)
 	s.Logger().InfoContext(r.Context(), "admin resolved a record", "claimed_by", in.By, "tenant", scope.Tenant, "tool", scope.Tool,
 		"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	writeJSON(w, http.StatusOK, toAdminRecord(rec, adminInclude{response: true}))

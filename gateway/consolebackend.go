@@ -149,14 +149,10 @@ func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, re
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("%w: %s", console.ErrInvalidResolution, err.Error())
 	}
-	settled, err := b.s.ReservationsToSettle(ctx, scope)
-	if err != nil {
-		return idempotency.Record{}, err
-	}
-	rec, err := a.Resolve(ctx, scope, resp, b.s.PolicyOf(scope.Tool).ReplayTTL)
+	rec, err := b.s.Settle(ctx, scope, receipts.EventResolved, res.By, "", func() (idempotency.Record, error) {
+		return a.Resolve(ctx, scope, resp, b.s.PolicyOf(scope.Tool).ReplayTTL)
+	})
 	if err == nil {
-		b.s.ReceiptOf(receipts.EventResolved, rec, res.By)
-		b.s.ReceiptOfSettled(receipts.EventBudgetCommitted, rec, settled)
 		b.s.Logger().InfoContext(ctx, "console resolved a record", "tenant", scope.Tenant, "tool", scope.Tool,
 			"key_prefix", idempotency.KeyPrefix(scope.Key), "execution_id", rec.ExecutionID, "status", resp.Status)
 	}
@@ -166,14 +162,10 @@ func (b consoleBackend) Resolve(ctx context.Context, scope idempotency.Scope, re
 // Delete removes a record (resolved as not executed).
 func (b consoleBackend) Delete(ctx context.Context, rec idempotency.Record, by string) error {
 	scope := rec.Scope
-	settled, err := b.s.ReservationsToSettle(ctx, scope)
-	if err != nil {
-		return err
-	}
-	err = b.s.Store().Delete(ctx, scope)
+	_, err := b.s.Settle(ctx, scope, receipts.EventDeleted, by, "", func() (idempotency.Record, error) {
+		return rec, b.s.Store().Delete(ctx, scope)
+	})
 	if err == nil {
-		b.s.ReceiptOf(receipts.EventDeleted, rec, by)
-		b.s.ReceiptOfSettled(receipts.EventBudgetReleased, rec, settled)
 		b.s.Logger().InfoContext(ctx, "console deleted a record", "tenant", scope.Tenant, "tool", scope.Tool, "key_prefix", idempotency.KeyPrefix(scope.Key))
 	}
 	return err

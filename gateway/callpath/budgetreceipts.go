@@ -19,7 +19,7 @@ import (
 // operator's resolve or reconciliation's "committed" settles it, its
 // budget_committed follows their resolved receipt, and an operator's
 // delete or reconciliation's "not committed" leaves budget_released
-// (SettledReceipts), for what the store held for the record
+// (Settle, SettledReceipts), for what the store held for the record
 // (idempotency.BudgetKeeper.Reservations, read before the settlement).
 
 // budgetReserved carries the call's charges on its lease, so its
@@ -68,11 +68,41 @@ func SettledReceipts(event receipts.Event, rec idempotency.Record, settled []ide
 	return out
 }
 
-// ReservationsToSettle reads the budget reservations of the record under
-// scope before an operator settles it, for [Engine.ReceiptOfSettled]:
-// none when receipts are off, the store keeps no budgets, or there is no
-// record (the settlement answers that itself).
-func (s *Engine) ReservationsToSettle(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
+// Settle runs an operator's settlement of the record under scope: do, a
+// resolve (event [receipts.EventResolved]) or a delete
+// ([receipts.EventDeleted]), answering the record as it was settled (a
+// deleted one as it was read before). It then enqueues the settlement's
+// receipt, by by (claimedBy: the name typed beside the admin token), and
+// the budget receipts of what the record held: committed by a resolve,
+// released by a delete. What it held is read before do, while the
+// record's life cannot change its charges; with receipts off nothing is
+// read or enqueued.
+func (s *Engine) Settle(ctx context.Context, scope idempotency.Scope, event receipts.Event, by, claimedBy string,
+	do func() (idempotency.Record, error)) (idempotency.Record, error) {
+	settled, err := s.reservationsToSettle(ctx, scope)
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	rec, err := do()
+	if err != nil || s.receipts == nil {
+		return rec, err
+	}
+	s.receiptForRecord(event, rec, by, claimedBy)
+	budgetEvent := receipts.EventBudgetCommitted
+	if event == receipts.EventDeleted {
+		budgetEvent = receipts.EventBudgetReleased
+	}
+	for _, r := range SettledReceipts(budgetEvent, rec, settled) {
+		s.receipts.enqueue(rec.Scope.Tenant, r)
+	}
+	return rec, nil
+}
+
+// reservationsToSettle reads the budget reservations of the record under
+// scope before an operator settles it: none when receipts are off, the
+// store keeps no budgets, or there is no record (the settlement answers
+// that itself).
+func (s *Engine) reservationsToSettle(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
 	keeper, ok := s.opts.Store.(idempotency.BudgetKeeper)
 	if s.receipts == nil || !ok || !keeper.KeepsBudgets() {
 		return nil, nil
@@ -85,15 +115,4 @@ func (s *Engine) ReservationsToSettle(ctx context.Context, scope idempotency.Sco
 		return nil, fmt.Errorf("read the record's budget reservations: %w", err)
 	}
 	return settled, nil
-}
-
-// ReceiptOfSettled enqueues the budget receipts of an operator's
-// settlement of rec (SettledReceipts), after the receipt of the action.
-func (s *Engine) ReceiptOfSettled(event receipts.Event, rec idempotency.Record, settled []idempotency.Reservation) {
-	if s.receipts == nil {
-		return
-	}
-	for _, r := range SettledReceipts(event, rec, settled) {
-		s.receipts.enqueue(rec.Scope.Tenant, r)
-	}
 }

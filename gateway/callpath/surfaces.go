@@ -32,19 +32,6 @@ func (s *Engine) AdminStore() idempotency.Admin { return s.admin }
 // record was made).
 func (s *Engine) PolicyOf(tool string) tools.Policy { return s.policyNamed(tool) }
 
-// ReceiptOf hands an operator's action on rec (resolved, deleted, an
-// approval decided) to the receipt writer, never waited for; by names
-// who acted ([ByAdmin] for the admin token).
-func (s *Engine) ReceiptOf(event receipts.Event, rec idempotency.Record, by string) {
-	s.receiptForRecord(event, rec, by, "")
-}
-
-// ReceiptOfClaimed is ReceiptOf with the name claimedBy typed beside the
-// admin token (by token:admin), kept as the receipt's claimed_by.
-func (s *Engine) ReceiptOfClaimed(event receipts.Event, rec idempotency.Record, by, claimedBy string) {
-	s.receiptForRecord(event, rec, by, claimedBy)
-}
-
 // ReceiptStore returns the receipts store; nil when receipts are off.
 func (s *Engine) ReceiptStore() receipts.Store {
 	if s.receipts == nil {
