@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/toolgateway/toolgateway/gateway/idempotency"
@@ -75,9 +76,8 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 	scope, token := rec.Scope, rec.FencingToken
 	log := w.log.With("tool", t.Tool, "record", scope.String(), "execution_id", rec.ExecutionID, "outcome", outcome)
 	if outcome == OutcomeNotCommitted {
-		settled, err := w.reservations(ctx, scope)
-		if err != nil {
-			log.Warn("reconcile: reading the record's budget reservations failed; it stays UNKNOWN", "error", err)
+		settled, ok := w.reservations(ctx, scope, log)
+		if !ok {
 			return
 		}
 		// The record goes: nothing of it, attempts included, is kept.
@@ -88,7 +88,7 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 			log.Warn("reconcile: removing the record failed; it stays UNKNOWN", "error", err)
 		default:
 			log.Info("reconcile: the upstream did not commit: record removed, the next call runs the tool")
-			w.resolved(rec, 0, settled)
+			w.heard(rec, 0, settled)
 		}
 		return
 	}
@@ -112,9 +112,8 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 		log.Info("reconcile: outcome still uncertain; asking again later", "attempts", count, "detail", detail)
 		return
 	}
-	settled, err := w.reservations(ctx, scope)
-	if err != nil {
-		log.Warn("reconcile: reading the record's budget reservations failed; it stays UNKNOWN", "error", err)
+	settled, ok := w.reservations(ctx, scope, log)
+	if !ok {
 		return
 	}
 	resp := idempotency.StoredResponse{Status: answer.Status, ContentType: "application/json", Body: answer.Body}
@@ -125,7 +124,7 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 		log.Warn("reconcile: completing the record failed; it stays UNKNOWN", "error", err)
 	default:
 		log.Info("reconcile: the upstream committed: record completed", "status", answer.Status)
-		w.resolved(rec, answer.Status, settled)
+		w.heard(rec, answer.Status, settled)
 	}
 }
 
@@ -133,13 +132,26 @@ func (w *Worker) act(ctx context.Context, t Target, rec idempotency.Record, outc
 // its completion commits or its drop releases, for OnResolved: read
 // under the reconcile lease, while the record stays UNKNOWN in the same
 // life. None on a store that keeps no budgets, and none read when no
-// OnResolved listens.
-func (w *Worker) reservations(ctx context.Context, scope idempotency.Scope) ([]idempotency.Reservation, error) {
-	keeper, ok := w.store.(idempotency.BudgetKeeper)
-	if !w.hearsSettled || !ok || !keeper.KeepsBudgets() {
-		return nil, nil
+// OnResolved listens. A failed read is logged and answers not ok: the
+// caller leaves the record UNKNOWN rather than settle it unreceipted.
+func (w *Worker) reservations(ctx context.Context, scope idempotency.Scope, log *slog.Logger) (settled []idempotency.Reservation, ok bool) {
+	keeper, keeps := w.store.(idempotency.BudgetKeeper)
+	if w.resolved == nil || !keeps || !keeper.KeepsBudgets() {
+		return nil, true
 	}
-	return keeper.Reservations(ctx, scope)
+	settled, err := keeper.Reservations(ctx, scope)
+	if err != nil {
+		log.Warn("reconcile: reading the record's budget reservations failed; it stays UNKNOWN", "error", err)
+		return nil, false
+	}
+	return settled, true
+}
+
+// heard tells OnResolved, when set, of a record the worker resolved.
+func (w *Worker) heard(rec idempotency.Record, status int, settled []idempotency.Reservation) {
+	if w.resolved != nil {
+		w.resolved(rec, status, settled)
+	}
 }
 
 func truncate(s string) string {

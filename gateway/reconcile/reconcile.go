@@ -100,12 +100,9 @@ type Worker struct {
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics
-	// resolved is Options.OnResolved, or a no-op.
+	// resolved is Options.OnResolved; nil: nobody listens (receipts off),
+	// and a resolution reads nothing for it.
 	resolved func(rec idempotency.Record, status int, settled []idempotency.Reservation)
-	// hearsSettled: Options.OnResolved was set, so a resolution reads the
-	// record's budget reservations for it; without a listener (receipts
-	// off) nothing reads them.
-	hearsSettled bool
 }
 
 // New checks opts and returns the worker.
@@ -123,10 +120,7 @@ func New(opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("reconcile: metrics: %w", err)
 	}
 	w := &Worker{store: opts.Store, targets: opts.Targets, owner: opts.Owner, log: opts.Logger, now: opts.Now, metrics: m,
-		resolved: opts.OnResolved, hearsSettled: opts.OnResolved != nil}
-	if w.resolved == nil {
-		w.resolved = func(idempotency.Record, int, []idempotency.Reservation) {}
-	}
+		resolved: opts.OnResolved}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
