@@ -25,14 +25,16 @@ import (
 // retries, drain deadline) is counted in gateway_receipts_unwritten_total
 // and logged with its fields, never dropped silently.
 
-// ReceiptHook is the narrow entry other parts of the gateway (effect keys,
-// reconciliation) use to leave a receipt: it enqueues r for tenant's chain
-// and returns at once. Engine.Receipt gives none (nil) when receipts are off.
+// ReceiptHook is the narrow entry another part of the gateway
+// (reconciliation) uses to leave a receipt: it enqueues r for tenant's
+// chain and returns at once. Engine.Receipt gives none (nil) when receipts
+// are off.
 type ReceiptHook func(tenant string, r receipts.Receipt)
 
-// Receipt returns the Engine's [ReceiptHook]: for an effect conflict
-// ([receipts.EventEffectConflict]) or a record resolved by reconciliation
-// ([receipts.EventResolved] with By [receipts.ByReconcile]). It is nil
+// Receipt returns the Engine's [ReceiptHook]: for a record resolved by
+// reconciliation ([receipts.EventResolved] with By
+// [receipts.ByReconcile]; the call path receipts an effect conflict
+// itself). It is nil
 // when receipts are off, so a caller can skip gathering what a receipt
 // would say.
 func (s *Engine) Receipt() ReceiptHook {
